@@ -1,0 +1,58 @@
+// Entry point of `shardline`: dispatches to a registered subcommand and turns user-input
+// errors into exit code 2 with one clear message.
+#include <algorithm>
+#include <exception>
+#include <iostream>
+
+#include <boost/program_options/errors.hpp>
+
+#include "cli/command.h"
+#include "core/error.h"
+
+namespace shardline::cli {
+std::vector<Command>& commands() {
+  static std::vector<Command> all;
+  return all;
+}
+}  // namespace shardline::cli
+
+namespace {
+
+void print_usage(std::ostream& out) {
+  auto cmds = shardline::cli::commands();
+  std::sort(cmds.begin(), cmds.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
+  out << "usage: shardline <command> [args...]   (shardline <command> --help for its flags)\n\ncommands:\n";
+  for (const auto& c : cmds) out << "  " << c.name << std::string(c.name.size() < 12 ? 12 - c.name.size() : 1, ' ') << c.summary << "\n";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace shardline;
+  if (argc < 2) {
+    print_usage(std::cerr);
+    return 2;
+  }
+  const std::string name = argv[1];
+  if (name == "--help" || name == "-h" || name == "help") {
+    print_usage(std::cout);
+    return 0;
+  }
+  const auto& cmds = cli::commands();
+  auto it = std::find_if(cmds.begin(), cmds.end(), [&](const cli::Command& c) { return c.name == name; });
+  if (it == cmds.end()) {
+    std::cerr << "shardline: unknown command \"" << name << "\"\n";
+    print_usage(std::cerr);
+    return 2;
+  }
+  std::vector<std::string> args(argv + 2, argv + argc);
+  try {
+    return it->run(args);
+  } catch (const InputError& e) {
+    std::cerr << "shardline " << name << ": error: " << e.what() << "\n";
+    return 2;
+  } catch (const boost::program_options::error& e) {
+    std::cerr << "shardline " << name << ": error: " << e.what() << "\n";
+    return 2;
+  }
+}

@@ -1,0 +1,75 @@
+#include "core/program.h"
+
+#include <cassert>
+
+namespace shardline {
+
+std::string_view op_kind_name(OpKind k) {
+  switch (k) {
+    case OpKind::Compute: return "compute";
+    case OpKind::CopyIn: return "copy_in";
+    case OpKind::AllGather: return "all_gather";
+    case OpKind::CopyOut: return "copy_out";
+    case OpKind::ReduceScatter: return "reduce_scatter";
+    case OpKind::AllReduce: return "all_reduce";
+    case OpKind::Alloc: return "alloc";
+    case OpKind::Free: return "free";
+  }
+  return "?";
+}
+
+std::string_view stream_name(StreamId s) {
+  switch (s) {
+    case StreamId::Compute: return "compute";
+    case StreamId::CopyIn: return "ag_copy_in";
+    case StreamId::AllGather: return "all_gather";
+    case StreamId::ReduceScatter: return "reduce_scatter";
+    case StreamId::AllReduce: return "all_reduce";
+  }
+  return "?";
+}
+
+std::string_view phase_name(Phase p) {
+  switch (p) {
+    case Phase::Forward: return "forward";
+    case Phase::Backward: return "backward";
+    case Phase::Finalize: return "finalize";
+  }
+  return "?";
+}
+
+std::string_view comm_group_name(CommGroup g) {
+  switch (g) {
+    case CommGroup::None: return "none";
+    case CommGroup::Shard: return "shard";
+    case CommGroup::Replicate: return "replicate";
+    case CommGroup::Reshard: return "reshard";
+  }
+  return "?";
+}
+
+std::string_view memory_kind_name(MemoryKind m) {
+  switch (m) {
+    case MemoryKind::None: return "none";
+    case MemoryKind::AllGatherBuffer: return "all_gather_buffer";
+    case MemoryKind::UnshardedParams: return "unsharded_params";
+    case MemoryKind::UnshardedGrads: return "unsharded_grads";
+    case MemoryKind::ReduceScatterBuffer: return "reduce_scatter_buffer";
+    case MemoryKind::AllReduceBuffer: return "all_reduce_buffer";
+    case MemoryKind::Activations: return "activations";
+  }
+  return "?";
+}
+
+bool is_collective(OpKind k) {
+  return k == OpKind::AllGather || k == OpKind::ReduceScatter || k == OpKind::AllReduce;
+}
+
+CollectiveKind collective_kind(OpKind k) {
+  assert(is_collective(k) && "collective_kind() of a non-collective op");
+  if (k == OpKind::AllGather) return CollectiveKind::AllGather;
+  if (k == OpKind::ReduceScatter) return CollectiveKind::ReduceScatter;
+  return CollectiveKind::AllReduce;
+}
+
+}  // namespace shardline

@@ -1,0 +1,87 @@
+// The shared scheduler's output: a flat, ordered list of ops for one rank, on FSDP2-like
+// streams, with event dependencies. Program order is host issue order; ops on one stream run
+// FIFO in that order; across streams, only `deps` order them (CUDA event semantics).
+// The simulator and the executors interpret this and know nothing of FSDP.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/collective.h"
+#include "core/dtype.h"
+
+namespace shardline {
+
+enum class OpKind { Compute, CopyIn, AllGather, CopyOut, ReduceScatter, AllReduce, Alloc, Free };
+enum class StreamId { Compute, CopyIn, AllGather, ReduceScatter, AllReduce };
+inline constexpr int kNumStreams = 5;
+enum class Phase { Forward, Backward, Finalize };
+// Which communicator a collective runs over. Reshard: the smaller group that
+// reshard_after_forward=<int> reshards to (used by backward all-gathers).
+enum class CommGroup { None, Shard, Replicate, Reshard };
+enum class MemoryKind { None, AllGatherBuffer, UnshardedParams, UnshardedGrads, ReduceScatterBuffer, AllReduceBuffer, Activations };
+
+std::string_view op_kind_name(OpKind k);        // "compute", "copy_in", "all_gather", ...
+std::string_view stream_name(StreamId s);       // "compute", "ag_copy_in", "all_gather", "reduce_scatter", "all_reduce"
+std::string_view phase_name(Phase p);           // "forward", "backward", "finalize"
+std::string_view comm_group_name(CommGroup g);  // "none", "shard", "replicate", "reshard"
+std::string_view memory_kind_name(MemoryKind m);
+bool is_collective(OpKind k);
+CollectiveKind collective_kind(OpKind k);  // asserts is_collective(k)
+
+// A range of one parameter's elements in each rank's local shard: elements
+// [shard_offset, shard_offset + shard_numel) of the shard of `param`. A collective or copy
+// moves the listed slices, in order; fused ops list many, unfused ops list one parameter.
+struct TensorSlice {
+  int param = -1;
+  int64_t shard_offset = 0;
+  int64_t shard_numel = 0;
+};
+
+struct Op {
+  int id = -1;               // == index in Program::ops
+  OpKind kind = OpKind::Compute;
+  StreamId stream = StreamId::Compute;
+  Phase phase = Phase::Forward;
+  int microbatch = 0;
+  int unit = -1;             // -1 when it spans units (a bucket) or none
+  int bucket = -1;           // communication bucket index, -1 for none
+  // Collective: the nccl-tests size S (AG output, RS input, AR input) in `dtype`.
+  // Copy-in/copy-out: bytes copied. Alloc/Free: bytes allocated / released. Compute: 0.
+  int64_t bytes = 0;
+  DType dtype = DType::bf16;
+  CommGroup group = CommGroup::None;
+  int group_size = 1;
+  double compute_us = 0;     // compute: requested duration (compute model), before slow-down
+  bool recompute = false;    // compute: includes activation recomputation
+  MemoryKind memory = MemoryKind::None;  // alloc/free: what is allocated or released
+  std::vector<TensorSlice> slices;
+  std::vector<int> deps;     // ids of earlier ops that must finish before this one starts
+  std::string name;          // short human label, e.g. "fwd u3", "ag b2", "rs u7"
+};
+
+struct ParamInfo {
+  std::string name;   // "layers.3.attn.wq"
+  int unit = -1;
+  int64_t numel = 0;        // unsharded element count
+  int64_t shard_numel = 0;  // per-rank shard element count (padded: ceil(numel / shard))
+};
+
+struct Program {
+  std::string scenario;
+  int shard_size = 1;
+  int replicate_size = 1;
+  int reshard_group_size = 0;  // > 0 when reshard_after_forward is an int
+  DType param_dtype = DType::bf16;
+  DType reduce_dtype = DType::fp32;
+  DType master_dtype = DType::fp32;
+  bool average_gradients = true;
+  int micro_batches = 1;
+  int64_t static_memory_bytes = 0;  // sharded params + grads + optimizer state per rank
+  std::vector<std::string> units;   // unit names, forward order
+  std::vector<ParamInfo> params;
+  std::vector<Op> ops;
+};
+
+}  // namespace shardline

@@ -1,0 +1,121 @@
+// A validated, typed scenario: the model (FSDP units), the cluster, the device mesh, the FSDP
+// policy and run settings. Built only by parse_scenario() (core/scenario_parse.h); nothing
+// half-parsed is ever used. All sizes in bytes, times in microseconds, rates in bytes/s.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/dtype.h"
+
+namespace shardline {
+
+// One parameter tensor of a unit (element count of the unsharded tensor).
+struct TensorSpec {
+  std::string name;
+  int64_t numel = 0;
+};
+
+// What fully_shard wraps: a transformer block, the embedding, the output head.
+struct UnitSpec {
+  std::string name;
+  std::vector<TensorSpec> tensors;          // its parameters; one parameter group
+  double forward_flops = 0;                 // per micro-batch
+  double backward_flops = 0;                // per micro-batch, without recomputation
+  std::optional<double> forward_time_us;    // measured times replace FLOPs when given
+  std::optional<double> backward_time_us;
+  int64_t activation_bytes = 0;             // saved for backward per micro-batch (after checkpointing)
+  bool recompute_forward = false;           // full checkpointing: backward re-runs forward first
+  std::optional<int64_t> bucket_bytes;      // per-unit bucket override: this unit is bucketed alone
+
+  int64_t params() const {
+    int64_t n = 0;
+    for (const auto& t : tensors) n += t.numel;
+    return n;
+  }
+};
+
+struct ModelSpec {
+  std::string name;
+  std::vector<UnitSpec> units;  // in forward order, repeats expanded
+  int64_t total_params() const {
+    int64_t n = 0;
+    for (const auto& u : units) n += u.params();
+    return n;
+  }
+};
+
+struct LinkSpec {
+  double bandwidth_bytes_per_s = 0;  // per GPU, one direction
+  double latency_us = 0;             // per hop (alpha)
+};
+
+struct GpuSpec {
+  std::string name;
+  std::map<DType, double> peak_tflops;  // dense peak per dtype
+  double efficiency = 0.5;              // achievable fraction of peak (MFU-like)
+  int64_t memory_bytes = 0;
+};
+
+struct ClusterSpec {
+  std::string name;
+  GpuSpec gpu;
+  int nodes = 1;
+  int gpus_per_node = 1;
+  LinkSpec intra_node;
+  LinkSpec inter_node;
+  double launch_overhead_us = 5.0;            // host cost to issue one op
+  double compute_slowdown_during_comm = 1.0;  // compute takes this factor longer while comm runs
+  bool hierarchical_collectives = false;      // groups spanning nodes: intra-node then inter-node
+  int world() const { return nodes * gpus_per_node; }
+};
+
+struct MeshSpec {
+  int shard = 1;
+  int replicate = 1;  // HSDP when > 1
+  int world() const { return shard * replicate; }
+};
+
+struct ReshardAfterForward {
+  enum class Mode { Full, Keep, Partial };
+  Mode mode = Mode::Full;  // true / false / int
+  int group_size = 0;      // Partial: reshard to groups of this many ranks
+};
+
+enum class GradSync { Every, Last };
+
+struct PolicySpec {
+  bool comm_fusion = true;
+  bool zero_copy = false;
+  int64_t bucket_bytes = 0;  // 0: one bucket per unit (FSDP2); else pack consecutive groups
+  ReshardAfterForward reshard_after_forward;
+  int forward_prefetch = 1;   // 0 off, 1 FSDP2 implicit, k explicit depth
+  int backward_prefetch = 1;  // 0 off, 1 FSDP2 default, k explicit depth
+  DType param_dtype = DType::bf16;
+  DType reduce_dtype = DType::fp32;
+  DType master_dtype = DType::fp32;  // sharded parameters and gradients
+  int64_t optimizer_bytes_per_param = 8;  // Adam: two fp32 states
+  int micro_batches = 1;
+  GradSync grad_sync = GradSync::Every;
+  bool average_gradients = true;  // divide by world after reduction (else sum)
+};
+
+struct RunSpec {
+  int iterations = 1;
+  int warmup = 0;
+  double memory_margin = 0.1;  // fraction of GPU memory kept free when judging "fits"
+};
+
+struct Scenario {
+  std::string name;
+  std::string description;
+  ModelSpec model;
+  ClusterSpec cluster;
+  MeshSpec mesh;
+  PolicySpec policy;
+  RunSpec run;
+};
+
+}  // namespace shardline

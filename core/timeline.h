@@ -1,0 +1,50 @@
+// A timeline: when each op of a Program ran, per rank and iteration, predicted (simulator) or
+// measured (executor), with one schema so every tool reads both. Self-contained: it carries
+// the ops' metadata so reports need no Program.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "core/program.h"
+
+namespace shardline {
+
+struct OpInterval {
+  int op = -1;
+  int rank = 0;
+  int iteration = 0;
+  double issue_us = 0;  // when the host issued it
+  double start_us = 0;
+  double end_us = 0;
+};
+
+struct MemorySample {
+  double time_us = 0;
+  int64_t bytes = 0;  // live bytes on the device of rank 0
+};
+
+struct Timeline {
+  std::string source = "predicted";  // "predicted" | "measured"
+  std::string backend = "sim";        // "sim" | "mpi" | "nccl"
+  std::string scenario;
+  int ranks = 1;
+  int iterations = 1;
+  int reported_iteration = 0;         // the median iteration when measured
+  double scale = 1.0;                 // buffer divisor used by exec --scale
+  int64_t memory_capacity_bytes = 0;  // the GPU's memory
+  double memory_margin = 0.1;
+  std::vector<Op> ops;                // metadata (slices and deps dropped)
+  std::vector<OpInterval> intervals;
+  std::vector<MemorySample> memory;   // in time order
+};
+
+// Copies the op metadata (without slices) a Timeline carries.
+std::vector<Op> timeline_ops(const Program& program);
+
+nlohmann::json timeline_to_json(const Timeline& timeline);
+Timeline timeline_from_json(const nlohmann::json& j);  // throws InputError on bad files
+
+}  // namespace shardline
