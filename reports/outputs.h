@@ -1,0 +1,22 @@
+// The standard output folder of a run (simulate or exec): metrics.json, program.json,
+// timeline.json, trace.json, report.html; and the summary table printed on the terminal.
+#pragma once
+#include <string>
+
+#include "core/metrics.h"
+#include "core/program.h"
+#include "core/scenario.h"
+#include "core/timeline.h"
+
+namespace shardline {
+
+// Writes every file into a temporary sibling folder first and renames it into place, so an
+// error never leaves a partial output folder behind. An existing DIR is replaced file by file.
+void write_run_outputs(const std::string& dir, const Scenario& scenario, const Program& program,
+                       const Timeline& timeline, const Metrics& metrics);
+
+// The human summary table (step time, compute busy, comm busy per kind, exposed comm, overlap
+// efficiency, peak memory vs capacity, forward/backward split, collectives and bytes per kind).
+std::string summary_table(const Scenario& scenario, const Timeline& timeline, const Metrics& metrics);
+
+}  // namespace shardline
