@@ -7,9 +7,11 @@
 
 namespace shardline {
 
+struct ClusterProfile;  // core/profile.h: measured collective tables (calibrate)
+
 struct SimOptions {
-  // Reserved for a calibrated cluster profile (measured tables); null: analytical alpha-beta.
-  const void* profile = nullptr;
+  // A calibrated cluster profile replaces the analytical alpha-beta costs; null: analytical.
+  const ClusterProfile* profile = nullptr;
 };
 
 Timeline simulate(const Scenario& scenario, const Program& program, const SimOptions& options = {});
