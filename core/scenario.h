@@ -57,6 +57,7 @@ struct GpuSpec {
   std::map<DType, double> peak_tflops;  // dense peak per dtype
   double efficiency = 0.5;              // achievable fraction of peak (MFU-like)
   int64_t memory_bytes = 0;
+  double copy_bandwidth_bytes_per_s = 0;  // achieved device-local copy rate (copy-in / copy-out)
 };
 
 struct ClusterSpec {
