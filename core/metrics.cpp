@@ -1,0 +1,208 @@
+// Metric definitions (DESIGN.md "Metrics"), per rank and iteration:
+// - step: [step start, step end). Step start = the earliest issue_us of the step's ops (never
+//   later than any op's start_us); when every issue_us is 0 (a timeline that records no issue
+//   times), the earliest start_us. Step end = the latest end_us. Alloc/free markers count.
+// - compute busy: union of Compute-kind intervals. comm busy: union of AG/RS/AR intervals.
+// - exposed comm = step - compute busy (>= 0 by construction; float noise is clamped, anything
+//   else asserts). It includes every wait of the compute stream: exposed collectives, copies,
+//   host launch gaps.
+// - overlap efficiency = 1 - exposed / comm busy, clamped to [0, 1]: exposed also counts host
+//   and copy gaps, so it can exceed comm busy; that clamps to 0 ("nothing hidden"). 1 when there
+//   is no communication.
+// - forward: per micro-batch m, from the end of micro-batch m-1's last backward compute (the step
+//   start for the first) to the end of m's last forward compute; summed. With one micro-batch
+//   this is "step start to end of the last forward compute". backward = step - forward.
+// - by_kind: every kind except alloc/free (always all six keys): count, bytes, union busy.
+// - peak memory: the largest MemorySample over the whole timeline; 0 when the timeline has no
+//   memory samples (e.g. a measured run without an allocator tracker). fits: peak <= capacity *
+//   (1 - margin).
+// - rank -1: the rank with the largest step time (lowest rank on ties). iteration -1: the
+//   timeline's reported_iteration.
+#include "core/metrics.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <limits>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "core/json_fields.h"
+
+namespace shardline {
+
+using nlohmann::json;
+namespace jf = json_fields;
+
+namespace {
+
+constexpr OpKind kReportedKinds[] = {OpKind::Compute, OpKind::CopyIn, OpKind::AllGather,
+                                     OpKind::CopyOut, OpKind::ReduceScatter, OpKind::AllReduce};
+
+[[noreturn]] void invariant_broken(const char* what) {
+  std::fprintf(stderr, "shardline: internal error in compute_metrics: %s\n", what);
+  std::abort();
+}
+
+Metrics metrics_for(const Timeline& t, int rank, int iteration) {
+  std::vector<const OpInterval*> ivs;
+  for (const OpInterval& iv : t.intervals) {
+    if (iv.rank == rank && iv.iteration == iteration) ivs.push_back(&iv);
+  }
+  if (ivs.empty()) {
+    throw InputError("timeline", "no op intervals for rank " + std::to_string(rank) + ", iteration " + std::to_string(iteration));
+  }
+  const int num_ops = static_cast<int>(t.ops.size());
+  bool has_issue = false;
+  double step_end = -std::numeric_limits<double>::infinity();
+  for (const OpInterval* iv : ivs) {
+    if (iv->op < 0 || iv->op >= num_ops) invariant_broken("interval names an op the timeline does not carry");
+    if (iv->issue_us != 0) has_issue = true;
+    step_end = std::max(step_end, iv->end_us);
+  }
+  double step_start = std::numeric_limits<double>::infinity();
+  for (const OpInterval* iv : ivs) step_start = std::min(step_start, has_issue ? std::min(iv->issue_us, iv->start_us) : iv->start_us);
+
+  Metrics m;
+  m.step_time_us = step_end - step_start;
+
+  std::vector<std::pair<double, double>> compute, comm;
+  std::map<OpKind, std::vector<std::pair<double, double>>> per_kind;
+  int max_mb = 0;
+  for (const OpInterval* iv : ivs) {
+    const Op& op = t.ops[iv->op];
+    max_mb = std::max(max_mb, op.microbatch);
+    if (op.kind == OpKind::Compute) compute.emplace_back(iv->start_us, iv->end_us);
+    if (is_collective(op.kind)) comm.emplace_back(iv->start_us, iv->end_us);
+    if (op.kind == OpKind::Alloc || op.kind == OpKind::Free) continue;
+    per_kind[op.kind].emplace_back(iv->start_us, iv->end_us);
+    KindStats& ks = m.by_kind[std::string(op_kind_name(op.kind))];
+    ks.count += 1;
+    ks.bytes += op.bytes;
+  }
+  for (OpKind k : kReportedKinds) {
+    KindStats& ks = m.by_kind[std::string(op_kind_name(k))];
+    ks.busy_us = union_length_us(std::move(per_kind[k]));
+  }
+  m.compute_busy_us = union_length_us(std::move(compute));
+  m.comm_busy_us = union_length_us(std::move(comm));
+
+  m.exposed_comm_us = m.step_time_us - m.compute_busy_us;
+  if (m.exposed_comm_us < 0) {
+    const double tolerance = 1e-9 * std::max(1.0, std::fabs(m.step_time_us));
+    if (m.exposed_comm_us < -tolerance) invariant_broken("compute busy exceeds the step time");
+    m.exposed_comm_us = 0;
+  }
+  m.overlap_efficiency = m.comm_busy_us > 0 ? std::clamp(1.0 - m.exposed_comm_us / m.comm_busy_us, 0.0, 1.0) : 1.0;
+
+  // Forward / backward split, per micro-batch.
+  std::vector<double> last_fwd_end(max_mb + 1, -std::numeric_limits<double>::infinity());
+  std::vector<double> last_bwd_end(max_mb + 1, -std::numeric_limits<double>::infinity());
+  for (const OpInterval* iv : ivs) {
+    const Op& op = t.ops[iv->op];
+    if (op.kind != OpKind::Compute) continue;
+    if (op.phase == Phase::Forward) last_fwd_end[op.microbatch] = std::max(last_fwd_end[op.microbatch], iv->end_us);
+    if (op.phase == Phase::Backward) last_bwd_end[op.microbatch] = std::max(last_bwd_end[op.microbatch], iv->end_us);
+  }
+  double forward = 0;
+  double window_start = step_start;
+  for (int mb = 0; mb <= max_mb; ++mb) {
+    if (std::isfinite(last_fwd_end[mb])) forward += std::max(0.0, last_fwd_end[mb] - window_start);
+    if (std::isfinite(last_bwd_end[mb])) window_start = last_bwd_end[mb];
+  }
+  m.forward_us = std::min(forward, m.step_time_us);
+  m.backward_us = m.step_time_us - m.forward_us;
+
+  for (const MemorySample& s : t.memory) m.peak_memory_bytes = std::max(m.peak_memory_bytes, s.bytes);
+  m.memory_capacity_bytes = t.memory_capacity_bytes;
+  m.fits_memory = static_cast<double>(m.peak_memory_bytes) <= static_cast<double>(t.memory_capacity_bytes) * (1.0 - t.memory_margin);
+  return m;
+}
+
+KindStats kind_stats_from_json(const json& j, const std::string& path) {
+  KindStats ks;
+  ks.count = jf::get_int32(j, "count", path);
+  ks.bytes = jf::get_int(j, "bytes", path);
+  ks.busy_us = jf::get_number(j, "busy_us", path);
+  return ks;
+}
+
+}  // namespace
+
+double union_length_us(std::vector<std::pair<double, double>> intervals) {
+  std::sort(intervals.begin(), intervals.end());
+  double total = 0;
+  bool open = false;
+  double cur_start = 0, cur_end = 0;
+  for (const auto& [s, e] : intervals) {
+    if (e <= s) continue;
+    if (!open || s > cur_end) {
+      if (open) total += cur_end - cur_start;
+      cur_start = s;
+      cur_end = e;
+      open = true;
+    } else {
+      cur_end = std::max(cur_end, e);
+    }
+  }
+  if (open) total += cur_end - cur_start;
+  return total;
+}
+
+Metrics compute_metrics(const Timeline& timeline, int rank, int iteration) {
+  const int it = iteration < 0 ? timeline.reported_iteration : iteration;
+  if (it >= timeline.iterations) throw InputError("iteration", "iteration " + std::to_string(it) + " is not in [0, " + std::to_string(timeline.iterations) + ")");
+  if (rank >= timeline.ranks) throw InputError("rank", "rank " + std::to_string(rank) + " is not in [0, " + std::to_string(timeline.ranks) + ")");
+  if (rank >= 0) return metrics_for(timeline, rank, it);
+  Metrics worst;
+  bool have = false;
+  for (int r = 0; r < timeline.ranks; ++r) {
+    Metrics m = metrics_for(timeline, r, it);
+    if (!have || m.step_time_us > worst.step_time_us) {
+      worst = std::move(m);
+      have = true;
+    }
+  }
+  return worst;
+}
+
+json metrics_to_json(const Metrics& m) {
+  json j = json::object();
+  j["step_time_us"] = m.step_time_us;
+  j["compute_busy_us"] = m.compute_busy_us;
+  j["comm_busy_us"] = m.comm_busy_us;
+  j["exposed_comm_us"] = m.exposed_comm_us;
+  j["overlap_efficiency"] = m.overlap_efficiency;
+  j["forward_us"] = m.forward_us;
+  j["backward_us"] = m.backward_us;
+  j["peak_memory_bytes"] = m.peak_memory_bytes;
+  j["memory_capacity_bytes"] = m.memory_capacity_bytes;
+  j["fits_memory"] = m.fits_memory;
+  json kinds = json::object();
+  for (const auto& [name, ks] : m.by_kind) kinds[name] = {{"count", ks.count}, {"bytes", ks.bytes}, {"busy_us", ks.busy_us}};
+  j["by_kind"] = std::move(kinds);
+  return j;
+}
+
+Metrics metrics_from_json(const json& j) {
+  jf::require_object(j, "");
+  Metrics m;
+  m.step_time_us = jf::get_number(j, "step_time_us", "");
+  m.compute_busy_us = jf::get_number(j, "compute_busy_us", "");
+  m.comm_busy_us = jf::get_number(j, "comm_busy_us", "");
+  m.exposed_comm_us = jf::get_number(j, "exposed_comm_us", "");
+  m.overlap_efficiency = jf::get_number(j, "overlap_efficiency", "");
+  m.forward_us = jf::get_number(j, "forward_us", "");
+  m.backward_us = jf::get_number(j, "backward_us", "");
+  m.peak_memory_bytes = jf::get_int(j, "peak_memory_bytes", "");
+  m.memory_capacity_bytes = jf::get_int(j, "memory_capacity_bytes", "");
+  m.fits_memory = jf::get_bool(j, "fits_memory", "");
+  const json& kinds = jf::require_object(jf::member(j, "by_kind", ""), "by_kind");
+  for (const auto& [name, value] : kinds.items()) m.by_kind[name] = kind_stats_from_json(value, jf::join_path("by_kind", name));
+  return m;
+}
+
+}  // namespace shardline

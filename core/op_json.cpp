@@ -1,0 +1,126 @@
+#include "core/op_json.h"
+
+#include <array>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "core/json_fields.h"
+
+namespace shardline {
+
+using nlohmann::json;
+namespace jf = json_fields;
+
+namespace {
+
+constexpr std::array kOpKinds = {OpKind::Compute, OpKind::CopyIn, OpKind::AllGather, OpKind::CopyOut,
+                                 OpKind::ReduceScatter, OpKind::AllReduce, OpKind::Alloc, OpKind::Free};
+constexpr std::array kStreams = {StreamId::Compute, StreamId::CopyIn, StreamId::AllGather, StreamId::ReduceScatter,
+                                 StreamId::AllReduce};
+constexpr std::array kPhases = {Phase::Forward, Phase::Backward, Phase::Finalize};
+constexpr std::array kGroups = {CommGroup::None, CommGroup::Shard, CommGroup::Replicate, CommGroup::Reshard};
+constexpr std::array kMemoryKinds = {MemoryKind::None, MemoryKind::AllGatherBuffer, MemoryKind::UnshardedParams,
+                                     MemoryKind::UnshardedGrads, MemoryKind::ReduceScatterBuffer,
+                                     MemoryKind::AllReduceBuffer, MemoryKind::Activations};
+
+template <typename E, size_t N, typename NameFn>
+E parse_enum(const json& j, const std::string& path, const std::array<E, N>& values, NameFn name_of, const char* what) {
+  std::string text = jf::as_string(j, path);
+  std::string valid;
+  for (E v : values) {
+    if (text == name_of(v)) return v;
+    if (!valid.empty()) valid += ", ";
+    valid += std::string(name_of(v));
+  }
+  throw InputError(path, "unknown " + std::string(what) + " \"" + text + "\"; expected one of " + valid);
+}
+
+}  // namespace
+
+OpKind parse_op_kind(const json& j, const std::string& path) {
+  return parse_enum(j, path, kOpKinds, op_kind_name, "op kind");
+}
+StreamId parse_stream(const json& j, const std::string& path) {
+  return parse_enum(j, path, kStreams, stream_name, "stream");
+}
+Phase parse_phase(const json& j, const std::string& path) {
+  return parse_enum(j, path, kPhases, phase_name, "phase");
+}
+CommGroup parse_comm_group(const json& j, const std::string& path) {
+  return parse_enum(j, path, kGroups, comm_group_name, "communication group");
+}
+MemoryKind parse_memory_kind(const json& j, const std::string& path) {
+  return parse_enum(j, path, kMemoryKinds, memory_kind_name, "memory kind");
+}
+
+json op_to_json(const Op& op, bool with_slices_and_deps) {
+  json j = json::object();
+  j["id"] = op.id;
+  j["kind"] = op_kind_name(op.kind);
+  j["stream"] = stream_name(op.stream);
+  j["phase"] = phase_name(op.phase);
+  j["microbatch"] = op.microbatch;
+  j["unit"] = op.unit;
+  j["bucket"] = op.bucket;
+  j["bytes"] = op.bytes;
+  j["dtype"] = dtype_name(op.dtype);
+  j["group"] = comm_group_name(op.group);
+  j["group_size"] = op.group_size;
+  j["compute_us"] = op.compute_us;
+  j["recompute"] = op.recompute;
+  j["memory"] = memory_kind_name(op.memory);
+  j["name"] = op.name;
+  if (with_slices_and_deps) {
+    json slices = json::array();
+    for (const auto& s : op.slices) slices.push_back({{"param", s.param}, {"shard_offset", s.shard_offset}, {"shard_numel", s.shard_numel}});
+    j["slices"] = std::move(slices);
+    j["deps"] = op.deps;
+  }
+  return j;
+}
+
+Op op_from_json(const json& j, const std::string& path) {
+  jf::require_object(j, path);
+  Op op;
+  op.id = jf::get_int32(j, "id", path);
+  op.kind = parse_op_kind(jf::member(j, "kind", path), jf::join_path(path, "kind"));
+  op.stream = parse_stream(jf::member(j, "stream", path), jf::join_path(path, "stream"));
+  op.phase = parse_phase(jf::member(j, "phase", path), jf::join_path(path, "phase"));
+  op.microbatch = jf::get_int32(j, "microbatch", path);
+  op.unit = jf::get_int32(j, "unit", path);
+  op.bucket = jf::get_int32(j, "bucket", path);
+  op.bytes = jf::get_int(j, "bytes", path);
+  if (op.bytes < 0) throw InputError(jf::join_path(path, "bytes"), "must be >= 0, found " + std::to_string(op.bytes));
+  op.dtype = parse_dtype(jf::get_string(j, "dtype", path), jf::join_path(path, "dtype"));
+  op.group = parse_comm_group(jf::member(j, "group", path), jf::join_path(path, "group"));
+  op.group_size = jf::get_int32(j, "group_size", path);
+  if (op.group_size < 1) throw InputError(jf::join_path(path, "group_size"), "must be >= 1, found " + std::to_string(op.group_size));
+  op.compute_us = jf::get_number(j, "compute_us", path);
+  op.recompute = jf::get_bool(j, "recompute", path);
+  op.memory = parse_memory_kind(jf::member(j, "memory", path), jf::join_path(path, "memory"));
+  op.name = jf::get_string(j, "name", path);
+  if (jf::has_member(j, "slices")) {
+    const std::string spath = jf::join_path(path, "slices");
+    const json& slices = jf::require_array(j.at("slices"), spath);
+    op.slices.reserve(slices.size());
+    for (size_t i = 0; i < slices.size(); ++i) {
+      const std::string p = jf::index_path(spath, i);
+      TensorSlice s;
+      s.param = jf::get_int32(slices[i], "param", p);
+      s.shard_offset = jf::get_int(slices[i], "shard_offset", p);
+      s.shard_numel = jf::get_int(slices[i], "shard_numel", p);
+      if (s.shard_offset < 0 || s.shard_numel < 0) throw InputError(p, "shard_offset and shard_numel must be >= 0");
+      op.slices.push_back(s);
+    }
+  }
+  if (jf::has_member(j, "deps")) {
+    const std::string dpath = jf::join_path(path, "deps");
+    const json& deps = jf::require_array(j.at("deps"), dpath);
+    op.deps.reserve(deps.size());
+    for (size_t i = 0; i < deps.size(); ++i) op.deps.push_back(jf::as_int32(deps[i], jf::index_path(dpath, i)));
+  }
+  return op;
+}
+
+}  // namespace shardline

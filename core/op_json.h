@@ -1,0 +1,24 @@
+// One Op <-> JSON, and the enum names of program.h read back from JSON. Shared by
+// program.json (full ops) and timeline.json (op metadata without slices and deps).
+#pragma once
+#include <string>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "core/program.h"
+
+namespace shardline {
+
+// with_slices_and_deps=false writes the metadata a Timeline carries.
+nlohmann::json op_to_json(const Op& op, bool with_slices_and_deps);
+// `path` names the op in errors ("ops[12]"). Slices and deps are optional members.
+Op op_from_json(const nlohmann::json& j, const std::string& path);
+
+// Inverse of op_kind_name() etc.; each throws InputError(path, ...) listing the valid names.
+OpKind parse_op_kind(const nlohmann::json& j, const std::string& path);
+StreamId parse_stream(const nlohmann::json& j, const std::string& path);
+Phase parse_phase(const nlohmann::json& j, const std::string& path);
+CommGroup parse_comm_group(const nlohmann::json& j, const std::string& path);
+MemoryKind parse_memory_kind(const nlohmann::json& j, const std::string& path);
+
+}  // namespace shardline

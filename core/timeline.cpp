@@ -1,0 +1,138 @@
+#include "core/timeline.h"
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "core/json_fields.h"
+#include "core/op_json.h"
+
+namespace shardline {
+
+using nlohmann::json;
+namespace jf = json_fields;
+
+namespace {
+constexpr const char* kFormat = "shardline.timeline";
+constexpr int kVersion = 1;
+// Intervals and memory samples are written as compact rows; these name the columns.
+const std::vector<std::string> kIntervalFields = {"op", "rank", "iteration", "issue_us", "start_us", "end_us"};
+const std::vector<std::string> kMemoryFields = {"time_us", "bytes"};
+}  // namespace
+
+std::vector<Op> timeline_ops(const Program& program) {
+  std::vector<Op> ops;
+  ops.reserve(program.ops.size());
+  for (const Op& op : program.ops) {
+    Op copy = op;
+    copy.slices.clear();
+    copy.deps.clear();
+    ops.push_back(std::move(copy));
+  }
+  return ops;
+}
+
+json timeline_to_json(const Timeline& t) {
+  json j = json::object();
+  j["format"] = kFormat;
+  j["version"] = kVersion;
+  j["source"] = t.source;
+  j["backend"] = t.backend;
+  j["scenario"] = t.scenario;
+  j["ranks"] = t.ranks;
+  j["iterations"] = t.iterations;
+  j["reported_iteration"] = t.reported_iteration;
+  j["scale"] = t.scale;
+  j["memory_capacity_bytes"] = t.memory_capacity_bytes;
+  j["memory_margin"] = t.memory_margin;
+  json ops = json::array();
+  for (const Op& op : t.ops) ops.push_back(op_to_json(op, false));
+  j["ops"] = std::move(ops);
+  j["interval_fields"] = kIntervalFields;
+  json intervals = json::array();
+  for (const OpInterval& iv : t.intervals) intervals.push_back(json::array({iv.op, iv.rank, iv.iteration, iv.issue_us, iv.start_us, iv.end_us}));
+  j["intervals"] = std::move(intervals);
+  j["memory_fields"] = kMemoryFields;
+  json memory = json::array();
+  for (const MemorySample& m : t.memory) memory.push_back(json::array({m.time_us, m.bytes}));
+  j["memory"] = std::move(memory);
+  return j;
+}
+
+Timeline timeline_from_json(const json& j) {
+  jf::require_object(j, "");
+  const std::string format = jf::get_string(j, "format", "");
+  if (format != kFormat) throw InputError("format", "expected \"" + std::string(kFormat) + "\", found \"" + format + "\"");
+  const int version = jf::get_int32(j, "version", "");
+  if (version != kVersion) throw InputError("version", "unsupported timeline version " + std::to_string(version) + "; this build reads version " + std::to_string(kVersion));
+
+  Timeline t;
+  t.source = jf::get_string(j, "source", "");
+  if (t.source != "predicted" && t.source != "measured") throw InputError("source", "expected \"predicted\" or \"measured\", found \"" + t.source + "\"");
+  t.backend = jf::get_string(j, "backend", "");
+  t.scenario = jf::get_string(j, "scenario", "");
+  t.ranks = jf::get_int32(j, "ranks", "");
+  if (t.ranks < 1) throw InputError("ranks", "must be >= 1");
+  t.iterations = jf::get_int32(j, "iterations", "");
+  if (t.iterations < 1) throw InputError("iterations", "must be >= 1");
+  t.reported_iteration = jf::get_int32(j, "reported_iteration", "");
+  if (t.reported_iteration < 0 || t.reported_iteration >= t.iterations) throw InputError("reported_iteration", "must be in [0, " + std::to_string(t.iterations) + ")");
+  t.scale = jf::get_number(j, "scale", "");
+  if (t.scale <= 0) throw InputError("scale", "must be > 0");
+  t.memory_capacity_bytes = jf::get_int(j, "memory_capacity_bytes", "");
+  if (t.memory_capacity_bytes < 0) throw InputError("memory_capacity_bytes", "must be >= 0");
+  t.memory_margin = jf::get_number(j, "memory_margin", "");
+  if (t.memory_margin < 0 || t.memory_margin >= 1) throw InputError("memory_margin", "must be in [0, 1)");
+
+  const json& ops = jf::require_array(jf::member(j, "ops", ""), "ops");
+  t.ops.reserve(ops.size());
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const std::string path = jf::index_path("ops", i);
+    Op op = op_from_json(ops[i], path);
+    if (op.id != static_cast<int>(i)) throw InputError(jf::join_path(path, "id"), "op ids must equal their index; expected " + std::to_string(i) + ", found " + std::to_string(op.id));
+    op.slices.clear();
+    op.deps.clear();
+    t.ops.push_back(std::move(op));
+  }
+  const int num_ops = static_cast<int>(t.ops.size());
+
+  const json& fields = jf::member(j, "interval_fields", "");
+  if (fields != json(kIntervalFields)) throw InputError("interval_fields", "expected " + json(kIntervalFields).dump() + ", found " + fields.dump());
+  const json& intervals = jf::require_array(jf::member(j, "intervals", ""), "intervals");
+  t.intervals.reserve(intervals.size());
+  for (size_t i = 0; i < intervals.size(); ++i) {
+    const std::string path = jf::index_path("intervals", i);
+    const json& row = jf::require_array(intervals[i], path);
+    if (row.size() != kIntervalFields.size()) throw InputError(path, "expected " + std::to_string(kIntervalFields.size()) + " values (op, rank, iteration, issue_us, start_us, end_us), found " + std::to_string(row.size()));
+    OpInterval iv;
+    iv.op = jf::as_int32(row[0], jf::index_path(path, 0));
+    iv.rank = jf::as_int32(row[1], jf::index_path(path, 1));
+    iv.iteration = jf::as_int32(row[2], jf::index_path(path, 2));
+    iv.issue_us = jf::as_number(row[3], jf::index_path(path, 3));
+    iv.start_us = jf::as_number(row[4], jf::index_path(path, 4));
+    iv.end_us = jf::as_number(row[5], jf::index_path(path, 5));
+    if (iv.op < 0 || iv.op >= num_ops) throw InputError(jf::index_path(path, 0), "op " + std::to_string(iv.op) + " is not in [0, " + std::to_string(num_ops) + ")");
+    if (iv.rank < 0 || iv.rank >= t.ranks) throw InputError(jf::index_path(path, 1), "rank " + std::to_string(iv.rank) + " is not in [0, " + std::to_string(t.ranks) + ")");
+    if (iv.iteration < 0 || iv.iteration >= t.iterations) throw InputError(jf::index_path(path, 2), "iteration " + std::to_string(iv.iteration) + " is not in [0, " + std::to_string(t.iterations) + ")");
+    if (iv.end_us < iv.start_us) throw InputError(path, "ends (" + std::to_string(iv.end_us) + " us) before it starts (" + std::to_string(iv.start_us) + " us)");
+    t.intervals.push_back(iv);
+  }
+
+  const json& mfields = jf::member(j, "memory_fields", "");
+  if (mfields != json(kMemoryFields)) throw InputError("memory_fields", "expected " + json(kMemoryFields).dump() + ", found " + mfields.dump());
+  const json& memory = jf::require_array(jf::member(j, "memory", ""), "memory");
+  t.memory.reserve(memory.size());
+  for (size_t i = 0; i < memory.size(); ++i) {
+    const std::string path = jf::index_path("memory", i);
+    const json& row = jf::require_array(memory[i], path);
+    if (row.size() != 2) throw InputError(path, "expected 2 values (time_us, bytes), found " + std::to_string(row.size()));
+    MemorySample s;
+    s.time_us = jf::as_number(row[0], jf::index_path(path, 0));
+    s.bytes = jf::as_int(row[1], jf::index_path(path, 1));
+    if (s.bytes < 0) throw InputError(jf::index_path(path, 1), "live bytes must be >= 0");
+    if (!t.memory.empty() && s.time_us < t.memory.back().time_us) throw InputError(jf::index_path(path, 0), "memory samples must be in time order");
+    t.memory.push_back(s);
+  }
+  return t;
+}
+
+}  // namespace shardline

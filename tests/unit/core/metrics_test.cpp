@@ -1,0 +1,212 @@
+// Step metrics on hand-built timelines with hand-computed numbers.
+#include "core/metrics.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+
+namespace shardline {
+namespace {
+
+Op make_op(int id, OpKind kind, Phase phase, int64_t bytes = 0, int microbatch = 0) {
+  Op op;
+  op.id = id;
+  op.kind = kind;
+  op.phase = phase;
+  op.bytes = bytes;
+  op.microbatch = microbatch;
+  op.name = std::string(op_kind_name(kind)) + " " + std::to_string(id);
+  return op;
+}
+
+OpInterval iv(int op, double issue, double start, double end, int rank = 0, int iteration = 0) {
+  return OpInterval{op, rank, iteration, issue, start, end};
+}
+
+// Forward AG, hidden second AG, forward and backward compute with a gap, an RS that overlaps the
+// end of backward compute, and an alloc marker.
+Timeline basic_timeline() {
+  Timeline t;
+  t.memory_capacity_bytes = 1000;
+  t.memory_margin = 0.1;
+  t.ops = {make_op(0, OpKind::AllGather, Phase::Forward, 100), make_op(1, OpKind::Compute, Phase::Forward),
+           make_op(2, OpKind::AllGather, Phase::Forward, 50), make_op(3, OpKind::Compute, Phase::Backward),
+           make_op(4, OpKind::ReduceScatter, Phase::Backward, 200), make_op(5, OpKind::Alloc, Phase::Forward, 4096)};
+  t.intervals = {iv(0, 0, 0, 10), iv(1, 1, 10, 30), iv(2, 2, 12, 28), iv(3, 3, 32, 52), iv(4, 4, 50, 60), iv(5, 5, 5, 5)};
+  t.memory = {{0, 100}, {10, 700}, {30, 900}, {60, 200}};
+  return t;
+}
+
+TEST(UnionLength, MergesOverlapsNestingAndTouchingIntervals) {
+  EXPECT_DOUBLE_EQ(union_length_us({}), 0.0);
+  EXPECT_DOUBLE_EQ(union_length_us({{5, 10}, {0, 3}, {2, 4}}), 4.0 + 5.0);   // unsorted, overlapping
+  EXPECT_DOUBLE_EQ(union_length_us({{0, 10}, {2, 3}, {4, 9}}), 10.0);        // nested
+  EXPECT_DOUBLE_EQ(union_length_us({{0, 1}, {1, 2}, {2, 3}}), 3.0);          // touching
+  EXPECT_DOUBLE_EQ(union_length_us({{0, 0}, {7, 7}, {1, 2}}), 1.0);          // zero length
+}
+
+TEST(Metrics, HandComputedStepOnOneRank) {
+  Metrics m = compute_metrics(basic_timeline());
+  EXPECT_DOUBLE_EQ(m.step_time_us, 60.0);            // issue 0 .. RS end 60
+  EXPECT_DOUBLE_EQ(m.compute_busy_us, 40.0);         // [10,30] + [32,52]
+  EXPECT_DOUBLE_EQ(m.comm_busy_us, 36.0);            // [0,10] + [12,28] + [50,60]
+  EXPECT_DOUBLE_EQ(m.exposed_comm_us, 20.0);         // 60 - 40
+  EXPECT_NEAR(m.overlap_efficiency, 1.0 - 20.0 / 36.0, 1e-12);
+  EXPECT_DOUBLE_EQ(m.forward_us, 30.0);              // to the end of the forward compute
+  EXPECT_DOUBLE_EQ(m.backward_us, 30.0);
+  EXPECT_EQ(m.peak_memory_bytes, 900);
+  EXPECT_EQ(m.memory_capacity_bytes, 1000);
+  EXPECT_TRUE(m.fits_memory);                        // 900 <= 1000 * 0.9
+
+  ASSERT_EQ(m.by_kind.count("alloc"), 0u);
+  ASSERT_EQ(m.by_kind.count("free"), 0u);
+  EXPECT_EQ(m.by_kind.at("all_gather").count, 2);
+  EXPECT_EQ(m.by_kind.at("all_gather").bytes, 150);
+  EXPECT_DOUBLE_EQ(m.by_kind.at("all_gather").busy_us, 26.0);
+  EXPECT_EQ(m.by_kind.at("reduce_scatter").count, 1);
+  EXPECT_EQ(m.by_kind.at("reduce_scatter").bytes, 200);
+  EXPECT_DOUBLE_EQ(m.by_kind.at("reduce_scatter").busy_us, 10.0);
+  EXPECT_EQ(m.by_kind.at("compute").count, 2);
+  EXPECT_DOUBLE_EQ(m.by_kind.at("compute").busy_us, 40.0);
+  EXPECT_EQ(m.by_kind.at("copy_in").count, 0);
+  EXPECT_EQ(m.by_kind.at("all_reduce").count, 0);
+  EXPECT_EQ(m.by_kind.size(), 6u);
+}
+
+TEST(Metrics, MemoryAboveTheMarginDoesNotFit) {
+  Timeline t = basic_timeline();
+  t.memory.push_back({61, 901});
+  Metrics m = compute_metrics(t);
+  EXPECT_EQ(m.peak_memory_bytes, 901);
+  EXPECT_FALSE(m.fits_memory);
+}
+
+TEST(Metrics, NoMemorySamplesMeansPeakZero) {
+  Timeline t = basic_timeline();
+  t.memory.clear();
+  EXPECT_EQ(compute_metrics(t).peak_memory_bytes, 0);
+}
+
+TEST(Metrics, WithoutIssueTimesTheStepStartsAtTheFirstStart) {
+  Timeline t = basic_timeline();
+  for (auto& i : t.intervals) {
+    i.issue_us = 0;
+    i.start_us += 100;
+    i.end_us += 100;
+  }
+  Metrics m = compute_metrics(t);
+  EXPECT_DOUBLE_EQ(m.step_time_us, 60.0);  // 100 .. 160, not 0 .. 160
+  EXPECT_DOUBLE_EQ(m.forward_us, 30.0);
+}
+
+TEST(Metrics, HostIssueBeforeTheFirstStartCountsInTheStep) {
+  Timeline t = basic_timeline();
+  t.intervals[0].issue_us = -5;  // issued 5 us before anything ran... and that is the step start
+  t.intervals[1].issue_us = 0.5;
+  Metrics m = compute_metrics(t);
+  EXPECT_DOUBLE_EQ(m.step_time_us, 65.0);
+  EXPECT_DOUBLE_EQ(m.exposed_comm_us, 25.0);
+}
+
+TEST(Metrics, OverlapEfficiencyClampsAtZeroWhenHostGapsExceedComm) {
+  Timeline t;
+  t.ops = {make_op(0, OpKind::Compute, Phase::Forward), make_op(1, OpKind::AllGather, Phase::Forward, 8),
+           make_op(2, OpKind::Compute, Phase::Backward)};
+  // Compute [0,10], a 100 us host gap, AG [110,112], compute [112,122].
+  t.intervals = {iv(0, 0, 0, 10), iv(1, 110, 110, 112), iv(2, 111, 112, 122)};
+  Metrics m = compute_metrics(t);
+  EXPECT_DOUBLE_EQ(m.step_time_us, 122.0);
+  EXPECT_DOUBLE_EQ(m.exposed_comm_us, 102.0);
+  EXPECT_DOUBLE_EQ(m.comm_busy_us, 2.0);
+  EXPECT_DOUBLE_EQ(m.overlap_efficiency, 0.0);
+}
+
+TEST(Metrics, NoCommunicationMeansFullOverlap) {
+  Timeline t;
+  t.ops = {make_op(0, OpKind::Compute, Phase::Forward), make_op(1, OpKind::Compute, Phase::Backward)};
+  t.intervals = {iv(0, 0, 0, 10), iv(1, 1, 15, 30)};
+  Metrics m = compute_metrics(t);
+  EXPECT_DOUBLE_EQ(m.comm_busy_us, 0.0);
+  EXPECT_DOUBLE_EQ(m.exposed_comm_us, 5.0);
+  EXPECT_DOUBLE_EQ(m.overlap_efficiency, 1.0);
+}
+
+TEST(Metrics, ForwardSplitSumsEachMicroBatchForward) {
+  Timeline t;
+  t.ops = {make_op(0, OpKind::Compute, Phase::Forward, 0, 0), make_op(1, OpKind::Compute, Phase::Backward, 0, 0),
+           make_op(2, OpKind::Compute, Phase::Forward, 0, 1), make_op(3, OpKind::Compute, Phase::Backward, 0, 1),
+           make_op(4, OpKind::ReduceScatter, Phase::Backward, 64, 1)};
+  t.intervals = {iv(0, 0, 0, 10), iv(1, 1, 10, 30), iv(2, 2, 30, 42), iv(3, 3, 42, 60), iv(4, 4, 60, 70)};
+  Metrics m = compute_metrics(t);
+  EXPECT_DOUBLE_EQ(m.step_time_us, 70.0);
+  EXPECT_DOUBLE_EQ(m.forward_us, 10.0 + 12.0);
+  EXPECT_DOUBLE_EQ(m.backward_us, 70.0 - 22.0);
+}
+
+TEST(Metrics, RankMinusOneReportsTheSlowestRankAndIterationMinusOneTheReportedOne) {
+  Timeline t;
+  t.ranks = 2;
+  t.iterations = 2;
+  t.reported_iteration = 1;
+  t.ops = {make_op(0, OpKind::Compute, Phase::Forward), make_op(1, OpKind::AllGather, Phase::Forward, 8)};
+  t.intervals = {
+      iv(0, 0, 0, 10, 0, 0), iv(1, 0, 0, 4, 0, 0),            // rank 0, iteration 0: 10
+      iv(0, 0, 0, 50, 1, 0), iv(1, 0, 0, 4, 1, 0),            // rank 1, iteration 0: 50
+      iv(0, 100, 100, 120, 0, 1), iv(1, 100, 100, 130, 0, 1), // rank 0, iteration 1: 30
+      iv(0, 100, 100, 115, 1, 1), iv(1, 100, 100, 104, 1, 1), // rank 1, iteration 1: 15
+  };
+  EXPECT_DOUBLE_EQ(compute_metrics(t).step_time_us, 30.0);
+  EXPECT_DOUBLE_EQ(compute_metrics(t, -1, 0).step_time_us, 50.0);
+  EXPECT_DOUBLE_EQ(compute_metrics(t, 0, 0).step_time_us, 10.0);
+  EXPECT_DOUBLE_EQ(compute_metrics(t, 1, -1).step_time_us, 15.0);
+  EXPECT_THROW(compute_metrics(t, 2, 0), InputError);
+  EXPECT_THROW(compute_metrics(t, 0, 2), InputError);
+}
+
+TEST(Metrics, RankWithoutIntervalsIsAnError) {
+  Timeline t = basic_timeline();
+  t.ranks = 2;
+  try {
+    compute_metrics(t, 1, 0);
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where(), "timeline");
+    EXPECT_NE(std::string(e.what()).find("rank 1"), std::string::npos);
+  }
+}
+
+TEST(MetricsJson, RoundTripsAndHasEveryKey) {
+  Metrics m = compute_metrics(basic_timeline());
+  nlohmann::json j = metrics_to_json(m);
+  for (const char* key : {"step_time_us", "compute_busy_us", "comm_busy_us", "exposed_comm_us", "overlap_efficiency",
+                          "peak_memory_bytes", "memory_capacity_bytes", "fits_memory", "forward_us", "backward_us", "by_kind"}) {
+    EXPECT_TRUE(j.contains(key)) << key;
+  }
+  EXPECT_EQ(j["by_kind"]["all_gather"]["bytes"], 150);
+  Metrics back = metrics_from_json(nlohmann::json::parse(j.dump()));
+  EXPECT_EQ(metrics_to_json(back), j);
+  EXPECT_DOUBLE_EQ(back.overlap_efficiency, m.overlap_efficiency);
+}
+
+TEST(MetricsJson, BadFieldNamesItsPath) {
+  nlohmann::json j = metrics_to_json(compute_metrics(basic_timeline()));
+  j["by_kind"]["compute"]["busy_us"] = "fast";
+  try {
+    metrics_from_json(j);
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where(), "by_kind.compute.busy_us");
+  }
+  j = metrics_to_json(compute_metrics(basic_timeline()));
+  j.erase("step_time_us");
+  try {
+    metrics_from_json(j);
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where(), "step_time_us");
+  }
+}
+
+}  // namespace
+}  // namespace shardline

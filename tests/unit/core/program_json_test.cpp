@@ -1,0 +1,229 @@
+// program.json and timeline.json: round trips, the text listing, and errors that name the path.
+#include "core/program_json.h"
+
+#include <sstream>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "core/timeline.h"
+
+namespace shardline {
+namespace {
+
+using nlohmann::json;
+
+Program sample_program() {
+  Program p;
+  p.scenario = "tiny";
+  p.shard_size = 4;
+  p.replicate_size = 2;
+  p.reshard_group_size = 2;
+  p.param_dtype = DType::bf16;
+  p.reduce_dtype = DType::fp32;
+  p.micro_batches = 2;
+  p.average_gradients = false;
+  p.static_memory_bytes = 12345;
+  p.units = {"embed", "block0"};
+  p.params = {{"embed.weight", 0, 1000, 250}, {"block0.wq", 1, 64, 16}, {"block0.wk", 1, 64, 16}};
+  Op ci;
+  ci.id = 0;
+  ci.kind = OpKind::CopyIn;
+  ci.stream = StreamId::CopyIn;
+  ci.unit = 1;
+  ci.bucket = 1;
+  ci.bytes = 64;
+  ci.slices = {{1, 0, 16}, {2, 0, 16}};
+  ci.name = "ci u1";
+  Op ag = ci;
+  ag.id = 1;
+  ag.kind = OpKind::AllGather;
+  ag.stream = StreamId::AllGather;
+  ag.bytes = 256;
+  ag.group = CommGroup::Reshard;
+  ag.group_size = 2;
+  ag.deps = {0};
+  ag.name = "ag u1";
+  Op fwd;
+  fwd.id = 2;
+  fwd.kind = OpKind::Compute;
+  fwd.unit = 1;
+  fwd.microbatch = 1;
+  fwd.phase = Phase::Backward;
+  fwd.compute_us = 12.5;
+  fwd.recompute = true;
+  fwd.deps = {0, 1};
+  fwd.name = "bwd u1";
+  Op free;
+  free.id = 3;
+  free.kind = OpKind::Free;
+  free.memory = MemoryKind::UnshardedParams;
+  free.bytes = 256;
+  free.phase = Phase::Finalize;
+  free.deps = {2};
+  free.name = "free u1";
+  p.ops = {ci, ag, fwd, free};
+  return p;
+}
+
+template <typename Fn>
+std::string error_path(Fn fn) {
+  try {
+    fn();
+  } catch (const InputError& e) {
+    return e.where();
+  }
+  return "<no error>";
+}
+
+TEST(ProgramJson, RoundTripKeepsEveryField) {
+  Program p = sample_program();
+  json j = program_to_json(p);
+  EXPECT_EQ(j["format"], "shardline.program");
+  EXPECT_EQ(j["ops"][1]["kind"], "all_gather");
+  EXPECT_EQ(j["ops"][1]["stream"], "all_gather");
+  EXPECT_EQ(j["ops"][0]["stream"], "ag_copy_in");
+  EXPECT_EQ(j["ops"][1]["group"], "reshard");
+  EXPECT_EQ(j["ops"][3]["memory"], "unsharded_params");
+  EXPECT_EQ(j["ops"][2]["phase"], "backward");
+
+  Program back = program_from_json(json::parse(j.dump()));
+  EXPECT_EQ(program_to_json(back), j);
+  EXPECT_EQ(back.scenario, "tiny");
+  EXPECT_EQ(back.reshard_group_size, 2);
+  EXPECT_FALSE(back.average_gradients);
+  ASSERT_EQ(back.ops.size(), 4u);
+  EXPECT_EQ(back.ops[1].kind, OpKind::AllGather);
+  EXPECT_EQ(back.ops[1].group, CommGroup::Reshard);
+  EXPECT_EQ(back.ops[0].slices.size(), 2u);
+  EXPECT_EQ(back.ops[0].slices[1].param, 2);
+  EXPECT_EQ(back.ops[2].deps, (std::vector<int>{0, 1}));
+  EXPECT_TRUE(back.ops[2].recompute);
+  EXPECT_DOUBLE_EQ(back.ops[2].compute_us, 12.5);
+  EXPECT_EQ(back.ops[3].memory, MemoryKind::UnshardedParams);
+  EXPECT_EQ(back.params[0].shard_numel, 250);
+}
+
+TEST(ProgramJson, BadFilesNameTheJsonPath) {
+  json good = program_to_json(sample_program());
+  json j = good;
+  j["ops"][1]["kind"] = "all_gahter";
+  EXPECT_EQ(error_path([&] { program_from_json(j); }), "ops[1].kind");
+  j = good;
+  j["ops"][1]["deps"] = {3};
+  EXPECT_EQ(error_path([&] { program_from_json(j); }), "ops[1].deps[0]");
+  j = good;
+  j["ops"][0].erase("bytes");
+  EXPECT_EQ(error_path([&] { program_from_json(j); }), "ops[0].bytes");
+  j = good;
+  j["ops"][2]["id"] = 7;
+  EXPECT_EQ(error_path([&] { program_from_json(j); }), "ops[2].id");
+  j = good;
+  j["ops"][0]["slices"][1]["param"] = 9;
+  EXPECT_EQ(error_path([&] { program_from_json(j); }), "ops[0].slices[1].param");
+  j = good;
+  j["ops"][0]["slices"][1]["shard_numel"] = 17;  // the shard has 16 elements
+  EXPECT_EQ(error_path([&] { program_from_json(j); }), "ops[0].slices[1]");
+  j = good;
+  j["ops"][2]["microbatch"] = 2;
+  EXPECT_EQ(error_path([&] { program_from_json(j); }), "ops[2].microbatch");
+  j = good;
+  j["param_dtype"] = "int4";
+  EXPECT_EQ(error_path([&] { program_from_json(j); }), "param_dtype");
+  j = good;
+  j["format"] = "shardline.timeline";
+  EXPECT_EQ(error_path([&] { program_from_json(j); }), "format");
+  EXPECT_EQ(error_path([&] { program_from_json(json::array()); }), "");
+}
+
+TEST(ProgramText, OneLinePerOpWithStreamKindAndDeps) {
+  std::string text = program_to_text(sample_program());
+  std::istringstream in(text);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  ASSERT_EQ(lines.size(), 2u + 4u);  // summary, column header, ops
+  EXPECT_NE(lines[0].find("tiny"), std::string::npos);
+  EXPECT_NE(lines[3].find("all_gather"), std::string::npos);
+  EXPECT_NE(lines[3].find("ag u1"), std::string::npos);
+  EXPECT_NE(lines[3].find("reshard(2)"), std::string::npos);
+  EXPECT_NE(lines[3].find(" 256 "), std::string::npos);
+  EXPECT_EQ(lines[4].substr(lines[4].size() - 3), "0,1");
+  EXPECT_EQ(lines[2].substr(lines[2].size() - 1), "-");  // no deps
+}
+
+Timeline sample_timeline() {
+  Timeline t;
+  t.source = "measured";
+  t.backend = "mpi";
+  t.scenario = "tiny";
+  t.ranks = 2;
+  t.iterations = 3;
+  t.reported_iteration = 1;
+  t.scale = 4;
+  t.memory_capacity_bytes = 1 << 20;
+  t.memory_margin = 0.05;
+  t.ops = timeline_ops(sample_program());
+  t.intervals = {{0, 0, 1, 0.5, 1.0, 2.25}, {1, 1, 2, 3.0, 4.0, 9.5}};
+  t.memory = {{0, 10}, {2.5, 300}};
+  return t;
+}
+
+TEST(TimelineJson, TimelineOpsDropSlicesAndDeps) {
+  std::vector<Op> ops = timeline_ops(sample_program());
+  ASSERT_EQ(ops.size(), 4u);
+  EXPECT_TRUE(ops[0].slices.empty());
+  EXPECT_TRUE(ops[2].deps.empty());
+  EXPECT_EQ(ops[1].name, "ag u1");
+  EXPECT_EQ(ops[1].bytes, 256);
+}
+
+TEST(TimelineJson, RoundTripKeepsEveryField) {
+  Timeline t = sample_timeline();
+  json j = timeline_to_json(t);
+  EXPECT_EQ(j["format"], "shardline.timeline");
+  EXPECT_EQ(j["intervals"][1], json::parse("[1, 1, 2, 3.0, 4.0, 9.5]"));
+  Timeline back = timeline_from_json(json::parse(j.dump()));
+  EXPECT_EQ(timeline_to_json(back), j);
+  EXPECT_EQ(back.source, "measured");
+  EXPECT_EQ(back.backend, "mpi");
+  EXPECT_EQ(back.reported_iteration, 1);
+  EXPECT_DOUBLE_EQ(back.scale, 4);
+  ASSERT_EQ(back.intervals.size(), 2u);
+  EXPECT_DOUBLE_EQ(back.intervals[0].end_us, 2.25);
+  EXPECT_EQ(back.intervals[1].rank, 1);
+  ASSERT_EQ(back.memory.size(), 2u);
+  EXPECT_EQ(back.memory[1].bytes, 300);
+  EXPECT_EQ(back.ops[1].kind, OpKind::AllGather);
+}
+
+TEST(TimelineJson, BadFilesNameTheJsonPath) {
+  json good = timeline_to_json(sample_timeline());
+  json j = good;
+  j["intervals"][1][0] = 4;  // only ops 0..3
+  EXPECT_EQ(error_path([&] { timeline_from_json(j); }), "intervals[1][0]");
+  j = good;
+  j["intervals"][0][1] = 2;  // ranks 0..1
+  EXPECT_EQ(error_path([&] { timeline_from_json(j); }), "intervals[0][1]");
+  j = good;
+  j["intervals"][0][5] = 0.0;  // ends before it starts
+  EXPECT_EQ(error_path([&] { timeline_from_json(j); }), "intervals[0]");
+  j = good;
+  j["intervals"][0] = {1, 2};
+  EXPECT_EQ(error_path([&] { timeline_from_json(j); }), "intervals[0]");
+  j = good;
+  j["memory"][1][0] = -1.0;  // out of time order
+  EXPECT_EQ(error_path([&] { timeline_from_json(j); }), "memory[1][0]");
+  j = good;
+  j["source"] = "guessed";
+  EXPECT_EQ(error_path([&] { timeline_from_json(j); }), "source");
+  j = good;
+  j["reported_iteration"] = 3;
+  EXPECT_EQ(error_path([&] { timeline_from_json(j); }), "reported_iteration");
+  j = good;
+  j["ops"][2]["phase"] = 1;
+  EXPECT_EQ(error_path([&] { timeline_from_json(j); }), "ops[2].phase");
+}
+
+}  // namespace
+}  // namespace shardline
