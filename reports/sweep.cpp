@@ -1,0 +1,470 @@
+// Sweep grammar, grid, Pareto front and recommendation (see reports/sweep.h).
+#include "reports/sweep.h"
+
+#include <algorithm>
+#include <cassert>
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "core/units.h"
+
+namespace shardline {
+namespace {
+
+constexpr size_t kMaxValuesPerAxis = 1'000'000;
+
+std::string trim(std::string_view s) {
+  size_t b = 0, e = s.size();
+  while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
+  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
+  return std::string(s.substr(b, e - b));
+}
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (true) {
+    size_t pos = s.find(sep, start);
+    out.push_back(s.substr(start, pos == std::string::npos ? std::string::npos : pos - start));
+    if (pos == std::string::npos) break;
+    start = pos + 1;
+  }
+  return out;
+}
+
+[[noreturn]] void vary_error(const std::string& path, const std::string& sentence) {
+  throw InputError("--vary", path + ": " + sentence);
+}
+
+// A plain number (JSON-like), or nullopt.
+std::optional<double> parse_number(const std::string& text) {
+  if (text.empty()) return std::nullopt;
+  double v = 0;
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || ptr != text.data() + text.size() || !std::isfinite(v)) return std::nullopt;
+  return v;
+}
+
+std::string format_number(double v) {
+  if (std::abs(v) < 9e15 && v == std::floor(v)) return std::to_string(static_cast<int64_t>(v));
+  char buf[64];
+  auto [ptr, ec] = std::to_chars(buf, buf + sizeof buf, v);
+  assert(ec == std::errc());
+  return std::string(buf, ptr);
+}
+
+// A size value: a plain byte count or a quantity with a unit ("64MiB").
+int64_t parse_size(const std::string& path, const std::string& text) {
+  if (auto n = parse_number(text)) {
+    if (*n < 0 || *n != std::floor(*n)) vary_error(path, "\"" + text + "\" is not a whole, non-negative byte count");
+    return static_cast<int64_t>(*n);
+  }
+  try {
+    return parse_bytes(text, path);
+  } catch (const InputError& e) {
+    vary_error(path, "bad size \"" + text + "\": " + e.what());
+  }
+}
+
+double parse_endpoint(const std::string& path, const std::string& text, bool bytes) {
+  if (bytes) return static_cast<double>(parse_size(path, text));
+  auto n = parse_number(text);
+  if (!n) vary_error(path, "range endpoint \"" + text + "\" is not a number");
+  return *n;
+}
+
+// "a..b:xK" or "a..b:+K".
+std::vector<std::string> expand_range(const std::string& path, const std::string& item, bool bytes) {
+  const size_t dots = item.find("..");
+  const size_t colon = item.find(':', dots);
+  if (colon == std::string::npos || colon + 1 >= item.size())
+    vary_error(path, "range \"" + item + "\" needs a step: a..b:xK (geometric) or a..b:+K (arithmetic)");
+  const std::string a_text = trim(item.substr(0, dots));
+  const std::string b_text = trim(item.substr(dots + 2, colon - dots - 2));
+  const char step_kind = item[colon + 1];
+  const std::string k_text = trim(item.substr(colon + 2));
+  if (step_kind != 'x' && step_kind != '+')
+    vary_error(path, "range \"" + item + "\": the step must be xK (geometric) or +K (arithmetic)");
+  const double a = parse_endpoint(path, a_text, bytes);
+  const double b = parse_endpoint(path, b_text, bytes);
+  if (a > b) vary_error(path, "empty range \"" + item + "\": the start is above the end");
+  const bool integral = bytes || (a == std::floor(a) && b == std::floor(b));
+  std::vector<std::string> out;
+  auto emit = [&](double v) {
+    std::string text = integral ? format_number(std::round(v)) : format_number(v);
+    if (out.empty() || out.back() != text) out.push_back(std::move(text));
+    if (out.size() > kMaxValuesPerAxis) vary_error(path, "range \"" + item + "\" has more than a million values");
+  };
+  if (step_kind == 'x') {
+    auto k = parse_number(k_text);
+    if (!k) vary_error(path, "range \"" + item + "\": the factor \"" + k_text + "\" is not a number");
+    if (*k <= 1) vary_error(path, "range \"" + item + "\": a geometric step must multiply by more than 1 (x1 never advances)");
+    if (a <= 0) vary_error(path, "range \"" + item + "\": a geometric range must start above 0");
+    const double slack = 1 + 1e-9;
+    for (int i = 0;; ++i) {
+      const double v = a * std::pow(*k, i);
+      if (v > b * slack) break;
+      emit(v);
+    }
+  } else {
+    const double k = bytes ? static_cast<double>(parse_size(path, k_text)) : [&] {
+      auto n = parse_number(k_text);
+      if (!n) vary_error(path, "range \"" + item + "\": the increment \"" + k_text + "\" is not a number");
+      return *n;
+    }();
+    if (k <= 0) vary_error(path, "range \"" + item + "\": an arithmetic step must be above 0 (+0 never advances)");
+    const double slack = 1e-9 * std::max({std::abs(a), std::abs(b), k});
+    for (int64_t i = 0;; ++i) {
+      const double v = a + static_cast<double>(i) * k;
+      if (v > b + slack) break;
+      emit(v);
+    }
+  }
+  return out;
+}
+
+std::string single_value(const std::string& path, const std::string& item, bool bytes) {
+  if (item.empty()) vary_error(path, "empty value in the list");
+  if (bytes) return std::to_string(parse_size(path, item));
+  return item;
+}
+
+}  // namespace
+
+std::string SweepAxis::label() const {
+  std::string out;
+  for (const auto& p : paths) out += (out.empty() ? "" : "/") + p;
+  return out;
+}
+
+bool path_takes_bytes(const std::string& path) {
+  const size_t dot = path.rfind('.');
+  const std::string last = dot == std::string::npos ? path : path.substr(dot + 1);
+  return last.size() >= 6 && last.compare(last.size() - 6, 6, "_bytes") == 0;
+}
+
+std::vector<std::string> expand_vary_values(const std::string& path, const std::string& expr) {
+  const bool bytes = path_takes_bytes(path);
+  if (trim(expr).empty()) vary_error(path, "no values given");
+  std::vector<std::string> out;
+  for (const auto& raw : split(expr, ',')) {
+    const std::string item = trim(raw);
+    if (item.find("..") != std::string::npos) {
+      auto range = expand_range(path, item, bytes);
+      out.insert(out.end(), range.begin(), range.end());
+    } else {
+      out.push_back(single_value(path, item, bytes));
+    }
+    if (out.size() > kMaxValuesPerAxis) vary_error(path, "more than a million values");
+  }
+  return out;
+}
+
+SweepAxis parse_vary(const std::string& spec) {
+  const size_t eq = spec.find('=');
+  if (eq == std::string::npos || eq == 0)
+    throw InputError("--vary", "\"" + spec + "\" is not PATH=VALUES (e.g. policy.bucket_bytes=1MiB..512MiB:x2)");
+  SweepAxis axis;
+  for (const auto& p : split(trim(spec.substr(0, eq)), '/')) {
+    const std::string path = trim(p);
+    if (path.empty()) throw InputError("--vary", "\"" + spec + "\" has an empty path");
+    axis.paths.push_back(path);
+  }
+  const std::string expr = spec.substr(eq + 1);
+  if (axis.paths.size() == 1) {
+    for (auto& v : expand_vary_values(axis.paths[0], expr)) axis.values.push_back({std::move(v)});
+    return axis;
+  }
+  // Joint axis: comma list of tuples "v1/v2/...".
+  const std::string label = axis.label();
+  if (trim(expr).empty()) vary_error(label, "no values given");
+  for (const auto& raw : split(expr, ',')) {
+    const std::string item = trim(raw);
+    if (item.find("..") != std::string::npos) vary_error(label, "a joint axis takes a list of value tuples (v1/v2,...), not ranges");
+    auto parts = split(item, '/');
+    if (parts.size() != axis.paths.size())
+      vary_error(label, "\"" + item + "\" has " + std::to_string(parts.size()) + " values; expected one per path (" +
+                            std::to_string(axis.paths.size()) + ")");
+    std::vector<std::string> tuple;
+    for (size_t p = 0; p < parts.size(); ++p)
+      tuple.push_back(single_value(axis.paths[p], trim(parts[p]), path_takes_bytes(axis.paths[p])));
+    axis.values.push_back(std::move(tuple));
+  }
+  return axis;
+}
+
+std::vector<std::string> sweep_paths(const std::vector<SweepAxis>& axes) {
+  std::vector<std::string> out;
+  for (const auto& a : axes) out.insert(out.end(), a.paths.begin(), a.paths.end());
+  return out;
+}
+
+size_t grid_size(const std::vector<SweepAxis>& axes, size_t max_points) {
+  size_t n = 1;
+  for (const auto& a : axes) {
+    assert(!a.values.empty());
+    if (n > max_points / a.values.size())
+      throw InputError("--vary", "the grid has more than " + std::to_string(max_points) + " points");
+    n *= a.values.size();
+  }
+  if (n > max_points) throw InputError("--vary", "the grid has more than " + std::to_string(max_points) + " points");
+  return n;
+}
+
+std::vector<size_t> grid_coordinates(const std::vector<SweepAxis>& axes, size_t index) {
+  std::vector<size_t> coords(axes.size());
+  for (size_t i = axes.size(); i-- > 0;) {
+    coords[i] = index % axes[i].values.size();
+    index /= axes[i].values.size();
+  }
+  assert(index == 0 && "grid index out of range");
+  return coords;
+}
+
+SweepPoint grid_point(const std::vector<SweepAxis>& axes, size_t index) {
+  SweepPoint pt;
+  pt.index = index;
+  const auto coords = grid_coordinates(axes, index);
+  for (size_t i = 0; i < axes.size(); ++i)
+    for (size_t p = 0; p < axes[i].paths.size(); ++p)
+      pt.overrides.push_back(axes[i].paths[p] + "=" + axes[i].values[coords[i]][p]);
+  return pt;
+}
+
+void mark_memory_fit(SweepRow& row, double memory_margin) {
+  if (!row.valid) {
+    row.fits_memory = row.fits_with_margin = false;
+    return;
+  }
+  const double peak = static_cast<double>(row.metrics.peak_memory_bytes);
+  const double cap = static_cast<double>(row.metrics.memory_capacity_bytes);
+  row.fits_memory = peak <= cap;
+  row.fits_with_margin = peak <= cap * (1.0 - memory_margin);
+}
+
+std::vector<size_t> pareto_front(const std::vector<SweepRow>& rows) {
+  std::vector<size_t> order;
+  for (size_t i = 0; i < rows.size(); ++i)
+    if (rows[i].valid) order.push_back(i);
+  auto step = [&](size_t i) { return rows[i].metrics.step_time_us; };
+  auto peak = [&](size_t i) { return rows[i].metrics.peak_memory_bytes; };
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    if (step(a) != step(b)) return step(a) < step(b);
+    if (peak(a) != peak(b)) return peak(a) < peak(b);
+    return a < b;
+  });
+  std::vector<size_t> front;
+  bool have_best = false;
+  int64_t best_peak = 0;  // lowest peak among rows with a strictly smaller step time
+  for (size_t g = 0; g < order.size();) {
+    size_t end = g;
+    while (end < order.size() && step(order[end]) == step(order[g])) ++end;
+    const int64_t group_min = peak(order[g]);  // sorted by peak within equal step
+    if (!have_best || group_min < best_peak)
+      for (size_t k = g; k < end && peak(order[k]) == group_min; ++k) front.push_back(order[k]);
+    if (!have_best || group_min < best_peak) best_peak = group_min;
+    have_best = true;
+    g = end;
+  }
+  return front;
+}
+
+namespace {
+
+std::string settings_text(const SweepRow& row, const std::vector<std::string>& paths) {
+  std::string out;
+  for (size_t i = 0; i < paths.size(); ++i) {
+    std::string value = row.values[i];
+    if (path_takes_bytes(paths[i])) {
+      if (auto n = parse_number(value)) value = format_bytes(static_cast<int64_t>(*n));
+    }
+    out += (out.empty() ? "" : ", ") + paths[i] + "=" + value;
+  }
+  return out.empty() ? "(base scenario)" : out;
+}
+
+std::string signed_time(double us) { return (us < 0 ? "-" : "+") + format_time_us(std::abs(us)); }
+
+}  // namespace
+
+Recommendation recommend(const std::vector<SweepRow>& rows, const std::vector<std::string>& paths,
+                         double memory_margin) {
+  Recommendation rec;
+  std::vector<size_t> fitting;
+  size_t invalid = 0, over_capacity = 0, over_margin = 0;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const auto& r = rows[i];
+    if (!r.valid) ++invalid;
+    else if (!r.fits_memory) ++over_capacity;
+    else if (!r.fits_with_margin) ++over_margin;
+    else fitting.push_back(i);
+  }
+  std::sort(fitting.begin(), fitting.end(), [&](size_t a, size_t b) {
+    const auto& ma = rows[a].metrics;
+    const auto& mb = rows[b].metrics;
+    if (ma.step_time_us != mb.step_time_us) return ma.step_time_us < mb.step_time_us;
+    if (ma.peak_memory_bytes != mb.peak_memory_bytes) return ma.peak_memory_bytes < mb.peak_memory_bytes;
+    return a < b;
+  });
+  std::ostringstream out;
+  char margin[32];
+  std::snprintf(margin, sizeof margin, "%g%%", memory_margin * 100);
+  out << "Recommendation (fastest configuration that fits memory with a " << margin << " margin):\n";
+  if (fitting.empty()) {
+    out << "  none: no valid configuration fits memory with the margin (" << invalid << " invalid, " << over_capacity
+        << " over capacity, " << over_margin << " within capacity but inside the margin).\n";
+    rec.text = out.str();
+    return rec;
+  }
+  rec.best = fitting[0];
+  const auto& best = rows[fitting[0]];
+  const auto& mb = best.metrics;
+  char eff[64];
+  out << "  " << settings_text(best, paths) << "\n";
+  std::snprintf(eff, sizeof eff, "%.3f", mb.overlap_efficiency);
+  out << "  step time " << format_time_us(mb.step_time_us) << " (compute busy " << format_time_us(mb.compute_busy_us)
+      << " + exposed comm " << format_time_us(mb.exposed_comm_us) << "), overlap efficiency " << eff << ", peak memory "
+      << format_bytes(mb.peak_memory_bytes) << " of " << format_bytes(mb.memory_capacity_bytes) << "\n";
+  if (fitting.size() < 2) {
+    out << "  it is the only configuration that fits; no runner-up to compare with.\n";
+  } else {
+    rec.runner_up = fitting[1];
+    const auto& second = rows[fitting[1]];
+    const auto& ms = second.metrics;
+    const double d_step = ms.step_time_us - mb.step_time_us;
+    const double d_exposed = ms.exposed_comm_us - mb.exposed_comm_us;
+    const double d_compute = ms.compute_busy_us - mb.compute_busy_us;
+    out << "  runner-up: " << settings_text(second, paths) << " at " << format_time_us(ms.step_time_us) << "\n";
+    if (d_step == 0) {
+      out << "  why: it ties with the runner-up on step time and is chosen for its lower peak memory ("
+          << format_bytes(mb.peak_memory_bytes) << " vs " << format_bytes(ms.peak_memory_bytes) << ").\n";
+    } else {
+      char pct[32];
+      std::snprintf(pct, sizeof pct, "%.1f%%", 100.0 * d_step / ms.step_time_us);
+      out << "  why: it is " << format_time_us(d_step) << " (" << pct << ") faster. Step time = compute busy + exposed comm;";
+      const bool exposed_dominates = d_exposed >= d_compute;
+      if (exposed_dominates) {
+        out << " the gain is mostly exposed communication: " << format_time_us(ms.exposed_comm_us) << " -> "
+            << format_time_us(mb.exposed_comm_us) << " (" << signed_time(-d_exposed) << "), while compute busy changes by "
+            << signed_time(-d_compute) << ".";
+      } else {
+        out << " the gain is mostly compute busy time: " << format_time_us(ms.compute_busy_us) << " -> "
+            << format_time_us(mb.compute_busy_us) << " (" << signed_time(-d_compute) << "), while exposed comm changes by "
+            << signed_time(-d_exposed) << ".";
+      }
+      char effs[96];
+      std::snprintf(effs, sizeof effs, " Overlap efficiency %.3f vs %.3f; comm busy %s vs %s.", mb.overlap_efficiency,
+                    ms.overlap_efficiency, format_time_us(mb.comm_busy_us).c_str(), format_time_us(ms.comm_busy_us).c_str());
+      out << effs << "\n";
+    }
+  }
+  out << "  (" << fitting.size() << " of " << rows.size() << " configurations fit with the margin; " << over_capacity
+      << " exceed GPU memory, " << over_margin << " fit only without the margin, " << invalid << " invalid)\n";
+  rec.text = out.str();
+  return rec;
+}
+
+nlohmann::json sweep_row_to_json(const SweepRow& row, const std::vector<std::string>& paths) {
+  assert(row.values.size() == paths.size());
+  nlohmann::json settings = nlohmann::json::object();
+  for (size_t i = 0; i < paths.size(); ++i) {
+    auto parsed = nlohmann::json::parse(row.values[i], nullptr, /*allow_exceptions=*/false);
+    settings[paths[i]] = parsed.is_discarded() ? nlohmann::json(row.values[i]) : parsed;
+  }
+  nlohmann::json j = {{"index", row.index}, {"settings", settings}, {"valid", row.valid}};
+  if (row.valid) {
+    j["fits_memory"] = row.fits_memory;
+    j["fits_with_margin"] = row.fits_with_margin;
+    j["metrics"] = metrics_to_json(row.metrics);
+  } else {
+    j["error"] = row.error;
+  }
+  return j;
+}
+
+SweepRow sweep_row_from_json(const nlohmann::json& j, const std::vector<std::string>& paths) {
+  SweepRow row;
+  row.index = j.at("index").get<size_t>();
+  const auto& settings = j.at("settings");
+  for (const auto& p : paths) {
+    const auto& v = settings.at(p);
+    row.values.push_back(v.is_string() ? v.get<std::string>() : v.dump());
+  }
+  row.valid = j.at("valid").get<bool>();
+  if (row.valid) {
+    row.fits_memory = j.at("fits_memory").get<bool>();
+    row.fits_with_margin = j.at("fits_with_margin").get<bool>();
+    row.metrics = metrics_from_json(j.at("metrics"));
+  } else {
+    row.error = j.at("error").get<std::string>();
+  }
+  return row;
+}
+
+namespace {
+
+std::string csv_cell(const std::string& s) {
+  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + "\"";
+}
+
+std::string num(double v) {
+  char buf[64];
+  auto [ptr, ec] = std::to_chars(buf, buf + sizeof buf, v);
+  assert(ec == std::errc());
+  return std::string(buf, ptr);
+}
+
+}  // namespace
+
+std::string sweep_csv(const std::vector<SweepRow>& rows, const std::vector<std::string>& paths) {
+  std::set<std::string> kinds;
+  for (const auto& r : rows)
+    if (r.valid)
+      for (const auto& [k, v] : r.metrics.by_kind) kinds.insert(k);
+  std::ostringstream out;
+  out << "index";
+  for (const auto& p : paths) out << "," << csv_cell(p);
+  out << ",valid,fits_memory,fits_with_margin,step_time_us,compute_busy_us,comm_busy_us,exposed_comm_us,"
+         "overlap_efficiency,forward_us,backward_us,peak_memory_bytes,memory_capacity_bytes";
+  for (const auto& k : kinds) out << "," << k << "_count," << k << "_bytes," << k << "_busy_us";
+  out << ",error\n";
+  for (const auto& r : rows) {
+    out << r.index;
+    for (const auto& v : r.values) out << "," << csv_cell(v);
+    out << "," << (r.valid ? "true" : "false");
+    if (r.valid) {
+      const auto& m = r.metrics;
+      out << "," << (r.fits_memory ? "true" : "false") << "," << (r.fits_with_margin ? "true" : "false") << ","
+          << num(m.step_time_us) << "," << num(m.compute_busy_us) << "," << num(m.comm_busy_us) << ","
+          << num(m.exposed_comm_us) << "," << num(m.overlap_efficiency) << "," << num(m.forward_us) << ","
+          << num(m.backward_us) << "," << m.peak_memory_bytes << "," << m.memory_capacity_bytes;
+      for (const auto& k : kinds) {
+        auto it = m.by_kind.find(k);
+        if (it == m.by_kind.end()) out << ",0,0,0";
+        else out << "," << it->second.count << "," << it->second.bytes << "," << num(it->second.busy_us);
+      }
+      out << ",";
+    } else {
+      for (int i = 0; i < 11; ++i) out << ",";  // fits_memory, fits_with_margin and the 9 metrics
+      for (size_t i = 0; i < kinds.size() * 3; ++i) out << ",";
+      out << "," << csv_cell(r.error);
+    }
+    out << "\n";
+  }
+  return out.str();
+}
+
+}  // namespace shardline

@@ -1,0 +1,90 @@
+// Capacity-planning sweeps: the --vary grammar (ranges, lists, joint axes), the cartesian grid
+// of override points, one result row per point, the Pareto front (step time vs peak memory)
+// and the recommendation. Pure logic; running the points lives in reports/sweep_run.h.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "core/metrics.h"
+
+namespace shardline {
+
+// One --vary axis. Usually one path; a joint axis ("mesh.shard/mesh.replicate=8/4,16/2")
+// varies several paths together, one tuple of values per step. `values[i][p]` is the
+// override value text (as apply_overrides takes it) of `paths[p]` at step i; sizes are
+// already converted to plain byte counts.
+struct SweepAxis {
+  std::vector<std::string> paths;
+  std::vector<std::vector<std::string>> values;
+  std::string label() const;  // "policy.bucket_bytes" or "mesh.shard/mesh.replicate"
+};
+
+// True when a path's values are sizes (the last key ends in "_bytes", by the naming rule).
+bool path_takes_bytes(const std::string& path);
+
+// Expands one value expression of `path`: "a..b:xK" (geometric, K > 1), "a..b:+K"
+// (arithmetic, K > 0), or a comma list. Sizes accept units ("1MiB..512MiB:x2"). Other values
+// are kept as JSON text (true/false/numbers/strings). Throws InputError("--vary", ...) naming
+// the path on an empty range (a > b), a step that never advances (:x1, :+0), or bad numbers.
+std::vector<std::string> expand_vary_values(const std::string& path, const std::string& expr);
+
+// Parses one --vary argument "PATH=EXPR" or "P1/P2=v1/v2,w1/w2" (joint axis, lists only).
+SweepAxis parse_vary(const std::string& spec);
+
+// One configuration of the grid: the overrides ("path=value") to apply to the base scenario.
+struct SweepPoint {
+  size_t index = 0;
+  std::vector<std::string> overrides;  // one per path, in axis order
+};
+
+// Number of grid points (product of axis sizes); throws InputError("--vary", ...) beyond
+// `max_points`.
+size_t grid_size(const std::vector<SweepAxis>& axes, size_t max_points = 100'000'000);
+// The point at `index` of the cartesian grid; the LAST axis varies fastest.
+SweepPoint grid_point(const std::vector<SweepAxis>& axes, size_t index);
+// Index of each axis' value at grid `index`.
+std::vector<size_t> grid_coordinates(const std::vector<SweepAxis>& axes, size_t index);
+
+// The outcome of one point.
+struct SweepRow {
+  size_t index = 0;
+  std::vector<std::string> values;  // one value text per axis path (flattened over joint axes)
+  bool valid = false;               // false: the combination was rejected; see `error`
+  std::string error;                // why it is invalid (the parser's message)
+  Metrics metrics;                  // meaningful only when valid
+  bool fits_memory = false;         // peak <= capacity
+  bool fits_with_margin = false;    // peak <= capacity * (1 - margin)
+};
+
+// Sets fits_memory / fits_with_margin of a valid row from its metrics.
+void mark_memory_fit(SweepRow& row, double memory_margin);
+
+// Indices (into `rows`) of the valid rows on the Pareto front of (step time, peak memory), both
+// minimised: no other valid row is at least as good in both and better in one. Sorted by step
+// time.
+std::vector<size_t> pareto_front(const std::vector<SweepRow>& rows);
+
+// The fastest valid configuration that fits memory with the margin, the runner-up, and why the
+// winner is faster (which term of step time = compute busy + exposed comm shrinks).
+struct Recommendation {
+  std::optional<size_t> best;       // index into rows; empty when nothing fits
+  std::optional<size_t> runner_up;
+  std::string text;                 // the human explanation printed last
+};
+Recommendation recommend(const std::vector<SweepRow>& rows, const std::vector<std::string>& paths,
+                         double memory_margin);
+
+// All axis paths flattened, in axis order (the column names of the settings).
+std::vector<std::string> sweep_paths(const std::vector<SweepAxis>& axes);
+
+// Serialization of rows (sweep.json and the MPI gather) and the CSV table.
+nlohmann::json sweep_row_to_json(const SweepRow& row, const std::vector<std::string>& paths);
+SweepRow sweep_row_from_json(const nlohmann::json& j, const std::vector<std::string>& paths);
+std::string sweep_csv(const std::vector<SweepRow>& rows, const std::vector<std::string>& paths);
+
+}  // namespace shardline

@@ -1,0 +1,115 @@
+// Sweep execution on worker threads (see reports/sweep_run.h).
+#include "reports/sweep_run.h"
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <exception>
+#include <mutex>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "core/metrics.h"
+#include "core/schedule.h"
+#include "core/scenario_parse.h"
+#include "sim/simulator.h"
+
+namespace shardline {
+
+void validate_vary_paths(const nlohmann::json& base_json, const std::vector<SweepAxis>& axes) {
+  for (const auto& axis : axes) {
+    for (size_t p = 0; p < axis.paths.size(); ++p) {
+      for (const auto& tuple : axis.values) {
+        nlohmann::json copy = base_json;
+        const std::string ov = axis.paths[p] + "=" + tuple[p];
+        try {
+          apply_overrides(copy, {ov});
+        } catch (const InputError& e) {
+          throw InputError("--vary", axis.paths[p] + ": " + e.what());
+        }
+      }
+    }
+  }
+}
+
+SweepRow evaluate_sweep_point(const nlohmann::json& base_json, const std::string& base_dir,
+                              const std::vector<SweepAxis>& axes, size_t index, double memory_margin) {
+  const SweepPoint pt = grid_point(axes, index);
+  SweepRow row;
+  row.index = index;
+  row.values.reserve(pt.overrides.size());
+  for (const auto& ov : pt.overrides) row.values.push_back(ov.substr(ov.find('=') + 1));
+  try {
+    nlohmann::json j = base_json;
+    apply_overrides(j, pt.overrides);
+    const Scenario scenario = parse_scenario(j, base_dir);
+    const Program program = schedule(scenario);
+    const Timeline timeline = simulate(scenario, program);
+    row.metrics = compute_metrics(timeline);
+    row.valid = true;
+  } catch (const InputError& e) {
+    row.valid = false;
+    row.error = e.what();
+  }
+  mark_memory_fit(row, memory_margin);
+  return row;
+}
+
+std::vector<SweepRow> run_sweep_points(const nlohmann::json& base_json, const std::string& base_dir,
+                                       const std::vector<SweepAxis>& axes, const std::vector<size_t>& indices,
+                                       double memory_margin, int jobs, const SweepProgressFn& progress) {
+  const size_t total = indices.size();
+  std::vector<SweepRow> rows(total);
+  if (jobs <= 0) jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  jobs = static_cast<int>(std::min<size_t>(static_cast<size_t>(jobs), std::max<size_t>(total, 1)));
+
+  std::atomic<size_t> next{0};
+  std::atomic<size_t> done{0};
+  std::atomic<bool> failed{false};
+  std::exception_ptr error;
+  std::mutex mu;
+  std::condition_variable cv;
+  int running = jobs;
+
+  auto worker = [&] {
+    while (!failed.load(std::memory_order_relaxed)) {
+      const size_t k = next.fetch_add(1, std::memory_order_relaxed);
+      if (k >= total) break;
+      try {
+        rows[k] = evaluate_sweep_point(base_json, base_dir, axes, indices[k], memory_margin);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(mu);
+        if (!error) error = std::current_exception();
+        failed = true;
+        break;
+      }
+      done.fetch_add(1, std::memory_order_relaxed);
+    }
+    std::lock_guard<std::mutex> lock(mu);
+    --running;
+    cv.notify_all();
+  };
+
+  std::vector<std::thread> threads;
+  threads.reserve(static_cast<size_t>(jobs));
+  for (int t = 0; t < jobs; ++t) threads.emplace_back(worker);
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    while (running > 0) {
+      cv.wait_for(lock, std::chrono::milliseconds(100));
+      if (progress && running > 0) {
+        lock.unlock();
+        progress(done.load(), total);
+        lock.lock();
+      }
+    }
+  }
+  for (auto& t : threads) t.join();
+  if (error) std::rethrow_exception(error);
+  if (progress) progress(total, total);
+  return rows;
+}
+
+}  // namespace shardline

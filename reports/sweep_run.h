@@ -1,0 +1,34 @@
+// Running a sweep: validating the --vary paths against the base scenario JSON, and evaluating
+// grid points (copy JSON, apply overrides, parse, schedule, simulate, metrics) on worker
+// threads. No file I/O per point. Splitting across MPI ranks lives in reports/sweep_mpi.h.
+#pragma once
+#include <cstddef>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "reports/sweep.h"
+
+namespace shardline {
+
+// Applies every value of every axis to a copy of the base JSON with apply_overrides; an unknown
+// path or a value it rejects throws InputError("--vary", ...) naming the path.
+void validate_vary_paths(const nlohmann::json& base_json, const std::vector<SweepAxis>& axes);
+
+// Evaluates one grid point. A combination the parser or scheduler rejects (InputError) gives an
+// invalid row carrying the reason; memory fit is marked with `memory_margin`.
+SweepRow evaluate_sweep_point(const nlohmann::json& base_json, const std::string& base_dir,
+                              const std::vector<SweepAxis>& axes, size_t index, double memory_margin);
+
+// Called on the calling thread, about ten times a second and once at the end.
+using SweepProgressFn = std::function<void(size_t done, size_t total)>;
+
+// Evaluates the grid points `indices` on `jobs` threads (0: all cores). Rows come back in the
+// order of `indices`. An internal error (not InputError) in any point is rethrown here.
+std::vector<SweepRow> run_sweep_points(const nlohmann::json& base_json, const std::string& base_dir,
+                                       const std::vector<SweepAxis>& axes, const std::vector<size_t>& indices,
+                                       double memory_margin, int jobs, const SweepProgressFn& progress = {});
+
+}  // namespace shardline

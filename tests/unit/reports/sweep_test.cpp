@@ -1,0 +1,278 @@
+// Sweep grammar (ranges, lists, joint axes, errors), grid expansion, memory-fit marking, the
+// Pareto front and the recommendation: the pieces `shardline sweep` is built from.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "reports/sweep.h"
+
+namespace shardline {
+namespace {
+
+using Strings = std::vector<std::string>;
+
+// Expects expand_vary_values to fail with an InputError naming --vary, the path and `needle`.
+void expect_vary_error(const std::string& path, const std::string& expr, const std::string& needle) {
+  try {
+    expand_vary_values(path, expr);
+    FAIL() << "expected an error for " << path << "=" << expr;
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where(), "--vary");
+    EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+  }
+}
+
+TEST(SweepRange, GeometricSizesWithUnits) {
+  EXPECT_EQ(expand_vary_values("policy.bucket_bytes", "1MiB..8MiB:x2"),
+            (Strings{"1048576", "2097152", "4194304", "8388608"}));
+}
+
+TEST(SweepRange, GeometricStopsAtOrBelowEnd) {
+  EXPECT_EQ(expand_vary_values("policy.forward_prefetch", "1..10:x3"), (Strings{"1", "3", "9"}));
+}
+
+TEST(SweepRange, ArithmeticIntegersAndSizes) {
+  EXPECT_EQ(expand_vary_values("mesh.shard", "8..32:+8"), (Strings{"8", "16", "24", "32"}));
+  EXPECT_EQ(expand_vary_values("policy.bucket_bytes", "0..2MiB:+1MiB"), (Strings{"0", "1048576", "2097152"}));
+}
+
+TEST(SweepRange, ArithmeticFractions) {
+  EXPECT_EQ(expand_vary_values("run.memory_margin", "0.5..1:+0.25"), (Strings{"0.5", "0.75", "1"}));
+}
+
+TEST(SweepRange, SingleValueRange) {
+  EXPECT_EQ(expand_vary_values("mesh.shard", "8..8:x2"), (Strings{"8"}));
+}
+
+TEST(SweepList, ValuesAreKeptAsJsonTextExceptSizes) {
+  EXPECT_EQ(expand_vary_values("mesh.shard", "8,16,32"), (Strings{"8", "16", "32"}));
+  EXPECT_EQ(expand_vary_values("policy.comm_fusion", "true, false"), (Strings{"true", "false"}));
+  EXPECT_EQ(expand_vary_values("policy.param_dtype", "bf16,fp32"), (Strings{"bf16", "fp32"}));
+  EXPECT_EQ(expand_vary_values("policy.bucket_bytes", "25MiB,1048576,1MiB..2MiB:x2"),
+            (Strings{"26214400", "1048576", "1048576", "2097152"}));
+}
+
+TEST(SweepRange, Errors) {
+  expect_vary_error("policy.bucket_bytes", "512MiB..1MiB:x2", "empty range");
+  expect_vary_error("mesh.shard", "8..32:x1", "x1");
+  expect_vary_error("mesh.shard", "8..32:x0.5", "more than 1");
+  expect_vary_error("mesh.shard", "8..32:+0", "+0");
+  expect_vary_error("mesh.shard", "8..32", "needs a step");
+  expect_vary_error("mesh.shard", "8..32:*2", "step must be");
+  expect_vary_error("mesh.shard", "a..32:+1", "not a number");
+  expect_vary_error("policy.bucket_bytes", "1MiB..4Mfoo:x2", "bad size");
+  expect_vary_error("policy.bucket_bytes", "0..4MiB:x2", "start above 0");
+  expect_vary_error("policy.bucket_bytes", "-5", "non-negative");
+  expect_vary_error("mesh.shard", "8,,16", "empty value");
+  expect_vary_error("mesh.shard", "", "no values");
+}
+
+TEST(SweepVary, ParsesPathAndValues) {
+  const SweepAxis a = parse_vary("policy.forward_prefetch=0,1,2");
+  EXPECT_EQ(a.paths, Strings{"policy.forward_prefetch"});
+  ASSERT_EQ(a.values.size(), 3u);
+  EXPECT_EQ(a.values[2], Strings{"2"});
+}
+
+TEST(SweepVary, JointAxisZipsPaths) {
+  const SweepAxis a = parse_vary("mesh.shard/mesh.replicate=8/4,16/2,32/1");
+  EXPECT_EQ(a.paths, (Strings{"mesh.shard", "mesh.replicate"}));
+  ASSERT_EQ(a.values.size(), 3u);
+  EXPECT_EQ(a.values[1], (Strings{"16", "2"}));
+  EXPECT_EQ(a.label(), "mesh.shard/mesh.replicate");
+  const SweepAxis b = parse_vary("policy.bucket_bytes/mesh.shard=1MiB/8");
+  EXPECT_EQ(b.values[0], (Strings{"1048576", "8"}));
+}
+
+TEST(SweepVary, MalformedSpecsNameVary) {
+  for (const std::string spec : {"policy.bucket_bytes", "=1,2", "mesh.shard/mesh.replicate=8/4,16",
+                                 "mesh.shard/mesh.replicate=8..16:x2/1", "mesh.shard//x=1/2/3"}) {
+    try {
+      parse_vary(spec);
+      FAIL() << "expected an error for " << spec;
+    } catch (const InputError& e) {
+      EXPECT_EQ(e.where(), "--vary") << spec;
+    }
+  }
+}
+
+TEST(SweepGrid, CartesianProductLastAxisFastest) {
+  const std::vector<SweepAxis> axes = {parse_vary("policy.bucket_bytes=1MiB..4MiB:x2"), parse_vary("mesh.shard=8,16")};
+  ASSERT_EQ(grid_size(axes), 6u);
+  EXPECT_EQ(grid_point(axes, 0).overrides, (Strings{"policy.bucket_bytes=1048576", "mesh.shard=8"}));
+  EXPECT_EQ(grid_point(axes, 1).overrides, (Strings{"policy.bucket_bytes=1048576", "mesh.shard=16"}));
+  EXPECT_EQ(grid_point(axes, 5).overrides, (Strings{"policy.bucket_bytes=4194304", "mesh.shard=16"}));
+  EXPECT_EQ(grid_coordinates(axes, 3), (std::vector<size_t>{1, 1}));
+  EXPECT_EQ(sweep_paths(axes), (Strings{"policy.bucket_bytes", "mesh.shard"}));
+  // Every point distinct.
+  std::vector<Strings> seen;
+  for (size_t i = 0; i < 6; ++i) seen.push_back(grid_point(axes, i).overrides);
+  std::sort(seen.begin(), seen.end());
+  EXPECT_EQ(std::unique(seen.begin(), seen.end()), seen.end());
+}
+
+TEST(SweepGrid, JointAxisCountsOnce) {
+  const std::vector<SweepAxis> axes = {parse_vary("mesh.shard/mesh.replicate=8/4,16/2"), parse_vary("policy.forward_prefetch=0,1,2")};
+  EXPECT_EQ(grid_size(axes), 6u);
+  EXPECT_EQ(grid_point(axes, 4).overrides, (Strings{"mesh.shard=16", "mesh.replicate=2", "policy.forward_prefetch=1"}));
+}
+
+TEST(SweepGrid, TooLargeGridIsAnError) {
+  const std::vector<SweepAxis> axes = {parse_vary("mesh.shard=1..1000:+1"), parse_vary("mesh.replicate=1..1000:+1")};
+  EXPECT_THROW(grid_size(axes, 100'000), InputError);
+  EXPECT_EQ(grid_size(axes, 1'000'000), 1'000'000u);
+}
+
+SweepRow row(size_t index, double step_us, int64_t peak, int64_t capacity = 1000, double exposed_us = 0) {
+  SweepRow r;
+  r.index = index;
+  r.values = {std::to_string(index)};
+  r.valid = true;
+  r.metrics.step_time_us = step_us;
+  r.metrics.exposed_comm_us = exposed_us;
+  r.metrics.compute_busy_us = step_us - exposed_us;
+  r.metrics.comm_busy_us = exposed_us + 10;
+  r.metrics.overlap_efficiency = 1 - exposed_us / (exposed_us + 10);
+  r.metrics.peak_memory_bytes = peak;
+  r.metrics.memory_capacity_bytes = capacity;
+  return r;
+}
+
+SweepRow invalid_row(size_t index, const std::string& why) {
+  SweepRow r;
+  r.index = index;
+  r.values = {std::to_string(index)};
+  r.valid = false;
+  r.error = why;
+  return r;
+}
+
+TEST(SweepMemory, FitMarking) {
+  SweepRow exact = row(0, 10, 1000);
+  mark_memory_fit(exact, 0.1);
+  EXPECT_TRUE(exact.fits_memory);
+  EXPECT_FALSE(exact.fits_with_margin);
+  SweepRow over = row(1, 10, 1001);
+  mark_memory_fit(over, 0.1);
+  EXPECT_FALSE(over.fits_memory);
+  EXPECT_FALSE(over.fits_with_margin);
+  SweepRow roomy = row(2, 10, 900);
+  mark_memory_fit(roomy, 0.1);
+  EXPECT_TRUE(roomy.fits_memory);
+  EXPECT_TRUE(roomy.fits_with_margin);
+  mark_memory_fit(roomy, 0.2);
+  EXPECT_FALSE(roomy.fits_with_margin);
+  SweepRow bad = invalid_row(3, "mesh.shard: 16 does not divide the world (8)");
+  mark_memory_fit(bad, 0.1);
+  EXPECT_FALSE(bad.fits_memory);
+}
+
+TEST(SweepPareto, HandMadePoints) {
+  std::vector<SweepRow> rows = {
+      row(0, 10, 100),  // front: fastest
+      row(1, 12, 50),   // front
+      row(2, 11, 120),  // dominated by 0
+      row(3, 12, 60),   // dominated by 1 (same step, more memory)
+      row(4, 15, 50),   // dominated by 1 (same memory, slower)
+      row(5, 20, 10),   // front: smallest memory
+      invalid_row(6, "rejected"),
+      row(7, 11, 80),   // front
+  };
+  EXPECT_EQ(pareto_front(rows), (std::vector<size_t>{0, 7, 1, 5}));
+}
+
+TEST(SweepPareto, IdenticalPointsBothStay) {
+  std::vector<SweepRow> rows = {row(0, 10, 100), row(1, 10, 100), row(2, 9, 200)};
+  EXPECT_EQ(pareto_front(rows), (std::vector<size_t>{2, 0, 1}));
+}
+
+TEST(SweepRecommend, FastestThatFitsWithMarginAndWhy) {
+  std::vector<SweepRow> rows = {
+      row(0, 80, 1200, 1000, 5),   // fastest but over capacity
+      row(1, 95, 950, 1000, 5),    // fits capacity, not the margin
+      row(2, 100, 800, 1000, 10),  // best that fits with margin
+      row(3, 130, 700, 1000, 40),  // runner-up: slower by exposed comm
+      invalid_row(4, "bad"),
+  };
+  for (auto& r : rows) mark_memory_fit(r, 0.1);
+  const Recommendation rec = recommend(rows, {"policy.bucket_bytes"}, 0.1);
+  ASSERT_TRUE(rec.best.has_value());
+  EXPECT_EQ(*rec.best, 2u);
+  ASSERT_TRUE(rec.runner_up.has_value());
+  EXPECT_EQ(*rec.runner_up, 3u);
+  EXPECT_NE(rec.text.find("exposed communication"), std::string::npos) << rec.text;
+  EXPECT_NE(rec.text.find("1 exceed GPU memory"), std::string::npos) << rec.text;
+  EXPECT_NE(rec.text.find("1 invalid"), std::string::npos) << rec.text;
+}
+
+TEST(SweepRecommend, ComputeTermNamedWhenItShrinks) {
+  std::vector<SweepRow> rows = {row(0, 100, 500, 1000, 10), row(1, 120, 500, 1000, 10)};
+  for (auto& r : rows) mark_memory_fit(r, 0.1);
+  const Recommendation rec = recommend(rows, {"x"}, 0.1);
+  ASSERT_EQ(rec.best, std::optional<size_t>(0));
+  EXPECT_NE(rec.text.find("mostly compute busy"), std::string::npos) << rec.text;
+}
+
+TEST(SweepRecommend, NothingFits) {
+  std::vector<SweepRow> rows = {row(0, 100, 2000), invalid_row(1, "bad")};
+  for (auto& r : rows) mark_memory_fit(r, 0.1);
+  const Recommendation rec = recommend(rows, {"x"}, 0.1);
+  EXPECT_FALSE(rec.best.has_value());
+  EXPECT_NE(rec.text.find("none"), std::string::npos);
+}
+
+TEST(SweepOutput, CsvHasOneRowPerConfigurationWithReasons) {
+  std::vector<SweepRow> rows = {row(0, 100, 500), invalid_row(1, "mesh.shard: 16, 32 do not divide \"world\"")};
+  rows[0].metrics.by_kind["all_gather"] = {3, 300, 12.5};
+  for (auto& r : rows) mark_memory_fit(r, 0.1);
+  const std::string csv = sweep_csv(rows, {"mesh.shard"});
+  std::vector<std::string> lines;
+  size_t start = 0;
+  while (start < csv.size()) {
+    size_t nl = csv.find('\n', start);
+    lines.push_back(csv.substr(start, nl - start));
+    start = nl + 1;
+  }
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_EQ(lines[0].rfind("index,mesh.shard,valid,fits_memory", 0), 0u) << lines[0];
+  EXPECT_NE(lines[0].find("all_gather_busy_us"), std::string::npos);
+  EXPECT_NE(lines[1].find(",12.5,"), std::string::npos) << lines[1];
+  // Same column count on every line (quoted cells count once).
+  auto columns = [](const std::string& line) {
+    size_t n = 1;
+    bool quoted = false;
+    for (char c : line) {
+      if (c == '"') quoted = !quoted;
+      else if (c == ',' && !quoted) ++n;
+    }
+    return n;
+  };
+  EXPECT_EQ(columns(lines[1]), columns(lines[0]));
+  EXPECT_EQ(columns(lines[2]), columns(lines[0]));
+  EXPECT_NE(lines[2].find("\"mesh.shard: 16, 32 do not divide \"\"world\"\"\""), std::string::npos) << lines[2];
+}
+
+TEST(SweepOutput, RowJsonRoundTrip) {
+  SweepRow r = row(4, 123.5, 777);
+  r.values = {"1048576"};
+  mark_memory_fit(r, 0.1);
+  const std::vector<std::string> paths = {"policy.bucket_bytes"};
+  const nlohmann::json j = sweep_row_to_json(r, paths);
+  EXPECT_EQ(j["settings"]["policy.bucket_bytes"], 1048576);
+  const SweepRow back = sweep_row_from_json(j, paths);
+  EXPECT_EQ(back.index, 4u);
+  EXPECT_EQ(back.values, r.values);
+  EXPECT_TRUE(back.valid);
+  EXPECT_EQ(back.metrics.step_time_us, 123.5);
+  EXPECT_EQ(back.metrics.peak_memory_bytes, 777);
+  EXPECT_TRUE(back.fits_with_margin);
+  const SweepRow bad = sweep_row_from_json(sweep_row_to_json(invalid_row(5, "why"), {"x"}), {"x"});
+  EXPECT_FALSE(bad.valid);
+  EXPECT_EQ(bad.error, "why");
+}
+
+}  // namespace
+}  // namespace shardline
