@@ -1,0 +1,532 @@
+// The shared scheduler. Every FSDP/HSDP/ZeRO-3 rule the project models lives here and only
+// here; see ../shared/reference/fsdp-semantics.md and docs/schedule.md for the rules in prose.
+#include "core/schedule.h"
+
+#include <algorithm>
+#include <array>
+#include <cassert>
+#include <stdexcept>
+#include <string>
+
+#include "core/error.h"
+
+namespace shardline {
+
+namespace {
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// Peak dense throughput of the GPU for the param dtype, in FLOP/s, times achievable efficiency.
+double achieved_flops_per_s(const Scenario& s) {
+  const auto it = s.cluster.gpu.peak_tflops.find(s.policy.param_dtype);
+  if (it == s.cluster.gpu.peak_tflops.end()) {
+    throw InputError("cluster.gpu.peak_tflops", "no peak throughput for the param dtype \"" +
+                                                    std::string(dtype_name(s.policy.param_dtype)) +
+                                                    "\"; add it or give units forward/backward times");
+  }
+  return it->second * 1e12 * s.cluster.gpu.efficiency;
+}
+
+// A communication bucket: what one fused collective moves. Slices are in shard-local element
+// space; `units` lists every unit with a slice in it, in forward order.
+struct Bucket {
+  std::vector<TensorSlice> slices;
+  int64_t shard_elems = 0;
+  std::vector<int> units;
+};
+
+// Packs parameter slices (visited in `unit_order`) into buckets of at most `capacity_elems`
+// shard-local elements. capacity 0: one bucket per unit. A unit with its own bucket_bytes is
+// bucketed alone in chunks of that size. A group larger than a bucket is split.
+std::vector<Bucket> pack_buckets(const Scenario& s, const Program& p, const std::vector<int>& unit_order,
+                                 int64_t bucket_bytes, int elem_bytes) {
+  const int64_t bytes_per_shard_elem = static_cast<int64_t>(p.shard_size) * elem_bytes;
+  std::vector<std::vector<int>> params_of_unit(s.model.units.size());
+  for (int i = 0; i < static_cast<int>(p.params.size()); ++i) params_of_unit[p.params[i].unit].push_back(i);
+
+  std::vector<Bucket> buckets;
+  auto close = [&](Bucket& b) {
+    if (!b.slices.empty()) buckets.push_back(std::move(b));
+    b = Bucket{};
+  };
+  auto add_to = [&](Bucket& b, const TensorSlice& slice, int unit) {
+    b.slices.push_back(slice);
+    b.shard_elems += slice.shard_numel;
+    if (b.units.empty() || b.units.back() != unit) b.units.push_back(unit);
+  };
+  Bucket open;
+  for (int unit : unit_order) {
+    const UnitSpec& u = s.model.units[unit];
+    const bool alone = u.bucket_bytes.has_value() || bucket_bytes == 0;
+    const int64_t cap_bytes = u.bucket_bytes.value_or(bucket_bytes);
+    const int64_t capacity = cap_bytes == 0 ? INT64_MAX : std::max<int64_t>(1, cap_bytes / bytes_per_shard_elem);
+    if (alone) close(open);
+    for (int param : params_of_unit[unit]) {
+      int64_t offset = 0;
+      const int64_t n = p.params[param].shard_numel;
+      while (offset < n) {
+        if (open.shard_elems >= capacity) close(open);
+        const int64_t take = std::min(n - offset, capacity - open.shard_elems);
+        add_to(open, TensorSlice{param, offset, take}, unit);
+        offset += take;
+      }
+    }
+    if (alone) close(open);
+  }
+  close(open);
+  // Units listed in forward order for every bucket.
+  for (auto& b : buckets) std::sort(b.units.begin(), b.units.end());
+  return buckets;
+}
+
+// Emits ops into a Program, tracking per-stream state: the last op on each stream and the
+// event waits a stream has been told to honor (applied to its next op: streams are FIFO).
+class Emitter {
+ public:
+  explicit Emitter(Program& p) : p_(p) { last_on_.fill(-1); }
+
+  int emit(Op op) {
+    op.id = static_cast<int>(p_.ops.size());
+    auto& waits = pending_[static_cast<int>(op.stream)];
+    op.deps.insert(op.deps.end(), waits.begin(), waits.end());
+    waits.clear();
+    std::sort(op.deps.begin(), op.deps.end());
+    op.deps.erase(std::unique(op.deps.begin(), op.deps.end()), op.deps.end());
+    // A dependency on an earlier op of the same stream is implied by FIFO order.
+    const int prev = last_on_[static_cast<int>(op.stream)];
+    op.deps.erase(std::remove_if(op.deps.begin(), op.deps.end(),
+                                 [&](int d) { return d < 0 || (d <= prev && p_.ops[d].stream == op.stream); }),
+                  op.deps.end());
+    for (int d : op.deps) assert(d < op.id && "dependency on a later op");
+    last_on_[static_cast<int>(op.stream)] = op.id;
+    p_.ops.push_back(std::move(op));
+    return p_.ops.back().id;
+  }
+  // `stream` waits for event `op_id` (cudaStreamWaitEvent): its next op depends on it.
+  void wait(StreamId stream, int op_id) {
+    if (op_id >= 0) pending_[static_cast<int>(stream)].push_back(op_id);
+  }
+  int last_on(StreamId stream) const { return last_on_[static_cast<int>(stream)]; }
+
+ private:
+  Program& p_;
+  std::array<int, kNumStreams> last_on_{};
+  std::array<std::vector<int>, kNumStreams> pending_;
+};
+
+enum class ParamState { Sharded, Gathering, Unsharded, ReshardedToGroup };
+
+class Scheduler {
+ public:
+  explicit Scheduler(const Scenario& s) : s_(s), em_(p_) {}
+
+  Program run() {
+    setup_program();
+    const int U = static_cast<int>(s_.model.units.size());
+    std::vector<int> forward_order(U), backward_order(U);
+    for (int i = 0; i < U; ++i) forward_order[i] = i, backward_order[i] = U - 1 - i;
+    const int param_bytes = dtype_bytes(p_.param_dtype);
+    const int reduce_bytes = dtype_bytes(p_.reduce_dtype);
+    ag_ = pack_buckets(s_, p_, forward_order, s_.policy.bucket_bytes, param_bytes);
+    rs_ = pack_buckets(s_, p_, backward_order, s_.policy.bucket_bytes, reduce_bytes);
+    ag_of_unit_.assign(U, {});
+    for (int b = 0; b < static_cast<int>(ag_.size()); ++b)
+      for (int u : ag_[b].units) ag_of_unit_[u].push_back(b);
+    rs_done_at_unit_.assign(U, {});
+    rs_first_unit_.assign(rs_.size(), -1);
+    for (int b = 0; b < static_cast<int>(rs_.size()); ++b) {
+      // Gradients of a bucket are ready when its last unit in backward order (lowest index) ends.
+      rs_done_at_unit_[rs_[b].units.front()].push_back(b);
+      rs_first_unit_[b] = rs_[b].units.back();
+    }
+
+    ag_state_.assign(ag_.size(), ParamState::Sharded);
+    ag_op_.assign(ag_.size(), -1);
+    grads_allocated_.assign(rs_.size(), false);
+    for (int mb = 0; mb < p_.micro_batches; ++mb) {
+      forward(mb);
+      backward(mb);
+    }
+    finalize();
+    return std::move(p_);
+  }
+
+ private:
+  // ---- set-up --------------------------------------------------------------------------
+  void setup_program() {
+    p_.scenario = s_.name;
+    p_.shard_size = s_.mesh.shard;
+    p_.replicate_size = s_.mesh.replicate;
+    p_.reshard_group_size = s_.policy.reshard_after_forward.mode == ReshardAfterForward::Mode::Partial
+                                ? s_.policy.reshard_after_forward.group_size
+                                : 0;
+    p_.param_dtype = s_.policy.param_dtype;
+    p_.reduce_dtype = s_.policy.reduce_dtype;
+    p_.master_dtype = s_.policy.master_dtype;
+    p_.average_gradients = s_.policy.average_gradients;
+    p_.micro_batches = s_.policy.micro_batches;
+    if (!s_.policy.comm_fusion && s_.policy.bucket_bytes > 0) {
+      throw InputError("policy.bucket_bytes",
+                       "bucketing packs groups into fused collectives; it needs policy.comm_fusion=true "
+                       "(set bucket_bytes to 0 or enable comm_fusion)");
+    }
+    const int64_t per_param_static = dtype_bytes(p_.master_dtype) * 2 + s_.policy.optimizer_bytes_per_param;
+    for (int u = 0; u < static_cast<int>(s_.model.units.size()); ++u) {
+      const UnitSpec& unit = s_.model.units[u];
+      p_.units.push_back(unit.name);
+      for (const TensorSpec& t : unit.tensors) {
+        ParamInfo info{unit.name + "." + t.name, u, t.numel, ceil_div(t.numel, p_.shard_size)};
+        p_.static_memory_bytes += info.shard_numel * per_param_static;
+        p_.params.push_back(std::move(info));
+      }
+    }
+  }
+
+  // ---- op helpers ----------------------------------------------------------------------
+  Op make(OpKind kind, StreamId stream, std::string name) {
+    Op op;
+    op.kind = kind;
+    op.stream = stream;
+    op.phase = phase_;
+    op.microbatch = mb_;
+    op.name = std::move(name) + " mb" + std::to_string(mb_);
+    return op;
+  }
+  int memory_op(OpKind kind, StreamId stream, MemoryKind what, int64_t bytes, const std::string& label,
+                std::vector<int> deps = {}) {
+    Op op = make(kind, stream, std::string(kind == OpKind::Alloc ? "alloc " : "free ") + label);
+    op.memory = what;
+    op.bytes = bytes;
+    op.deps = std::move(deps);
+    return em_.emit(std::move(op));
+  }
+  int64_t bucket_bytes(const Bucket& b, DType dtype, int group_size) const {
+    return b.shard_elems * group_size * dtype_bytes(dtype);
+  }
+  std::string bucket_label(const char* prefix, int b) const { return prefix + std::to_string(b); }
+  bool last_microbatch() const { return mb_ == p_.micro_batches - 1; }
+  bool reduce_this_microbatch() const { return s_.policy.grad_sync == GradSync::Every || last_microbatch(); }
+  int unit_of(const Bucket& b) const { return b.units.size() == 1 ? b.units.front() : -1; }
+
+  // ---- unshard: copy-in, all-gather (and later copy-out) ------------------------------
+  void unshard(int b, bool prefetch_enabled) {
+    if (ag_state_[b] == ParamState::Unsharded || ag_state_[b] == ParamState::Gathering) return;
+    const Bucket& bucket = ag_[b];
+    const bool from_reshard_group = ag_state_[b] == ParamState::ReshardedToGroup;
+    const int group_size = from_reshard_group ? p_.reshard_group_size : p_.shard_size;
+    const int64_t full_bytes = bucket_bytes(bucket, p_.param_dtype, p_.shard_size);
+    // Prefetch off: the gather of the next unit cannot overlap the current compute.
+    std::vector<int> gate;
+    if (!prefetch_enabled && last_compute_ >= 0) gate.push_back(last_compute_);
+    if (s_.policy.comm_fusion) {
+      const bool needs_copy_in = !s_.policy.zero_copy || p_.param_dtype != p_.master_dtype || from_reshard_group;
+      const StreamId first_stream = needs_copy_in ? StreamId::CopyIn : StreamId::AllGather;
+      memory_op(OpKind::Alloc, first_stream, MemoryKind::AllGatherBuffer, full_bytes, bucket_label("ag_buf b", b), gate);
+      int copy_in = -1;
+      if (needs_copy_in) {
+        Op op = make(OpKind::CopyIn, StreamId::CopyIn,
+                     bucket_label(s_.policy.zero_copy && !from_reshard_group ? "cast_in b" : "copy_in b", b));
+        op.unit = unit_of(bucket);
+        op.bucket = b;
+        op.bytes = full_bytes / group_size;
+        op.dtype = p_.param_dtype;
+        op.slices = bucket.slices;
+        copy_in = em_.emit(std::move(op));
+      }
+      Op ag = make(OpKind::AllGather, StreamId::AllGather, bucket_label("ag b", b));
+      ag.unit = unit_of(bucket);
+      ag.bucket = b;
+      ag.bytes = full_bytes;
+      ag.dtype = p_.param_dtype;
+      ag.group = from_reshard_group ? CommGroup::Reshard : CommGroup::Shard;
+      ag.group_size = group_size;
+      ag.slices = bucket.slices;
+      if (copy_in >= 0) ag.deps.push_back(copy_in);
+      ag_op_[b] = em_.emit(std::move(ag));
+    } else {
+      // Unfused: one all-gather per parameter, straight into the unsharded parameter.
+      memory_op(OpKind::Alloc, StreamId::AllGather, MemoryKind::UnshardedParams, full_bytes,
+                bucket_label("params b", b), gate);
+      for (const TensorSlice& slice : bucket.slices) {
+        Op ag = make(OpKind::AllGather, StreamId::AllGather, "ag " + p_.params[slice.param].name);
+        ag.unit = p_.params[slice.param].unit;
+        ag.bucket = b;
+        ag.bytes = slice.shard_numel * group_size * dtype_bytes(p_.param_dtype);
+        ag.dtype = p_.param_dtype;
+        ag.group = from_reshard_group ? CommGroup::Reshard : CommGroup::Shard;
+        ag.group_size = group_size;
+        ag.slices = {slice};
+        ag_op_[b] = em_.emit(std::move(ag));
+      }
+    }
+    if (from_reshard_group) {
+      // The partial shard (1/k of the bucket) is no longer needed once gathered.
+      memory_op(OpKind::Free, StreamId::AllGather, MemoryKind::UnshardedParams, full_bytes / p_.reshard_group_size,
+                bucket_label("resharded b", b));
+    }
+    ag_state_[b] = ParamState::Gathering;
+  }
+
+  // The compute stream waits for the all-gather; fused: copy-out on the compute stream.
+  void wait_for_unshard(int b) {
+    if (ag_state_[b] != ParamState::Gathering) return;
+    const Bucket& bucket = ag_[b];
+    const int64_t full_bytes = bucket_bytes(bucket, p_.param_dtype, p_.shard_size);
+    if (!s_.policy.comm_fusion) {
+      em_.wait(StreamId::Compute, ag_op_[b]);
+      ag_state_[b] = ParamState::Unsharded;
+      return;
+    }
+    const bool implicit_forward = phase_ == Phase::Forward && s_.policy.forward_prefetch <= 1;
+    if (implicit_forward && held_ag_buffer_ >= 0) {
+      // FSDP2 implicit prefetch: the all-gather streams wait for the previous copy-out before
+      // the next copy-in may overwrite memory, and the previous all-gather output is freed now.
+      em_.wait(StreamId::CopyIn, held_copy_out_);
+      em_.wait(StreamId::AllGather, held_copy_out_);
+      release_held_ag_buffer();
+    }
+    memory_op(OpKind::Alloc, StreamId::Compute, MemoryKind::UnshardedParams, full_bytes, bucket_label("params b", b));
+    Op out = make(OpKind::CopyOut, StreamId::Compute, bucket_label("copy_out b", b));
+    out.unit = unit_of(bucket);
+    out.bucket = b;
+    out.bytes = full_bytes;
+    out.dtype = p_.param_dtype;
+    out.slices = bucket.slices;
+    out.deps.push_back(ag_op_[b]);
+    const int copy_out = em_.emit(std::move(out));
+    if (implicit_forward) {
+      held_ag_buffer_ = b;
+      held_copy_out_ = copy_out;
+      held_ag_bytes_ = full_bytes;
+    } else {
+      em_.wait(StreamId::CopyIn, copy_out);
+      em_.wait(StreamId::AllGather, copy_out);
+      memory_op(OpKind::Free, StreamId::Compute, MemoryKind::AllGatherBuffer, full_bytes, bucket_label("ag_buf b", b));
+    }
+    ag_state_[b] = ParamState::Unsharded;
+  }
+
+  void release_held_ag_buffer() {
+    if (held_ag_buffer_ < 0) return;
+    memory_op(OpKind::Free, StreamId::Compute, MemoryKind::AllGatherBuffer, held_ag_bytes_,
+              bucket_label("ag_buf b", held_ag_buffer_));
+    held_ag_buffer_ = -1;
+    held_copy_out_ = -1;
+  }
+
+  void reshard(int b, bool after_forward) {
+    const int64_t full_bytes = bucket_bytes(ag_[b], p_.param_dtype, p_.shard_size);
+    const auto mode = s_.policy.reshard_after_forward.mode;
+    if (after_forward && mode == ReshardAfterForward::Mode::Keep) return;
+    memory_op(OpKind::Free, StreamId::Compute, MemoryKind::UnshardedParams, full_bytes, bucket_label("params b", b));
+    if (after_forward && mode == ReshardAfterForward::Mode::Partial) {
+      memory_op(OpKind::Alloc, StreamId::Compute, MemoryKind::UnshardedParams, full_bytes / p_.reshard_group_size,
+                bucket_label("resharded b", b));
+      ag_state_[b] = ParamState::ReshardedToGroup;
+    } else {
+      ag_state_[b] = ParamState::Sharded;
+    }
+  }
+
+  int compute(int unit, bool backward) {
+    const UnitSpec& u = s_.model.units[unit];
+    Op op = make(OpKind::Compute, StreamId::Compute, std::string(backward ? "bwd " : "fwd ") + u.name);
+    op.unit = unit;
+    op.compute_us = backward ? backward_compute_us(s_, u) : forward_compute_us(s_, u);
+    op.recompute = backward && u.recompute_forward;
+    last_compute_ = em_.emit(std::move(op));
+    return last_compute_;
+  }
+
+  // ---- forward --------------------------------------------------------------------------
+  void forward(int mb) {
+    mb_ = mb;
+    phase_ = Phase::Forward;
+    const int U = static_cast<int>(s_.model.units.size());
+    const int depth = s_.policy.forward_prefetch;
+    for (int i = 0; i < U; ++i) {
+      // pre-forward(i): unshard what unit i needs unless prefetched, then wait for it.
+      for (int b : ag_of_unit_[i]) unshard(b, depth > 0);
+      for (int b : ag_of_unit_[i]) wait_for_unshard(b);
+      // Explicit forward prefetch (depth >= 2): also unshard the next `depth` units now.
+      if (depth >= 2) {
+        for (int j = i + 1; j <= std::min(U - 1, i + depth); ++j)
+          for (int b : ag_of_unit_[j]) unshard(b, true);
+      }
+      const UnitSpec& u = s_.model.units[i];
+      if (u.activation_bytes > 0)
+        memory_op(OpKind::Alloc, StreamId::Compute, MemoryKind::Activations, u.activation_bytes, "act " + u.name);
+      compute(i, false);
+      // post-forward(i): reshard each bucket whose last user this was.
+      for (int b : ag_of_unit_[i])
+        if (ag_[b].units.back() == i) reshard(b, true);
+    }
+    // The last FSDP state flushes the held all-gather output after forward.
+    release_held_ag_buffer();
+  }
+
+  // ---- backward -------------------------------------------------------------------------
+  void backward(int mb) {
+    mb_ = mb;
+    phase_ = Phase::Backward;
+    const int U = static_cast<int>(s_.model.units.size());
+    const int depth = s_.policy.backward_prefetch;
+    for (int i = U - 1; i >= 0; --i) {
+      // pre-backward(i): unshard unless prefetched (or kept unsharded), wait, then prefetch
+      // the previous `depth` units in post-forward order.
+      for (int b : ag_of_unit_[i]) unshard(b, depth > 0);
+      for (int b : ag_of_unit_[i]) wait_for_unshard(b);
+      for (int j = i - 1; j >= std::max(0, i - depth); --j)
+        for (int b : ag_of_unit_[j]) unshard(b, true);
+
+      // Unsharded gradients of each gradient bucket exist from the first backward compute
+      // that writes them until their reduce-scatter copy-in (kept across micro-batches when
+      // gradients are only synchronized on the last one).
+      for (int rb = 0; rb < static_cast<int>(rs_.size()); ++rb) {
+        if (rs_first_unit_[rb] == i && !grads_allocated_[rb]) {
+          memory_op(OpKind::Alloc, StreamId::Compute, MemoryKind::UnshardedGrads,
+                    bucket_bytes(rs_[rb], p_.param_dtype, p_.shard_size), bucket_label("grads rb", rb));
+          grads_allocated_[rb] = true;
+        }
+      }
+      const UnitSpec& u = s_.model.units[i];
+      compute(i, true);
+      if (u.activation_bytes > 0)
+        memory_op(OpKind::Free, StreamId::Compute, MemoryKind::Activations, u.activation_bytes, "act " + u.name);
+
+      // post-backward(i): reshard buckets no unit still needs, then reduce ready gradients.
+      for (int b : ag_of_unit_[i])
+        if (ag_[b].units.front() == i) reshard(b, false);
+      if (reduce_this_microbatch())
+        for (int rb : rs_done_at_unit_[i]) reduce(rb);
+    }
+  }
+
+  void reduce(int rb) {
+    const Bucket& bucket = rs_[rb];
+    const int64_t rs_bytes = bucket_bytes(bucket, p_.reduce_dtype, p_.shard_size);
+    const int64_t grad_bytes = bucket_bytes(bucket, p_.param_dtype, p_.shard_size);
+    // The compute stream waits for the previous reduce-scatter: only one reduce-scatter input
+    // is kept alive, freed here.
+    if (prev_rs_op_ >= 0) {
+      memory_op(OpKind::Free, StreamId::Compute, MemoryKind::ReduceScatterBuffer, prev_rs_bytes_,
+                bucket_label("rs_buf rb", prev_rs_bucket_), {prev_rs_op_});
+      prev_rs_op_ = -1;
+    }
+    // The reduce-scatter stream waits for the compute stream (gradients ready).
+    em_.wait(StreamId::ReduceScatter, em_.last_on(StreamId::Compute));
+    int rs_op = -1;
+    std::vector<int> rs_ops;
+    if (s_.policy.comm_fusion) {
+      memory_op(OpKind::Alloc, StreamId::ReduceScatter, MemoryKind::ReduceScatterBuffer, rs_bytes,
+                bucket_label("rs_buf rb", rb));
+      Op in = make(OpKind::CopyIn, StreamId::ReduceScatter, bucket_label("rs_copy_in rb", rb));
+      in.unit = unit_of(bucket);
+      in.bucket = rb;
+      in.bytes = rs_bytes;
+      in.dtype = p_.reduce_dtype;
+      in.slices = bucket.slices;
+      em_.emit(std::move(in));
+      memory_op(OpKind::Free, StreamId::ReduceScatter, MemoryKind::UnshardedGrads, grad_bytes,
+                bucket_label("grads rb", rb));
+      Op rs = make(OpKind::ReduceScatter, StreamId::ReduceScatter, bucket_label("rs rb", rb));
+      rs.unit = unit_of(bucket);
+      rs.bucket = rb;
+      rs.bytes = rs_bytes;
+      rs.dtype = p_.reduce_dtype;
+      rs.group = CommGroup::Shard;
+      rs.group_size = p_.shard_size;
+      rs.slices = bucket.slices;
+      rs_op = em_.emit(std::move(rs));
+      rs_ops.push_back(rs_op);
+      prev_rs_bytes_ = rs_bytes;
+    } else {
+      for (const TensorSlice& slice : bucket.slices) {
+        Op rs = make(OpKind::ReduceScatter, StreamId::ReduceScatter, "rs " + p_.params[slice.param].name);
+        rs.unit = p_.params[slice.param].unit;
+        rs.bucket = rb;
+        rs.bytes = slice.shard_numel * p_.shard_size * dtype_bytes(p_.reduce_dtype);
+        rs.dtype = p_.reduce_dtype;
+        rs.group = CommGroup::Shard;
+        rs.group_size = p_.shard_size;
+        rs.slices = {slice};
+        rs_op = em_.emit(std::move(rs));
+        rs_ops.push_back(rs_op);
+      }
+      memory_op(OpKind::Free, StreamId::ReduceScatter, MemoryKind::UnshardedGrads, grad_bytes,
+                bucket_label("grads rb", rb));
+      prev_rs_bytes_ = 0;
+    }
+    grads_allocated_[rb] = false;
+    prev_rs_op_ = rs_op;
+    prev_rs_bucket_ = rb;
+    int post_reduce = rs_op;
+    if (p_.replicate_size > 1) {
+      // HSDP: the all-reduce stream waits for the reduce-scatter, then all-reduces the reduced
+      // shard over the replicate group (one bucket per reduce-scatter bucket).
+      for (size_t k = 0; k < rs_ops.size(); ++k) {
+        const Op& rs = p_.ops[rs_ops[k]];
+        Op ar = make(OpKind::AllReduce, StreamId::AllReduce,
+                     s_.policy.comm_fusion ? bucket_label("ar rb", rb) : "ar " + p_.params[rs.slices[0].param].name);
+        ar.unit = rs.unit;
+        ar.bucket = rb;
+        ar.bytes = rs.bytes / p_.shard_size;
+        ar.dtype = p_.reduce_dtype;
+        ar.group = CommGroup::Replicate;
+        ar.group_size = p_.replicate_size;
+        ar.slices = rs.slices;
+        ar.deps.push_back(rs_ops[k]);
+        post_reduce = em_.emit(std::move(ar));
+      }
+    }
+    post_reduce_events_.push_back(post_reduce);
+  }
+
+  // finalize: the compute stream waits for every post-reduce event; the step ends.
+  void finalize() {
+    phase_ = Phase::Finalize;
+    mb_ = p_.micro_batches - 1;
+    std::vector<int> deps = post_reduce_events_;
+    if (prev_rs_op_ >= 0) deps.push_back(prev_rs_op_);
+    memory_op(OpKind::Free, StreamId::Compute, MemoryKind::ReduceScatterBuffer, prev_rs_op_ >= 0 ? prev_rs_bytes_ : 0,
+              prev_rs_op_ >= 0 ? bucket_label("rs_buf rb", prev_rs_bucket_) : std::string("step end"), deps);
+    // Parameters kept unsharded (reshard_after_forward=false with no backward) never exist
+    // here: backward always reshards; so every allocation is matched by now.
+  }
+
+  const Scenario& s_;
+  Program p_;
+  Emitter em_;
+  std::vector<Bucket> ag_, rs_;
+  std::vector<std::vector<int>> ag_of_unit_;
+  std::vector<std::vector<int>> rs_done_at_unit_;
+  std::vector<int> rs_first_unit_;
+  std::vector<ParamState> ag_state_;
+  std::vector<int> ag_op_;
+  std::vector<bool> grads_allocated_;
+  std::vector<int> post_reduce_events_;
+  Phase phase_ = Phase::Forward;
+  int mb_ = 0;
+  int last_compute_ = -1;
+  int held_ag_buffer_ = -1, held_copy_out_ = -1;
+  int64_t held_ag_bytes_ = 0;
+  int prev_rs_op_ = -1, prev_rs_bucket_ = -1;
+  int64_t prev_rs_bytes_ = 0;
+};
+
+}  // namespace
+
+double forward_compute_us(const Scenario& s, const UnitSpec& unit) {
+  if (unit.forward_time_us) return *unit.forward_time_us;
+  return unit.forward_flops / achieved_flops_per_s(s) * 1e6;
+}
+
+double backward_compute_us(const Scenario& s, const UnitSpec& unit) {
+  const double backward =
+      unit.backward_time_us ? *unit.backward_time_us : unit.backward_flops / achieved_flops_per_s(s) * 1e6;
+  return backward + (unit.recompute_forward ? forward_compute_us(s, unit) : 0.0);
+}
+
+Program schedule(const Scenario& scenario) { return Scheduler(scenario).run(); }
+
+}  // namespace shardline

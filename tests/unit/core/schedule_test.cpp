@@ -1,0 +1,377 @@
+// Rules of the shared scheduler (../shared/reference/fsdp-semantics.md), one test per rule.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <set>
+
+#include "core/error.h"
+#include "core/schedule.h"
+
+namespace shardline {
+namespace {
+
+// A small scenario built by hand: `units` units with two tensors of `numel` each, given times.
+Scenario make_scenario(int units = 4, int shard = 4, int replicate = 1, int64_t numel = 1024) {
+  Scenario s;
+  s.name = "test";
+  for (int i = 0; i < units; ++i) {
+    UnitSpec u;
+    u.name = "u" + std::to_string(i);
+    u.tensors = {{"w", numel}, {"b", numel / 2}};
+    u.forward_time_us = 100;
+    u.backward_time_us = 200;
+    u.activation_bytes = 1000;
+    s.model.units.push_back(u);
+  }
+  s.cluster.gpu.name = "test-gpu";
+  s.cluster.gpu.peak_tflops[DType::bf16] = 100;
+  s.cluster.gpu.memory_bytes = int64_t{80} << 30;
+  s.cluster.nodes = 1;
+  s.cluster.gpus_per_node = shard * replicate;
+  s.mesh.shard = shard;
+  s.mesh.replicate = replicate;
+  return s;
+}
+
+std::vector<const Op*> ops_of(const Program& p, OpKind kind, Phase phase = Phase::Forward, int microbatch = -1) {
+  std::vector<const Op*> out;
+  for (const Op& op : p.ops)
+    if (op.kind == kind && op.phase == phase && (microbatch < 0 || op.microbatch == microbatch)) out.push_back(&op);
+  return out;
+}
+
+const Op* compute_of(const Program& p, int unit, Phase phase, int microbatch = 0) {
+  for (const Op& op : p.ops)
+    if (op.kind == OpKind::Compute && op.unit == unit && op.phase == phase && op.microbatch == microbatch) return &op;
+  return nullptr;
+}
+
+const Op* dep_of_kind(const Program& p, const Op& op, OpKind kind) {
+  for (int d : op.deps)
+    if (p.ops[d].kind == kind) return &p.ops[d];
+  return nullptr;
+}
+
+// Transitive "a must finish before b starts": through deps and stream FIFO order.
+bool happens_before(const Program& p, int a, int b) {
+  std::vector<int> prev_on_stream(p.ops.size(), -1);
+  std::array<int, kNumStreams> last{};
+  last.fill(-1);
+  for (const Op& op : p.ops) {
+    prev_on_stream[op.id] = last[static_cast<int>(op.stream)];
+    last[static_cast<int>(op.stream)] = op.id;
+  }
+  std::vector<char> seen(p.ops.size(), 0);
+  std::function<bool(int)> reach = [&](int x) -> bool {
+    if (x == a) return true;
+    if (x < a || seen[x]) return false;
+    seen[x] = 1;
+    for (int d : p.ops[x].deps)
+      if (reach(d)) return true;
+    return prev_on_stream[x] >= 0 && reach(prev_on_stream[x]);
+  };
+  return a != b && reach(b);
+}
+
+TEST(Schedule, DepsPointBackwardAndIdsAreIndices) {
+  const Program p = schedule(make_scenario());
+  for (size_t i = 0; i < p.ops.size(); ++i) {
+    EXPECT_EQ(p.ops[i].id, static_cast<int>(i));
+    for (int d : p.ops[i].deps) EXPECT_LT(d, p.ops[i].id);
+  }
+}
+
+TEST(Schedule, FusedForwardIsCopyInAllGatherCopyOutOnFsdp2Streams) {
+  const Program p = schedule(make_scenario(4));
+  const auto ags = ops_of(p, OpKind::AllGather);
+  ASSERT_EQ(ags.size(), 4u);  // one fused all-gather per unit
+  for (const Op* ag : ags) {
+    EXPECT_EQ(ag->stream, StreamId::AllGather);
+    EXPECT_EQ(ag->group, CommGroup::Shard);
+    EXPECT_EQ(ag->group_size, 4);
+    // S = output bytes: shard * (shard numel of both tensors) * bf16
+    EXPECT_EQ(ag->bytes, 4 * (256 + 128) * 2);
+    const Op* copy_in = dep_of_kind(p, *ag, OpKind::CopyIn);
+    ASSERT_NE(copy_in, nullptr);
+    EXPECT_EQ(copy_in->stream, StreamId::CopyIn);
+    EXPECT_EQ(copy_in->bytes, ag->bytes / 4);
+  }
+  for (const Op* out : ops_of(p, OpKind::CopyOut)) {
+    EXPECT_EQ(out->stream, StreamId::Compute);
+    EXPECT_EQ(p.ops[out->deps.back()].kind, OpKind::AllGather);
+  }
+}
+
+TEST(Schedule, ImplicitForwardPrefetchIssuesNextAllGatherBeforeComputeEnds) {
+  const Program p = schedule(make_scenario(4));
+  const auto ags = ops_of(p, OpKind::AllGather);
+  for (int i = 0; i + 1 < 4; ++i) {
+    // all-gather(i+1) does not wait for compute(i): it may overlap it.
+    EXPECT_FALSE(happens_before(p, compute_of(p, i, Phase::Forward)->id, ags[i + 1]->id)) << i;
+  }
+}
+
+TEST(Schedule, ImplicitPrefetchNextCopyInWaitsForPreviousCopyOut) {
+  const Program p = schedule(make_scenario(4));
+  const auto copy_ins = ops_of(p, OpKind::CopyIn);
+  const auto copy_outs = ops_of(p, OpKind::CopyOut);
+  // copy-in(i+2) may not start before copy-out(i) finished: at most two outputs alive.
+  for (int i = 0; i + 2 < 4; ++i) EXPECT_TRUE(happens_before(p, copy_outs[i]->id, copy_ins[i + 2]->id)) << i;
+}
+
+TEST(Schedule, ForwardPrefetchOffSerializesAllGatherAfterPreviousCompute) {
+  Scenario s = make_scenario(4);
+  s.policy.forward_prefetch = 0;
+  const Program p = schedule(s);
+  const auto ags = ops_of(p, OpKind::AllGather);
+  for (int i = 0; i + 1 < 4; ++i)
+    EXPECT_TRUE(happens_before(p, compute_of(p, i, Phase::Forward)->id, ags[i + 1]->id)) << i;
+}
+
+TEST(Schedule, ExplicitForwardPrefetchIssuesDeeperUnshardsBeforeCompute) {
+  Scenario s = make_scenario(5);
+  s.policy.forward_prefetch = 2;
+  const Program p = schedule(s);
+  const auto ags = ops_of(p, OpKind::AllGather);
+  // In pre-forward(0), units 1 and 2 are unsharded too: both all-gathers precede compute(0).
+  EXPECT_LT(ags[1]->id, compute_of(p, 0, Phase::Forward)->id);
+  EXPECT_LT(ags[2]->id, compute_of(p, 0, Phase::Forward)->id);
+  EXPECT_GT(ags[3]->id, compute_of(p, 0, Phase::Forward)->id);
+}
+
+TEST(Schedule, ReshardAfterForwardFalseMeansNoBackwardAllGather) {
+  Scenario s = make_scenario(4);
+  s.policy.reshard_after_forward.mode = ReshardAfterForward::Mode::Keep;
+  const Program p = schedule(s);
+  EXPECT_TRUE(ops_of(p, OpKind::AllGather, Phase::Backward).empty());
+  EXPECT_EQ(ops_of(p, OpKind::AllGather, Phase::Forward).size(), 4u);
+}
+
+TEST(Schedule, ReshardAfterForwardTrueGathersAgainInBackward) {
+  const Program p = schedule(make_scenario(4));
+  EXPECT_EQ(ops_of(p, OpKind::AllGather, Phase::Backward).size(), 4u);
+}
+
+TEST(Schedule, ReshardAfterForwardIntGathersOverTheSmallerGroupInBackward) {
+  Scenario s = make_scenario(4, 8);
+  s.policy.reshard_after_forward = {ReshardAfterForward::Mode::Partial, 2};
+  const Program p = schedule(s);
+  EXPECT_EQ(p.reshard_group_size, 2);
+  for (const Op* ag : ops_of(p, OpKind::AllGather, Phase::Backward)) {
+    EXPECT_EQ(ag->group, CommGroup::Reshard);
+    EXPECT_EQ(ag->group_size, 2);
+    const Op* copy_in = dep_of_kind(p, *ag, OpKind::CopyIn);
+    ASSERT_NE(copy_in, nullptr);
+    EXPECT_EQ(copy_in->bytes, ag->bytes / 2);  // copy-in of the 1/2 partial shard
+  }
+  for (const Op* ag : ops_of(p, OpKind::AllGather, Phase::Forward)) EXPECT_EQ(ag->group_size, 8);
+}
+
+TEST(Schedule, BackwardRunsInReversePostForwardOrderWithDefaultPrefetch) {
+  const Program p = schedule(make_scenario(4));
+  const auto bwd = ops_of(p, OpKind::Compute, Phase::Backward);
+  ASSERT_EQ(bwd.size(), 4u);
+  for (int k = 0; k < 4; ++k) EXPECT_EQ(bwd[k]->unit, 3 - k);
+  // Default backward prefetch: all-gather(i-1) is issued before bwd(i) and does not wait for it.
+  const auto ags = ops_of(p, OpKind::AllGather, Phase::Backward);
+  for (int i = 3; i >= 1; --i) {
+    const Op* ag_prev = *std::find_if(ags.begin(), ags.end(), [&](const Op* o) { return o->unit == i - 1; });
+    EXPECT_LT(ag_prev->id, compute_of(p, i, Phase::Backward)->id);
+    EXPECT_FALSE(happens_before(p, compute_of(p, i, Phase::Backward)->id, ag_prev->id));
+  }
+}
+
+TEST(Schedule, BackwardPrefetchOffWaitsForCurrentBackwardCompute) {
+  Scenario s = make_scenario(4);
+  s.policy.backward_prefetch = 0;
+  const Program p = schedule(s);
+  for (const Op* ag : ops_of(p, OpKind::AllGather, Phase::Backward)) {
+    if (ag->unit == 3) continue;
+    EXPECT_TRUE(happens_before(p, compute_of(p, ag->unit + 1, Phase::Backward)->id, ag->id));
+  }
+}
+
+TEST(Schedule, ReduceScatterCannotStartBeforeItsBackwardEnds) {
+  const Program p = schedule(make_scenario(4));
+  for (const Op* rs : ops_of(p, OpKind::ReduceScatter, Phase::Backward)) {
+    EXPECT_EQ(rs->stream, StreamId::ReduceScatter);
+    EXPECT_EQ(rs->bytes, 4 * (256 + 128) * 4);  // reduce dtype fp32
+    EXPECT_TRUE(happens_before(p, compute_of(p, rs->unit, Phase::Backward)->id, rs->id));
+  }
+}
+
+TEST(Schedule, ComputeWaitsForPreviousReduceScatter) {
+  const Program p = schedule(make_scenario(4));
+  const auto rss = ops_of(p, OpKind::ReduceScatter, Phase::Backward);
+  // rs(u3) is the first; bwd(u1) comes after post-backward(u2), which waits for rs(u3).
+  ASSERT_EQ(rss.size(), 4u);
+  EXPECT_EQ(rss[0]->unit, 3);
+  EXPECT_TRUE(happens_before(p, rss[0]->id, compute_of(p, 1, Phase::Backward)->id));
+  // ... but bwd(u2) itself may overlap rs(u3).
+  EXPECT_FALSE(happens_before(p, rss[0]->id, compute_of(p, 2, Phase::Backward)->id));
+}
+
+TEST(Schedule, HsdpAllReduceFollowsItsReduceScatterOverReplicateGroup) {
+  const Program p = schedule(make_scenario(4, 2, 2));
+  const auto ars = ops_of(p, OpKind::AllReduce, Phase::Backward);
+  const auto rss = ops_of(p, OpKind::ReduceScatter, Phase::Backward);
+  ASSERT_EQ(ars.size(), rss.size());
+  for (size_t k = 0; k < ars.size(); ++k) {
+    EXPECT_EQ(ars[k]->stream, StreamId::AllReduce);
+    EXPECT_EQ(ars[k]->group, CommGroup::Replicate);
+    EXPECT_EQ(ars[k]->group_size, 2);
+    EXPECT_EQ(ars[k]->bytes, rss[k]->bytes / 2);  // the reduce-scattered shard
+    EXPECT_TRUE(happens_before(p, rss[k]->id, ars[k]->id));
+  }
+  // All-gathers only over the shard group.
+  for (const Op& op : p.ops)
+    if (op.kind == OpKind::AllGather) EXPECT_EQ(op.group, CommGroup::Shard);
+}
+
+TEST(Schedule, NoAllReduceWithoutReplication) {
+  const Program p = schedule(make_scenario(4, 4, 1));
+  EXPECT_TRUE(ops_of(p, OpKind::AllReduce, Phase::Backward).empty());
+}
+
+TEST(Schedule, GradSyncLastSkipsReduceScatterOnEarlierMicroBatches) {
+  Scenario s = make_scenario(3, 2, 2);
+  s.policy.micro_batches = 3;
+  s.policy.grad_sync = GradSync::Last;
+  const Program p = schedule(s);
+  EXPECT_TRUE(ops_of(p, OpKind::ReduceScatter, Phase::Backward, 0).empty());
+  EXPECT_TRUE(ops_of(p, OpKind::ReduceScatter, Phase::Backward, 1).empty());
+  EXPECT_TRUE(ops_of(p, OpKind::AllReduce, Phase::Backward, 1).empty());
+  EXPECT_EQ(ops_of(p, OpKind::ReduceScatter, Phase::Backward, 2).size(), 3u);
+  EXPECT_EQ(ops_of(p, OpKind::AllReduce, Phase::Backward, 2).size(), 3u);
+  // Unsharded gradients are allocated once and kept across micro-batches.
+  int grad_allocs = 0;
+  for (const Op& op : p.ops) grad_allocs += op.kind == OpKind::Alloc && op.memory == MemoryKind::UnshardedGrads;
+  EXPECT_EQ(grad_allocs, 3);
+}
+
+TEST(Schedule, GradSyncEveryReducesEveryMicroBatch) {
+  Scenario s = make_scenario(3);
+  s.policy.micro_batches = 2;
+  const Program p = schedule(s);
+  EXPECT_EQ(ops_of(p, OpKind::ReduceScatter, Phase::Backward, 0).size(), 3u);
+  EXPECT_EQ(ops_of(p, OpKind::ReduceScatter, Phase::Backward, 1).size(), 3u);
+}
+
+TEST(Schedule, UnfusedIssuesOneCollectivePerParameterWithoutCopies) {
+  Scenario s = make_scenario(3, 2, 2);
+  s.policy.comm_fusion = false;
+  const Program p = schedule(s);
+  EXPECT_EQ(ops_of(p, OpKind::AllGather).size(), 6u);  // 3 units x 2 tensors
+  EXPECT_EQ(ops_of(p, OpKind::ReduceScatter, Phase::Backward).size(), 6u);
+  EXPECT_EQ(ops_of(p, OpKind::AllReduce, Phase::Backward).size(), 6u);
+  EXPECT_TRUE(ops_of(p, OpKind::CopyIn).empty());
+  EXPECT_TRUE(ops_of(p, OpKind::CopyOut).empty());
+  for (const Op* ag : ops_of(p, OpKind::AllGather)) EXPECT_EQ(ag->slices.size(), 1u);
+}
+
+TEST(Schedule, ZeroCopySkipsCopyInUnlessACastIsNeeded) {
+  Scenario s = make_scenario(3);
+  s.policy.zero_copy = true;
+  s.policy.param_dtype = DType::fp32;
+  s.cluster.gpu.peak_tflops[DType::fp32] = 50;
+  EXPECT_TRUE(ops_of(schedule(s), OpKind::CopyIn).empty());
+  s.policy.param_dtype = DType::bf16;  // lower param dtype: one cast copy instead
+  const auto casts = ops_of(schedule(s), OpKind::CopyIn);
+  ASSERT_EQ(casts.size(), 3u);
+  EXPECT_NE(casts[0]->name.find("cast_in"), std::string::npos);
+}
+
+TEST(Schedule, BucketsPackConsecutiveGroupsAndSplitLargeOnes) {
+  Scenario s = make_scenario(4, 4, 1, 1024);  // per unit: 4 * 384 * 2 = 3072 bytes all-gathered
+  s.policy.bucket_bytes = 6144;               // two units per all-gather bucket
+  Program p = schedule(s);
+  auto ags = ops_of(p, OpKind::AllGather);
+  ASSERT_EQ(ags.size(), 2u);
+  for (const Op* ag : ags) {
+    EXPECT_EQ(ag->bytes, 6144);
+    EXPECT_EQ(ag->unit, -1);  // spans units
+  }
+  // Gradient buckets are fp32 (6144 bytes per unit): one per unit, filled in backward order.
+  auto rss = ops_of(p, OpKind::ReduceScatter, Phase::Backward);
+  ASSERT_EQ(rss.size(), 4u);
+  EXPECT_EQ(rss[0]->slices.front().param, p.params.size() - 2);  // last unit's first tensor
+
+  s.policy.bucket_bytes = 2048;  // smaller than a group: groups split, buckets stay full
+  p = schedule(s);
+  ags = ops_of(p, OpKind::AllGather);
+  ASSERT_EQ(ags.size(), 6u);
+  int64_t total = 0;
+  for (const Op* ag : ags) {
+    EXPECT_EQ(ag->bytes, 2048);
+    total += ag->bytes;
+  }
+  // Unit 0 (3072 bytes) needs buckets 0 and 1: both gathered before its forward compute.
+  EXPECT_LT(ags[1]->id, compute_of(p, 0, Phase::Forward)->id);
+  EXPECT_EQ(total, 4 * 3072);  // nothing lost, nothing duplicated
+}
+
+TEST(Schedule, BucketingWithoutFusionIsAnInputError) {
+  Scenario s = make_scenario(2);
+  s.policy.comm_fusion = false;
+  s.policy.bucket_bytes = 1 << 20;
+  try {
+    schedule(s);
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where(), "policy.bucket_bytes");
+  }
+}
+
+TEST(Schedule, MemoryAllocationsBalanceAndStaticMemoryFollowsFormula) {
+  Scenario s = make_scenario(3, 2, 2);
+  s.policy.micro_batches = 2;
+  const Program p = schedule(s);
+  std::map<MemoryKind, int64_t> live;
+  for (const Op& op : p.ops) {
+    if (op.kind == OpKind::Alloc) live[op.memory] += op.bytes;
+    if (op.kind == OpKind::Free) live[op.memory] -= op.bytes;
+    for (auto& [k, v] : live) ASSERT_GE(v, 0) << memory_kind_name(k) << " at op " << op.id;
+  }
+  for (auto& [k, v] : live) EXPECT_EQ(v, 0) << memory_kind_name(k);
+  // sharded master params + grads (fp32) + Adam states (8 bytes) per shard element
+  EXPECT_EQ(p.static_memory_bytes, 3 * (512 + 256) * (4 + 4 + 8));
+}
+
+TEST(Schedule, FinalizeWaitsForEveryPostReduceEvent) {
+  const Program p = schedule(make_scenario(3, 2, 2));
+  const Op& last = p.ops.back();
+  EXPECT_EQ(last.phase, Phase::Finalize);
+  EXPECT_EQ(last.stream, StreamId::Compute);
+  for (const Op* ar : ops_of(p, OpKind::AllReduce, Phase::Backward)) EXPECT_TRUE(happens_before(p, ar->id, last.id));
+}
+
+TEST(Schedule, ComputeTimesComeFromFlopsOrGivenTimes) {
+  Scenario s = make_scenario(1);
+  s.model.units[0].forward_time_us.reset();
+  s.model.units[0].backward_time_us.reset();
+  s.model.units[0].forward_flops = 1e12;
+  s.model.units[0].backward_flops = 2e12;
+  s.cluster.gpu.efficiency = 0.5;  // 100 TFLOP/s peak -> 50 achieved
+  EXPECT_DOUBLE_EQ(forward_compute_us(s, s.model.units[0]), 20000.0);
+  EXPECT_DOUBLE_EQ(backward_compute_us(s, s.model.units[0]), 40000.0);
+  s.model.units[0].recompute_forward = true;  // full checkpointing re-runs forward in backward
+  EXPECT_DOUBLE_EQ(backward_compute_us(s, s.model.units[0]), 60000.0);
+  s.policy.param_dtype = DType::fp8;  // no peak for fp8
+  EXPECT_THROW(forward_compute_us(s, s.model.units[0]), InputError);
+}
+
+TEST(Schedule, IsDeterministic) {
+  Scenario s = make_scenario(6, 2, 2);
+  s.policy.bucket_bytes = 5000;
+  const Program a = schedule(s), b = schedule(s);
+  ASSERT_EQ(a.ops.size(), b.ops.size());
+  for (size_t i = 0; i < a.ops.size(); ++i) {
+    EXPECT_EQ(a.ops[i].name, b.ops[i].name);
+    EXPECT_EQ(a.ops[i].deps, b.ops[i].deps);
+  }
+}
+
+}  // namespace
+}  // namespace shardline
