@@ -47,7 +47,8 @@ constexpr OpKind kReportedKinds[] = {OpKind::Compute, OpKind::CopyIn, OpKind::Al
   std::abort();
 }
 
-Metrics metrics_for(const Timeline& t, int rank, int iteration) {
+// The intervals of one rank and iteration; InputError when there are none.
+std::vector<const OpInterval*> intervals_of(const Timeline& t, int rank, int iteration) {
   std::vector<const OpInterval*> ivs;
   for (const OpInterval& iv : t.intervals) {
     if (iv.rank == rank && iv.iteration == iteration) ivs.push_back(&iv);
@@ -56,15 +57,38 @@ Metrics metrics_for(const Timeline& t, int rank, int iteration) {
     throw InputError("timeline", "no op intervals for rank " + std::to_string(rank) + ", iteration " + std::to_string(iteration));
   }
   const int num_ops = static_cast<int>(t.ops.size());
-  bool has_issue = false;
-  double step_end = -std::numeric_limits<double>::infinity();
   for (const OpInterval* iv : ivs) {
     if (iv->op < 0 || iv->op >= num_ops) invariant_broken("interval names an op the timeline does not carry");
-    if (iv->issue_us != 0) has_issue = true;
-    step_end = std::max(step_end, iv->end_us);
   }
-  double step_start = std::numeric_limits<double>::infinity();
-  for (const OpInterval* iv : ivs) step_start = std::min(step_start, has_issue ? std::min(iv->issue_us, iv->start_us) : iv->start_us);
+  return ivs;
+}
+
+StepWindow window_of(const std::vector<const OpInterval*>& ivs, int rank, int iteration) {
+  bool has_issue = false;
+  StepWindow w{rank, iteration, std::numeric_limits<double>::infinity(), -std::numeric_limits<double>::infinity()};
+  for (const OpInterval* iv : ivs) {
+    if (iv->issue_us != 0) has_issue = true;
+    w.end_us = std::max(w.end_us, iv->end_us);
+  }
+  for (const OpInterval* iv : ivs) w.start_us = std::min(w.start_us, has_issue ? std::min(iv->issue_us, iv->start_us) : iv->start_us);
+  return w;
+}
+
+int resolve_iteration(const Timeline& t, int iteration) {
+  const int it = iteration < 0 ? t.reported_iteration : iteration;
+  if (it >= t.iterations) throw InputError("iteration", "iteration " + std::to_string(it) + " is not in [0, " + std::to_string(t.iterations) + ")");
+  return it;
+}
+
+void check_rank(const Timeline& t, int rank) {
+  if (rank >= t.ranks) throw InputError("rank", "rank " + std::to_string(rank) + " is not in [0, " + std::to_string(t.ranks) + ")");
+}
+
+Metrics metrics_for(const Timeline& t, int rank, int iteration) {
+  const std::vector<const OpInterval*> ivs = intervals_of(t, rank, iteration);
+  const StepWindow window = window_of(ivs, rank, iteration);
+  const double step_start = window.start_us;
+  const double step_end = window.end_us;
 
   Metrics m;
   m.step_time_us = step_end - step_start;
@@ -152,19 +176,26 @@ double union_length_us(std::vector<std::pair<double, double>> intervals) {
   return total;
 }
 
+StepWindow step_window(const Timeline& timeline, int rank, int iteration) {
+  const int it = resolve_iteration(timeline, iteration);
+  check_rank(timeline, rank);
+  if (rank >= 0) return window_of(intervals_of(timeline, rank, it), rank, it);
+  StepWindow worst;
+  for (int r = 0; r < timeline.ranks; ++r) {
+    StepWindow w = window_of(intervals_of(timeline, r, it), r, it);
+    if (r == 0 || w.end_us - w.start_us > worst.end_us - worst.start_us) worst = w;
+  }
+  return worst;
+}
+
 Metrics compute_metrics(const Timeline& timeline, int rank, int iteration) {
-  const int it = iteration < 0 ? timeline.reported_iteration : iteration;
-  if (it >= timeline.iterations) throw InputError("iteration", "iteration " + std::to_string(it) + " is not in [0, " + std::to_string(timeline.iterations) + ")");
-  if (rank >= timeline.ranks) throw InputError("rank", "rank " + std::to_string(rank) + " is not in [0, " + std::to_string(timeline.ranks) + ")");
+  const int it = resolve_iteration(timeline, iteration);
+  check_rank(timeline, rank);
   if (rank >= 0) return metrics_for(timeline, rank, it);
   Metrics worst;
-  bool have = false;
   for (int r = 0; r < timeline.ranks; ++r) {
     Metrics m = metrics_for(timeline, r, it);
-    if (!have || m.step_time_us > worst.step_time_us) {
-      worst = std::move(m);
-      have = true;
-    }
+    if (r == 0 || m.step_time_us > worst.step_time_us) worst = std::move(m);
   }
   return worst;
 }

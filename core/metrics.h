@@ -34,6 +34,17 @@ struct Metrics {
 // (the rank that defines the step) reported.
 Metrics compute_metrics(const Timeline& timeline, int rank = -1, int iteration = -1);
 
+// The step window of one rank and iteration, as step_time_us defines it: from the first op
+// issued (the first start when the timeline records no issue times) to the last op finished.
+// rank -1: the rank with the longest step (lowest on ties); iteration -1: reported_iteration.
+struct StepWindow {
+  int rank = 0;
+  int iteration = 0;
+  double start_us = 0;
+  double end_us = 0;
+};
+StepWindow step_window(const Timeline& timeline, int rank = -1, int iteration = -1);
+
 // Union length of [start, end) intervals.
 double union_length_us(std::vector<std::pair<double, double>> intervals);
 

@@ -164,6 +164,21 @@ TEST(Metrics, RankMinusOneReportsTheSlowestRankAndIterationMinusOneTheReportedOn
   EXPECT_THROW(compute_metrics(t, 0, 2), InputError);
 }
 
+TEST(StepWindow, IsTheWindowStepTimeMeasures) {
+  Timeline t;
+  t.ranks = 2;
+  t.ops = {make_op(0, OpKind::Compute, Phase::Forward)};
+  t.intervals = {iv(0, 3, 5, 10, 0, 0), iv(0, 2, 4, 40, 1, 0)};
+  StepWindow w = step_window(t);
+  EXPECT_EQ(w.rank, 1);
+  EXPECT_DOUBLE_EQ(w.start_us, 2.0);
+  EXPECT_DOUBLE_EQ(w.end_us, 40.0);
+  EXPECT_DOUBLE_EQ(w.end_us - w.start_us, compute_metrics(t).step_time_us);
+  StepWindow w0 = step_window(t, 0, -1);
+  EXPECT_EQ(w0.rank, 0);
+  EXPECT_DOUBLE_EQ(w0.start_us, 3.0);
+}
+
 TEST(Metrics, RankWithoutIntervalsIsAnError) {
   Timeline t = basic_timeline();
   t.ranks = 2;
