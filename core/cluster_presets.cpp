@@ -1,0 +1,89 @@
+#include "core/cluster_presets.h"
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "core/suggest.h"
+
+namespace shardline {
+namespace {
+
+// Sources for every number: docs/scenario.md, section "Cluster presets".
+constexpr const char* kPresets = R"json({
+  "h100-sxm-dgx": {
+    "name": "DGX H100 (8x H100 SXM5 80GB, NVLink 4, 8x 400Gb/s InfiniBand NDR)",
+    "gpu": {
+      "name": "H100 SXM5 80GB",
+      "peak_tflops": {"bf16": 989, "fp16": 989, "fp8": 1979, "fp32": 67},
+      "efficiency": 0.45,
+      "memory": "80GiB",
+      "copy_bandwidth": "1.6TB/s"
+    },
+    "nodes": 1,
+    "gpus_per_node": 8,
+    "intra_node": {"bandwidth": "450GB/s", "latency": "2us"},
+    "inter_node": {"bandwidth": "400Gbps", "latency": "5us"},
+    "launch_overhead": "5us",
+    "compute_slowdown_during_comm": 1.1,
+    "hierarchical_collectives": false
+  },
+  "a100-80gb-dgx": {
+    "name": "DGX A100 (8x A100 SXM4 80GB, NVLink 3, 8x 200Gb/s InfiniBand HDR)",
+    "gpu": {
+      "name": "A100 SXM4 80GB",
+      "peak_tflops": {"bf16": 312, "fp16": 312, "fp32": 19.5},
+      "efficiency": 0.5,
+      "memory": "80GiB",
+      "copy_bandwidth": "1.0TB/s"
+    },
+    "nodes": 1,
+    "gpus_per_node": 8,
+    "intra_node": {"bandwidth": "300GB/s", "latency": "2.5us"},
+    "inter_node": {"bandwidth": "200Gbps", "latency": "6us"},
+    "launch_overhead": "5us",
+    "compute_slowdown_during_comm": 1.1,
+    "hierarchical_collectives": false
+  },
+  "host-cpu": {
+    "name": "host CPU (MPI ranks as devices, shared-memory transport)",
+    "gpu": {
+      "name": "host CPU core",
+      "peak_tflops": {"fp32": 0.05, "bf16": 0.05, "fp16": 0.05},
+      "efficiency": 0.5,
+      "memory": "2GiB",
+      "copy_bandwidth": "5GB/s"
+    },
+    "nodes": 1,
+    "gpus_per_node": 2,
+    "intra_node": {"bandwidth": "4GB/s", "latency": "1.5us"},
+    "inter_node": {"bandwidth": "4GB/s", "latency": "1.5us"},
+    "launch_overhead": "20us",
+    "compute_slowdown_during_comm": 1.2,
+    "hierarchical_collectives": false
+  }
+})json";
+
+const nlohmann::json& presets() {
+  static const nlohmann::json parsed = nlohmann::json::parse(kPresets);
+  return parsed;
+}
+
+}  // namespace
+
+std::vector<std::string> cluster_preset_names() {
+  std::vector<std::string> names;
+  for (const auto& [key, value] : presets().items()) names.push_back(key);
+  return names;
+}
+
+nlohmann::json cluster_preset_json(std::string_view name, const std::string& where) {
+  const auto& all = presets();
+  const auto it = all.find(std::string(name));
+  if (it == all.end()) {
+    throw InputError(where, "unknown cluster preset \"" + std::string(name) + "\";" +
+                                suggestion_tail(name, cluster_preset_names()));
+  }
+  return *it;
+}
+
+}  // namespace shardline

@@ -1,0 +1,698 @@
+#include "core/scenario_parse.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <set>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "core/cluster_presets.h"
+#include "core/error.h"
+#include "core/suggest.h"
+#include "core/units.h"
+
+namespace shardline {
+namespace {
+
+using nlohmann::json;
+
+// The known keys of a scenario: objects list their keys, a one-element array describes its
+// elements, strings describe leaves. Used to reject unknown keys (with a suggestion) and to
+// decide which --set paths may be created. docs/scenario.md documents each key.
+constexpr const char* kSchema = R"json({
+  "name": "string",
+  "description": "string",
+  "model": {
+    "name": "string",
+    "transformer": {
+      "layers": "int", "hidden": "int", "ffn_hidden": "int", "heads": "int", "kv_heads": "int",
+      "vocab": "int", "seq_len": "int", "micro_batch_size": "int",
+      "activation_checkpointing": "none|selective|full", "tied_embeddings": "bool"
+    },
+    "units": [{
+      "name": "string", "params": "int", "tensors": [{"name": "string", "numel": "int"}],
+      "forward_flops": "flops", "forward_time": "time", "backward_flops": "flops", "backward_time": "time",
+      "activation_bytes": "size", "recompute": "bool", "repeat": "int", "bucket_bytes": "size"
+    }]
+  },
+  "cluster": {
+    "preset": "string", "file": "string", "name": "string",
+    "gpu": {
+      "name": "string",
+      "peak_tflops": {"fp32": "number", "bf16": "number", "fp16": "number", "fp8": "number"},
+      "efficiency": "number", "memory": "size", "copy_bandwidth": "rate"
+    },
+    "nodes": "int", "gpus_per_node": "int",
+    "intra_node": {"bandwidth": "rate", "latency": "time"},
+    "inter_node": {"bandwidth": "rate", "latency": "time"},
+    "launch_overhead": "time", "compute_slowdown_during_comm": "number", "hierarchical_collectives": "bool"
+  },
+  "mesh": {"shard": "int", "replicate": "int"},
+  "policy": {
+    "comm_fusion": "bool", "zero_copy": "bool", "bucket_bytes": "size|unit", "reshard_after_forward": "bool|int",
+    "forward_prefetch": "int", "backward_prefetch": "int", "param_dtype": "dtype", "reduce_dtype": "dtype",
+    "master_dtype": "dtype", "optimizer_bytes_per_param": "size", "micro_batches": "int",
+    "grad_sync": "every|last", "average_gradients": "bool"
+  },
+  "run": {"iterations": "int", "warmup": "int", "memory_margin": "number"}
+})json";
+
+const json& schema() {
+  static const json parsed = json::parse(kSchema);
+  return parsed;
+}
+
+std::string join(const std::string& path, const std::string& key) { return path.empty() ? key : path + "." + key; }
+std::string join(const std::string& path, size_t index) { return join(path, std::to_string(index)); }
+
+std::string show(const json& v) {
+  std::string s = v.dump();
+  if (s.size() > 60) s = s.substr(0, 57) + "...";
+  return s;
+}
+
+std::vector<std::string> keys_of(const json& object) {
+  std::vector<std::string> keys;
+  if (object.is_object()) {
+    for (const auto& [k, v] : object.items()) keys.push_back(k);
+  }
+  return keys;
+}
+
+// ---- typed readers: each names the path, the value and what was expected -------------------
+
+[[noreturn]] void type_error(const json& v, const std::string& path, const std::string& expected) {
+  throw InputError(path, "expected " + expected + ", got " + show(v));
+}
+
+int64_t as_int64(const json& v, const std::string& path, int64_t min_value) {
+  int64_t n = 0;
+  if (v.is_number_unsigned()) {
+    if (v.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+      type_error(v, path, "an integer that fits in 64 bits");
+    }
+    n = static_cast<int64_t>(v.get<uint64_t>());
+  } else if (v.is_number_integer()) {
+    n = v.get<int64_t>();
+  } else if (v.is_number_float() && std::isfinite(v.get<double>()) && v.get<double>() == std::floor(v.get<double>()) &&
+             std::fabs(v.get<double>()) < 9e18) {
+    n = static_cast<int64_t>(v.get<double>());
+  } else {
+    type_error(v, path, "an integer");
+  }
+  if (n < min_value) {
+    throw InputError(path, show(v) + " is too small; expected an integer >= " + std::to_string(min_value));
+  }
+  return n;
+}
+
+int as_int(const json& v, const std::string& path, int min_value) {
+  const int64_t n = as_int64(v, path, min_value);
+  if (n > std::numeric_limits<int>::max()) type_error(v, path, "an integer below 2^31");
+  return static_cast<int>(n);
+}
+
+double as_number(const json& v, const std::string& path) {
+  if (!v.is_number()) type_error(v, path, "a number");
+  return v.get<double>();
+}
+
+bool as_bool(const json& v, const std::string& path) {
+  if (!v.is_boolean()) type_error(v, path, "true or false");
+  return v.get<bool>();
+}
+
+std::string as_string(const json& v, const std::string& path) {
+  if (!v.is_string()) type_error(v, path, "a string");
+  return v.get<std::string>();
+}
+
+// Sizes: a JSON integer (bytes) or a string with a unit ("64MiB").
+int64_t as_size(const json& v, const std::string& path) {
+  if (v.is_string()) return parse_bytes(v.get<std::string>(), path);
+  if (v.is_number()) return as_int64(v, path, 0);
+  type_error(v, path, "a size: a number of bytes or a string such as \"64MiB\"");
+}
+
+// Rates and times need a unit, so they must be strings ("450GB/s", "2.5us").
+double as_rate(const json& v, const std::string& path) {
+  if (!v.is_string()) type_error(v, path, "a rate string with a unit, such as \"450GB/s\" or \"400Gbps\"");
+  return parse_rate_bytes_per_s(v.get<std::string>(), path);
+}
+
+double as_time_us(const json& v, const std::string& path) {
+  if (!v.is_string()) type_error(v, path, "a time string with a unit, such as \"2.5us\" or \"3ms\"");
+  return parse_time_us(v.get<std::string>(), path);
+}
+
+double as_flops(const json& v, const std::string& path) {
+  if (v.is_string()) return parse_flops(v.get<std::string>(), path);
+  if (v.is_number()) {
+    const double f = v.get<double>();
+    if (f < 0) throw InputError(path, show(v) + " is negative; a FLOP count must be >= 0");
+    return f;
+  }
+  type_error(v, path, "a FLOP count: a number or a string such as \"1.2T\"");
+}
+
+// An object at `path` whose keys are checked against the schema node.
+class Obj {
+ public:
+  Obj(const json& j, std::string path, const json& schema_node) : j_(j), path_(std::move(path)) {
+    if (!j_.is_object()) type_error(j_, path_.empty() ? "scenario" : path_, "an object");
+    const auto known = keys_of(schema_node);
+    for (const auto& [key, value] : j_.items()) {
+      if (!schema_node.contains(key)) {
+        throw InputError(join(path_, key), "unknown key;" + suggestion_tail(key, known));
+      }
+    }
+  }
+  bool has(const std::string& key) const { return j_.contains(key); }
+  const std::string& path() const { return path_; }
+  std::string at(const std::string& key) const { return join(path_, key); }
+  const json& req(const std::string& key, const std::string& expected) const {
+    if (!has(key)) throw InputError(at(key), "missing required field; expected " + expected);
+    return j_.at(key);
+  }
+  const json* opt(const std::string& key) const { return has(key) ? &j_.at(key) : nullptr; }
+  const json& raw() const { return j_; }
+
+ private:
+  const json& j_;
+  std::string path_;
+};
+
+// ---- model ------------------------------------------------------------------------------------
+
+struct TransformerShape {
+  int64_t layers, hidden, ffn_hidden, heads, kv_heads, vocab, seq_len, micro_batch_size;
+  std::string checkpointing;
+  bool tied_embeddings;
+};
+
+std::vector<UnitSpec> derive_transformer(const TransformerShape& t) {
+  const int64_t h = t.hidden, s = t.seq_len, b = t.micro_batch_size;
+  const int64_t head_dim = h / t.heads;
+  const int64_t kv_dim = t.kv_heads * head_dim;
+  const double tokens = static_cast<double>(s) * static_cast<double>(b);
+  std::vector<UnitSpec> units;
+
+  UnitSpec embedding;
+  embedding.name = "embedding";
+  embedding.tensors = {{"tok_embeddings.weight", t.vocab * h}};
+  embedding.forward_flops = 0;        // a gather, no matmul
+  embedding.backward_flops = 0;       // a scatter-add, no matmul
+  embedding.activation_bytes = 8 * s * b;  // int64 token ids
+  units.push_back(std::move(embedding));
+
+  for (int64_t layer = 0; layer < t.layers; ++layer) {
+    UnitSpec block;
+    block.name = "layers." + std::to_string(layer);
+    block.tensors = {
+        {"attention.wq.weight", h * h},
+        {"attention.wk.weight", h * kv_dim},
+        {"attention.wv.weight", h * kv_dim},
+        {"attention.wo.weight", h * h},
+        {"feed_forward.w1.weight", h * t.ffn_hidden},  // gate
+        {"feed_forward.w3.weight", h * t.ffn_hidden},  // up
+        {"feed_forward.w2.weight", t.ffn_hidden * h},  // down
+        {"attention_norm.weight", h},
+        {"ffn_norm.weight", h},
+    };
+    // Scores QK^T and context AV: 2 matmuls of 2*b*s*s*h FLOPs each, halved for the causal mask.
+    const double attention_core = 4.0 * static_cast<double>(b) * static_cast<double>(s) * static_cast<double>(s) *
+                                  static_cast<double>(h) / 2.0;
+    block.forward_flops = 2.0 * static_cast<double>(block.params()) * tokens + attention_core;
+    block.backward_flops = 2.0 * block.forward_flops;
+    // Korthikanti et al. 2022, 16-bit activations, bytes per block per micro-batch.
+    if (t.checkpointing == "none") {
+      block.activation_bytes = s * b * (34 * h + 5 * t.heads * s);
+    } else if (t.checkpointing == "selective") {
+      block.activation_bytes = 34 * s * b * h;
+      block.backward_flops += attention_core;  // the attention core is recomputed in backward
+    } else {
+      block.activation_bytes = 2 * s * b * h;  // only the block input
+      block.recompute_forward = true;
+    }
+    units.push_back(std::move(block));
+  }
+
+  UnitSpec head;
+  head.name = "norm+output";
+  head.tensors = {{"norm.weight", h}};
+  if (!t.tied_embeddings) head.tensors.push_back({"output.weight", t.vocab * h});
+  head.forward_flops = 2.0 * tokens * static_cast<double>(t.vocab) * static_cast<double>(h);
+  head.backward_flops = 2.0 * head.forward_flops;
+  // Norm input and head input (bf16), plus the fp32 log-softmax the loss keeps for backward.
+  head.activation_bytes = 4 * s * b * h + 4 * s * b * t.vocab;
+  units.push_back(std::move(head));
+  return units;
+}
+
+std::vector<UnitSpec> parse_transformer(const json& j, const std::string& path, const json& sch) {
+  const Obj o(j, path, sch);
+  const auto positive = [&](const char* key) { return as_int64(o.req(key, "a positive integer"), o.at(key), 1); };
+  TransformerShape t{};
+  t.layers = positive("layers");
+  t.hidden = positive("hidden");
+  t.ffn_hidden = positive("ffn_hidden");
+  t.heads = positive("heads");
+  t.kv_heads = o.has("kv_heads") ? as_int64(*o.opt("kv_heads"), o.at("kv_heads"), 1) : t.heads;
+  t.vocab = positive("vocab");
+  t.seq_len = positive("seq_len");
+  t.micro_batch_size = positive("micro_batch_size");
+  t.checkpointing = "none";
+  if (const json* v = o.opt("activation_checkpointing")) {
+    t.checkpointing = as_string(*v, o.at("activation_checkpointing"));
+    if (t.checkpointing != "none" && t.checkpointing != "selective" && t.checkpointing != "full") {
+      throw InputError(o.at("activation_checkpointing"), "unknown checkpointing \"" + t.checkpointing +
+                                                              "\"; expected \"none\", \"selective\" or \"full\"");
+    }
+  }
+  t.tied_embeddings = o.has("tied_embeddings") ? as_bool(*o.opt("tied_embeddings"), o.at("tied_embeddings")) : false;
+  if (t.hidden % t.heads != 0) {
+    throw InputError(o.at("heads"), std::to_string(t.heads) + " heads do not divide hidden " +
+                                        std::to_string(t.hidden) + "; expected hidden = heads * head_dim");
+  }
+  if (t.heads % t.kv_heads != 0) {
+    throw InputError(o.at("kv_heads"), std::to_string(t.kv_heads) + " kv_heads do not divide heads " +
+                                           std::to_string(t.heads) + "; expected a divisor (grouped-query attention)");
+  }
+  return derive_transformer(t);
+}
+
+void parse_unit_list(const json& j, const std::string& path, const json& sch, std::vector<UnitSpec>& units) {
+  if (!j.is_array()) type_error(j, path, "an array of units");
+  if (j.empty()) throw InputError(path, "the model has no units; expected at least one");
+  const json& unit_schema = sch.at(0);
+  for (size_t i = 0; i < j.size(); ++i) {
+    const Obj o(j[i], join(path, i), unit_schema);
+    UnitSpec u;
+    u.name = as_string(o.req("name", "a unit name"), o.at("name"));
+    if (u.name.empty()) throw InputError(o.at("name"), "empty unit name; expected a non-empty string");
+
+    if (o.has("params") == o.has("tensors")) {
+      throw InputError(o.path(), "unit \"" + u.name + "\" must give exactly one of \"params\" (a number) or "
+                                                      "\"tensors\" (a list of {name, numel})");
+    }
+    if (const json* v = o.opt("params")) {
+      u.tensors = {{"params", as_int64(*v, o.at("params"), 1)}};
+    } else {
+      const json& tensors = *o.opt("tensors");
+      const std::string tpath = o.at("tensors");
+      if (!tensors.is_array() || tensors.empty()) type_error(tensors, tpath, "a non-empty array of {name, numel}");
+      std::set<std::string> seen;
+      for (size_t k = 0; k < tensors.size(); ++k) {
+        const Obj t(tensors[k], join(tpath, k), unit_schema.at("tensors").at(0));
+        TensorSpec spec;
+        spec.name = as_string(t.req("name", "a tensor name"), t.at("name"));
+        spec.numel = as_int64(t.req("numel", "a positive element count"), t.at("numel"), 1);
+        if (!seen.insert(spec.name).second) {
+          throw InputError(t.at("name"), "duplicate tensor name \"" + spec.name + "\" in unit \"" + u.name + "\"");
+        }
+        u.tensors.push_back(std::move(spec));
+      }
+    }
+
+    if (o.has("forward_flops") == o.has("forward_time")) {
+      throw InputError(o.path(), "unit \"" + u.name + "\" must give exactly one of \"forward_flops\" or \"forward_time\"");
+    }
+    if (o.has("backward_flops") && o.has("backward_time")) {
+      throw InputError(o.path(), "unit \"" + u.name + "\" gives both \"backward_flops\" and \"backward_time\"; expected one");
+    }
+    if (const json* v = o.opt("forward_flops")) u.forward_flops = as_flops(*v, o.at("forward_flops"));
+    if (const json* v = o.opt("forward_time")) u.forward_time_us = as_time_us(*v, o.at("forward_time"));
+    if (const json* v = o.opt("backward_flops")) {
+      u.backward_flops = as_flops(*v, o.at("backward_flops"));
+    } else if (const json* w = o.opt("backward_time")) {
+      u.backward_time_us = as_time_us(*w, o.at("backward_time"));
+    } else if (u.forward_time_us) {
+      u.backward_time_us = 2.0 * *u.forward_time_us;  // documented default: backward = 2 x forward
+    } else {
+      u.backward_flops = 2.0 * u.forward_flops;
+    }
+    if (const json* v = o.opt("activation_bytes")) u.activation_bytes = as_size(*v, o.at("activation_bytes"));
+    if (const json* v = o.opt("recompute")) u.recompute_forward = as_bool(*v, o.at("recompute"));
+    if (const json* v = o.opt("bucket_bytes")) {
+      u.bucket_bytes = as_size(*v, o.at("bucket_bytes"));
+      if (*u.bucket_bytes == 0) throw InputError(o.at("bucket_bytes"), "0 bytes; expected a positive bucket size");
+    }
+    const int repeat = o.has("repeat") ? as_int(*o.opt("repeat"), o.at("repeat"), 1) : 1;
+    if (repeat == 1) {
+      units.push_back(std::move(u));
+    } else {
+      for (int r = 0; r < repeat; ++r) {
+        UnitSpec copy = u;
+        copy.name = u.name + "." + std::to_string(r);
+        units.push_back(std::move(copy));
+      }
+    }
+  }
+}
+
+ModelSpec parse_model(const json& j, const json& sch) {
+  const Obj o(j, "model", sch);
+  ModelSpec m;
+  if (o.has("transformer") == o.has("units")) {
+    throw InputError("model", "expected exactly one of \"transformer\" (a shape to derive units from) or \"units\" "
+                              "(an explicit list)");
+  }
+  if (const json* v = o.opt("transformer")) {
+    m.units = parse_transformer(*v, o.at("transformer"), sch.at("transformer"));
+    m.name = "transformer";
+  } else {
+    parse_unit_list(*o.opt("units"), o.at("units"), sch.at("units"), m.units);
+    m.name = "custom";
+  }
+  if (const json* v = o.opt("name")) m.name = as_string(*v, o.at("name"));
+  std::set<std::string> names;
+  for (const auto& u : m.units) {
+    if (!names.insert(u.name).second) {
+      throw InputError(o.at("units"), "duplicate unit name \"" + u.name + "\"; unit names must be unique");
+    }
+  }
+  return m;
+}
+
+// ---- cluster ----------------------------------------------------------------------------------
+
+json load_json_file(const std::string& path, const std::string& where);
+
+LinkSpec parse_link(const json& j, const std::string& path, const json& sch) {
+  const Obj o(j, path, sch);
+  LinkSpec l;
+  l.bandwidth_bytes_per_s = as_rate(o.req("bandwidth", "a rate such as \"450GB/s\""), o.at("bandwidth"));
+  l.latency_us = as_time_us(o.req("latency", "a time such as \"2us\""), o.at("latency"));
+  return l;
+}
+
+ClusterSpec parse_cluster(const json& j, const json& sch, const std::string& base_dir) {
+  const Obj raw(j, "cluster", sch);
+  if (raw.has("preset") && raw.has("file")) {
+    throw InputError("cluster", "gives both \"preset\" and \"file\"; expected at most one base to override");
+  }
+  json merged = json::object();
+  std::string default_name = "custom";
+  if (const json* p = raw.opt("preset")) {
+    const std::string preset = as_string(*p, raw.at("preset"));
+    merged = cluster_preset_json(preset, raw.at("preset"));
+    default_name = preset;
+  } else if (const json* f = raw.opt("file")) {
+    const std::string file = as_string(*f, raw.at("file"));
+    std::filesystem::path resolved(file);
+    if (resolved.is_relative()) resolved = std::filesystem::path(base_dir) / resolved;
+    merged = load_json_file(resolved.string(), raw.at("file"));
+    if (!merged.is_object()) type_error(merged, raw.at("file"), "a file holding a cluster object");
+    if (merged.contains("preset") || merged.contains("file")) {
+      throw InputError(raw.at("file"), "the cluster file \"" + file + "\" must be fully explicit (no preset or file)");
+    }
+    Obj check(merged, "cluster", sch);  // unknown keys inside the file
+    default_name = resolved.stem().string();
+  }
+  json overrides = j;
+  overrides.erase("preset");
+  overrides.erase("file");
+  merged.merge_patch(overrides);
+
+  const Obj o(merged, "cluster", sch);
+  ClusterSpec c;
+  c.name = o.has("name") ? as_string(*o.opt("name"), o.at("name")) : default_name;
+
+  const Obj g(o.req("gpu", "an object {name, peak_tflops, efficiency, memory, copy_bandwidth}"), o.at("gpu"), sch.at("gpu"));
+  c.gpu.name = g.has("name") ? as_string(*g.opt("name"), g.at("name")) : "gpu";
+  {
+    const std::string path = g.at("peak_tflops");
+    const Obj peaks(g.req("peak_tflops", "an object of dense peak TFLOP/s per dtype, e.g. {\"bf16\": 989}"), path,
+                    sch.at("gpu").at("peak_tflops"));
+    for (const auto& [key, value] : peaks.raw().items()) {
+      const std::string vpath = join(path, key);
+      const double tflops = as_number(value, vpath);
+      if (!(tflops > 0)) throw InputError(vpath, show(value) + " is not positive; expected the dense peak in TFLOP/s");
+      c.gpu.peak_tflops[parse_dtype(key, vpath)] = tflops;
+    }
+    if (c.gpu.peak_tflops.empty()) throw InputError(path, "is empty; expected at least one dtype's peak TFLOP/s");
+  }
+  if (const json* v = g.opt("efficiency")) {
+    c.gpu.efficiency = as_number(*v, g.at("efficiency"));
+    if (!(c.gpu.efficiency > 0 && c.gpu.efficiency <= 1)) {
+      throw InputError(g.at("efficiency"), show(*v) + " is out of range; expected a fraction in (0, 1]");
+    }
+  }
+  c.gpu.memory_bytes = as_size(g.req("memory", "a size such as \"80GiB\""), g.at("memory"));
+  if (c.gpu.memory_bytes <= 0) throw InputError(g.at("memory"), "0 bytes; expected a positive memory size");
+  c.gpu.copy_bandwidth_bytes_per_s = as_rate(g.req("copy_bandwidth", "a rate such as \"1.6TB/s\""), g.at("copy_bandwidth"));
+
+  c.nodes = as_int(o.req("nodes", "a positive integer"), o.at("nodes"), 1);
+  c.gpus_per_node = as_int(o.req("gpus_per_node", "a positive integer"), o.at("gpus_per_node"), 1);
+  c.intra_node = parse_link(o.req("intra_node", "an object {bandwidth, latency}"), o.at("intra_node"), sch.at("intra_node"));
+  if (o.has("inter_node")) {
+    c.inter_node = parse_link(*o.opt("inter_node"), o.at("inter_node"), sch.at("inter_node"));
+  } else if (c.nodes > 1) {
+    throw InputError(o.at("inter_node"), "missing required field: the cluster has " + std::to_string(c.nodes) +
+                                             " nodes; expected an object {bandwidth, latency}");
+  }
+  if (const json* v = o.opt("launch_overhead")) c.launch_overhead_us = as_time_us(*v, o.at("launch_overhead"));
+  if (const json* v = o.opt("compute_slowdown_during_comm")) {
+    c.compute_slowdown_during_comm = as_number(*v, o.at("compute_slowdown_during_comm"));
+    if (!(c.compute_slowdown_during_comm >= 1.0)) {
+      throw InputError(o.at("compute_slowdown_during_comm"),
+                       show(*v) + " is below 1; expected a factor >= 1 (1 = no slow-down)");
+    }
+  }
+  if (const json* v = o.opt("hierarchical_collectives")) {
+    c.hierarchical_collectives = as_bool(*v, o.at("hierarchical_collectives"));
+  }
+  return c;
+}
+
+// ---- mesh, policy, run ------------------------------------------------------------------------
+
+MeshSpec parse_mesh(const json& j, const json& sch, const ClusterSpec& cluster) {
+  const Obj o(j, "mesh", sch);
+  MeshSpec m;
+  m.shard = as_int(o.req("shard", "a positive integer (ranks a unit is sharded over)"), o.at("shard"), 1);
+  if (const json* v = o.opt("replicate")) m.replicate = as_int(*v, o.at("replicate"), 1);
+  if (static_cast<int64_t>(m.shard) * m.replicate != cluster.world()) {
+    throw InputError("mesh", "shard " + std::to_string(m.shard) + " x replicate " + std::to_string(m.replicate) + " = " +
+                                 std::to_string(static_cast<int64_t>(m.shard) * m.replicate) +
+                                 " ranks, but the cluster has " + std::to_string(cluster.nodes) + " nodes x " +
+                                 std::to_string(cluster.gpus_per_node) + " GPUs = " + std::to_string(cluster.world()) +
+                                 "; expected shard x replicate = nodes x gpus_per_node");
+  }
+  return m;
+}
+
+PolicySpec parse_policy(const json& j, const json& sch, const MeshSpec& mesh, size_t unit_count) {
+  const Obj o(j, "policy", sch);
+  PolicySpec p;
+  if (const json* v = o.opt("comm_fusion")) p.comm_fusion = as_bool(*v, o.at("comm_fusion"));
+  if (const json* v = o.opt("zero_copy")) p.zero_copy = as_bool(*v, o.at("zero_copy"));
+  if (const json* v = o.opt("bucket_bytes")) {
+    if (v->is_string() && v->get<std::string>() == "unit") {
+      p.bucket_bytes = 0;
+    } else if (v->is_string() || v->is_number()) {
+      p.bucket_bytes = as_size(*v, o.at("bucket_bytes"));
+    } else {
+      type_error(*v, o.at("bucket_bytes"), "a size such as \"64MiB\", or \"unit\" / 0 for one bucket per unit");
+    }
+  }
+  if (const json* v = o.opt("reshard_after_forward")) {
+    const std::string path = o.at("reshard_after_forward");
+    if (v->is_boolean()) {
+      p.reshard_after_forward.mode = v->get<bool>() ? ReshardAfterForward::Mode::Full : ReshardAfterForward::Mode::Keep;
+    } else if (v->is_number()) {
+      const int k = as_int(*v, path, 1);
+      if (k <= 1 || k >= mesh.shard || mesh.shard % k != 0) {
+        throw InputError(path, std::to_string(k) + " is not a non-trivial divisor of the shard size " +
+                                   std::to_string(mesh.shard) +
+                                   "; expected true, false, or an integer k with 1 < k < shard and shard % k == 0");
+      }
+      p.reshard_after_forward.mode = ReshardAfterForward::Mode::Partial;
+      p.reshard_after_forward.group_size = k;
+    } else {
+      type_error(*v, path, "true, false, or an integer group size");
+    }
+  }
+  const int max_depth = unit_count > 0 ? static_cast<int>(unit_count) - 1 : 0;
+  for (const char* key : {"forward_prefetch", "backward_prefetch"}) {
+    if (const json* v = o.opt(key)) {
+      const int depth = as_int(*v, o.at(key), 0);
+      if (depth > max_depth) {
+        throw InputError(o.at(key), "depth " + std::to_string(depth) + " is larger than the model allows: with " +
+                                        std::to_string(unit_count) + " units at most " + std::to_string(max_depth) +
+                                        " can be prefetched; expected 0.." + std::to_string(max_depth));
+      }
+      (std::strcmp(key, "forward_prefetch") == 0 ? p.forward_prefetch : p.backward_prefetch) = depth;
+    }
+  }
+  if (const json* v = o.opt("param_dtype")) p.param_dtype = parse_dtype(as_string(*v, o.at("param_dtype")), o.at("param_dtype"));
+  if (const json* v = o.opt("reduce_dtype")) p.reduce_dtype = parse_dtype(as_string(*v, o.at("reduce_dtype")), o.at("reduce_dtype"));
+  if (const json* v = o.opt("master_dtype")) p.master_dtype = parse_dtype(as_string(*v, o.at("master_dtype")), o.at("master_dtype"));
+  if (const json* v = o.opt("optimizer_bytes_per_param")) {
+    p.optimizer_bytes_per_param = as_size(*v, o.at("optimizer_bytes_per_param"));
+  }
+  if (const json* v = o.opt("micro_batches")) p.micro_batches = as_int(*v, o.at("micro_batches"), 1);
+  if (const json* v = o.opt("grad_sync")) {
+    const std::string s = as_string(*v, o.at("grad_sync"));
+    if (s == "every") p.grad_sync = GradSync::Every;
+    else if (s == "last") p.grad_sync = GradSync::Last;
+    else throw InputError(o.at("grad_sync"), "unknown grad_sync \"" + s + "\"; expected \"every\" or \"last\"");
+  }
+  if (const json* v = o.opt("average_gradients")) p.average_gradients = as_bool(*v, o.at("average_gradients"));
+  return p;
+}
+
+RunSpec parse_run(const json& j, const json& sch) {
+  const Obj o(j, "run", sch);
+  RunSpec r;
+  if (const json* v = o.opt("iterations")) r.iterations = as_int(*v, o.at("iterations"), 1);
+  if (const json* v = o.opt("warmup")) r.warmup = as_int(*v, o.at("warmup"), 0);
+  if (const json* v = o.opt("memory_margin")) {
+    r.memory_margin = as_number(*v, o.at("memory_margin"));
+    if (!(r.memory_margin >= 0 && r.memory_margin < 1)) {
+      throw InputError(o.at("memory_margin"), show(*v) + " is out of range; expected a fraction in [0, 1)");
+    }
+  }
+  return r;
+}
+
+// ---- files ------------------------------------------------------------------------------------
+
+json load_json_file(const std::string& path, const std::string& where) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    throw InputError(where, "cannot open \"" + path + "\": " + std::strerror(errno) + "; expected a readable JSON file");
+  }
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  const std::string text = buffer.str();
+  try {
+    return json::parse(text);
+  } catch (const json::parse_error& e) {
+    // e.byte is 1-based: the position of the offending character.
+    const size_t end = std::min<size_t>(e.byte > 0 ? e.byte - 1 : 0, text.size());
+    size_t line = 1, column = 1;
+    for (size_t i = 0; i < end; ++i) {
+      if (text[i] == '\n') {
+        ++line;
+        column = 1;
+      } else {
+        ++column;
+      }
+    }
+    std::string detail = e.what();
+    const auto colon = detail.find("]: ");
+    if (colon != std::string::npos) detail = detail.substr(colon + 3);
+    throw InputError(where, "malformed JSON in \"" + path + "\" at line " + std::to_string(line) + ", column " +
+                                std::to_string(column) + ": " + detail);
+  }
+}
+
+bool is_index(const std::string& s) {
+  return !s.empty() && s.size() < 10 && s.find_first_not_of("0123456789") == std::string::npos;
+}
+
+}  // namespace
+
+nlohmann::json load_scenario_json(const std::string& path) { return load_json_file(path, path); }
+
+void apply_overrides(nlohmann::json& scenario_json, const std::vector<std::string>& overrides) {
+  for (const std::string& item : overrides) {
+    const auto eq = item.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      throw InputError("--set", "\"" + item + "\" is not of the form path=value; expected e.g. "
+                                              "policy.bucket_bytes=64MiB");
+    }
+    const std::string path = item.substr(0, eq);
+    const std::string text = item.substr(eq + 1);
+    json value = json::parse(text, nullptr, /*allow_exceptions=*/false);
+    if (value.is_discarded()) value = text;
+
+    std::vector<std::string> segments;
+    for (size_t start = 0;;) {
+      const auto dot = path.find('.', start);
+      segments.push_back(path.substr(start, dot == std::string::npos ? std::string::npos : dot - start));
+      if (dot == std::string::npos) break;
+      start = dot + 1;
+    }
+    json* cur = &scenario_json;
+    const json* sch = &schema();
+    std::string done;
+    for (size_t i = 0; i < segments.size(); ++i) {
+      const std::string& seg = segments[i];
+      const bool last = i + 1 == segments.size();
+      if (seg.empty()) throw InputError("--set", "\"" + path + "\" has an empty path segment; expected a.b.c=value");
+      if (cur->is_array()) {
+        if (!is_index(seg) || std::stoul(seg) >= cur->size()) {
+          throw InputError("--set", "\"" + path + "\": " + done + " is an array of " + std::to_string(cur->size()) +
+                                        " elements; \"" + seg + "\" is not an index in 0.." +
+                                        std::to_string(cur->size() == 0 ? 0 : cur->size() - 1));
+        }
+        cur = &(*cur)[std::stoul(seg)];
+        sch = (sch && sch->is_array()) ? &sch->at(0) : nullptr;
+      } else if (cur->is_object() || cur->is_null()) {
+        const bool known = sch && sch->is_object() && sch->contains(seg);
+        const bool present = cur->is_object() && cur->contains(seg);
+        if (!known && !present) {
+          std::vector<std::string> candidates = sch && sch->is_object() ? keys_of(*sch) : std::vector<std::string>{};
+          for (const auto& k : keys_of(*cur)) {
+            if (!sch || !sch->contains(k)) candidates.push_back(k);
+          }
+          throw InputError("--set", "\"" + path + "\": unknown key \"" + seg + "\"" +
+                                        (done.empty() ? "" : " in " + done) + ";" + suggestion_tail(seg, candidates));
+        }
+        if (!present && !last) {
+          const json& child = sch->at(seg);
+          if (child.is_array()) {
+            throw InputError("--set", "\"" + path + "\": " + join(done, seg) + " is not in the scenario, so it has no "
+                                                                                 "element to set; add it to the file");
+          }
+          (*cur)[seg] = json::object();
+        }
+        cur = &(*cur)[seg];
+        sch = known ? &sch->at(seg) : nullptr;
+      } else {
+        throw InputError("--set", "\"" + path + "\": " + done + " is " + show(*cur) + ", not an object or array, so \"" +
+                                      seg + "\" cannot be set inside it");
+      }
+      done = join(done, seg);
+    }
+    *cur = std::move(value);
+  }
+}
+
+Scenario parse_scenario(const nlohmann::json& scenario_json, const std::string& base_dir) {
+  const json& sch = schema();
+  const Obj top(scenario_json, "", sch);
+  Scenario s;
+  s.name = as_string(top.req("name", "a scenario name"), "name");
+  if (const json* v = top.opt("description")) s.description = as_string(*v, "description");
+  s.model = parse_model(top.req("model", "an object with \"transformer\" or \"units\""), sch.at("model"));
+  s.cluster = parse_cluster(top.req("cluster", "an object with \"preset\" or explicit fields"), sch.at("cluster"), base_dir);
+  s.mesh = parse_mesh(top.req("mesh", "an object {shard, replicate}"), sch.at("mesh"), s.cluster);
+  s.policy = top.has("policy") ? parse_policy(*top.opt("policy"), sch.at("policy"), s.mesh, s.model.units.size())
+                               : PolicySpec{};
+  s.run = top.has("run") ? parse_run(*top.opt("run"), sch.at("run")) : RunSpec{};
+
+  // Cross-checks that need more than one section.
+  if (!s.cluster.gpu.peak_tflops.count(s.policy.param_dtype)) {
+    throw InputError("cluster.gpu.peak_tflops", "has no entry for the compute dtype (policy.param_dtype) \"" +
+                                                    std::string(dtype_name(s.policy.param_dtype)) +
+                                                    "\"; expected its dense peak TFLOP/s");
+  }
+  return s;
+}
+
+Scenario load_scenario(const std::string& path, const std::vector<std::string>& overrides) {
+  json j = load_scenario_json(path);
+  apply_overrides(j, overrides);
+  const auto parent = std::filesystem::path(path).parent_path();
+  return parse_scenario(j, parent.empty() ? "." : parent.string());
+}
+
+}  // namespace shardline

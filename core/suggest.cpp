@@ -1,0 +1,45 @@
+#include "core/suggest.h"
+
+#include <algorithm>
+
+namespace shardline {
+
+int edit_distance(std::string_view a, std::string_view b) {
+  std::vector<int> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = static_cast<int>(j);
+  for (size_t i = 1; i <= a.size(); ++i) {
+    int diagonal = row[0];
+    row[0] = static_cast<int>(i);
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const int up = row[j];
+      const int cost = a[i - 1] == b[j - 1] ? 0 : 1;
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + cost});
+      diagonal = up;
+    }
+  }
+  return row[b.size()];
+}
+
+std::string closest_match(std::string_view word, const std::vector<std::string>& candidates) {
+  const int limit = std::max<int>(2, static_cast<int>(word.size()) / 3);
+  int best = limit + 1;
+  std::string best_word;
+  for (const auto& c : candidates) {
+    const int d = edit_distance(word, c);
+    if (d < best) {
+      best = d;
+      best_word = c;
+    }
+  }
+  return best_word;
+}
+
+std::string suggestion_tail(std::string_view word, const std::vector<std::string>& candidates) {
+  const std::string best = closest_match(word, candidates);
+  if (!best.empty()) return " did you mean \"" + best + "\"?";
+  std::string list;
+  for (const auto& c : candidates) list += (list.empty() ? "" : ", ") + c;
+  return " expected one of: " + list + ".";
+}
+
+}  // namespace shardline

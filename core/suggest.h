@@ -1,0 +1,19 @@
+// "Did you mean ...?": the closest known word to a misspelt one (Levenshtein edit distance),
+// used by error messages for unknown keys, presets and override paths.
+#pragma once
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace shardline {
+
+int edit_distance(std::string_view a, std::string_view b);
+
+// The candidate closest to `word`, or "" when none is close enough to be a plausible typo
+// (distance at most max(2, word length / 3)). Ties go to the earlier candidate.
+std::string closest_match(std::string_view word, const std::vector<std::string>& candidates);
+
+// " did you mean \"x\"?" or " expected one of: a, b, c." -- a ready tail for an error sentence.
+std::string suggestion_tail(std::string_view word, const std::vector<std::string>& candidates);
+
+}  // namespace shardline
