@@ -1,0 +1,162 @@
+#include "core/profile.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+
+namespace shardline {
+
+AlphaBeta fit_alpha_beta(const std::vector<int64_t>& sizes_bytes, const std::vector<double>& times_us) {
+  assert(sizes_bytes.size() == times_us.size() && sizes_bytes.size() >= 2);
+  // Minimize sum w (alpha + beta S - t)^2 with w = 1/t^2: 2x2 normal equations.
+  double sw = 0, sws = 0, swss = 0, swt = 0, swst = 0;
+  for (size_t i = 0; i < sizes_bytes.size(); ++i) {
+    const double s = static_cast<double>(sizes_bytes[i]);
+    const double t = times_us[i];
+    assert(t > 0);
+    const double w = 1.0 / (t * t);
+    sw += w;
+    sws += w * s;
+    swss += w * s * s;
+    swt += w * t;
+    swst += w * s * t;
+  }
+  const double det = sw * swss - sws * sws;
+  assert(det > 0 && "alpha-beta fit needs at least two distinct sizes");
+  AlphaBeta fit;
+  fit.beta_us_per_byte = (sw * swst - sws * swt) / det;
+  fit.alpha_us = (swt - fit.beta_us_per_byte * sws) / sw;
+  return fit;
+}
+
+double CollectiveTable::time_us(int64_t size_bytes) const {
+  assert(!sizes_bytes.empty() && sizes_bytes.size() == times_us.size());
+  if (size_bytes < sizes_bytes.front() || size_bytes > sizes_bytes.back() || sizes_bytes.size() == 1) {
+    return std::max(0.0, fit.alpha_us + fit.beta_us_per_byte * static_cast<double>(size_bytes));
+  }
+  const auto hi = std::lower_bound(sizes_bytes.begin(), sizes_bytes.end(), size_bytes);
+  const size_t j = static_cast<size_t>(hi - sizes_bytes.begin());
+  if (*hi == size_bytes) return times_us[j];
+  const size_t i = j - 1;
+  const double x0 = std::log(static_cast<double>(sizes_bytes[i])), x1 = std::log(static_cast<double>(sizes_bytes[j]));
+  const double y0 = std::log(times_us[i]), y1 = std::log(times_us[j]);
+  const double x = std::log(static_cast<double>(size_bytes));
+  return std::exp(y0 + (y1 - y0) * (x - x0) / (x1 - x0));
+}
+
+const CollectiveTable* ClusterProfile::find(CollectiveKind kind, int group_size) const {
+  for (const auto& t : collectives)
+    if (t.kind == kind && t.group_size == group_size) return &t;
+  return nullptr;
+}
+
+double ClusterProfile::collective_time_us(CollectiveKind kind, int64_t size_bytes, int group_size) const {
+  if (group_size <= 1) return 0.0;
+  const CollectiveTable* t = find(kind, group_size);
+  if (!t) {
+    throw InputError("--profile", "the profile has no " + std::string(collective_traits(kind).name) +
+                                      " table for groups of " + std::to_string(group_size) +
+                                      " ranks; calibrate with a rank count that forms such groups");
+  }
+  return t->time_us(size_bytes);
+}
+
+namespace {
+
+CollectiveKind kind_from_name(const std::string& name, const std::string& where) {
+  for (CollectiveKind k : {CollectiveKind::AllGather, CollectiveKind::ReduceScatter, CollectiveKind::AllReduce})
+    if (collective_traits(k).name == name) return k;
+  throw InputError(where, "unknown collective \"" + name + "\"; expected all_gather, reduce_scatter or all_reduce");
+}
+
+template <typename T>
+T get(const nlohmann::json& j, const char* key, const std::string& where) {
+  if (!j.is_object() || !j.contains(key)) throw InputError(where + "." + key, "missing");
+  try {
+    return j.at(key).get<T>();
+  } catch (const nlohmann::json::exception&) {
+    throw InputError(where + "." + key, "has the wrong type: " + j.at(key).dump());
+  }
+}
+
+}  // namespace
+
+nlohmann::json profile_to_json(const ClusterProfile& p) {
+  nlohmann::json tables = nlohmann::json::array();
+  for (const auto& t : p.collectives) {
+    tables.push_back({{"collective", collective_traits(t.kind).name},
+                      {"group_size", t.group_size},
+                      {"sizes_bytes", t.sizes_bytes},
+                      {"times_us", t.times_us},
+                      {"alpha_us", t.fit.alpha_us},
+                      {"beta_us_per_byte", t.fit.beta_us_per_byte}});
+  }
+  return {{"format", "shardline-profile-1"},
+          {"backend", p.backend},
+          {"machine", p.machine},
+          {"created", p.created},
+          {"copy_bandwidth_bytes_per_s", p.copy_bandwidth_bytes_per_s},
+          {"issue_overhead_us", p.issue_overhead_us},
+          {"comm_slowdown_during_compute", p.comm_slowdown_during_compute},
+          {"compute_slowdown_during_comm", p.compute_slowdown_during_comm},
+          {"collectives", tables}};
+}
+
+ClusterProfile profile_from_json(const nlohmann::json& j) {
+  if (!j.is_object()) throw InputError("profile", "expected a JSON object");
+  if (get<std::string>(j, "format", "profile") != "shardline-profile-1")
+    throw InputError("profile.format", "expected \"shardline-profile-1\"");
+  ClusterProfile p;
+  p.backend = get<std::string>(j, "backend", "profile");
+  p.machine = j.value("machine", "");
+  p.created = j.value("created", "");
+  p.copy_bandwidth_bytes_per_s = get<double>(j, "copy_bandwidth_bytes_per_s", "profile");
+  p.issue_overhead_us = get<double>(j, "issue_overhead_us", "profile");
+  p.comm_slowdown_during_compute = get<double>(j, "comm_slowdown_during_compute", "profile");
+  p.compute_slowdown_during_comm = get<double>(j, "compute_slowdown_during_comm", "profile");
+  if (p.copy_bandwidth_bytes_per_s <= 0) throw InputError("profile.copy_bandwidth_bytes_per_s", "must be > 0");
+  const auto& tables = get<nlohmann::json>(j, "collectives", "profile");
+  if (!tables.is_array()) throw InputError("profile.collectives", "expected an array");
+  for (size_t i = 0; i < tables.size(); ++i) {
+    const std::string where = "profile.collectives[" + std::to_string(i) + "]";
+    CollectiveTable t;
+    t.kind = kind_from_name(get<std::string>(tables[i], "collective", where), where + ".collective");
+    t.group_size = get<int>(tables[i], "group_size", where);
+    t.sizes_bytes = get<std::vector<int64_t>>(tables[i], "sizes_bytes", where);
+    t.times_us = get<std::vector<double>>(tables[i], "times_us", where);
+    t.fit.alpha_us = get<double>(tables[i], "alpha_us", where);
+    t.fit.beta_us_per_byte = get<double>(tables[i], "beta_us_per_byte", where);
+    if (t.sizes_bytes.empty() || t.sizes_bytes.size() != t.times_us.size())
+      throw InputError(where + ".times_us", "needs one time per size, and at least one size");
+    for (size_t k = 0; k < t.sizes_bytes.size(); ++k) {
+      if (t.times_us[k] <= 0) throw InputError(where + ".times_us[" + std::to_string(k) + "]", "must be > 0");
+      if (k > 0 && t.sizes_bytes[k] <= t.sizes_bytes[k - 1])
+        throw InputError(where + ".sizes_bytes", "must be strictly ascending");
+    }
+    p.collectives.push_back(std::move(t));
+  }
+  return p;
+}
+
+ClusterProfile load_profile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw InputError("--profile", "cannot open \"" + path + "\"");
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw InputError("--profile", "\"" + path + "\" is not valid JSON: " + e.what());
+  }
+  try {
+    return profile_from_json(j);
+  } catch (const InputError& e) {
+    throw InputError("--profile", "\"" + path + "\": " + e.what());
+  }
+}
+
+}  // namespace shardline

@@ -1,0 +1,56 @@
+// A calibrated cluster profile: what `shardline calibrate` measured on real hardware (tables
+// of collective times per group size, copy bandwidth, issue overhead, mutual slow-downs of
+// compute and communication) and the alpha-beta fits of those tables. The simulator uses it
+// in place of the analytical presets: log-log interpolation between measured sizes, the
+// fitted alpha + beta * S outside them.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "core/collective.h"
+
+namespace shardline {
+
+struct AlphaBeta {
+  double alpha_us = 0;          // fixed cost per collective
+  double beta_us_per_byte = 0;  // cost per byte of S (nccl-tests size)
+};
+
+// Least-squares fit of t = alpha + beta * S, weighted by 1/t^2 (relative error), so small
+// and large sizes count alike. Needs >= 2 distinct sizes; asserts otherwise.
+AlphaBeta fit_alpha_beta(const std::vector<int64_t>& sizes_bytes, const std::vector<double>& times_us);
+
+struct CollectiveTable {
+  CollectiveKind kind = CollectiveKind::AllGather;
+  int group_size = 1;
+  std::vector<int64_t> sizes_bytes;  // ascending, distinct
+  std::vector<double> times_us;      // median measured time per size
+  AlphaBeta fit;
+
+  // Exact on table points, log-log linear between them, alpha-beta outside the table.
+  double time_us(int64_t size_bytes) const;
+};
+
+struct ClusterProfile {
+  std::string backend;   // "mpi" | "nccl"
+  std::string machine;   // free text: host name, CPU/GPU model
+  std::string created;   // ISO 8601 UTC
+  std::vector<CollectiveTable> collectives;
+  double copy_bandwidth_bytes_per_s = 0;
+  double issue_overhead_us = 0;
+  double comm_slowdown_during_compute = 1.0;  // collective time factor while compute runs
+  double compute_slowdown_during_comm = 1.0;  // compute time factor while a collective runs
+
+  const CollectiveTable* find(CollectiveKind kind, int group_size) const;
+  // Throws InputError("--profile", ...) when the profile has no table for (kind, group size).
+  double collective_time_us(CollectiveKind kind, int64_t size_bytes, int group_size) const;
+};
+
+nlohmann::json profile_to_json(const ClusterProfile& profile);
+ClusterProfile profile_from_json(const nlohmann::json& j);  // throws InputError with the path
+ClusterProfile load_profile(const std::string& path);       // throws InputError("--profile", ...)
+
+}  // namespace shardline

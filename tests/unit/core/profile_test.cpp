@@ -1,0 +1,111 @@
+// Calibrated profiles: alpha-beta fitting, interpolation, and the profile file format.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "core/profile.h"
+
+namespace shardline {
+namespace {
+
+std::vector<int64_t> log_sizes() {
+  std::vector<int64_t> s;
+  for (int64_t b = 1024; b <= (int64_t{1} << 26); b *= 4) s.push_back(b);
+  return s;
+}
+
+TEST(Profile, FitRecoversKnownAlphaAndBetaFromSyntheticTable) {
+  const double alpha = 12.5, beta = 1.0 / 3000.0;  // 12.5 us + 3 GB/s
+  std::vector<double> t;
+  for (int64_t s : log_sizes()) t.push_back(alpha + beta * static_cast<double>(s));
+  const AlphaBeta fit = fit_alpha_beta(log_sizes(), t);
+  EXPECT_NEAR(fit.alpha_us, alpha, 1e-6);
+  EXPECT_NEAR(fit.beta_us_per_byte, beta, 1e-12);
+}
+
+TEST(Profile, FitWeighsSmallAndLargeSizesAlike) {
+  // 5% noise alternating in sign: alpha stays within 10%, which an unweighted fit misses.
+  const double alpha = 20, beta = 1e-4;
+  std::vector<double> t;
+  int k = 0;
+  for (int64_t s : log_sizes()) t.push_back((alpha + beta * static_cast<double>(s)) * (k++ % 2 ? 1.05 : 0.95));
+  const AlphaBeta fit = fit_alpha_beta(log_sizes(), t);
+  EXPECT_NEAR(fit.alpha_us, alpha, 2.0);
+  EXPECT_NEAR(fit.beta_us_per_byte, beta, 1e-5);
+}
+
+CollectiveTable table() {
+  CollectiveTable t;
+  t.kind = CollectiveKind::AllReduce;
+  t.group_size = 4;
+  t.sizes_bytes = {1024, 4096, 16384, 65536};
+  t.times_us = {10, 12, 30, 100};
+  t.fit = {8.0, 0.0015};
+  return t;
+}
+
+TEST(Profile, InterpolationIsExactOnTablePoints) {
+  const CollectiveTable t = table();
+  for (size_t i = 0; i < t.sizes_bytes.size(); ++i) EXPECT_DOUBLE_EQ(t.time_us(t.sizes_bytes[i]), t.times_us[i]);
+}
+
+TEST(Profile, InterpolationIsLogLogAndMonotoneBetweenPoints) {
+  const CollectiveTable t = table();
+  // Geometric midpoint of 4096 and 16384 -> geometric mean of 12 and 30.
+  EXPECT_NEAR(t.time_us(8192), std::sqrt(12.0 * 30.0), 1e-9);
+  double prev = 0;
+  for (int64_t s = 1024; s <= 65536; s += 512) {
+    const double v = t.time_us(s);
+    EXPECT_GE(v, prev) << s;
+    prev = v;
+  }
+}
+
+TEST(Profile, AlphaBetaOutsideTheTable) {
+  const CollectiveTable t = table();
+  EXPECT_DOUBLE_EQ(t.time_us(1 << 20), 8.0 + 0.0015 * (1 << 20));
+  EXPECT_DOUBLE_EQ(t.time_us(100), 8.0 + 0.0015 * 100);
+}
+
+TEST(Profile, JsonRoundTripAndMissingGroupIsAnInputError) {
+  ClusterProfile p;
+  p.backend = "mpi";
+  p.copy_bandwidth_bytes_per_s = 5e9;
+  p.issue_overhead_us = 3;
+  p.collectives.push_back(table());
+  const ClusterProfile q = profile_from_json(profile_to_json(p));
+  ASSERT_EQ(q.collectives.size(), 1u);
+  EXPECT_EQ(q.collectives[0].times_us, table().times_us);
+  EXPECT_DOUBLE_EQ(q.collective_time_us(CollectiveKind::AllReduce, 4096, 4), 12.0);
+  EXPECT_DOUBLE_EQ(q.collective_time_us(CollectiveKind::AllReduce, 4096, 1), 0.0);
+  try {
+    q.collective_time_us(CollectiveKind::AllGather, 4096, 4);
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where(), "--profile");
+    EXPECT_NE(std::string(e.what()).find("all_gather"), std::string::npos);
+  }
+}
+
+TEST(Profile, BadFilesNameThePath) {
+  nlohmann::json j = profile_to_json([] {
+    ClusterProfile p;
+    p.backend = "mpi";
+    p.copy_bandwidth_bytes_per_s = 1e9;
+    p.collectives.push_back(table());
+    return p;
+  }());
+  j["collectives"][0]["sizes_bytes"] = {4096, 1024, 16384, 65536};
+  try {
+    profile_from_json(j);
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where(), "profile.collectives[0].sizes_bytes");
+  }
+  j.erase("collectives");
+  EXPECT_THROW(profile_from_json(j), InputError);
+}
+
+}  // namespace
+}  // namespace shardline
