@@ -1,0 +1,41 @@
+#include "sim/engine.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+
+namespace shardline::sim {
+namespace {
+
+// std heap algorithms build a max-heap; "greater" gives the earliest (time, seq) on top.
+struct Later {
+  bool operator()(const Event& a, const Event& b) const {
+    if (a.time_us != b.time_us) return a.time_us > b.time_us;
+    return a.seq > b.seq;
+  }
+};
+
+}  // namespace
+
+void Engine::schedule_at(double time_us, int kind, int target, uint64_t version) {
+  if (!(time_us >= now_us_) || !std::isfinite(time_us)) {
+    std::fprintf(stderr, "shardline sim engine: event (kind %d, target %d) scheduled at %.17g, before now %.17g\n",
+                 kind, target, time_us, now_us_);
+    std::abort();
+  }
+  heap_.push_back(Event{time_us, next_seq_++, kind, target, version});
+  std::push_heap(heap_.begin(), heap_.end(), Later{});
+}
+
+bool Engine::pop(Event& out) {
+  if (heap_.empty()) return false;
+  std::pop_heap(heap_.begin(), heap_.end(), Later{});
+  out = heap_.back();
+  heap_.pop_back();
+  now_us_ = out.time_us;
+  ++popped_;
+  return true;
+}
+
+}  // namespace shardline::sim

@@ -1,0 +1,40 @@
+// The discrete-event engine: a clock and a time-ordered queue of small POD events.
+// Ties at equal times are broken by a monotonically increasing sequence number (insertion
+// order), never by pointers or hash order, so the same inputs always pop in the same order.
+// Events carry no closures (no per-event allocation); the owner dispatches on `kind`.
+// Cancellation is by versioning: the owner bumps a version and ignores stale events.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace shardline::sim {
+
+struct Event {
+  double time_us = 0;
+  uint64_t seq = 0;      // insertion order: the tie-breaker
+  int kind = 0;          // owner-defined
+  int target = -1;       // owner-defined (an op id, a flow slot, ...)
+  uint64_t version = 0;  // owner-defined; stale events are recognised by it
+};
+
+class Engine {
+ public:
+  double now_us() const { return now_us_; }
+  // Schedules an event at `time_us` (>= now; asserted loudly).
+  void schedule_at(double time_us, int kind, int target, uint64_t version = 0);
+  // Pops the earliest event (ties: earliest scheduled) and advances the clock to it.
+  // Returns false when the queue is empty.
+  bool pop(Event& out);
+  bool empty() const { return heap_.empty(); }
+  uint64_t events_processed() const { return popped_; }
+  void reserve(size_t events) { heap_.reserve(events); }
+
+ private:
+  std::vector<Event> heap_;  // binary min-heap on (time_us, seq)
+  double now_us_ = 0;
+  uint64_t next_seq_ = 0;
+  uint64_t popped_ = 0;
+};
+
+}  // namespace shardline::sim

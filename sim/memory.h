@@ -1,0 +1,30 @@
+// The memory tracker: live device bytes of the representative rank over time. Starts at the
+// Program's static bytes (sharded params, grads, optimizer state); Alloc/Free ops add/subtract
+// their bytes when they execute on their stream. Records a sample at every change (time
+// order) and the peak. Live bytes going negative is a broken program: it aborts loudly.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "core/timeline.h"
+
+namespace shardline::sim {
+
+class MemoryTracker {
+ public:
+  explicit MemoryTracker(int64_t static_bytes, double start_us = 0);
+  void alloc(double now_us, int64_t bytes);
+  void free(double now_us, int64_t bytes);
+  int64_t live_bytes() const { return live_; }
+  int64_t peak_bytes() const { return peak_; }
+  const std::vector<MemorySample>& samples() const { return samples_; }
+  std::vector<MemorySample> take_samples() { return std::move(samples_); }
+
+ private:
+  void change(double now_us, int64_t delta_bytes);
+  int64_t live_ = 0;
+  int64_t peak_ = 0;
+  std::vector<MemorySample> samples_;
+};
+
+}  // namespace shardline::sim

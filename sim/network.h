@@ -1,0 +1,57 @@
+// This rank's network: its link classes (intra-node, inter-node) as resources with capacities,
+// and the byte flows of running collective phases on them. Concurrent flows share each link
+// max-min fairly (sim/max_min.h); rates are recomputed whenever a flow starts or ends, and
+// each flow's progress is integrated piecewise between those instants.
+// Flows are identified by slots (reused); every re-rate gives each live flow a new version, so
+// an end event carrying an older version is stale.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "sim/cost_model.h"
+#include "sim/max_min.h"
+
+namespace shardline::sim {
+
+class Network {
+ public:
+  explicit Network(const std::array<double, kNumLinkClasses>& capacity_bytes_per_s);
+
+  // Starts a flow of `bytes` (> 0) over `link` at `now_us`, owned by `owner` (an op id).
+  // All flows are re-rated. Returns the flow's slot.
+  int start_flow(double now_us, LinkClass link, double bytes, int owner);
+  // Ends the flow in `slot` at `now_us` (its bytes are done); the others are re-rated.
+  void finish_flow(double now_us, int slot);
+
+  // Live flows, ascending slot order (deterministic); with their projected end and version.
+  const std::vector<int>& live_slots() const { return live_; }
+  double projected_end_us(int slot) const { return flows_[slot].end_us; }
+  uint64_t version(int slot) const { return flows_[slot].version; }
+  int owner(int slot) const { return flows_[slot].owner; }
+  double rate_bytes_per_s(int slot) const { return flows_[slot].rate; }
+  bool is_current(int slot, uint64_t version) const;
+
+ private:
+  struct Flow {
+    LinkClass link = LinkClass::IntraNode;
+    int owner = -1;
+    bool live = false;
+    double remaining_bytes = 0;
+    double rate = 0;          // bytes/s
+    double since_us = 0;      // when remaining_bytes was last brought up to date
+    double end_us = 0;        // projected, at the current rate
+    uint64_t version = 0;
+  };
+  void advance(double now_us);  // integrate every live flow's progress up to now
+  void rerate(double now_us);   // max-min solve, new ends and versions
+
+  std::array<double, kNumLinkClasses> capacity_;
+  std::vector<Flow> flows_;
+  std::vector<int> free_slots_;
+  std::vector<int> live_;  // sorted ascending
+  MaxMinSolver solver_;
+  uint64_t next_version_ = 1;
+};
+
+}  // namespace shardline::sim

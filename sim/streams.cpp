@@ -1,0 +1,93 @@
+#include "sim/streams.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "core/error.h"
+
+namespace shardline::sim {
+namespace {
+
+[[noreturn]] void invariant_broken(const char* what, int op) {
+  std::fprintf(stderr, "shardline sim streams: %s (op %d)\n", what, op);
+  std::abort();
+}
+
+std::string op_path(int i) { return "ops[" + std::to_string(i) + "]"; }
+
+}  // namespace
+
+StreamSet::StreamSet(const Program& program) {
+  const int n = static_cast<int>(program.ops.size());
+  state_.assign(n, kNotIssued);
+  stream_of_.assign(n, 0);
+  pending_deps_.assign(n, 0);
+  dependents_begin_.assign(n + 1, 0);
+
+  // Distinct deps per op (a repeated dep is one event), validated.
+  std::vector<int> scratch;
+  std::vector<int> dep_count(n, 0);  // dependents per producer
+  for (int i = 0; i < n; ++i) {
+    const Op& op = program.ops[i];
+    if (op.id != i) throw InputError(op_path(i) + ".id", "op id " + std::to_string(op.id) + " must equal its index " + std::to_string(i));
+    const int s = static_cast<int>(op.stream);
+    if (s < 0 || s >= kNumStreams) throw InputError(op_path(i) + ".stream", "unknown stream");
+    streams_[s].ops.push_back(i);
+    stream_of_[i] = static_cast<uint8_t>(s);
+    scratch.assign(op.deps.begin(), op.deps.end());
+    std::sort(scratch.begin(), scratch.end());
+    scratch.erase(std::unique(scratch.begin(), scratch.end()), scratch.end());
+    for (int d : scratch) {
+      if (d < 0 || d >= i)
+        throw InputError(op_path(i) + ".deps", "dependency " + std::to_string(d) + " must name an earlier op (0.." + std::to_string(i - 1) + ")");
+      ++dep_count[d];
+    }
+    pending_deps_[i] = static_cast<int>(scratch.size());
+  }
+  for (int i = 0; i < n; ++i) dependents_begin_[i + 1] = dependents_begin_[i] + dep_count[i];
+  dependents_.assign(dependents_begin_[n], -1);
+  std::vector<int> fill(dependents_begin_.begin(), dependents_begin_.end() - 1);
+  for (int i = 0; i < n; ++i) {
+    scratch.assign(program.ops[i].deps.begin(), program.ops[i].deps.end());
+    std::sort(scratch.begin(), scratch.end());
+    scratch.erase(std::unique(scratch.begin(), scratch.end()), scratch.end());
+    for (int d : scratch) dependents_[fill[d]++] = i;  // ascending i: deterministic order
+  }
+}
+
+void StreamSet::issue(int op) {
+  if (state_[op] != kNotIssued) invariant_broken("issued twice", op);
+  state_[op] = kIssued;
+}
+
+int StreamSet::ready_head(StreamId stream) const {
+  const Stream& s = streams_[static_cast<int>(stream)];
+  if (s.busy || s.head >= s.ops.size()) return -1;
+  const int op = s.ops[s.head];
+  if (state_[op] != kIssued || pending_deps_[op] != 0) return -1;
+  return op;
+}
+
+void StreamSet::start(int op) {
+  // Callers start only what ready_head returned; check it to catch misuse.
+  const int s = stream_of_[op];
+  if (ready_head(static_cast<StreamId>(s)) != op) invariant_broken("started an op that is not ready at its stream's head", op);
+  streams_[s].busy = true;
+  ++streams_[s].head;
+  state_[op] = kRunning;
+}
+
+void StreamSet::finish(int op) {
+  if (state_[op] != kRunning) invariant_broken("finished an op that is not running", op);
+  state_[op] = kFinished;
+  ++finished_count_;
+  streams_[stream_of_[op]].busy = false;  // the running op of a stream is its last started
+  for (int k = dependents_begin_[op]; k < dependents_begin_[op + 1]; ++k) {
+    const int d = dependents_[k];
+    if (--pending_deps_[d] < 0) invariant_broken("dependency count went negative", d);
+  }
+}
+
+}  // namespace shardline::sim

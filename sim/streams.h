@@ -1,0 +1,50 @@
+// Stream and event bookkeeping (CUDA semantics) for one rank's Program:
+// - each stream runs its ops FIFO in program order, one at a time;
+// - an op may start only when the host has issued it, its stream's previous op has finished,
+//   and every op in its `deps` has finished (each op's completion is its event).
+// Pure bookkeeping: no clock, no durations. Per-stream queues and a dependents list keep
+// every operation O(1) amortised (no scans over all ops).
+#pragma once
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "core/program.h"
+
+namespace shardline::sim {
+
+class StreamSet {
+ public:
+  // Validates what the bookkeeping relies on (op ids == indices, deps name earlier ops) and
+  // throws InputError("ops[i]...", ...) otherwise.
+  explicit StreamSet(const Program& program);
+
+  void issue(int op);   // the host made `op` visible (in program order)
+  void start(int op);   // `op` (== ready_head of its stream) begins: its stream is busy
+  void finish(int op);  // `op` completed: its stream is free, its event is signalled
+
+  // The op at the head of `stream` if it can start now (issued, stream idle, deps done), else -1.
+  int ready_head(StreamId stream) const;
+
+  bool issued(int op) const { return state_[op] >= kIssued; }
+  bool finished(int op) const { return state_[op] == kFinished; }
+  int finished_count() const { return finished_count_; }
+  int op_count() const { return static_cast<int>(state_.size()); }
+
+ private:
+  enum State : uint8_t { kNotIssued, kIssued, kRunning, kFinished };
+  struct Stream {
+    std::vector<int> ops;  // this stream's ops, program order
+    size_t head = 0;       // next op not yet started
+    bool busy = false;
+  };
+  std::array<Stream, kNumStreams> streams_;
+  std::vector<uint8_t> state_;
+  std::vector<uint8_t> stream_of_;   // each op's stream index
+  std::vector<int> pending_deps_;     // unfinished distinct deps per op
+  std::vector<int> dependents_begin_; // CSR: dependents of op i are
+  std::vector<int> dependents_;       //   dependents_[begin[i] .. begin[i+1])
+  int finished_count_ = 0;
+};
+
+}  // namespace shardline::sim

@@ -1,0 +1,119 @@
+#include "sim/network.h"
+
+#include <gtest/gtest.h>
+
+#include "core/collective.h"
+#include "core/error.h"
+#include "sim/analytical_cost_model.h"
+#include "sim_test_support.h"
+
+namespace shardline::sim {
+namespace {
+
+TEST(Network, LoneFlowRunsAtLinkCapacity) {
+  Network net({1e6, 1e3});
+  const int f = net.start_flow(0.0, LinkClass::IntraNode, 2e6, 7);
+  EXPECT_EQ(net.owner(f), 7);
+  EXPECT_DOUBLE_EQ(net.rate_bytes_per_s(f), 1e6);
+  EXPECT_DOUBLE_EQ(net.projected_end_us(f), 2e6);
+}
+
+TEST(Network, LateFlowHalvesTheRateAndRatesRecoverWhenOneEnds) {
+  // Capacity 1e6 B/s. A: 1e6 bytes from t=0. B: 1e6 bytes from t=0.5 s.
+  // A moves 5e5 alone, then both at 5e5 B/s: A ends at 0.5 + 1.0 = 1.5 s with B at 5e5 left,
+  // which B then moves alone: ends at 2.0 s.
+  Network net({1e6, 1e6});
+  const int a = net.start_flow(0.0, LinkClass::IntraNode, 1e6, 0);
+  EXPECT_DOUBLE_EQ(net.projected_end_us(a), 1e6);
+  const uint64_t a_version = net.version(a);
+  const int b = net.start_flow(5e5, LinkClass::IntraNode, 1e6, 1);
+  EXPECT_FALSE(net.is_current(a, a_version));  // A's old end is stale
+  EXPECT_DOUBLE_EQ(net.rate_bytes_per_s(a), 5e5);
+  EXPECT_DOUBLE_EQ(net.projected_end_us(a), 1.5e6);
+  EXPECT_DOUBLE_EQ(net.projected_end_us(b), 2.5e6);
+  net.finish_flow(1.5e6, a);
+  EXPECT_DOUBLE_EQ(net.rate_bytes_per_s(b), 1e6);
+  EXPECT_DOUBLE_EQ(net.projected_end_us(b), 2e6);
+  EXPECT_EQ(net.live_slots().size(), 1u);
+}
+
+TEST(Network, FlowsOnDifferentLinkClassesDoNotShare) {
+  Network net({1e6, 1e6});
+  const int a = net.start_flow(0.0, LinkClass::IntraNode, 1e6, 0);
+  const int b = net.start_flow(0.0, LinkClass::InterNode, 1e6, 1);
+  EXPECT_DOUBLE_EQ(net.rate_bytes_per_s(a), 1e6);
+  EXPECT_DOUBLE_EQ(net.rate_bytes_per_s(b), 1e6);
+}
+
+TEST(AnalyticalCostModel, LoneTimesAreTheRingFormulas) {
+  const Scenario s = simtest::test_scenario();
+  AnalyticalCostModel m(s.cluster);
+  const int64_t S = 64 << 20;
+  for (CollectiveKind k : {CollectiveKind::AllGather, CollectiveKind::ReduceScatter, CollectiveKind::AllReduce}) {
+    EXPECT_DOUBLE_EQ(lone_collective_time_us(m, k, S, place_group(CommGroup::Shard, 8, 8, 8)),
+                     ring_time_us(k, S, 8, 2.0, 100e9));
+    EXPECT_DOUBLE_EQ(lone_collective_time_us(m, k, S, place_group(CommGroup::Shard, 16, 16, 8)),
+                     ring_time_us(k, S, 16, 10.0, 25e9));
+  }
+}
+
+TEST(AnalyticalCostModel, HierarchicalPhases) {
+  Scenario s = simtest::test_scenario();
+  s.cluster.hierarchical_collectives = true;
+  AnalyticalCostModel m(s.cluster);
+  const int64_t S = 64 << 20;
+  const GroupPlacement g = place_group(CommGroup::Shard, 16, 16, 8);
+  CollectivePlan rs = m.collective(CollectiveKind::ReduceScatter, S, g);
+  ASSERT_EQ(rs.count, 2);
+  EXPECT_EQ(rs.phases[0].link, LinkClass::IntraNode);
+  EXPECT_DOUBLE_EQ(rs.phases[0].link_bytes, 7.0 / 8.0 * S);
+  EXPECT_DOUBLE_EQ(rs.phases[0].latency_us, 7 * 2.0);
+  EXPECT_EQ(rs.phases[1].link, LinkClass::InterNode);
+  EXPECT_DOUBLE_EQ(rs.phases[1].link_bytes, 1.0 / 2.0 * S / 8);
+  EXPECT_DOUBLE_EQ(rs.phases[1].latency_us, 1 * 10.0);
+  CollectivePlan ag = m.collective(CollectiveKind::AllGather, S, g);
+  ASSERT_EQ(ag.count, 2);
+  EXPECT_EQ(ag.phases[0].link, LinkClass::InterNode);
+  EXPECT_EQ(ag.phases[1].link, LinkClass::IntraNode);
+  CollectivePlan ar = m.collective(CollectiveKind::AllReduce, S, g);
+  ASSERT_EQ(ar.count, 3);
+  EXPECT_DOUBLE_EQ(ar.phases[1].link_bytes, 1.0 * S / 8);  // AR over 2 nodes: 2(n-1)/n = 1
+  EXPECT_DOUBLE_EQ(ar.phases[1].latency_us, 2 * 10.0);
+  // A replicate group with one member per node has no intra-node phase.
+  CollectivePlan rep = m.collective(CollectiveKind::AllReduce, S, place_group(CommGroup::Replicate, 2, 8, 8));
+  ASSERT_EQ(rep.count, 1);
+  EXPECT_EQ(rep.phases[0].link, LinkClass::InterNode);
+  EXPECT_DOUBLE_EQ(rep.phases[0].link_bytes, 1.0 * S);
+}
+
+TEST(AnalyticalCostModel, HierarchicalNeedsAnEvenSpread) {
+  Scenario s = simtest::test_scenario();
+  s.cluster.hierarchical_collectives = true;
+  AnalyticalCostModel m(s.cluster);
+  EXPECT_THROW(m.collective(CollectiveKind::AllGather, 1 << 20, place_group(CommGroup::Shard, 12, 12, 8)), InputError);
+}
+
+TEST(AnalyticalCostModel, CopyTimeIsBytesOverCopyBandwidth) {
+  Scenario s = simtest::test_scenario();
+  AnalyticalCostModel m(s.cluster);
+  EXPECT_DOUBLE_EQ(m.copy_time_us(5'000'000), 5.0);
+  s.cluster.gpu.copy_bandwidth_bytes_per_s = 0;
+  AnalyticalCostModel bad(s.cluster);
+  EXPECT_THROW(bad.copy_time_us(1), InputError);
+  EXPECT_DOUBLE_EQ(bad.copy_time_us(0), 0.0);
+}
+
+TEST(AnalyticalCostModel, MissingLinkBandwidthIsAnInputError) {
+  Scenario s = simtest::test_scenario();
+  s.cluster.inter_node.bandwidth_bytes_per_s = 0;
+  AnalyticalCostModel m(s.cluster);
+  try {
+    m.collective(CollectiveKind::AllGather, 1 << 20, place_group(CommGroup::Shard, 16, 16, 8));
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where(), "cluster.inter_node.bandwidth");
+  }
+}
+
+}  // namespace
+}  // namespace shardline::sim

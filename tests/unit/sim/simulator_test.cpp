@@ -1,0 +1,395 @@
+// simulate() on hand-built Programs: stream and event semantics, host issue, network sharing,
+// the ring cost formulas, hierarchical collectives, compute slow-down, memory, determinism.
+#include "sim/simulator.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "core/collective.h"
+#include "core/error.h"
+#include "sim_test_support.h"
+
+namespace shardline {
+namespace {
+
+using simtest::ProgramBuilder;
+using simtest::test_scenario;
+
+constexpr double kIntraBw = 100e9, kIntraAlpha = 2.0, kInterBw = 25e9, kInterAlpha = 10.0;
+
+const OpInterval& at(const Timeline& t, int op) {
+  EXPECT_EQ(t.intervals.at(op).op, op);
+  return t.intervals.at(op);
+}
+
+TEST(Simulator, OutputDescribesThePrediction) {
+  ProgramBuilder b;
+  b.compute(10);
+  b.compute(5);
+  const Scenario s = test_scenario();
+  const Timeline t = simulate(s, b.program());
+  EXPECT_EQ(t.source, "predicted");
+  EXPECT_EQ(t.backend, "sim");
+  EXPECT_EQ(t.scenario, "sim-test");
+  EXPECT_EQ(t.ranks, 1);
+  EXPECT_EQ(t.iterations, 1);
+  EXPECT_EQ(t.memory_capacity_bytes, s.cluster.gpu.memory_bytes);
+  EXPECT_DOUBLE_EQ(t.memory_margin, 0.1);
+  ASSERT_EQ(t.ops.size(), 2u);
+  EXPECT_EQ(t.ops[1].name, "compute 1");
+  ASSERT_EQ(t.intervals.size(), 2u);
+  for (const OpInterval& iv : t.intervals) {
+    EXPECT_EQ(iv.rank, 0);
+    EXPECT_EQ(iv.iteration, 0);
+  }
+}
+
+TEST(Simulator, StreamRunsItsOpsFifoInProgramOrder) {
+  ProgramBuilder b;
+  const int a = b.compute(10);
+  const int c = b.copy_out(5'000'000);  // 5 us, also on the compute stream
+  const int d = b.compute(20);
+  const Timeline t = simulate(test_scenario(), b.program());
+  EXPECT_DOUBLE_EQ(at(t, a).start_us, 0);
+  EXPECT_DOUBLE_EQ(at(t, a).end_us, 10);
+  EXPECT_DOUBLE_EQ(at(t, c).start_us, 10);
+  EXPECT_DOUBLE_EQ(at(t, c).end_us, 15);
+  EXPECT_DOUBLE_EQ(at(t, d).start_us, 15);
+  EXPECT_DOUBLE_EQ(at(t, d).end_us, 35);
+}
+
+TEST(Simulator, StreamsRunConcurrentlyWithoutDeps) {
+  ProgramBuilder b;
+  const int a = b.compute(10);
+  const int c = b.copy_in(3'000'000);  // copy-in stream, 3 us
+  const Timeline t = simulate(test_scenario(), b.program());
+  EXPECT_DOUBLE_EQ(at(t, a).start_us, 0);
+  EXPECT_DOUBLE_EQ(at(t, c).start_us, 0);
+  EXPECT_DOUBLE_EQ(at(t, c).end_us, 3);
+}
+
+TEST(Simulator, CrossStreamEventDependency) {
+  ProgramBuilder b;
+  const int copy = b.copy_in(7'000'000);  // 7 us on the copy-in stream
+  const int comp = b.compute(4, {copy});  // compute stream waits for its event
+  const int free_running = b.compute(1, {}, StreamId::AllReduce);  // no deps: starts at once
+  const Timeline t = simulate(test_scenario(), b.program());
+  EXPECT_DOUBLE_EQ(at(t, comp).start_us, 7);
+  EXPECT_DOUBLE_EQ(at(t, comp).end_us, 11);
+  EXPECT_DOUBLE_EQ(at(t, free_running).start_us, 0);
+}
+
+TEST(Simulator, DependencyOnALaterStreamOpBlocksTheWholeStream) {
+  // Stream FIFO + events: the compute stream's second op waits for a copy; the third op,
+  // ready by itself, may not overtake it.
+  ProgramBuilder b;
+  const int copy = b.copy_in(20'000'000);  // 20 us
+  const int first = b.compute(1);
+  const int waits = b.compute(2, {copy});
+  const int behind = b.compute(3);
+  const Timeline t = simulate(test_scenario(), b.program());
+  EXPECT_DOUBLE_EQ(at(t, first).end_us, 1);
+  EXPECT_DOUBLE_EQ(at(t, waits).start_us, 20);
+  EXPECT_DOUBLE_EQ(at(t, behind).start_us, 22);
+  EXPECT_DOUBLE_EQ(at(t, behind).end_us, 25);
+}
+
+TEST(Simulator, HostPaysLaunchOverheadPerOpAndMarkersAreFree) {
+  Scenario s = test_scenario();
+  s.cluster.launch_overhead_us = 3.0;
+  ProgramBuilder b;
+  std::vector<int> launched;
+  for (int k = 0; k < 6; ++k) {
+    launched.push_back(b.compute(1));
+    b.alloc(16, StreamId::Compute);  // a marker between launches
+  }
+  const Timeline t = simulate(s, b.program());
+  for (int k = 0; k < 6; ++k) {
+    const OpInterval& iv = at(t, launched[k]);
+    EXPECT_DOUBLE_EQ(iv.issue_us, 3.0 * k) << "launch " << k;
+    EXPECT_DOUBLE_EQ(iv.start_us, 3.0 * k) << "the GPU is idle: starts when issued";
+    EXPECT_DOUBLE_EQ(iv.end_us, 3.0 * k + 1);
+    // The marker right after it costs the host nothing: issued with the next launch slot.
+    EXPECT_DOUBLE_EQ(at(t, launched[k] + 1).issue_us, 3.0 * (k + 1));
+  }
+}
+
+TEST(Simulator, HostRunsAheadOfABusyGpu) {
+  Scenario s = test_scenario();
+  s.cluster.launch_overhead_us = 2.0;
+  ProgramBuilder b;
+  for (int k = 0; k < 4; ++k) b.compute(10);
+  const Timeline t = simulate(s, b.program());
+  for (int k = 0; k < 4; ++k) {
+    EXPECT_DOUBLE_EQ(at(t, k).issue_us, 2.0 * k);
+    EXPECT_DOUBLE_EQ(at(t, k).start_us, 10.0 * k);  // GPU-bound
+  }
+}
+
+class LoneCollective : public ::testing::TestWithParam<OpKind> {};
+
+TEST_P(LoneCollective, ReproducesRingTimeOnTheIntraNodeLink) {
+  const OpKind kind = GetParam();
+  const int64_t S = 256 << 20;
+  ProgramBuilder b;
+  const int op = b.collective(kind, S, CommGroup::Shard, 8);
+  const Timeline t = simulate(test_scenario(), b.program());
+  EXPECT_DOUBLE_EQ(at(t, op).start_us, 0);
+  EXPECT_DOUBLE_EQ(at(t, op).end_us, ring_time_us(collective_kind(kind), S, 8, kIntraAlpha, kIntraBw));
+}
+
+TEST_P(LoneCollective, ShardGroupSpanningNodesUsesTheInterNodeLink) {
+  const OpKind kind = GetParam();
+  const int64_t S = 256 << 20;
+  ProgramBuilder b(16, 1);
+  const int op = b.collective(kind, S, CommGroup::Shard, 16);
+  const Timeline t = simulate(test_scenario(), b.program());
+  EXPECT_DOUBLE_EQ(at(t, op).end_us, ring_time_us(collective_kind(kind), S, 16, kInterAlpha, kInterBw));
+}
+
+TEST_P(LoneCollective, HierarchicalIsAnIntraPhaseAndAnInterPhase) {
+  const OpKind kind = GetParam();
+  const CollectiveKind ck = collective_kind(kind);
+  const int64_t S = 256 << 20;  // divisible by 8: S/8 exact
+  Scenario s = test_scenario();
+  s.cluster.hierarchical_collectives = true;
+  ProgramBuilder b(16, 1);
+  const int op = b.collective(kind, S, CommGroup::Shard, 16);
+  const Timeline t = simulate(s, b.program());
+  double expected = 0;
+  switch (ck) {
+    case CollectiveKind::ReduceScatter:
+      expected = ring_time_us(ck, S, 8, kIntraAlpha, kIntraBw) + ring_time_us(ck, S / 8, 2, kInterAlpha, kInterBw);
+      break;
+    case CollectiveKind::AllGather:
+      expected = ring_time_us(ck, S / 8, 2, kInterAlpha, kInterBw) + ring_time_us(ck, S, 8, kIntraAlpha, kIntraBw);
+      break;
+    case CollectiveKind::AllReduce:
+      expected = ring_time_us(CollectiveKind::ReduceScatter, S, 8, kIntraAlpha, kIntraBw) +
+                 ring_time_us(CollectiveKind::AllReduce, S / 8, 2, kInterAlpha, kInterBw) +
+                 ring_time_us(CollectiveKind::AllGather, S, 8, kIntraAlpha, kIntraBw);
+      break;
+  }
+  EXPECT_DOUBLE_EQ(at(t, op).end_us, expected);
+  // And it beats the flat ring over the slow link.
+  EXPECT_LT(expected, ring_time_us(ck, S, 16, kInterAlpha, kInterBw));
+}
+
+INSTANTIATE_TEST_SUITE_P(Kinds, LoneCollective, ::testing::Values(OpKind::AllGather, OpKind::ReduceScatter, OpKind::AllReduce),
+                         [](const auto& info) { return std::string(op_kind_name(info.param)); });
+
+TEST(Simulator, ReplicateGroupPlacementPicksTheLink) {
+  const int64_t S = 64 << 20;
+  {  // shard 8, replicate 2: replicas 0 and 8 sit on different nodes.
+    ProgramBuilder b(8, 2);
+    const int op = b.collective(OpKind::AllReduce, S, CommGroup::Replicate, 2);
+    const Timeline t = simulate(test_scenario(), b.program());
+    EXPECT_DOUBLE_EQ(at(t, op).end_us, ring_time_us(CollectiveKind::AllReduce, S, 2, kInterAlpha, kInterBw));
+  }
+  {  // shard 4, replicate 2: replicas 0 and 4 share node 0.
+    ProgramBuilder b(4, 2);
+    const int op = b.collective(OpKind::AllReduce, S, CommGroup::Replicate, 2);
+    const Timeline t = simulate(test_scenario(), b.program());
+    EXPECT_DOUBLE_EQ(at(t, op).end_us, ring_time_us(CollectiveKind::AllReduce, S, 2, kIntraAlpha, kIntraBw));
+  }
+  {  // a reshard group of 8 inside a shard group of 16: one node.
+    ProgramBuilder b(16, 1);
+    const int op = b.collective(OpKind::AllGather, S, CommGroup::Reshard, 8);
+    const Timeline t = simulate(test_scenario(), b.program());
+    EXPECT_DOUBLE_EQ(at(t, op).end_us, ring_time_us(CollectiveKind::AllGather, S, 8, kIntraAlpha, kIntraBw));
+  }
+}
+
+TEST(Simulator, TwoEqualConcurrentCollectivesShareTheLinkEqually) {
+  const int64_t S = 128 << 20;
+  ProgramBuilder b;
+  const int ag = b.collective(OpKind::AllGather, S, CommGroup::Shard, 8);
+  const int rs = b.collective(OpKind::ReduceScatter, S, CommGroup::Shard, 8);
+  const Timeline t = simulate(test_scenario(), b.program());
+  // Both pay 7 alpha, then move 7/8 S each at B/2.
+  const double latency = 7 * kIntraAlpha;
+  const double shared = 7.0 / 8.0 * S / (kIntraBw / 2) * 1e6;
+  EXPECT_DOUBLE_EQ(at(t, ag).start_us, 0);
+  EXPECT_DOUBLE_EQ(at(t, rs).start_us, 0);
+  EXPECT_DOUBLE_EQ(at(t, ag).end_us, latency + shared);
+  EXPECT_DOUBLE_EQ(at(t, rs).end_us, latency + shared);
+  // Each takes longer than alone.
+  EXPECT_GT(at(t, ag).end_us, ring_time_us(CollectiveKind::AllGather, S, 8, kIntraAlpha, kIntraBw));
+}
+
+TEST(Simulator, StaggeredCollectivesAreReRatedWhenOneStartsAndEnds) {
+  // AG starts at 0; RS is held back by a 100 us copy. Hand computation with B = 100 GB/s
+  // (1e5 bytes/us), both of S = 7e7 bytes... over 2 ranks: each moves S/2 = 3.5e7 bytes.
+  const int64_t S = 70'000'000;
+  Scenario s = test_scenario();
+  s.cluster.intra_node.latency_us = 0;
+  ProgramBuilder b;
+  const int ag = b.collective(OpKind::AllGather, S, CommGroup::Shard, 2);
+  const int copy = b.copy_in(100'000'000);  // 100 us
+  const int rs = b.collective(OpKind::ReduceScatter, S, CommGroup::Shard, 2, {copy});
+  const Timeline t = simulate(s, b.program());
+  // AG alone 0..100: 1e7 bytes; left 2.5e7. Shared at 5e4 B/us: AG ends at 100 + 500 = 600,
+  // RS has moved 2.5e7 by then, 1e7 left at full rate: ends at 700.
+  EXPECT_DOUBLE_EQ(at(t, rs).start_us, 100);
+  EXPECT_DOUBLE_EQ(at(t, ag).end_us, 600);
+  EXPECT_DOUBLE_EQ(at(t, rs).end_us, 700);
+}
+
+TEST(Simulator, CollectivesOnDifferentLinkClassesDoNotSlowEachOther) {
+  const int64_t S = 64 << 20;
+  ProgramBuilder b(8, 2);
+  const int ag = b.collective(OpKind::AllGather, S, CommGroup::Shard, 8);        // intra
+  const int ar = b.collective(OpKind::AllReduce, S, CommGroup::Replicate, 2);    // inter
+  const Timeline t = simulate(test_scenario(), b.program());
+  EXPECT_DOUBLE_EQ(at(t, ag).end_us, ring_time_us(CollectiveKind::AllGather, S, 8, kIntraAlpha, kIntraBw));
+  EXPECT_DOUBLE_EQ(at(t, ar).end_us, ring_time_us(CollectiveKind::AllReduce, S, 2, kInterAlpha, kInterBw));
+}
+
+TEST(Simulator, SingleRankGroupIsFreeButStillAnInterval) {
+  ProgramBuilder b(1, 1);
+  const int c = b.compute(5);
+  const int ag = b.collective(OpKind::AllGather, 1 << 20, CommGroup::Shard, 1, {c});
+  const Timeline t = simulate(test_scenario(), b.program());
+  EXPECT_DOUBLE_EQ(at(t, ag).start_us, 5);
+  EXPECT_DOUBLE_EQ(at(t, ag).end_us, 5);
+}
+
+TEST(Simulator, ComputeSlowsDownWhileACollectiveIsInFlight) {
+  Scenario s = test_scenario();
+  s.cluster.compute_slowdown_during_comm = 2.0;
+  const int64_t S = 8'000'000;  // AG over 2 ranks: 4e6 bytes at 1e5 B/us = 40 us + 1 alpha
+  ProgramBuilder b;
+  const int comp = b.compute(100);
+  const int copy = b.copy_in(10'000'000);  // 10 us
+  const int ag = b.collective(OpKind::AllGather, S, CommGroup::Shard, 2, {copy});
+  const Timeline t = simulate(s, b.program());
+  const double T = ring_time_us(CollectiveKind::AllGather, S, 2, kIntraAlpha, kIntraBw);  // 42 us
+  ASSERT_DOUBLE_EQ(T, 42.0);
+  EXPECT_DOUBLE_EQ(at(t, ag).start_us, 10);
+  EXPECT_DOUBLE_EQ(at(t, ag).end_us, 10 + T);  // the collective itself is not slowed
+  // Work done: 10 us alone, then T/2 = 21 during the AG (half speed), then 69 alone.
+  EXPECT_DOUBLE_EQ(at(t, comp).end_us, 10 + T + (100 - 10 - T / 2));  // 121
+}
+
+TEST(Simulator, ComputeStartingDuringCommIsSlowedUntilCommEnds) {
+  Scenario s = test_scenario();
+  s.cluster.compute_slowdown_during_comm = 1.5;
+  s.cluster.intra_node.latency_us = 0;
+  ProgramBuilder b;
+  const int ag = b.collective(OpKind::AllGather, 6'000'000, CommGroup::Shard, 2);  // 3e6 B: 30 us
+  const int comp = b.compute(40);
+  const Timeline t = simulate(s, b.program());
+  EXPECT_DOUBLE_EQ(at(t, ag).end_us, 30);
+  // 0..30 at 1/1.5: 20 us of work; 20 left alone: ends at 50.
+  EXPECT_DOUBLE_EQ(at(t, comp).end_us, 50);
+}
+
+TEST(Simulator, MemoryTracksAllocAndFreeWhenTheyRunOnTheirStreams) {
+  ProgramBuilder b;
+  b.program().static_memory_bytes = 1000;
+  const int a0 = b.alloc(400, StreamId::Compute);
+  const int comp = b.compute(10);
+  const int copy = b.copy_in(5'000'000);  // 5 us
+  const int a1 = b.alloc(300, StreamId::CopyIn);  // after the copy: t = 5
+  const int f0 = b.free(400, StreamId::Compute);  // after compute: t = 10
+  const int f1 = b.free(300, StreamId::CopyIn, {f0});
+  const Timeline t = simulate(test_scenario(), b.program());
+  (void)comp;
+  (void)copy;
+  EXPECT_DOUBLE_EQ(at(t, a0).start_us, 0);
+  EXPECT_DOUBLE_EQ(at(t, a0).end_us, 0);
+  EXPECT_DOUBLE_EQ(at(t, a1).start_us, 5);
+  EXPECT_DOUBLE_EQ(at(t, f0).start_us, 10);
+  EXPECT_DOUBLE_EQ(at(t, f1).start_us, 10);
+  std::vector<std::pair<double, int64_t>> samples;
+  int64_t peak = 0;
+  for (const MemorySample& m : t.memory) {
+    samples.emplace_back(m.time_us, m.bytes);
+    peak = std::max(peak, m.bytes);
+  }
+  const std::vector<std::pair<double, int64_t>> expected{{0, 1000}, {0, 1400}, {5, 1700}, {10, 1300}, {10, 1000}};
+  EXPECT_EQ(samples, expected);
+  EXPECT_EQ(peak, 1700);
+}
+
+TEST(SimulatorDeathTest, FreeingMoreThanIsLiveAbortsLoudly) {
+  ProgramBuilder b;
+  b.alloc(100, StreamId::Compute);
+  b.free(200, StreamId::Compute);
+  const Scenario s = test_scenario();
+  EXPECT_DEATH(simulate(s, b.program()), "live bytes went negative");
+}
+
+// A busy, irregular program: every stream, deps across streams, intra and inter traffic.
+Program busy_program() {
+  ProgramBuilder b(8, 2);
+  uint32_t x = 12345;
+  auto next = [&x] { return x = x * 1664525u + 1013904223u; };
+  std::vector<int> recent;
+  for (int i = 0; i < 400; ++i) {
+    std::vector<int> deps;
+    if (!recent.empty() && next() % 2) deps.push_back(recent[next() % recent.size()]);
+    int id = -1;
+    switch (next() % 7) {
+      case 0: id = b.compute(1 + next() % 50, deps); break;
+      case 1: id = b.copy_in(int64_t(1 + next() % 20) * 1'000'000, deps); break;
+      case 2: id = b.collective(OpKind::AllGather, int64_t(1 + next() % 64) << 20, CommGroup::Shard, 8, deps); break;
+      case 3: id = b.collective(OpKind::ReduceScatter, int64_t(1 + next() % 64) << 20, CommGroup::Shard, 8, deps); break;
+      case 4: id = b.collective(OpKind::AllReduce, int64_t(1 + next() % 16) << 20, CommGroup::Replicate, 2, deps); break;
+      case 5: id = b.copy_out(int64_t(1 + next() % 20) * 1'000'000, deps); break;
+      case 6: id = b.alloc(1 << 20, StreamId::Compute, deps); break;
+    }
+    recent.push_back(id);
+    if (recent.size() > 8) recent.erase(recent.begin());
+  }
+  return b.program();
+}
+
+TEST(Simulator, SameInputsGiveIdenticalTimelines) {
+  Scenario s = test_scenario();
+  s.cluster.launch_overhead_us = 4.0;
+  s.cluster.compute_slowdown_during_comm = 1.3;
+  const Program p = busy_program();
+  const std::string first = timeline_to_json(simulate(s, p)).dump();
+  const std::string second = timeline_to_json(simulate(s, p)).dump();
+  EXPECT_EQ(first, second);
+  const Timeline t = simulate(s, p);
+  // Sanity on the busy run: every op ran, after it was issued, after its deps.
+  for (const Op& op : p.ops) {
+    const OpInterval& iv = t.intervals[op.id];
+    EXPECT_GE(iv.start_us, iv.issue_us);
+    EXPECT_GE(iv.end_us, iv.start_us);
+    for (int d : op.deps) EXPECT_GE(iv.start_us, t.intervals[d].end_us);
+  }
+}
+
+TEST(Simulator, DependencyOnALaterOpIsAnInputError) {
+  ProgramBuilder b;
+  b.compute(1);
+  b.compute(1);
+  b.program().ops[0].deps = {1};
+  try {
+    simulate(test_scenario(), b.program());
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where(), "ops[0].deps");
+  }
+}
+
+TEST(Simulator, CalibratedProfileIsNotSupportedYet) {
+  ProgramBuilder b;
+  b.compute(1);
+  int dummy = 0;
+  SimOptions options;
+  options.profile = reinterpret_cast<const ClusterProfile*>(&dummy);
+  try {
+    simulate(test_scenario(), b.program(), options);
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where(), "--profile");
+  }
+}
+
+}  // namespace
+}  // namespace shardline
