@@ -467,4 +467,20 @@ std::string sweep_csv(const std::vector<SweepRow>& rows, const std::vector<std::
   return out.str();
 }
 
+nlohmann::json sweep_json(const SweepResult& result) {
+  const auto paths = sweep_paths(result.axes);
+  nlohmann::json axes = nlohmann::json::array();
+  for (const auto& a : result.axes) axes.push_back({{"paths", a.paths}, {"values", a.values}});
+  nlohmann::json rows = nlohmann::json::array();
+  for (const auto& r : result.rows) rows.push_back(sweep_row_to_json(r, paths));
+  nlohmann::json rec = {{"text", result.recommendation.text}};
+  rec["best"] = result.recommendation.best ? nlohmann::json(result.rows[*result.recommendation.best].index) : nlohmann::json();
+  rec["runner_up"] =
+      result.recommendation.runner_up ? nlohmann::json(result.rows[*result.recommendation.runner_up].index) : nlohmann::json();
+  nlohmann::json pareto = nlohmann::json::array();
+  for (size_t i : result.pareto) pareto.push_back(result.rows[i].index);
+  return {{"scenario", result.scenario}, {"memory_margin", result.memory_margin}, {"axes", axes},
+          {"points", result.rows.size()}, {"pareto_front", pareto}, {"recommendation", rec}, {"rows", rows}};
+}
+
 }  // namespace shardline

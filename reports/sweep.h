@@ -87,4 +87,15 @@ nlohmann::json sweep_row_to_json(const SweepRow& row, const std::vector<std::str
 SweepRow sweep_row_from_json(const nlohmann::json& j, const std::vector<std::string>& paths);
 std::string sweep_csv(const std::vector<SweepRow>& rows, const std::vector<std::string>& paths);
 
+// Everything one sweep produced (what sweep.json, report.html and the recommendation show).
+struct SweepResult {
+  std::string scenario;
+  std::vector<SweepAxis> axes;
+  double memory_margin = 0.1;
+  std::vector<SweepRow> rows;  // in grid order
+  std::vector<size_t> pareto;  // pareto_front(rows)
+  Recommendation recommendation;
+};
+nlohmann::json sweep_json(const SweepResult& result);
+
 }  // namespace shardline

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <string>
 
+#define OMPI_SKIP_MPICXX 1  // C bindings only
 #include <mpi.h>
 
 namespace shardline {

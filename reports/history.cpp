@@ -1,0 +1,119 @@
+// JSON-lines metrics history and its trend page (see reports/history.h).
+#include "reports/history.h"
+
+#include <chrono>
+#include <ctime>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "core/units.h"
+#include "reports/svg_chart.h"
+
+namespace shardline {
+
+std::string history_record_to_line(const HistoryRecord& r) {
+  const nlohmann::json j = {{"scenario", r.scenario}, {"commit", r.commit}, {"time", r.time_utc},
+                            {"backend", r.backend}, {"metrics", metrics_to_json(r.metrics)}};
+  return j.dump();
+}
+
+void append_history(const std::string& path, const HistoryRecord& record) {
+  std::ofstream out(path, std::ios::app);
+  if (!out) throw InputError("--history", "cannot open \"" + path + "\" for appending");
+  out << history_record_to_line(record) << "\n";
+  out.flush();
+  if (!out) throw InputError("--history", "writing \"" + path + "\" failed");
+}
+
+std::vector<HistoryRecord> read_history(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw InputError("--history", "cannot open \"" + path + "\"");
+  std::vector<HistoryRecord> out;
+  std::string line;
+  for (int n = 1; std::getline(in, line); ++n) {
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    const std::string where = path + ":" + std::to_string(n);
+    try {
+      const nlohmann::json j = nlohmann::json::parse(line);
+      HistoryRecord r;
+      r.scenario = j.at("scenario").get<std::string>();
+      r.commit = j.at("commit").get<std::string>();
+      r.time_utc = j.at("time").get<std::string>();
+      r.backend = j.at("backend").get<std::string>();
+      r.metrics = metrics_from_json(j.at("metrics"));
+      out.push_back(std::move(r));
+    } catch (const nlohmann::json::exception& e) {
+      throw InputError(where, std::string("is not a history record: ") + e.what());
+    } catch (const InputError& e) {
+      throw InputError(where, std::string("is not a history record: ") + e.what());
+    }
+  }
+  return out;
+}
+
+std::string utc_now_iso8601() {
+  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+std::string history_html(const std::vector<HistoryRecord>& records) {
+  std::map<std::string, std::vector<const HistoryRecord*>> by_scenario;
+  for (const auto& r : records) by_scenario[r.scenario].push_back(&r);
+  std::ostringstream h;
+  h << "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>shardline history</title>\n"
+       "<style>body{font-family:sans-serif;margin:24px}.pair{display:flex;flex-wrap:wrap;gap:12px}"
+       ".note{color:#666;font-size:12px}</style></head><body>\n<h1>Overlap efficiency and step time over time</h1>\n<p>"
+    << records.size() << " records, " << by_scenario.size()
+    << " scenarios. x axis: record number per scenario (hover a point for its commit, time and backend).</p>\n";
+  for (const auto& [name, recs] : by_scenario) {
+    // One series per backend: predicted and measured trends are not mixed on one line.
+    std::map<std::string, std::pair<ChartSeries, ChartSeries>> series;
+    for (size_t i = 0; i < recs.size(); ++i) {
+      const auto& r = *recs[i];
+      auto& [eff, step] = series[r.backend];
+      eff.name = step.name = r.backend;
+      const std::string title = r.commit.substr(0, 12) + " " + r.time_utc + " (" + r.backend + ")";
+      char e[32];
+      std::snprintf(e, sizeof e, "%.4f", r.metrics.overlap_efficiency);
+      eff.x.push_back(static_cast<double>(i + 1));
+      eff.y.push_back(r.metrics.overlap_efficiency);
+      eff.titles.push_back(title + ": overlap efficiency " + e);
+      step.x.push_back(static_cast<double>(i + 1));
+      step.y.push_back(r.metrics.step_time_us);
+      step.titles.push_back(title + ": step time " + format_time_us(r.metrics.step_time_us));
+    }
+    Chart eff_chart, step_chart;
+    eff_chart.title = name + ": overlap efficiency";
+    step_chart.title = name + ": step time";
+    eff_chart.x_label = step_chart.x_label = "record";
+    eff_chart.y_label = "overlap efficiency";
+    step_chart.y_label = "step time (ms)";
+    step_chart.y_format = [](double us) {
+      char b[32];
+      std::snprintf(b, sizeof b, "%.4g", us / 1000);
+      return std::string(b);
+    };
+    eff_chart.width = step_chart.width = 560;
+    eff_chart.height = step_chart.height = 320;
+    for (auto& [backend, pair] : series) {
+      eff_chart.series.push_back(pair.first);
+      step_chart.series.push_back(pair.second);
+    }
+    h << "<h2>" << html_escape(name) << "</h2>\n<div class=\"pair\">" << render_svg_chart(eff_chart)
+      << render_svg_chart(step_chart) << "</div>\n";
+    const auto& last = *recs.back();
+    h << "<p class=\"note\">latest: commit " << html_escape(last.commit) << " at " << html_escape(last.time_utc) << "</p>\n";
+  }
+  h << "</body></html>\n";
+  return h.str();
+}
+
+}  // namespace shardline

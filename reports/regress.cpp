@@ -1,0 +1,203 @@
+// Metrics regression check (see reports/regress.h).
+#include "reports/regress.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "core/units.h"
+
+namespace fs = std::filesystem;
+
+namespace shardline {
+namespace {
+
+nlohmann::json read_json_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw InputError(path, "cannot open the file");
+  try {
+    return nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    throw InputError(path, std::string("is not valid JSON: ") + e.what());
+  }
+}
+
+// name -> metrics file inside a directory.
+std::map<std::string, std::string> metrics_files(const fs::path& dir) {
+  std::map<std::string, std::string> out;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    const fs::path p = entry.path();
+    if (entry.is_regular_file() && p.extension() == ".json") {
+      out[p.stem().string()] = p.string();
+    } else if (entry.is_directory() && fs::is_regular_file(p / "metrics.json")) {
+      out[p.filename().string()] = (p / "metrics.json").string();
+    }
+  }
+  return out;
+}
+
+std::string pct(double base, double cur) {
+  if (base == 0) return cur == 0 ? "+0.00%" : "n/a";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%+.2f%%", 100.0 * (cur - base) / base);
+  return buf;
+}
+
+std::string signed_us(double d) { return (d < 0 ? "-" : "+") + format_time_us(std::abs(d)); }
+
+std::string pad(const std::string& s, size_t w) { return s.size() >= w ? s : s + std::string(w - s.size(), ' '); }
+
+}  // namespace
+
+Metrics read_metrics_file(const std::string& path) {
+  const nlohmann::json j = read_json_file(path);
+  const nlohmann::json& m = j.is_object() && j.contains("metrics") && j["metrics"].is_object() ? j["metrics"] : j;
+  try {
+    return metrics_from_json(m);
+  } catch (const InputError& e) {
+    throw InputError(path, std::string("is not a metrics file: ") + e.what());
+  }
+}
+
+bool step_time_regressed(const Metrics& baseline, const Metrics& current, double tolerance) {
+  return current.step_time_us > baseline.step_time_us * (1.0 + tolerance);
+}
+
+bool efficiency_regressed(const Metrics& baseline, const Metrics& current, double tolerance) {
+  return current.overlap_efficiency < baseline.overlap_efficiency - tolerance;
+}
+
+std::string RegressEntry::status() const {
+  if (!baseline) return "NO BASELINE";
+  if (!current) return "MISSING current";
+  if (step_time_regressed || efficiency_regressed) {
+    std::string why;
+    if (step_time_regressed) why += "step time";
+    if (efficiency_regressed) why += std::string(why.empty() ? "" : ", ") + "overlap efficiency";
+    return "REGRESSED (" + why + ")";
+  }
+  if (current->step_time_us < baseline->step_time_us || current->overlap_efficiency > baseline->overlap_efficiency)
+    return "improved";
+  return "ok";
+}
+
+bool RegressReport::failed() const {
+  return std::any_of(entries.begin(), entries.end(), [](const RegressEntry& e) { return e.failed(); });
+}
+
+RegressReport regress_compare(const std::string& baseline, const std::string& current, double tolerance) {
+  if (tolerance < 0 || !std::isfinite(tolerance)) throw InputError("--tolerance", "must be a number >= 0");
+  if (!fs::exists(baseline)) throw InputError("--baseline", "\"" + baseline + "\" does not exist");
+  if (!fs::exists(current)) throw InputError("--current", "\"" + current + "\" does not exist");
+  const bool base_dir = fs::is_directory(baseline), cur_dir = fs::is_directory(current);
+  if (base_dir != cur_dir)
+    throw InputError("--current", "\"" + current + "\" is a " + (cur_dir ? "directory" : "file") + " but the baseline \"" +
+                                      baseline + "\" is a " + (base_dir ? "directory" : "file") + "; give two files or two directories");
+  RegressReport report;
+  report.tolerance = tolerance;
+  auto judge = [&](RegressEntry& e) {
+    if (e.baseline && e.current) {
+      e.step_time_regressed = step_time_regressed(*e.baseline, *e.current, tolerance);
+      e.efficiency_regressed = efficiency_regressed(*e.baseline, *e.current, tolerance);
+    }
+  };
+  if (!base_dir) {
+    RegressEntry e;
+    e.name = fs::path(current).stem().string();
+    if (e.name == "metrics") e.name = fs::path(current).parent_path().filename().string();
+    e.baseline = read_metrics_file(baseline);
+    e.current = read_metrics_file(current);
+    judge(e);
+    report.entries.push_back(std::move(e));
+    return report;
+  }
+  const auto base_files = metrics_files(baseline);
+  const auto cur_files = metrics_files(current);
+  std::map<std::string, RegressEntry> by_name;
+  for (const auto& [name, path] : base_files) {
+    by_name[name].name = name;
+    by_name[name].baseline = read_metrics_file(path);
+  }
+  for (const auto& [name, path] : cur_files) {
+    by_name[name].name = name;
+    by_name[name].current = read_metrics_file(path);
+  }
+  for (auto& [name, e] : by_name) {
+    judge(e);
+    report.entries.push_back(std::move(e));
+  }
+  return report;
+}
+
+std::string regress_table(const RegressReport& report) {
+  std::vector<std::vector<std::string>> rows = {
+      {"scenario", "step time", "delta", "exposed comm", "delta", "overlap eff", "delta", "status"}};
+  for (const auto& e : report.entries) {
+    std::vector<std::string> r = {e.name};
+    if (e.baseline && e.current) {
+      const auto &b = *e.baseline, &c = *e.current;
+      char eff[64], deff[32];
+      std::snprintf(eff, sizeof eff, "%.4f -> %.4f", b.overlap_efficiency, c.overlap_efficiency);
+      std::snprintf(deff, sizeof deff, "%+.4f", c.overlap_efficiency - b.overlap_efficiency);
+      r.insert(r.end(), {format_time_us(b.step_time_us) + " -> " + format_time_us(c.step_time_us), pct(b.step_time_us, c.step_time_us),
+                         format_time_us(b.exposed_comm_us) + " -> " + format_time_us(c.exposed_comm_us),
+                         signed_us(c.exposed_comm_us - b.exposed_comm_us), eff, deff});
+    } else {
+      const Metrics& m = e.baseline ? *e.baseline : *e.current;
+      char eff[32];
+      std::snprintf(eff, sizeof eff, "%.4f", m.overlap_efficiency);
+      r.insert(r.end(), {format_time_us(m.step_time_us), "", format_time_us(m.exposed_comm_us), "", eff, ""});
+    }
+    r.push_back(e.status());
+    rows.push_back(std::move(r));
+  }
+  std::vector<size_t> width(rows[0].size(), 0);
+  for (const auto& r : rows)
+    for (size_t i = 0; i < r.size(); ++i) width[i] = std::max(width[i], r[i].size());
+  std::ostringstream out;
+  for (const auto& r : rows) {
+    std::string line;
+    for (size_t i = 0; i < r.size(); ++i) line += (i ? "  " : "") + pad(r[i], i + 1 == r.size() ? 0 : width[i]);
+    out << line << "\n";
+  }
+  size_t failed = 0;
+  for (const auto& e : report.entries) failed += e.failed() ? 1 : 0;
+  char tol[64];
+  std::snprintf(tol, sizeof tol, "%g", report.tolerance);
+  out << (failed ? std::to_string(failed) + " of " + std::to_string(report.entries.size()) + " scenarios fail"
+                 : "all " + std::to_string(report.entries.size()) + " scenarios pass")
+      << " (tolerance " << tol << ": relative for step time, absolute for overlap efficiency)\n";
+  return out.str();
+}
+
+std::vector<std::string> update_baseline(const std::string& baseline, const std::string& current) {
+  if (!fs::exists(current)) throw InputError("--current", "\"" + current + "\" does not exist");
+  std::vector<std::string> written;
+  auto copy_metrics = [&](const std::string& from, const fs::path& to) {
+    read_metrics_file(from);  // never write a baseline from a file that is not metrics
+    const nlohmann::json j = read_json_file(from);
+    if (to.has_parent_path()) fs::create_directories(to.parent_path());
+    std::ofstream out(to);
+    if (!out) throw InputError("--baseline", "cannot write \"" + to.string() + "\"");
+    out << j.dump(2) << "\n";
+    written.push_back(to.string());
+  };
+  if (!fs::is_directory(current)) {
+    if (fs::is_directory(baseline)) throw InputError("--baseline", "\"" + baseline + "\" is a directory but --current is a file");
+    copy_metrics(current, baseline);
+    return written;
+  }
+  if (fs::exists(baseline) && !fs::is_directory(baseline))
+    throw InputError("--baseline", "\"" + baseline + "\" is a file but --current is a directory");
+  for (const auto& [name, path] : metrics_files(current)) copy_metrics(path, fs::path(baseline) / (name + ".json"));
+  return written;
+}
+
+}  // namespace shardline

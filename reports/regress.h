@@ -1,0 +1,51 @@
+// Regression check of metrics files against a baseline: one file each, or two directories
+// matched by scenario name (<name>.json, or <name>/metrics.json run folders). A scenario
+// regresses when its step time grows by more than `tolerance` RELATIVE to the baseline, or its
+// overlap efficiency drops by more than `tolerance` ABSOLUTE (efficiency is already a fraction).
+// A scenario present on only one side fails the check too.
+#pragma once
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/metrics.h"
+
+namespace shardline {
+
+// Reads one metrics file: metrics_to_json's object, or an object with a "metrics" member.
+// Throws InputError(path, ...) on a missing or malformed file.
+Metrics read_metrics_file(const std::string& path);
+
+struct RegressEntry {
+  std::string name;
+  std::optional<Metrics> baseline;
+  std::optional<Metrics> current;
+  bool step_time_regressed = false;
+  bool efficiency_regressed = false;
+  bool failed() const { return !baseline || !current || step_time_regressed || efficiency_regressed; }
+  std::string status() const;  // "ok", "improved", "REGRESSED (...)", "MISSING current", "NO BASELINE"
+};
+
+struct RegressReport {
+  double tolerance = 0;
+  std::vector<RegressEntry> entries;  // sorted by name
+  bool failed() const;
+};
+
+// The comparison rule for one scenario (see the file comment).
+bool step_time_regressed(const Metrics& baseline, const Metrics& current, double tolerance);
+bool efficiency_regressed(const Metrics& baseline, const Metrics& current, double tolerance);
+
+// Throws InputError("--baseline"/"--current", ...) when a path does not exist, or when one is a
+// file and the other a directory.
+RegressReport regress_compare(const std::string& baseline, const std::string& current, double tolerance);
+
+// The table printed by `shardline regress`: step time, exposed comm and overlap efficiency, each
+// baseline -> current with its delta, and the status per scenario.
+std::string regress_table(const RegressReport& report);
+
+// Rewrites the baseline from the current metrics (a file, or <baseline>/<name>.json per
+// current scenario; the baseline folder is created when missing). Returns the files written.
+std::vector<std::string> update_baseline(const std::string& baseline, const std::string& current);
+
+}  // namespace shardline

@@ -1,0 +1,220 @@
+// Sweep report.html rendering (see reports/sweep_html.h).
+#include "reports/sweep_html.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <sstream>
+
+#include "core/units.h"
+#include "reports/svg_chart.h"
+
+namespace shardline {
+namespace {
+
+constexpr size_t kMaxSeries = 12;
+
+std::optional<double> as_number(const std::string& text) {
+  double v = 0;
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || ptr != text.data() + text.size()) return std::nullopt;
+  return v;
+}
+
+// The flattened path used as the x axis: a bucket size when varied, else the first size, else
+// the first numeric path; -1 when nothing numeric varies.
+int choose_x_path(const std::vector<std::string>& paths, const std::vector<SweepRow>& rows) {
+  auto numeric = [&](size_t p) {
+    for (const auto& r : rows)
+      if (!as_number(r.values[p])) return false;
+    return true;
+  };
+  for (size_t p = 0; p < paths.size(); ++p)
+    if (path_takes_bytes(paths[p]) && paths[p].find("bucket") != std::string::npos && numeric(p)) return static_cast<int>(p);
+  for (size_t p = 0; p < paths.size(); ++p)
+    if (path_takes_bytes(paths[p]) && numeric(p)) return static_cast<int>(p);
+  for (size_t p = 0; p < paths.size(); ++p)
+    if (numeric(p)) return static_cast<int>(p);
+  return -1;
+}
+
+std::string ms(double us) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3g", us / 1000.0);
+  return buf;
+}
+
+std::string gib(double bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3g", bytes / (1024.0 * 1024 * 1024));
+  return buf;
+}
+
+std::string settings(const SweepRow& r, const std::vector<std::string>& paths, int skip = -1) {
+  std::string out;
+  for (size_t p = 0; p < paths.size(); ++p) {
+    if (static_cast<int>(p) == skip) continue;
+    std::string v = r.values[p];
+    if (path_takes_bytes(paths[p]))
+      if (auto n = as_number(v)) v = format_bytes(static_cast<int64_t>(*n));
+    out += (out.empty() ? "" : ", ") + paths[p] + "=" + v;
+  }
+  return out;
+}
+
+// Step time and overlap efficiency against the x path, one series per setting of the others.
+std::string line_plots(const SweepResult& res, const std::vector<std::string>& paths, int xp) {
+  std::map<std::string, std::vector<size_t>> groups;  // setting label -> rows
+  std::vector<std::string> order;
+  for (size_t i = 0; i < res.rows.size(); ++i) {
+    const auto& r = res.rows[i];
+    if (!r.valid) continue;
+    const std::string key = settings(r, paths, xp);
+    if (!groups.count(key)) order.push_back(key);
+    groups[key].push_back(i);
+  }
+  const bool sizes = path_takes_bytes(paths[static_cast<size_t>(xp)]);
+  double xmin = INFINITY, xmax = -INFINITY;
+  for (const auto& r : res.rows)
+    if (r.valid) {
+      const double x = *as_number(r.values[static_cast<size_t>(xp)]);
+      xmin = std::min(xmin, x);
+      xmax = std::max(xmax, x);
+    }
+  Chart step, eff;
+  step.title = "Step time against " + paths[static_cast<size_t>(xp)];
+  eff.title = "Overlap efficiency against " + paths[static_cast<size_t>(xp)];
+  step.x_label = eff.x_label = paths[static_cast<size_t>(xp)];
+  step.y_label = "step time (ms)";
+  eff.y_label = "overlap efficiency";
+  step.log_x = eff.log_x = xmin > 0 && xmax / xmin >= 16;
+  if (sizes) step.x_format = eff.x_format = [](double v) { return format_bytes(static_cast<int64_t>(std::llround(v))); };
+  step.y_format = [](double v) { return ms(v); };
+  std::string note;
+  for (size_t s = 0; s < order.size(); ++s) {
+    if (s == kMaxSeries) {
+      note = "<p class=\"note\">Showing the first " + std::to_string(kMaxSeries) + " of " + std::to_string(order.size()) +
+             " settings; every row is in sweep.csv.</p>\n";
+      break;
+    }
+    std::vector<size_t> idx = groups[order[s]];
+    std::sort(idx.begin(), idx.end(), [&](size_t a, size_t b) {
+      return *as_number(res.rows[a].values[static_cast<size_t>(xp)]) < *as_number(res.rows[b].values[static_cast<size_t>(xp)]);
+    });
+    ChartSeries a, b;
+    a.name = b.name = order[s].empty() ? "all" : order[s];
+    for (size_t i : idx) {
+      const auto& r = res.rows[i];
+      const double x = *as_number(r.values[static_cast<size_t>(xp)]);
+      const std::string title = settings(r, paths) + (r.fits_memory ? "" : " (does not fit memory)");
+      a.x.push_back(x);
+      a.y.push_back(r.metrics.step_time_us);
+      a.titles.push_back(title + ": " + format_time_us(r.metrics.step_time_us));
+      b.x.push_back(x);
+      b.y.push_back(r.metrics.overlap_efficiency);
+      char e[32];
+      std::snprintf(e, sizeof e, "%.3f", r.metrics.overlap_efficiency);
+      b.titles.push_back(title + ": " + e);
+    }
+    step.series.push_back(std::move(a));
+    eff.series.push_back(std::move(b));
+  }
+  return render_svg_chart(step) + note + render_svg_chart(eff) + note;
+}
+
+std::string pareto_plot(const SweepResult& res, const std::vector<std::string>& paths) {
+  Chart c;
+  c.title = "Peak memory against step time (Pareto front marked)";
+  c.x_label = "step time (ms)";
+  c.y_label = "peak memory (GiB)";
+  c.x_format = [](double v) { return ms(v); };
+  c.y_format = [](double v) { return gib(v); };
+  ChartSeries fit, tight, over, front;
+  fit.name = "fits with margin";
+  tight.name = "fits, inside the margin";
+  over.name = "exceeds GPU memory";
+  front.name = "Pareto front";
+  fit.line = tight.line = over.line = false;
+  fit.color = "#2ca02c";
+  tight.color = "#ff7f0e";
+  over.color = "#d62728";
+  front.color = "#222";
+  front.marker_radius = 5;
+  int64_t capacity = 0;
+  for (const auto& r : res.rows) {
+    if (!r.valid) continue;
+    capacity = std::max(capacity, r.metrics.memory_capacity_bytes);
+    ChartSeries& s = !r.fits_memory ? over : (r.fits_with_margin ? fit : tight);
+    s.x.push_back(r.metrics.step_time_us);
+    s.y.push_back(static_cast<double>(r.metrics.peak_memory_bytes));
+    s.titles.push_back(settings(r, paths) + ": " + format_time_us(r.metrics.step_time_us) + ", " +
+                       format_bytes(r.metrics.peak_memory_bytes));
+  }
+  for (size_t i : res.pareto) {
+    const auto& r = res.rows[i];
+    front.x.push_back(r.metrics.step_time_us);
+    front.y.push_back(static_cast<double>(r.metrics.peak_memory_bytes));
+    front.titles.push_back("Pareto: " + settings(r, paths) + ": " + format_time_us(r.metrics.step_time_us) + ", " +
+                           format_bytes(r.metrics.peak_memory_bytes));
+  }
+  for (auto* s : {&fit, &tight, &over, &front})
+    if (!s->x.empty()) c.series.push_back(*s);
+  if (capacity > 0) {
+    c.y_reference = static_cast<double>(capacity);
+    c.y_reference_label = "GPU memory " + format_bytes(capacity);
+  }
+  return render_svg_chart(c);
+}
+
+}  // namespace
+
+std::string sweep_html(const SweepResult& res) {
+  const auto paths = sweep_paths(res.axes);
+  size_t invalid = 0, over = 0;
+  std::map<std::string, size_t> reasons;
+  for (const auto& r : res.rows) {
+    if (!r.valid) {
+      ++invalid;
+      ++reasons[r.error];
+    } else if (!r.fits_memory) {
+      ++over;
+    }
+  }
+  std::ostringstream h;
+  h << "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>shardline sweep: " << html_escape(res.scenario)
+    << "</title>\n<style>body{font-family:sans-serif;margin:24px;max-width:1100px}table{border-collapse:collapse}"
+       "td,th{border:1px solid #ccc;padding:3px 8px;font-size:13px;text-align:left}pre{background:#f6f6f6;padding:10px;"
+       "white-space:pre-wrap}.note{color:#666;font-size:12px}</style></head><body>\n";
+  h << "<h1>Sweep: " << html_escape(res.scenario) << "</h1>\n<p>" << res.rows.size() << " configurations over ";
+  for (size_t a = 0; a < res.axes.size(); ++a)
+    h << (a ? ", " : "") << "<code>" << html_escape(res.axes[a].label()) << "</code> (" << res.axes[a].values.size() << ")";
+  h << "; " << over << " exceed GPU memory, " << invalid << " invalid. Memory margin " << res.memory_margin * 100
+    << "%.</p>\n";
+  h << "<h2>Recommendation</h2>\n<pre>" << html_escape(res.recommendation.text) << "</pre>\n";
+  const int xp = choose_x_path(paths, res.rows);
+  if (xp >= 0) h << "<h2>Step time and overlap</h2>\n" << line_plots(res, paths, xp);
+  h << "<h2>Memory against speed</h2>\n" << pareto_plot(res, paths);
+  h << "<h2>Pareto front</h2>\n<table><tr><th>#</th><th>settings</th><th>step time</th><th>exposed comm</th>"
+       "<th>overlap efficiency</th><th>peak memory</th><th>fits</th></tr>\n";
+  for (size_t i : res.pareto) {
+    const auto& r = res.rows[i];
+    char e[32];
+    std::snprintf(e, sizeof e, "%.3f", r.metrics.overlap_efficiency);
+    h << "<tr><td>" << r.index << "</td><td>" << html_escape(settings(r, paths)) << "</td><td>"
+      << format_time_us(r.metrics.step_time_us) << "</td><td>" << format_time_us(r.metrics.exposed_comm_us) << "</td><td>"
+      << e << "</td><td>" << format_bytes(r.metrics.peak_memory_bytes) << "</td><td>"
+      << (r.fits_with_margin ? "yes" : r.fits_memory ? "inside margin" : "no") << "</td></tr>\n";
+  }
+  h << "</table>\n";
+  if (invalid > 0) {
+    h << "<h2>Invalid configurations</h2>\n<table><tr><th>rows</th><th>reason</th></tr>\n";
+    for (const auto& [reason, n] : reasons) h << "<tr><td>" << n << "</td><td>" << html_escape(reason) << "</td></tr>\n";
+    h << "</table>\n";
+  }
+  h << "<p class=\"note\">Every configuration, with every metric, is in sweep.csv and sweep.json.</p>\n</body></html>\n";
+  return h.str();
+}
+
+}  // namespace shardline

@@ -1,0 +1,195 @@
+// Regression check against a baseline (injected regressions fail, improvements pass, missing
+// files are reported) and the JSON-lines history (append and read back).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "reports/history.h"
+#include "reports/regress.h"
+
+namespace fs = std::filesystem;
+
+namespace shardline {
+namespace {
+
+class TempDir {
+ public:
+  TempDir() {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    path_ = fs::temp_directory_path() /
+            ("shardline_regress_" + std::string(info->name()) + "_" + std::to_string(::getpid()));
+    fs::remove_all(path_);
+    fs::create_directories(path_);
+  }
+  ~TempDir() { fs::remove_all(path_); }
+  fs::path operator/(const std::string& s) const { return path_ / s; }
+
+ private:
+  fs::path path_;
+};
+
+Metrics metrics(double step_us, double exposed_us, double efficiency) {
+  Metrics m;
+  m.step_time_us = step_us;
+  m.exposed_comm_us = exposed_us;
+  m.compute_busy_us = step_us - exposed_us;
+  m.comm_busy_us = exposed_us / (1 - efficiency + 1e-12);
+  m.overlap_efficiency = efficiency;
+  m.peak_memory_bytes = 1 << 30;
+  m.memory_capacity_bytes = 80LL << 30;
+  m.by_kind["all_gather"] = {10, 1 << 20, 100};
+  return m;
+}
+
+void write(const fs::path& p, const nlohmann::json& j) {
+  fs::create_directories(p.parent_path());
+  std::ofstream(p) << j.dump(2);
+}
+
+void write_metrics(const fs::path& p, const Metrics& m) { write(p, metrics_to_json(m)); }
+
+TEST(RegressRule, StepTimeIsRelativeEfficiencyIsAbsolute) {
+  const Metrics base = metrics(1000, 100, 0.80);
+  EXPECT_FALSE(step_time_regressed(base, metrics(1010, 100, 0.80), 0.01));  // exactly +1%
+  EXPECT_TRUE(step_time_regressed(base, metrics(1011, 100, 0.80), 0.01));
+  EXPECT_FALSE(step_time_regressed(base, metrics(900, 100, 0.80), 0.0));
+  EXPECT_TRUE(step_time_regressed(base, metrics(1000.001, 100, 0.80), 0.0));
+  EXPECT_FALSE(efficiency_regressed(base, metrics(1000, 100, 0.795), 0.01));
+  EXPECT_TRUE(efficiency_regressed(base, metrics(1000, 100, 0.785), 0.01));
+  EXPECT_FALSE(efficiency_regressed(base, metrics(1000, 100, 0.90), 0.0));
+  EXPECT_TRUE(efficiency_regressed(base, metrics(1000, 100, 0.7999), 0.0));
+}
+
+TEST(Regress, InjectedRegressionFailsInDirectories) {
+  TempDir t;
+  write_metrics(t / "base/llama.json", metrics(1000, 100, 0.8));
+  write_metrics(t / "base/gpt.json", metrics(2000, 200, 0.7));
+  write_metrics(t / "cur/llama/metrics.json", metrics(1000, 100, 0.8));  // run-folder form
+  write_metrics(t / "cur/gpt.json", metrics(2100, 300, 0.6));           // slower and less overlap
+  const RegressReport r = regress_compare((t / "base").string(), (t / "cur").string(), 0.01);
+  ASSERT_EQ(r.entries.size(), 2u);
+  EXPECT_TRUE(r.failed());
+  EXPECT_EQ(r.entries[0].name, "gpt");
+  EXPECT_TRUE(r.entries[0].step_time_regressed);
+  EXPECT_TRUE(r.entries[0].efficiency_regressed);
+  EXPECT_EQ(r.entries[0].status(), "REGRESSED (step time, overlap efficiency)");
+  EXPECT_EQ(r.entries[1].name, "llama");
+  EXPECT_FALSE(r.entries[1].failed());
+  const std::string table = regress_table(r);
+  EXPECT_NE(table.find("+5.00%"), std::string::npos) << table;
+  EXPECT_NE(table.find("-0.1000"), std::string::npos) << table;
+  EXPECT_NE(table.find("1 of 2 scenarios fail"), std::string::npos) << table;
+}
+
+TEST(Regress, ImprovementPasses) {
+  TempDir t;
+  write_metrics(t / "base.json", metrics(1000, 100, 0.8));
+  write_metrics(t / "cur.json", metrics(950, 50, 0.9));
+  const RegressReport r = regress_compare((t / "base.json").string(), (t / "cur.json").string(), 0.0);
+  ASSERT_EQ(r.entries.size(), 1u);
+  EXPECT_FALSE(r.failed());
+  EXPECT_EQ(r.entries[0].status(), "improved");
+}
+
+TEST(Regress, IdenticalPassesAtZeroTolerance) {
+  TempDir t;
+  write_metrics(t / "b/x.json", metrics(1234.5678, 12.5, 0.8125));
+  write_metrics(t / "c/x.json", metrics(1234.5678, 12.5, 0.8125));
+  EXPECT_FALSE(regress_compare((t / "b").string(), (t / "c").string(), 0.0).failed());
+}
+
+TEST(Regress, MissingScenariosOnEitherSideFail) {
+  TempDir t;
+  write_metrics(t / "b/old.json", metrics(1000, 100, 0.8));
+  write_metrics(t / "c/new.json", metrics(1000, 100, 0.8));
+  const RegressReport r = regress_compare((t / "b").string(), (t / "c").string(), 0.5);
+  ASSERT_EQ(r.entries.size(), 2u);
+  EXPECT_TRUE(r.failed());
+  EXPECT_EQ(r.entries[0].status(), "NO BASELINE");
+  EXPECT_EQ(r.entries[1].status(), "MISSING current");
+}
+
+TEST(Regress, MissingOrMismatchedPathsAreInputErrors) {
+  TempDir t;
+  write_metrics(t / "c.json", metrics(1000, 100, 0.8));
+  try {
+    regress_compare((t / "nope").string(), (t / "c.json").string(), 0.01);
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where(), "--baseline");
+  }
+  fs::create_directories(t / "dir");
+  EXPECT_THROW(regress_compare((t / "dir").string(), (t / "c.json").string(), 0.01), InputError);
+  write(t / "bad.json", {{"step_time_us", 1}});
+  EXPECT_THROW(regress_compare((t / "bad.json").string(), (t / "c.json").string(), 0.01), InputError);
+}
+
+TEST(Regress, MetricsWrappedInAnObjectAreRead) {
+  TempDir t;
+  write(t / "w.json", {{"scenario", "x"}, {"metrics", metrics_to_json(metrics(77, 7, 0.5))}});
+  EXPECT_EQ(read_metrics_file((t / "w.json").string()).step_time_us, 77);
+}
+
+TEST(Regress, UpdateBaselineMakesTheCheckPass) {
+  TempDir t;
+  write_metrics(t / "b/x.json", metrics(1000, 100, 0.8));
+  write_metrics(t / "c/x/metrics.json", metrics(1500, 400, 0.5));
+  write_metrics(t / "c/y.json", metrics(10, 1, 0.9));
+  ASSERT_TRUE(regress_compare((t / "b").string(), (t / "c").string(), 0).failed());
+  const auto written = update_baseline((t / "b").string(), (t / "c").string());
+  EXPECT_EQ(written.size(), 2u);
+  EXPECT_TRUE(fs::exists(t / "b/y.json"));
+  EXPECT_FALSE(regress_compare((t / "b").string(), (t / "c").string(), 0).failed());
+  EXPECT_EQ(read_metrics_file((t / "b/x.json").string()).step_time_us, 1500);
+}
+
+TEST(History, AppendAndReadBack) {
+  TempDir t;
+  const std::string path = (t / "history.jsonl").string();
+  HistoryRecord a{"llama", metrics(1000, 100, 0.8), "abc123", "2026-01-02T03:04:05Z", "sim"};
+  HistoryRecord b{"llama", metrics(900, 50, 0.9), "def456", "2026-01-03T03:04:05Z", "mpi"};
+  append_history(path, a);
+  append_history(path, b);
+  const auto recs = read_history(path);
+  ASSERT_EQ(recs.size(), 2u);
+  EXPECT_EQ(recs[0].scenario, "llama");
+  EXPECT_EQ(recs[0].commit, "abc123");
+  EXPECT_EQ(recs[0].time_utc, "2026-01-02T03:04:05Z");
+  EXPECT_EQ(recs[1].backend, "mpi");
+  EXPECT_EQ(recs[1].metrics.step_time_us, 900);
+  EXPECT_EQ(recs[1].metrics.overlap_efficiency, 0.9);
+  EXPECT_EQ(recs[1].metrics.by_kind.at("all_gather").count, 10);
+  const std::string html = history_html(recs);
+  EXPECT_NE(html.find("<svg"), std::string::npos);
+  EXPECT_NE(html.find("llama: overlap efficiency"), std::string::npos);
+  EXPECT_NE(html.find("def456"), std::string::npos);
+}
+
+TEST(History, MalformedLineNamesFileAndLine) {
+  TempDir t;
+  const std::string path = (t / "h.jsonl").string();
+  append_history(path, {"s", metrics(1, 0, 1), "c", "2026-01-01T00:00:00Z", "sim"});
+  std::ofstream(path, std::ios::app) << "{not json\n";
+  try {
+    read_history(path);
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where(), path + ":2");
+  }
+}
+
+TEST(History, UtcTimeIsIso8601) {
+  const std::string t = utc_now_iso8601();
+  ASSERT_EQ(t.size(), 20u);
+  EXPECT_EQ(t[4], '-');
+  EXPECT_EQ(t[10], 'T');
+  EXPECT_EQ(t.back(), 'Z');
+}
+
+}  // namespace
+}  // namespace shardline
