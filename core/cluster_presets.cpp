@@ -8,10 +8,12 @@
 namespace shardline {
 namespace {
 
-// Sources for every number: docs/scenario.md, section "Cluster presets".
+// Sources for every number: docs/scenario.md, section "Cluster presets". A preset's cluster name
+// is its key. h100-sxm-dgx: DGX H100 (8x H100 SXM5 80GB, NVLink 4, 8x 400 Gb/s InfiniBand NDR);
+// a100-80gb-dgx: DGX A100 (8x A100 SXM4 80GB, NVLink 3, 8x 200 Gb/s InfiniBand HDR); host-cpu: MPI
+// ranks on one host as devices, shared-memory transport.
 constexpr const char* kPresets = R"json({
   "h100-sxm-dgx": {
-    "name": "DGX H100 (8x H100 SXM5 80GB, NVLink 4, 8x 400Gb/s InfiniBand NDR)",
     "gpu": {
       "name": "H100 SXM5 80GB",
       "peak_tflops": {"bf16": 989, "fp16": 989, "fp8": 1979, "fp32": 67},
@@ -28,7 +30,6 @@ constexpr const char* kPresets = R"json({
     "hierarchical_collectives": false
   },
   "a100-80gb-dgx": {
-    "name": "DGX A100 (8x A100 SXM4 80GB, NVLink 3, 8x 200Gb/s InfiniBand HDR)",
     "gpu": {
       "name": "A100 SXM4 80GB",
       "peak_tflops": {"bf16": 312, "fp16": 312, "fp32": 19.5},
@@ -45,7 +46,6 @@ constexpr const char* kPresets = R"json({
     "hierarchical_collectives": false
   },
   "host-cpu": {
-    "name": "host CPU (MPI ranks as devices, shared-memory transport)",
     "gpu": {
       "name": "host CPU core",
       "peak_tflops": {"fp32": 0.05, "bf16": 0.05, "fp16": 0.05},

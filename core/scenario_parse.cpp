@@ -566,7 +566,7 @@ RunSpec parse_run(const json& j, const json& sch) {
 json load_json_file(const std::string& path, const std::string& where) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
-    throw InputError(where, "cannot open \"" + path + "\": " + std::strerror(errno) + "; expected a readable JSON file");
+    throw InputError(where, "cannot open \"" + path + "\" (" + std::strerror(errno) + "); expected a readable JSON file");
   }
   std::stringstream buffer;
   buffer << in.rdbuf();
@@ -586,9 +586,11 @@ json load_json_file(const std::string& path, const std::string& where) {
       }
     }
     std::string detail = e.what();
-    const auto colon = detail.find("]: ");
-    if (colon != std::string::npos) detail = detail.substr(colon + 3);
-    throw InputError(where, "malformed JSON in \"" + path + "\" at line " + std::to_string(line) + ", column " +
+    // nlohmann's what(): "[json.exception.parse_error.101] parse error at line L, column C: <why>".
+    const auto at_column = detail.find(", column ");
+    const auto why = at_column == std::string::npos ? std::string::npos : detail.find(": ", at_column);
+    if (why != std::string::npos) detail = detail.substr(why + 2);
+    throw InputError(where, "malformed JSON at line " + std::to_string(line) + ", column " +
                                 std::to_string(column) + ": " + detail);
   }
 }

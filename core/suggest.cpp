@@ -25,7 +25,10 @@ std::string closest_match(std::string_view word, const std::vector<std::string>&
   int best = limit + 1;
   std::string best_word;
   for (const auto& c : candidates) {
-    const int d = edit_distance(word, c);
+    int d = edit_distance(word, c);
+    // A truncated or extended name ("h100-sxm" for "h100-sxm-dgx") is a plausible typo too.
+    const bool prefix = word.size() >= 3 && (c.rfind(word, 0) == 0 || word.rfind(c, 0) == 0);
+    if (prefix) d = std::min(d, limit);
     if (d < best) {
       best = d;
       best_word = c;

@@ -10,7 +10,8 @@ namespace shardline {
 int edit_distance(std::string_view a, std::string_view b);
 
 // The candidate closest to `word`, or "" when none is close enough to be a plausible typo
-// (distance at most max(2, word length / 3)). Ties go to the earlier candidate.
+// (distance at most max(2, word length / 3), or one is a prefix of the other). Ties go to the
+// earlier candidate.
 std::string closest_match(std::string_view word, const std::vector<std::string>& candidates);
 
 // " did you mean \"x\"?" or " expected one of: a, b, c." -- a ready tail for an error sentence.

@@ -1,0 +1,482 @@
+// Scenario JSON -> validated Scenario: transformer derivation, presets, overrides, every class of
+// bad input, and every shipped scenario file.
+#include <filesystem>
+#include <fstream>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "core/cluster_presets.h"
+#include "core/error.h"
+#include "core/scenario_parse.h"
+
+namespace shardline {
+namespace {
+
+using ::testing::HasSubstr;
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+// A small valid scenario: 3 explicit units on a custom 1 x 8 cluster, FSDP over 8.
+json tiny() {
+  return json::parse(R"({
+    "name": "tiny",
+    "model": {"units": [
+      {"name": "embedding", "params": 1000, "forward_flops": 1e6},
+      {"name": "block", "tensors": [{"name": "w1", "numel": 4000}, {"name": "w2", "numel": 4000}],
+       "forward_flops": "2G", "activation_bytes": "1MiB"},
+      {"name": "head", "params": 1000, "forward_time": "1ms"}
+    ]},
+    "cluster": {
+      "gpu": {"name": "g", "peak_tflops": {"bf16": 100, "fp32": 10}, "efficiency": 0.5, "memory": "16GiB",
+              "copy_bandwidth": "500GB/s"},
+      "nodes": 1, "gpus_per_node": 8,
+      "intra_node": {"bandwidth": "100GB/s", "latency": "2us"}
+    },
+    "mesh": {"shard": 8}
+  })");
+}
+
+json llama(int64_t layers, int64_t hidden, int64_t ffn, int64_t heads, int64_t kv, const std::string& ckpt) {
+  json j = tiny();
+  j["model"] = {{"transformer",
+                 {{"layers", layers}, {"hidden", hidden}, {"ffn_hidden", ffn}, {"heads", heads}, {"kv_heads", kv},
+                  {"vocab", 128256}, {"seq_len", 8192}, {"micro_batch_size", 1}, {"activation_checkpointing", ckpt}}}};
+  return j;
+}
+
+template <typename Fn>
+void expect_input_error(Fn fn, const std::string& where, std::initializer_list<std::string> parts) {
+  try {
+    fn();
+    FAIL() << "expected InputError at " << where;
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where(), where) << e.what();
+    for (const auto& p : parts) EXPECT_THAT(std::string(e.what()), HasSubstr(p)) << "where " << where;
+  }
+}
+
+// Applies `set` (path=value overrides) to the tiny scenario and expects an InputError at `where`.
+void expect_bad(json j, const std::string& where, std::initializer_list<std::string> parts) {
+  expect_input_error([&] { parse_scenario(j); }, where, parts);
+}
+
+std::string write_temp(const std::string& name, const std::string& text) {
+  const fs::path dir = fs::temp_directory_path() / "shardline_scenario_test";
+  fs::create_directories(dir);
+  const fs::path p = dir / name;
+  std::ofstream(p) << text;
+  return p.string();
+}
+
+// ---- transformer derivation -------------------------------------------------------------------
+
+TEST(Transformer, Llama3_8BUnitsAndParameterCount) {
+  const Scenario s = parse_scenario(llama(32, 4096, 14336, 32, 8, "selective"));
+  ASSERT_EQ(s.model.units.size(), 34u);
+  EXPECT_EQ(s.model.units.front().name, "embedding");
+  EXPECT_EQ(s.model.units[1].name, "layers.0");
+  EXPECT_EQ(s.model.units[32].name, "layers.31");
+  EXPECT_EQ(s.model.units.back().name, "norm+output");
+  // Per block: q, o: h*h; k, v: h * kv_heads * head_dim; gate, up, down: h * ffn; two RMSNorm weights.
+  const int64_t h = 4096, kv_dim = 8 * 128, ffn = 14336;
+  const int64_t block = 2 * h * h + 2 * h * kv_dim + 3 * h * ffn + 2 * h;
+  EXPECT_EQ(block, 218112000);
+  EXPECT_EQ(s.model.units[1].params(), block);
+  EXPECT_EQ(s.model.units.front().params(), 128256 * h);
+  EXPECT_EQ(s.model.units.back().params(), 128256 * h + h);
+  EXPECT_NEAR(static_cast<double>(s.model.total_params()), 8.03e9, 8.03e9 * 0.005);
+  const auto& t = s.model.units[1].tensors;
+  ASSERT_EQ(t.size(), 9u);
+  EXPECT_EQ(t[1].name, "attention.wk.weight");
+  EXPECT_EQ(t[1].numel, h * kv_dim);
+}
+
+TEST(Transformer, Llama3_70BAnd405BParameterCounts) {
+  EXPECT_NEAR(static_cast<double>(parse_scenario(llama(80, 8192, 28672, 64, 8, "full")).model.total_params()), 70.6e9,
+              70.6e9 * 0.005);
+  json j = llama(126, 16384, 53248, 128, 8, "full");
+  EXPECT_NEAR(static_cast<double>(parse_scenario(j).model.total_params()), 405e9, 405e9 * 0.005);
+}
+
+TEST(Transformer, FlopsAndActivationsPerCheckpointingMode) {
+  const double s = 8192, h = 4096, b = 1;
+  const Scenario none = parse_scenario(llama(2, 4096, 14336, 32, 8, "none"));
+  const UnitSpec& blk = none.model.units[1];
+  const double attention_core = 2 * b * s * s * h;  // 4bs^2h halved for the causal mask
+  EXPECT_DOUBLE_EQ(blk.forward_flops, 2.0 * blk.params() * s * b + attention_core);
+  EXPECT_DOUBLE_EQ(blk.backward_flops, 2 * blk.forward_flops);
+  EXPECT_FALSE(blk.recompute_forward);
+  EXPECT_EQ(blk.activation_bytes, static_cast<int64_t>(s * b * h * (34 + 5 * 32 * s / h)));
+
+  const UnitSpec& sel = parse_scenario(llama(2, 4096, 14336, 32, 8, "selective")).model.units[1];
+  EXPECT_EQ(sel.activation_bytes, static_cast<int64_t>(34 * s * b * h));
+  EXPECT_DOUBLE_EQ(sel.backward_flops, 2 * sel.forward_flops + attention_core);
+  EXPECT_FALSE(sel.recompute_forward);
+
+  const UnitSpec& full = parse_scenario(llama(2, 4096, 14336, 32, 8, "full")).model.units[1];
+  EXPECT_EQ(full.activation_bytes, static_cast<int64_t>(2 * s * b * h));
+  EXPECT_TRUE(full.recompute_forward);
+  EXPECT_DOUBLE_EQ(full.backward_flops, 2 * full.forward_flops);
+
+  const UnitSpec& head = none.model.units.back();
+  EXPECT_DOUBLE_EQ(head.forward_flops, 2 * s * b * 128256 * h);
+  EXPECT_EQ(head.activation_bytes, static_cast<int64_t>(4 * s * b * h + 4 * s * b * 128256));
+}
+
+TEST(Transformer, TiedEmbeddingsDropTheOutputWeightAndMicroBatchScales) {
+  json j = llama(2, 4096, 14336, 32, 8, "full");
+  j["model"]["transformer"]["tied_embeddings"] = true;
+  const Scenario tied = parse_scenario(j);
+  EXPECT_EQ(tied.model.units.back().params(), 4096);
+  j["model"]["transformer"]["micro_batch_size"] = 2;
+  j["model"]["transformer"]["tied_embeddings"] = false;
+  const Scenario two = parse_scenario(j);
+  const Scenario one = parse_scenario(llama(2, 4096, 14336, 32, 8, "full"));
+  EXPECT_DOUBLE_EQ(two.model.units[1].forward_flops, 2 * one.model.units[1].forward_flops);
+  EXPECT_EQ(two.model.units[1].activation_bytes, 2 * one.model.units[1].activation_bytes);
+}
+
+// ---- explicit units, cluster, mesh, policy ----------------------------------------------------
+
+TEST(Units, ExplicitUnitsParamsTensorsTimesAndDefaults) {
+  json j = tiny();
+  j["model"]["units"][1]["repeat"] = 3;
+  j["model"]["units"][1]["bucket_bytes"] = "4MiB";
+  const Scenario s = parse_scenario(j);
+  ASSERT_EQ(s.model.units.size(), 5u);
+  EXPECT_EQ(s.model.units[1].name, "block.0");
+  EXPECT_EQ(s.model.units[3].name, "block.2");
+  EXPECT_EQ(s.model.units[2].params(), 8000);
+  EXPECT_EQ(s.model.units[2].activation_bytes, 1 << 20);
+  EXPECT_EQ(s.model.units[2].bucket_bytes, std::optional<int64_t>(4 << 20));
+  EXPECT_DOUBLE_EQ(s.model.units[1].forward_flops, 2e9);
+  EXPECT_DOUBLE_EQ(s.model.units[1].backward_flops, 4e9);  // default: 2 x forward
+  EXPECT_EQ(s.model.units[0].params(), 1000);
+  EXPECT_EQ(s.model.units[4].forward_time_us, std::optional<double>(1000));
+  EXPECT_EQ(s.model.units[4].backward_time_us, std::optional<double>(2000));
+  EXPECT_EQ(s.model.name, "custom");
+}
+
+TEST(Cluster, PresetsCarryRealNumbers) {
+  json j = tiny();
+  j["cluster"] = {{"preset", "h100-sxm-dgx"}};
+  const Scenario s = parse_scenario(j);
+  EXPECT_EQ(s.cluster.name, "h100-sxm-dgx");
+  EXPECT_EQ(s.cluster.gpus_per_node, 8);
+  EXPECT_DOUBLE_EQ(s.cluster.gpu.peak_tflops.at(DType::bf16), 989);
+  EXPECT_EQ(s.cluster.gpu.memory_bytes, 80LL << 30);
+  EXPECT_DOUBLE_EQ(s.cluster.intra_node.bandwidth_bytes_per_s, 450e9);
+  EXPECT_DOUBLE_EQ(s.cluster.inter_node.bandwidth_bytes_per_s, 50e9);  // 400 Gb/s
+  EXPECT_DOUBLE_EQ(s.cluster.launch_overhead_us, 5);
+
+  j["cluster"] = {{"preset", "a100-80gb-dgx"}, {"nodes", 2}, {"gpu", {{"efficiency", 0.4}}}};
+  j["mesh"] = {{"shard", 8}, {"replicate", 2}};
+  const Scenario a = parse_scenario(j);
+  EXPECT_DOUBLE_EQ(a.cluster.gpu.peak_tflops.at(DType::bf16), 312);
+  EXPECT_DOUBLE_EQ(a.cluster.gpu.efficiency, 0.4);      // overridden
+  EXPECT_EQ(a.cluster.gpu.memory_bytes, 80LL << 30);  // kept from the preset
+  EXPECT_DOUBLE_EQ(a.cluster.inter_node.bandwidth_bytes_per_s, 25e9);
+  EXPECT_EQ(a.mesh.world(), 16);
+  for (const auto& name : cluster_preset_names()) {
+    const json preset = cluster_preset_json(name, "test");
+    j["cluster"] = {{"preset", name}};
+    j["mesh"] = {{"shard", preset["nodes"].get<int>() * preset["gpus_per_node"].get<int>()}};
+    EXPECT_NO_THROW(parse_scenario(j)) << name;
+  }
+  EXPECT_EQ(cluster_preset_names().size(), 3u);
+}
+
+TEST(Cluster, FileRelativeToTheScenario) {
+  write_temp("cluster_file_test_clusters.json", R"({
+    "gpu": {"peak_tflops": {"bf16": 50}, "memory": "24GiB", "copy_bandwidth": "300GB/s"},
+    "nodes": 1, "gpus_per_node": 8, "intra_node": {"bandwidth": "64GB/s", "latency": "3us"}})");
+  json j = tiny();
+  j["cluster"] = {{"file", "cluster_file_test_clusters.json"}, {"gpu", {{"efficiency", 0.3}}}};
+  const std::string path = write_temp("cluster_file_test.json", j.dump());
+  const Scenario s = load_scenario(path);
+  EXPECT_DOUBLE_EQ(s.cluster.gpu.peak_tflops.at(DType::bf16), 50);
+  EXPECT_DOUBLE_EQ(s.cluster.gpu.efficiency, 0.3);
+  EXPECT_DOUBLE_EQ(s.cluster.intra_node.latency_us, 3);
+}
+
+TEST(Policy, ValuesAndDefaults) {
+  json j = tiny();
+  EXPECT_EQ(parse_scenario(j).policy.bucket_bytes, 0);
+  EXPECT_EQ(parse_scenario(j).policy.reshard_after_forward.mode, ReshardAfterForward::Mode::Full);
+  j["policy"] = {{"bucket_bytes", "64MiB"}, {"reshard_after_forward", 4}, {"forward_prefetch", 2},
+                 {"backward_prefetch", 0}, {"param_dtype", "fp32"}, {"reduce_dtype", "bf16"},
+                 {"micro_batches", 4}, {"grad_sync", "last"}, {"average_gradients", false},
+                 {"comm_fusion", false}, {"zero_copy", true}, {"optimizer_bytes_per_param", 12}};
+  const PolicySpec p = parse_scenario(j).policy;
+  EXPECT_EQ(p.bucket_bytes, 64 << 20);
+  EXPECT_EQ(p.reshard_after_forward.mode, ReshardAfterForward::Mode::Partial);
+  EXPECT_EQ(p.reshard_after_forward.group_size, 4);
+  EXPECT_EQ(p.forward_prefetch, 2);
+  EXPECT_EQ(p.backward_prefetch, 0);
+  EXPECT_EQ(p.param_dtype, DType::fp32);
+  EXPECT_EQ(p.reduce_dtype, DType::bf16);
+  EXPECT_EQ(p.micro_batches, 4);
+  EXPECT_EQ(p.grad_sync, GradSync::Last);
+  EXPECT_FALSE(p.average_gradients);
+  EXPECT_FALSE(p.comm_fusion);
+  EXPECT_TRUE(p.zero_copy);
+  EXPECT_EQ(p.optimizer_bytes_per_param, 12);
+  j["policy"] = {{"bucket_bytes", 0}, {"reshard_after_forward", false}};
+  EXPECT_EQ(parse_scenario(j).policy.bucket_bytes, 0);
+  EXPECT_EQ(parse_scenario(j).policy.reshard_after_forward.mode, ReshardAfterForward::Mode::Keep);
+  j["policy"] = {{"bucket_bytes", "unit"}};
+  EXPECT_EQ(parse_scenario(j).policy.bucket_bytes, 0);
+}
+
+// ---- every class of bad input -----------------------------------------------------------------
+
+TEST(BadInput, UnknownKeysSuggestTheClosest) {
+  json j = tiny();
+  j["policy"] = {{"bucket_byte", 1}};
+  expect_bad(j, "policy.bucket_byte", {"unknown key", "did you mean \"bucket_bytes\"?"});
+  j = tiny();
+  j["modle"] = 1;
+  expect_bad(j, "modle", {"did you mean \"model\"?"});
+  j = tiny();
+  j["cluster"]["gpu"]["effciency"] = 0.5;
+  expect_bad(j, "cluster.gpu.effciency", {"did you mean \"efficiency\"?"});
+  j = tiny();
+  j["model"]["units"][1]["tensors"][0]["numels"] = 5;
+  expect_bad(j, "model.units.1.tensors.0.numels", {"did you mean \"numel\"?"});
+  j = tiny();
+  j["cluster"] = {{"preset", "h100-sxm-dgx"}, {"gpus_per_nod", 8}};
+  expect_bad(j, "cluster.gpus_per_nod", {"did you mean \"gpus_per_node\"?"});
+  j = tiny();
+  j["mesh"]["zzzzzzzz"] = 1;
+  expect_bad(j, "mesh.zzzzzzzz", {"expected one of: replicate, shard"});
+}
+
+TEST(BadInput, WrongTypes) {
+  json j = tiny();
+  j["mesh"]["shard"] = "eight";
+  expect_bad(j, "mesh.shard", {"\"eight\"", "integer"});
+  j = tiny();
+  j["mesh"]["shard"] = 2.5;
+  expect_bad(j, "mesh.shard", {"2.5", "integer"});
+  j = tiny();
+  j["policy"] = {{"comm_fusion", "yes"}};
+  expect_bad(j, "policy.comm_fusion", {"\"yes\"", "true or false"});
+  j = tiny();
+  j["cluster"]["intra_node"]["bandwidth"] = 450;
+  expect_bad(j, "cluster.intra_node.bandwidth", {"450", "GB/s"});
+  j = tiny();
+  j["cluster"]["intra_node"]["latency"] = 2;
+  expect_bad(j, "cluster.intra_node.latency", {"2", "us"});
+  j = tiny();
+  j["model"] = json::array();
+  expect_bad(j, "model", {"object"});
+  j = tiny();
+  j["policy"] = {{"bucket_bytes", "64MB/s"}};
+  expect_bad(j, "policy.bucket_bytes", {"\"64MB/s\"", "MiB"});
+  j = tiny();
+  j["policy"] = {{"reshard_after_forward", "yes"}};
+  expect_bad(j, "policy.reshard_after_forward", {"\"yes\"", "true, false"});
+}
+
+TEST(BadInput, NegativeOrZeroSizesAndCounts) {
+  json j = tiny();
+  j["policy"] = {{"bucket_bytes", -5}};
+  expect_bad(j, "policy.bucket_bytes", {"-5", ">= 0"});
+  j = tiny();
+  j["mesh"]["shard"] = 0;
+  expect_bad(j, "mesh.shard", {"0", ">= 1"});
+  j = tiny();
+  j["model"]["units"][0]["params"] = 0;
+  expect_bad(j, "model.units.0.params", {"0", ">= 1"});
+  j = tiny();
+  j["model"]["units"][1]["repeat"] = 0;
+  expect_bad(j, "model.units.1.repeat", {"0"});
+  j = tiny();
+  j["cluster"]["gpu"]["memory"] = "0GiB";
+  expect_bad(j, "cluster.gpu.memory", {"positive"});
+  j = llama(2, 4096, 14336, 32, 8, "full");
+  j["model"]["transformer"]["layers"] = -1;
+  expect_bad(j, "model.transformer.layers", {"-1"});
+  j = tiny();
+  j["policy"] = {{"micro_batches", 0}};
+  expect_bad(j, "policy.micro_batches", {"0"});
+  j = tiny();
+  j["run"] = {{"memory_margin", 1.5}};
+  expect_bad(j, "run.memory_margin", {"1.5", "[0, 1)"});
+}
+
+TEST(BadInput, WorldSizeMismatchNamesBothValues) {
+  json j = tiny();
+  j["mesh"] = {{"shard", 4}, {"replicate", 3}};
+  expect_bad(j, "mesh", {"shard 4 x replicate 3 = 12", "= 8"});
+}
+
+TEST(BadInput, UnknownDtypePresetCheckpointingAndGradSync) {
+  json j = tiny();
+  j["policy"] = {{"param_dtype", "bf17"}};
+  expect_bad(j, "policy.param_dtype", {"\"bf17\"", "bf16"});
+  j = tiny();
+  j["cluster"] = {{"preset", "h100-sxm"}};
+  expect_bad(j, "cluster.preset", {"\"h100-sxm\"", "did you mean \"h100-sxm-dgx\"?"});
+  j = llama(2, 4096, 14336, 32, 8, "partial");
+  expect_bad(j, "model.transformer.activation_checkpointing", {"\"partial\"", "selective"});
+  j = tiny();
+  j["policy"] = {{"grad_sync", "sometimes"}};
+  expect_bad(j, "policy.grad_sync", {"\"sometimes\"", "\"every\" or \"last\""});
+  j = tiny();
+  j["cluster"]["gpu"]["peak_tflops"]["tf32"] = 400;
+  expect_bad(j, "cluster.gpu.peak_tflops.tf32", {"did you mean"});
+  j = tiny();
+  j["policy"] = {{"param_dtype", "fp8"}};
+  expect_bad(j, "cluster.gpu.peak_tflops", {"\"fp8\""});
+}
+
+TEST(BadInput, PrefetchDepthAndReshardGroup) {
+  json j = tiny();  // 3 units
+  j["policy"] = {{"forward_prefetch", 3}};
+  expect_bad(j, "policy.forward_prefetch", {"depth 3", "3 units", "0..2"});
+  j["policy"] = {{"backward_prefetch", 10}};
+  expect_bad(j, "policy.backward_prefetch", {"depth 10"});
+  j["policy"] = {{"forward_prefetch", -1}};
+  expect_bad(j, "policy.forward_prefetch", {"-1"});
+  for (int bad : {1, 3, 8, 16}) {
+    j["policy"] = {{"reshard_after_forward", bad}};
+    expect_bad(j, "policy.reshard_after_forward", {std::to_string(bad) + " is not a non-trivial divisor", "8"});
+  }
+}
+
+TEST(BadInput, MissingRequiredFieldsAndModelShape) {
+  json j = tiny();
+  j["mesh"].erase("shard");
+  expect_bad(j, "mesh.shard", {"missing required field"});
+  j = tiny();
+  j.erase("model");
+  expect_bad(j, "model", {"missing required field"});
+  j = tiny();
+  j.erase("name");
+  expect_bad(j, "name", {"missing required field"});
+  j = tiny();
+  j["cluster"]["gpu"].erase("memory");
+  expect_bad(j, "cluster.gpu.memory", {"missing required field"});
+  j = tiny();
+  j["cluster"]["nodes"] = 2;
+  j["mesh"]["replicate"] = 2;
+  expect_bad(j, "cluster.inter_node", {"missing required field", "2 nodes"});
+  j = tiny();
+  j["model"]["units"][0].erase("forward_flops");
+  expect_bad(j, "model.units.0", {"\"embedding\"", "forward_flops"});
+  j = tiny();
+  j["model"]["units"][0]["tensors"] = json::array({{{"name", "w"}, {"numel", 3}}});
+  expect_bad(j, "model.units.0", {"exactly one of \"params\"", "\"tensors\""});
+  j = tiny();
+  j["model"]["units"][2]["name"] = "embedding";
+  expect_bad(j, "model.units", {"duplicate unit name \"embedding\""});
+  j = llama(2, 4096, 14336, 30, 8, "full");
+  expect_bad(j, "model.transformer.heads", {"30", "4096"});
+  j = llama(2, 4096, 14336, 32, 6, "full");
+  expect_bad(j, "model.transformer.kv_heads", {"6", "32"});
+  j = llama(2, 4096, 14336, 32, 8, "full");
+  j["model"]["units"] = tiny()["model"]["units"];
+  expect_bad(j, "model", {"exactly one of \"transformer\"", "\"units\""});
+}
+
+TEST(BadInput, MalformedJsonAndMissingFileNameThePlace) {
+  const std::string path = write_temp("malformed.json", "{\n  \"name\": \"x\",\n  \"mesh\": {shard: 8}\n}\n");
+  expect_input_error([&] { load_scenario(path); }, path, {"malformed JSON", "line 3", "column 12", "expected string literal"});
+  const std::string missing = (fs::temp_directory_path() / "shardline_no_such_file.json").string();
+  expect_input_error([&] { load_scenario(missing); }, missing, {"cannot open"});
+}
+
+// ---- overrides --------------------------------------------------------------------------------
+
+TEST(Overrides, NestedArrayAndNewKnownPaths) {
+  json j = tiny();
+  apply_overrides(j, {"policy.bucket_bytes=64MiB", "cluster.nodes=2", "mesh.shard=16", "model.units.1.repeat=3",
+                      "policy.grad_sync=last", "cluster.inter_node.bandwidth=\"200Gbps\"",
+                      "cluster.inter_node.latency=5us"});
+  const Scenario s = parse_scenario(j);
+  EXPECT_EQ(s.policy.bucket_bytes, 64 << 20);
+  EXPECT_EQ(s.mesh.shard, 16);
+  EXPECT_EQ(s.model.units.size(), 5u);
+  EXPECT_EQ(s.policy.grad_sync, GradSync::Last);
+  EXPECT_DOUBLE_EQ(s.cluster.inter_node.bandwidth_bytes_per_s, 25e9);
+
+  json t = llama(32, 4096, 14336, 32, 8, "full");
+  apply_overrides(t, {"model.transformer.layers=4"});
+  EXPECT_EQ(parse_scenario(t).model.units.size(), 6u);
+}
+
+TEST(Overrides, PresetClusterFieldsCanBeOverridden) {
+  json j = tiny();
+  j["cluster"] = {{"preset", "h100-sxm-dgx"}};
+  apply_overrides(j, {"cluster.gpu.efficiency=0.3", "cluster.intra_node.latency=4us"});
+  const Scenario s = parse_scenario(j);
+  EXPECT_DOUBLE_EQ(s.cluster.gpu.efficiency, 0.3);
+  EXPECT_DOUBLE_EQ(s.cluster.intra_node.latency_us, 4);
+  EXPECT_DOUBLE_EQ(s.cluster.intra_node.bandwidth_bytes_per_s, 450e9);
+  EXPECT_DOUBLE_EQ(s.cluster.gpu.peak_tflops.at(DType::bf16), 989);
+}
+
+TEST(Overrides, BadPathsAndMalformedItems) {
+  json j = tiny();
+  expect_input_error([&] { apply_overrides(j, {"policy.bucket_byte=1"}); }, "--set",
+                     {"policy.bucket_byte", "did you mean \"bucket_bytes\"?"});
+  expect_input_error([&] { apply_overrides(j, {"mesh.shrad=4"}); }, "--set", {"did you mean \"shard\"?"});
+  expect_input_error([&] { apply_overrides(j, {"policy.bucket_bytes"}); }, "--set", {"path=value"});
+  expect_input_error([&] { apply_overrides(j, {"=3"}); }, "--set", {"path=value"});
+  expect_input_error([&] { apply_overrides(j, {"model.units.7.repeat=2"}); }, "--set", {"\"7\"", "0..2"});
+  expect_input_error([&] { apply_overrides(j, {"mesh.shard.x=2"}); }, "--set", {"mesh.shard", "cannot be set"});
+  expect_input_error([&] { apply_overrides(j, {"policy..x=2"}); }, "--set", {"empty path segment"});
+  // A failed override leaves the parse of the rest to report nothing half-applied as valid.
+  json k = tiny();
+  apply_overrides(k, {"mesh.shard=7"});
+  expect_bad(k, "mesh", {"shard 7"});
+}
+
+// ---- shipped scenarios ------------------------------------------------------------------------
+
+// The bytes a rank must hold at the start of backward in the simplest accounting: sharded master
+// params, grads and optimizer state, every unit's saved activations for one micro-batch, and two
+// unsharded units (current + prefetched) plus one unsharded gradient in the reduce dtype.
+double lower_bound_peak_bytes(const Scenario& s) {
+  const auto& p = s.policy;
+  const double per_param = dtype_bytes(p.master_dtype) * 2.0 + static_cast<double>(p.optimizer_bytes_per_param);
+  double bytes = static_cast<double>(s.model.total_params()) * per_param / s.mesh.shard;
+  int64_t largest = 0;
+  for (const auto& u : s.model.units) {
+    bytes += static_cast<double>(u.activation_bytes);
+    largest = std::max(largest, u.params());
+  }
+  bytes += static_cast<double>(largest) * (2.0 * dtype_bytes(p.param_dtype) + dtype_bytes(p.reduce_dtype));
+  return bytes;
+}
+
+TEST(ShippedScenarios, EveryFileParsesAndFitsInMemory) {
+  const fs::path dir = fs::path(SHARDLINE_SOURCE_DIR) / "scenarios";
+  int count = 0;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    if (entry.path().extension() != ".json") continue;
+    ++count;
+    SCOPED_TRACE(entry.path().string());
+    Scenario s;
+    ASSERT_NO_THROW(s = load_scenario(entry.path().string())) << entry.path();
+    EXPECT_EQ(s.name, entry.path().stem().string());
+    EXPECT_EQ(s.mesh.world(), s.cluster.world());
+    EXPECT_LT(lower_bound_peak_bytes(s), static_cast<double>(s.cluster.gpu.memory_bytes) * (1 - s.run.memory_margin));
+  }
+  EXPECT_GE(count, 6);
+}
+
+TEST(ShippedScenarios, DefaultScenarioIsLlama3_8BOnOneH100Node) {
+  const Scenario s = load_scenario(std::string(SHARDLINE_SOURCE_DIR) + "/scenarios/llama3-8b-fsdp-h100x8.json",
+                                   {"policy.bucket_bytes=25MiB"});
+  EXPECT_EQ(s.cluster.world(), 8);
+  EXPECT_EQ(s.mesh.shard, 8);
+  EXPECT_EQ(s.model.units.size(), 34u);
+  EXPECT_EQ(s.policy.bucket_bytes, 25 << 20);
+}
+
+}  // namespace
+}  // namespace shardline
