@@ -16,7 +16,8 @@
 // - peak memory: the largest MemorySample over the whole timeline; 0 when the timeline has no
 //   memory samples (e.g. a measured run without an allocator tracker). fits: peak <= capacity *
 //   (1 - margin).
-// - rank -1: the rank with the largest step time (lowest rank on ties). iteration -1: the
+// - rank -1: the rank with the largest step time (lowest rank on ties) among the ranks that have
+//   intervals in that iteration (a simulated timeline may carry one representative rank). iteration -1: the
 //   timeline's reported_iteration.
 #include "core/metrics.h"
 
@@ -82,6 +83,21 @@ int resolve_iteration(const Timeline& t, int iteration) {
 
 void check_rank(const Timeline& t, int rank) {
   if (rank >= t.ranks) throw InputError("rank", "rank " + std::to_string(rank) + " is not in [0, " + std::to_string(t.ranks) + ")");
+}
+
+// Ranks that ran ops in `iteration` (a simulated timeline may carry one representative rank
+// of many), ascending; InputError when there is none.
+std::vector<int> ranks_with_intervals(const Timeline& t, int iteration) {
+  std::vector<char> seen(std::max(t.ranks, 1), 0);
+  for (const OpInterval& iv : t.intervals) {
+    if (iv.iteration == iteration && iv.rank >= 0 && iv.rank < t.ranks) seen[iv.rank] = 1;
+  }
+  std::vector<int> ranks;
+  for (int r = 0; r < t.ranks; ++r) {
+    if (seen[r]) ranks.push_back(r);
+  }
+  if (ranks.empty()) throw InputError("timeline", "no op intervals for iteration " + std::to_string(iteration));
+  return ranks;
 }
 
 Metrics metrics_for(const Timeline& t, int rank, int iteration) {
@@ -181,9 +197,11 @@ StepWindow step_window(const Timeline& timeline, int rank, int iteration) {
   check_rank(timeline, rank);
   if (rank >= 0) return window_of(intervals_of(timeline, rank, it), rank, it);
   StepWindow worst;
-  for (int r = 0; r < timeline.ranks; ++r) {
+  bool have = false;
+  for (int r : ranks_with_intervals(timeline, it)) {
     StepWindow w = window_of(intervals_of(timeline, r, it), r, it);
-    if (r == 0 || w.end_us - w.start_us > worst.end_us - worst.start_us) worst = w;
+    if (!have || w.end_us - w.start_us > worst.end_us - worst.start_us) worst = w;
+    have = true;
   }
   return worst;
 }
@@ -193,9 +211,11 @@ Metrics compute_metrics(const Timeline& timeline, int rank, int iteration) {
   check_rank(timeline, rank);
   if (rank >= 0) return metrics_for(timeline, rank, it);
   Metrics worst;
-  for (int r = 0; r < timeline.ranks; ++r) {
+  bool have = false;
+  for (int r : ranks_with_intervals(timeline, it)) {
     Metrics m = metrics_for(timeline, r, it);
-    if (r == 0 || m.step_time_us > worst.step_time_us) worst = std::move(m);
+    if (!have || m.step_time_us > worst.step_time_us) worst = std::move(m);
+    have = true;
   }
   return worst;
 }

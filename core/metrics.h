@@ -36,7 +36,8 @@ Metrics compute_metrics(const Timeline& timeline, int rank = -1, int iteration =
 
 // The step window of one rank and iteration, as step_time_us defines it: from the first op
 // issued (the first start when the timeline records no issue times) to the last op finished.
-// rank -1: the rank with the longest step (lowest on ties); iteration -1: reported_iteration.
+// rank -1: the rank with the longest step (lowest on ties) among ranks with intervals;
+// iteration -1: reported_iteration.
 struct StepWindow {
   int rank = 0;
   int iteration = 0;

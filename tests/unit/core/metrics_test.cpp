@@ -179,6 +179,15 @@ TEST(StepWindow, IsTheWindowStepTimeMeasures) {
   EXPECT_DOUBLE_EQ(w0.start_us, 3.0);
 }
 
+TEST(Metrics, RankMinusOneSkipsRanksWithoutIntervals) {
+  Timeline t = basic_timeline();
+  t.ranks = 8;  // one representative rank simulated
+  EXPECT_DOUBLE_EQ(compute_metrics(t).step_time_us, 60.0);
+  EXPECT_EQ(step_window(t).rank, 0);
+  t.intervals.clear();
+  EXPECT_THROW(compute_metrics(t), InputError);
+}
+
 TEST(Metrics, RankWithoutIntervalsIsAnError) {
   Timeline t = basic_timeline();
   t.ranks = 2;
