@@ -1,0 +1,90 @@
+#include "reports/trace.h"
+
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+namespace shardline {
+
+using nlohmann::json;
+
+namespace {
+
+json metadata(const char* what, int pid, int tid, const std::string& name) {
+  json e = {{"ph", "M"}, {"name", what}, {"pid", pid}, {"args", {{"name", name}}}};
+  if (tid >= 0) e["tid"] = tid;
+  return e;
+}
+
+json sort_index(const char* what, int pid, int tid, int index) {
+  json e = {{"ph", "M"}, {"name", what}, {"pid", pid}, {"args", {{"sort_index", index}}}};
+  if (tid >= 0) e["tid"] = tid;
+  return e;
+}
+
+}  // namespace
+
+json trace_to_json(const Timeline& t) {
+  json events = json::array();
+  bool has_issue = false;
+  std::set<int> ranks;
+  for (const OpInterval& iv : t.intervals) {
+    ranks.insert(iv.rank);
+    if (iv.issue_us != 0) has_issue = true;
+  }
+  if (ranks.empty()) ranks.insert(0);  // ranks that ran nothing get no process
+
+  for (int rank : ranks) {
+    events.push_back(metadata("process_name", rank, -1, "rank " + std::to_string(rank) + " (" + t.source + ")"));
+    events.push_back(sort_index("process_sort_index", rank, -1, rank));
+    for (int s = 0; s < kNumStreams; ++s) {
+      events.push_back(metadata("thread_name", rank, s, std::string(stream_name(static_cast<StreamId>(s)))));
+      events.push_back(sort_index("thread_sort_index", rank, s, s + 1));
+    }
+    if (has_issue) {
+      events.push_back(metadata("thread_name", rank, kTraceHostTid, "host (issue)"));
+      events.push_back(sort_index("thread_sort_index", rank, kTraceHostTid, 0));
+    }
+  }
+
+  for (const OpInterval& iv : t.intervals) {
+    const Op& op = t.ops.at(iv.op);
+    json args = {{"op", op.id},
+                 {"kind", op_kind_name(op.kind)},
+                 {"unit", op.unit},
+                 {"bucket", op.bucket},
+                 {"bytes", op.bytes},
+                 {"microbatch", op.microbatch},
+                 {"phase", phase_name(op.phase)},
+                 {"iteration", iv.iteration}};
+    if (op.group != CommGroup::None) {
+      args["group"] = comm_group_name(op.group);
+      args["group_size"] = op.group_size;
+    }
+    events.push_back({{"ph", "X"},
+                      {"name", op.name},
+                      {"cat", op_kind_name(op.kind)},
+                      {"pid", iv.rank},
+                      {"tid", static_cast<int>(op.stream)},
+                      {"ts", iv.start_us},
+                      {"dur", iv.end_us - iv.start_us},
+                      {"args", std::move(args)}});
+    if (has_issue) {
+      events.push_back({{"ph", "i"},
+                        {"s", "t"},
+                        {"name", "issue " + op.name},
+                        {"cat", "issue"},
+                        {"pid", iv.rank},
+                        {"tid", kTraceHostTid},
+                        {"ts", iv.issue_us},
+                        {"args", {{"op", op.id}, {"iteration", iv.iteration}}}});
+    }
+  }
+
+  for (const MemorySample& m : t.memory) {
+    events.push_back({{"ph", "C"}, {"name", "memory"}, {"pid", 0}, {"ts", m.time_us}, {"args", {{"live_bytes", m.bytes}}}});
+  }
+  return json{{"traceEvents", std::move(events)}, {"displayTimeUnit", "ms"}};
+}
+
+}  // namespace shardline

@@ -1,0 +1,138 @@
+// The HTML report and its SVG timeline: self-contained, one lane per stream, a hover title per
+// op, narrow ops merged without losing any, and the summary table's verdicts.
+#include "reports/html.h"
+
+#include <algorithm>
+#include <cctype>
+#include <regex>
+
+#include <gtest/gtest.h>
+
+#include "core/metrics.h"
+#include "reports/outputs.h"
+#include "reports/svg_timeline.h"
+#include "report_fixtures.h"
+
+namespace shardline {
+namespace {
+
+using namespace testing_fixtures;
+
+size_t count(const std::string& text, const std::string& needle) {
+  size_t n = 0;
+  for (size_t pos = text.find(needle); pos != std::string::npos; pos = text.find(needle, pos + needle.size())) ++n;
+  return n;
+}
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+  return s;
+}
+
+TEST(HtmlReport, IsSelfContainedWithOneLanePerStreamAndATitlePerOp) {
+  Timeline t = tiny_timeline();
+  const std::string html = html_report(tiny_scenario(), t, compute_metrics(t));
+  EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u);
+  EXPECT_EQ(lower(html).find("http"), std::string::npos);
+  EXPECT_EQ(lower(html).find("<script"), std::string::npos);
+  EXPECT_EQ(lower(html).find("<link"), std::string::npos);
+  EXPECT_EQ(count(html, "class=\"lane\""), static_cast<size_t>(kNumStreams));
+  for (int s = 0; s < kNumStreams; ++s) {
+    EXPECT_NE(html.find("data-stream=\"" + std::string(stream_name(static_cast<StreamId>(s))) + "\""), std::string::npos);
+  }
+  // The slowest rank's step: 6 drawn ops (the free marker is not drawn), each with its own title.
+  EXPECT_EQ(count(html, "</title></rect>"), 6u);
+  for (const char* name : {"ci u0", "ag u0", "fwd u0", "bwd u0", "rs u0", "ar u0"}) {
+    EXPECT_NE(html.find("<title>" + std::string(name) + " ("), std::string::npos) << name;
+  }
+  EXPECT_NE(html.find("rank 1, iteration 0"), std::string::npos);  // rank 1 is the slower one
+  EXPECT_NE(html.find("<polyline"), std::string::npos);
+  EXPECT_NE(html.find("class=\"capacity\""), std::string::npos);
+  EXPECT_NE(html.find("two units &lt;on&gt; one &amp; only node"), std::string::npos);  // escaped
+}
+
+TEST(HtmlReport, OpTitleNamesUnitBucketBytesAndDuration) {
+  Timeline t = tiny_timeline();
+  const StepWindow w = step_window(t, 0, 0);
+  const std::string svg = svg_timeline(t, w, shared_axis({w}));
+  // ag u0: unit 0, bucket 0, 16 bytes, [3, 10] -> 7 us, starting 3 us after the step start (0).
+  EXPECT_NE(svg.find("<title>ag u0 (all_gather) unit 0 bucket 0, 16 B, shard group of 2, 7.00 us at 3.00 us"), std::string::npos) << svg;
+}
+
+TEST(SvgTimeline, SharedAxisDrawsTwoTimelinesOnOneScale) {
+  Timeline fast = tiny_timeline();
+  Timeline slow = tiny_timeline();
+  for (auto& iv : slow.intervals) {
+    iv.issue_us = iv.issue_us * 2 + 1000;  // another clock, twice as slow
+    iv.start_us = iv.start_us * 2 + 1000;
+    iv.end_us = iv.end_us * 2 + 1000;
+  }
+  const StepWindow wf = step_window(fast, 0, 0);
+  const StepWindow ws = step_window(slow, 0, 0);
+  SvgAxis axis = shared_axis({wf, ws}, 1000);
+  EXPECT_DOUBLE_EQ(axis.span_us, 140.0);
+  // Each is drawn from its own step start: the slow AG starts at 6 us -> 6/140 of the plot.
+  const std::string svg = svg_timeline(slow, ws, axis);
+  const double x = axis.label_width_px + 6.0 / 140.0 * 1000.0;
+  char needle[64];
+  std::snprintf(needle, sizeof needle, "<rect x=\"%.1f\"", x);
+  EXPECT_NE(svg.find(needle), std::string::npos) << needle;
+  // The fast one's last op ends halfway along the plot.
+  const std::string fsvg = svg_timeline(fast, wf, axis);
+  std::snprintf(needle, sizeof needle, "<rect x=\"%.1f\"", axis.label_width_px + 60.0 / 140.0 * 1000.0);
+  EXPECT_NE(fsvg.find(needle), std::string::npos) << needle;
+}
+
+TEST(SvgTimeline, MergesSubPixelOpsWithoutLosingAny) {
+  Timeline t;
+  const int n = 20000;
+  for (int i = 0; i < n; ++i) {
+    Op o;
+    o.id = i;
+    o.kind = i % 2 ? OpKind::AllGather : OpKind::Compute;
+    o.stream = i % 2 ? StreamId::AllGather : StreamId::Compute;
+    o.name = "op" + std::to_string(i);
+    t.ops.push_back(o);
+    // Ops of 1 us every 10 us over 200 ms; ops 0 and 1 are long.
+    const double start = i * 10.0;
+    const double len = i < 2 ? 50000.0 : 1.0;
+    t.intervals.push_back({i, 0, 0, 0, start, start + len});
+  }
+  const StepWindow w = step_window(t);
+  const std::string svg = svg_timeline(t, w, shared_axis({w}, 1000));
+  const size_t single = count(svg, "</title></rect>") - count(svg, "short ops (");
+  EXPECT_EQ(single, 2u);  // only the two long ops get their own rectangle
+  size_t merged_ops = 0;
+  std::regex re("(\\d+) short ops \\(");
+  for (auto it = std::sregex_iterator(svg.begin(), svg.end(), re); it != std::sregex_iterator(); ++it) merged_ops += std::stoul((*it)[1]);
+  EXPECT_EQ(merged_ops + single, static_cast<size_t>(n));
+  EXPECT_LT(count(svg, "<rect"), 3000u);  // about one merged rectangle per pixel column and lane
+}
+
+TEST(SummaryTable, ReportsTheMetricsAndTheMemoryVerdict) {
+  Timeline t = tiny_timeline();
+  Metrics m = compute_metrics(t);
+  std::string table = summary_table(tiny_scenario(), t, m);
+  EXPECT_NE(table.find("tiny-report (predicted, sim)"), std::string::npos) << table;
+  EXPECT_NE(table.find("step time"), std::string::npos);
+  EXPECT_NE(table.find("75.00 us"), std::string::npos) << table;  // rank 1: issue 0 .. 75
+  EXPECT_NE(table.find("exposed comm"), std::string::npos);
+  EXPECT_NE(table.find("overlap efficiency"), std::string::npos);
+  std::regex ag_row("  all_gather +7\\.00 us +1 ops +16 B");
+  EXPECT_TRUE(std::regex_search(table, ag_row)) << table;
+  EXPECT_NE(table.find("fits"), std::string::npos);
+  EXPECT_EQ(table.find("DOES NOT FIT"), std::string::npos);
+
+  Timeline big = tiny_timeline(950);  // above 1000 * (1 - 0.1)
+  table = summary_table(tiny_scenario(), big, compute_metrics(big));
+  EXPECT_NE(table.find("DOES NOT FIT"), std::string::npos) << table;
+  EXPECT_TRUE(std::regex_search(table, std::regex("peak memory +950 B +of 1000 B"))) << table;
+
+  Timeline none = tiny_timeline();
+  none.memory.clear();
+  table = summary_table(tiny_scenario(), none, compute_metrics(none));
+  EXPECT_NE(table.find("not recorded"), std::string::npos) << table;
+}
+
+}  // namespace
+}  // namespace shardline

@@ -1,0 +1,101 @@
+// write_run_outputs: every file written and readable, no partial folder on error, an existing
+// folder updated file by file.
+#include "reports/outputs.h"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "core/metrics.h"
+#include "core/program_json.h"
+#include "report_fixtures.h"
+
+namespace shardline {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using namespace testing_fixtures;
+
+const char* const kFiles[] = {"metrics.json", "program.json", "timeline.json", "trace.json", "report.html"};
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+size_t entries(const fs::path& dir) {
+  return static_cast<size_t>(std::distance(fs::directory_iterator(dir), fs::directory_iterator()));
+}
+
+TEST(RunOutputs, WritesAllFiveFilesThatReadBack) {
+  ScratchDir scratch;
+  const fs::path out = scratch.path() / "nested" / "run";
+  Timeline t = tiny_timeline();
+  Metrics m = compute_metrics(t);
+  write_run_outputs(out.string(), tiny_scenario(), tiny_program(), t, m);
+  for (const char* f : kFiles) ASSERT_TRUE(fs::is_regular_file(out / f)) << f;
+  EXPECT_EQ(entries(out), 5u);
+  EXPECT_EQ(entries(out.parent_path()), 1u);  // no temporary folder left beside it
+
+  EXPECT_DOUBLE_EQ(metrics_from_json(json::parse(slurp(out / "metrics.json"))).step_time_us, m.step_time_us);
+  EXPECT_EQ(program_from_json(json::parse(slurp(out / "program.json"))).ops.size(), tiny_program().ops.size());
+  EXPECT_EQ(timeline_from_json(json::parse(slurp(out / "timeline.json"))).intervals.size(), t.intervals.size());
+  EXPECT_TRUE(json::parse(slurp(out / "trace.json")).contains("traceEvents"));
+  EXPECT_EQ(slurp(out / "report.html").rfind("<!DOCTYPE html>", 0), 0u);
+}
+
+TEST(RunOutputs, AnErrorLeavesNoPartialFolder) {
+  ScratchDir scratch;
+  const fs::path out = scratch.path() / "run";
+  Timeline t = tiny_timeline();
+  Metrics m = compute_metrics(t);
+  t.intervals.push_back({99, 0, 0, 0, 0, 1});  // names an op the timeline lacks: rendering the trace fails
+  EXPECT_ANY_THROW(write_run_outputs(out.string(), tiny_scenario(), tiny_program(), t, m));
+  EXPECT_FALSE(fs::exists(out));
+  EXPECT_EQ(entries(scratch.path()), 0u);  // the temporary folder is gone too
+}
+
+TEST(RunOutputs, ReplacesAnExistingFolderFileByFile) {
+  ScratchDir scratch;
+  const fs::path out = scratch.path() / "run";
+  fs::create_directories(out);
+  std::ofstream(out / "metrics.json") << "stale";
+  std::ofstream(out / "notes.txt") << "mine";
+  Timeline t = tiny_timeline();
+  Metrics m = compute_metrics(t);
+
+  Timeline broken = t;
+  broken.intervals.push_back({99, 0, 0, 0, 0, 1});
+  EXPECT_ANY_THROW(write_run_outputs(out.string(), tiny_scenario(), tiny_program(), broken, m));
+  EXPECT_EQ(slurp(out / "metrics.json"), "stale");  // a failed run changes nothing
+  EXPECT_FALSE(fs::exists(out / "report.html"));
+
+  write_run_outputs(out.string(), tiny_scenario(), tiny_program(), t, m);
+  EXPECT_NO_THROW(json::parse(slurp(out / "metrics.json")));
+  EXPECT_EQ(slurp(out / "notes.txt"), "mine");
+  for (const char* f : kFiles) EXPECT_TRUE(fs::is_regular_file(out / f)) << f;
+  EXPECT_EQ(entries(scratch.path()), 1u);
+}
+
+TEST(RunOutputs, AFileInTheWayIsAnInputError) {
+  ScratchDir scratch;
+  const fs::path out = scratch.path() / "run";
+  std::ofstream(out) << "not a folder";
+  Timeline t = tiny_timeline();
+  try {
+    write_run_outputs(out.string(), tiny_scenario(), tiny_program(), t, compute_metrics(t));
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where(), "--out");
+  }
+}
+
+}  // namespace
+}  // namespace shardline

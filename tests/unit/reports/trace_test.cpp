@@ -1,0 +1,104 @@
+// Chrome trace export: one process per rank, one thread per stream plus a host lane, one X
+// event per interval, a memory counter.
+#include "reports/trace.h"
+
+#include <map>
+#include <set>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "report_fixtures.h"
+
+namespace shardline {
+namespace {
+
+using nlohmann::json;
+using namespace testing_fixtures;
+
+std::vector<json> events_with(const json& trace, const std::string& ph) {
+  std::vector<json> out;
+  for (const json& e : trace.at("traceEvents")) {
+    if (e.at("ph") == ph) out.push_back(e);
+  }
+  return out;
+}
+
+TEST(Trace, HasOneCompleteEventPerIntervalOnItsRankAndStream) {
+  Timeline t = tiny_timeline();
+  json trace = json::parse(trace_to_json(t).dump());
+  EXPECT_EQ(trace.at("displayTimeUnit"), "ms");
+  std::vector<json> xs = events_with(trace, "X");
+  ASSERT_EQ(xs.size(), t.intervals.size());
+  for (size_t i = 0; i < xs.size(); ++i) {
+    const OpInterval& iv = t.intervals[i];
+    const Op& op = t.ops[iv.op];
+    const json& e = xs[i];
+    EXPECT_EQ(e.at("name"), op.name);
+    EXPECT_EQ(e.at("pid"), iv.rank);
+    EXPECT_EQ(e.at("tid"), static_cast<int>(op.stream));
+    EXPECT_DOUBLE_EQ(e.at("ts").get<double>(), iv.start_us);
+    EXPECT_DOUBLE_EQ(e.at("dur").get<double>(), iv.end_us - iv.start_us);
+    const json& args = e.at("args");
+    EXPECT_EQ(args.at("op"), op.id);
+    EXPECT_EQ(args.at("kind"), op_kind_name(op.kind));
+    EXPECT_EQ(args.at("unit"), op.unit);
+    EXPECT_EQ(args.at("bucket"), op.bucket);
+    EXPECT_EQ(args.at("bytes"), op.bytes);
+    EXPECT_EQ(args.at("microbatch"), op.microbatch);
+    EXPECT_EQ(args.at("phase"), phase_name(op.phase));
+  }
+}
+
+TEST(Trace, NamesProcessesPerRankAndThreadsPerStream) {
+  Timeline t = tiny_timeline();
+  json trace = trace_to_json(t);
+  std::map<int, std::string> processes;
+  std::map<std::pair<int, int>, std::string> threads;
+  for (const json& e : events_with(trace, "M")) {
+    if (e.at("name") == "process_name") processes[e.at("pid")] = e.at("args").at("name");
+    if (e.at("name") == "thread_name") threads[{e.at("pid"), e.at("tid")}] = e.at("args").at("name");
+  }
+  ASSERT_EQ(processes.size(), 2u);
+  EXPECT_EQ(processes[0], "rank 0 (predicted)");
+  EXPECT_EQ(processes[1], "rank 1 (predicted)");
+  for (int r = 0; r < 2; ++r) {
+    for (int s = 0; s < kNumStreams; ++s) EXPECT_EQ((threads[{r, s}]), stream_name(static_cast<StreamId>(s)));
+    EXPECT_EQ((threads[{r, kTraceHostTid}]), "host (issue)");
+  }
+  EXPECT_EQ(threads.size(), 2u * (kNumStreams + 1));
+  // Every X event sits on a named thread of a named process.
+  for (const json& e : events_with(trace, "X")) EXPECT_TRUE(threads.count({e.at("pid").get<int>(), e.at("tid").get<int>()}));
+}
+
+TEST(Trace, HostLaneShowsIssueInstantsOnlyWhenRecorded) {
+  Timeline t = tiny_timeline();
+  json trace = trace_to_json(t);
+  std::vector<json> instants = events_with(trace, "i");
+  ASSERT_EQ(instants.size(), t.intervals.size());
+  EXPECT_EQ(instants[1].at("tid"), kTraceHostTid);
+  EXPECT_DOUBLE_EQ(instants[1].at("ts").get<double>(), t.intervals[1].issue_us);
+
+  for (auto& iv : t.intervals) iv.issue_us = 0;
+  trace = trace_to_json(t);
+  EXPECT_TRUE(events_with(trace, "i").empty());
+  for (const json& e : events_with(trace, "M")) {
+    if (e.contains("tid")) EXPECT_NE(e.at("tid"), kTraceHostTid);
+  }
+}
+
+TEST(Trace, MemoryIsACounterTrack) {
+  Timeline t = tiny_timeline(777);
+  t.source = "measured";
+  json trace = trace_to_json(t);
+  std::vector<json> counters = events_with(trace, "C");
+  ASSERT_EQ(counters.size(), t.memory.size());
+  EXPECT_EQ(counters[2].at("args").at("live_bytes"), 777);
+  EXPECT_DOUBLE_EQ(counters[2].at("ts").get<double>(), 30.0);
+  for (const json& e : events_with(trace, "M")) {
+    if (e.at("name") == "process_name") EXPECT_NE(e.at("args").at("name").get<std::string>().find("(measured)"), std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace shardline
