@@ -132,7 +132,9 @@ std::vector<std::string> expand_range(const std::string& path, const std::string
 
 std::string single_value(const std::string& path, const std::string& item, bool bytes) {
   if (item.empty()) vary_error(path, "empty value in the list");
-  if (bytes) return std::to_string(parse_size(path, item));
+  // A size path may also take a word (bucket_bytes "unit"): kept as-is for the parser to judge.
+  const bool word = std::none_of(item.begin(), item.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+  if (bytes && !word) return std::to_string(parse_size(path, item));
   return item;
 }
 

@@ -26,10 +26,14 @@ std::optional<double> as_number(const std::string& text) {
 // The flattened path used as the x axis: a bucket size when varied, else the first size, else
 // the first numeric path; -1 when nothing numeric varies.
 int choose_x_path(const std::vector<std::string>& paths, const std::vector<SweepRow>& rows) {
-  auto numeric = [&](size_t p) {
+  auto numeric = [&](size_t p) {  // at least two distinct numbers (words such as "unit" are skipped)
+    std::optional<double> first;
     for (const auto& r : rows)
-      if (!as_number(r.values[p])) return false;
-    return true;
+      if (auto v = as_number(r.values[p])) {
+        if (first && *first != *v) return true;
+        first = v;
+      }
+    return false;
   };
   for (size_t p = 0; p < paths.size(); ++p)
     if (path_takes_bytes(paths[p]) && paths[p].find("bucket") != std::string::npos && numeric(p)) return static_cast<int>(p);
@@ -70,7 +74,7 @@ std::string line_plots(const SweepResult& res, const std::vector<std::string>& p
   std::vector<std::string> order;
   for (size_t i = 0; i < res.rows.size(); ++i) {
     const auto& r = res.rows[i];
-    if (!r.valid) continue;
+    if (!r.valid || !as_number(r.values[static_cast<size_t>(xp)])) continue;
     const std::string key = settings(r, paths, xp);
     if (!groups.count(key)) order.push_back(key);
     groups[key].push_back(i);
@@ -78,10 +82,9 @@ std::string line_plots(const SweepResult& res, const std::vector<std::string>& p
   const bool sizes = path_takes_bytes(paths[static_cast<size_t>(xp)]);
   double xmin = INFINITY, xmax = -INFINITY;
   for (const auto& r : res.rows)
-    if (r.valid) {
-      const double x = *as_number(r.values[static_cast<size_t>(xp)]);
-      xmin = std::min(xmin, x);
-      xmax = std::max(xmax, x);
+    if (auto x = as_number(r.values[static_cast<size_t>(xp)]); r.valid && x) {
+      xmin = std::min(xmin, *x);
+      xmax = std::max(xmax, *x);
     }
   Chart step, eff;
   step.title = "Step time against " + paths[static_cast<size_t>(xp)];

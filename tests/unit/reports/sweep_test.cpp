@@ -53,6 +53,8 @@ TEST(SweepList, ValuesAreKeptAsJsonTextExceptSizes) {
   EXPECT_EQ(expand_vary_values("policy.param_dtype", "bf16,fp32"), (Strings{"bf16", "fp32"}));
   EXPECT_EQ(expand_vary_values("policy.bucket_bytes", "25MiB,1048576,1MiB..2MiB:x2"),
             (Strings{"26214400", "1048576", "1048576", "2097152"}));
+  // A size path also takes a word the parser knows ("unit": one bucket per unit).
+  EXPECT_EQ(expand_vary_values("policy.bucket_bytes", "unit,1MiB"), (Strings{"unit", "1048576"}));
 }
 
 TEST(SweepRange, Errors) {

@@ -1,0 +1,185 @@
+// `shardline sweep SCENARIO --vary PATH=VALUES ...`: evaluates the cartesian grid of overrides
+// with the simulator on all cores (and across ranks under mpirun), writes sweep.csv, sweep.json
+// and report.html, and prints the recommendation last. docs/sweep.md.
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <thread>
+
+#include <boost/program_options.hpp>
+#include <nlohmann/json.hpp>
+
+#include "cli/command.h"
+#include "core/error.h"
+#include "core/scenario_parse.h"
+#include "reports/sweep.h"
+#include "reports/sweep_html.h"
+#include "reports/sweep_mpi.h"
+#include "reports/sweep_run.h"
+
+namespace po = boost::program_options;
+namespace fs = std::filesystem;
+
+namespace shardline::cli {
+namespace {
+
+// A progress bar on a terminal; a plain line every 10% otherwise.
+class Progress {
+ public:
+  explicit Progress(std::string label) : label_(std::move(label)), tty_(isatty(fileno(stderr)) != 0) {}
+  void operator()(size_t done, size_t total) {
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    if (tty_) {
+      const int width = 40;
+      const int filled = total ? static_cast<int>(static_cast<double>(done) / static_cast<double>(total) * width) : width;
+      std::fprintf(stderr, "\r%s [%s%s] %3d%% %zu/%zu %.1fs", label_.c_str(), std::string(static_cast<size_t>(filled), '#').c_str(),
+                   std::string(static_cast<size_t>(width - filled), '.').c_str(),
+                   total ? static_cast<int>(100 * done / total) : 100, done, total, secs);
+      if (done == total) std::fprintf(stderr, "\n");
+      std::fflush(stderr);
+    } else {
+      const int decile = total ? static_cast<int>(10 * done / total) : 10;
+      if (decile > last_decile_) {
+        last_decile_ = decile;
+        std::fprintf(stderr, "%s: %zu/%zu points (%d%%), %.1fs\n", label_.c_str(), done, total, decile * 10, secs);
+      }
+    }
+  }
+
+ private:
+  std::string label_;
+  bool tty_;
+  int last_decile_ = 0;
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+};
+
+void write_file(const fs::path& path, const std::string& text) {
+  std::ofstream out(path);
+  out << text;
+  if (!out) throw InputError("--out", "cannot write \"" + path.string() + "\"");
+}
+
+int run_sweep_command(const std::vector<std::string>& args) {
+  SweepMpi mpi;
+  std::vector<std::string> vary, sets;
+  std::string scenario_path, out_dir;
+  int jobs = 0;
+  double margin = 0.1;
+  po::options_description flags("shardline sweep SCENARIO --vary PATH=VALUES [--vary ...] [flags]");
+  flags.add_options()("help,h", "this help")
+      ("vary", po::value(&vary)->composing(),
+       "PATH=VALUES: a..b:xK (geometric), a..b:+K (arithmetic), or v1,v2,... (sizes take units: 1MiB); "
+       "P1/P2=v1/w1,v2/w2 varies paths jointly. Repeat for a cartesian grid.")
+      ("set", po::value(&sets)->composing(), "PATH=VALUE override applied to the base scenario")
+      ("out", po::value(&out_dir), "output folder (default: sweep-<scenario>)")
+      ("jobs,j", po::value(&jobs)->default_value(0), "worker threads per process (0: all cores)")
+      ("memory-margin", po::value(&margin)->default_value(0.1),
+       "fraction of GPU memory kept free when recommending (0.1 = 10%)")
+      ("scenario", po::value(&scenario_path), "scenario JSON file");
+  po::positional_options_description pos;
+  pos.add("scenario", 1);
+  po::variables_map vm;
+  po::store(po::command_line_parser(args).options(flags).positional(pos).run(), vm);
+  po::notify(vm);
+  if (vm.count("help")) {
+    if (mpi.rank() == 0) std::cout << flags << "\n";
+    return 0;
+  }
+  if (scenario_path.empty()) throw InputError("SCENARIO", "give a scenario JSON file");
+  if (vary.empty()) throw InputError("--vary", "give at least one --vary PATH=VALUES");
+  if (jobs < 0) throw InputError("--jobs", "must be >= 0");
+  if (!(margin >= 0 && margin < 1)) throw InputError("--memory-margin", "must be in [0, 1)");
+
+  nlohmann::json base = load_scenario_json(scenario_path);
+  if (!sets.empty()) apply_overrides(base, sets);
+  std::vector<SweepAxis> axes;
+  for (const auto& v : vary) axes.push_back(parse_vary(v));
+  for (size_t a = 0; a < axes.size(); ++a)
+    for (size_t b = 0; b < a; ++b)
+      for (const auto& p : axes[a].paths)
+        for (const auto& q : axes[b].paths)
+          if (p == q) throw InputError("--vary", p + ": varied twice");
+  const size_t total = grid_size(axes);
+  validate_vary_paths(base, axes);
+  const std::string base_dir = fs::path(scenario_path).parent_path().string();
+  const std::string stem = fs::path(scenario_path).stem().string();
+  if (out_dir.empty()) out_dir = "sweep-" + stem;
+
+  if (jobs == 0) jobs = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / std::max(1, mpi.local_size()));
+  const auto mine = mpi.my_indices(total);
+  if (mpi.rank() == 0)
+    std::cerr << "sweep: " << total << " configurations of " << stem << " on " << mpi.size() << " process"
+              << (mpi.size() > 1 ? "es" : "") << " x " << jobs << " threads\n";
+  Progress progress(mpi.size() > 1 ? "sweep (rank 0 share)" : "sweep");
+  SweepProgressFn report;
+  if (mpi.rank() == 0) report = [&](size_t d, size_t t) { progress(d, t); };
+  std::vector<SweepRow> local;
+  const std::vector<std::string> paths = sweep_paths(axes);
+  try {
+    local = run_sweep_points(base, base_dir, axes, mine, margin, jobs, report);
+  } catch (const std::exception& e) {
+    if (mpi.size() > 1) {
+      std::cerr << "shardline sweep: rank " << mpi.rank() << ": internal error: " << e.what() << "\n";
+      mpi.abort(1);
+    }
+    throw;
+  }
+
+  SweepResult result;
+  if (mpi.size() > 1) {
+    nlohmann::json mine_json = nlohmann::json::array();
+    for (const auto& r : local) mine_json.push_back(sweep_row_to_json(r, paths));
+    const auto all = mpi.gather_to_root(mine_json.dump());
+    if (mpi.rank() != 0) return 0;
+    result.rows.resize(total);
+    for (const auto& text : all)
+      for (const auto& j : nlohmann::json::parse(text)) {
+        SweepRow r = sweep_row_from_json(j, paths);
+        const size_t idx = r.index;
+        result.rows[idx] = std::move(r);
+      }
+  } else {
+    result.rows = std::move(local);
+  }
+  result.scenario = stem;
+  result.axes = axes;
+  result.memory_margin = margin;
+  result.pareto = pareto_front(result.rows);
+  result.recommendation = recommend(result.rows, paths, margin);
+
+  fs::create_directories(out_dir);
+  write_file(fs::path(out_dir) / "sweep.csv", sweep_csv(result.rows, paths));
+  write_file(fs::path(out_dir) / "sweep.json", sweep_json(result).dump(1) + "\n");
+  write_file(fs::path(out_dir) / "report.html", sweep_html(result));
+
+  size_t invalid = 0, over = 0;
+  for (const auto& r : result.rows) {
+    if (!r.valid) ++invalid;
+    else if (!r.fits_memory) ++over;
+  }
+  std::cout << "sweep: " << result.rows.size() << " configurations, " << over << " exceed GPU memory, " << invalid
+            << " invalid; Pareto front " << result.pareto.size() << " points\n";
+  // The first few invalid reasons, so a bad grid is obvious without opening the files.
+  size_t shown = 0;
+  for (const auto& r : result.rows) {
+    if (r.valid || shown == 3) continue;
+    std::string settings;
+    for (size_t p = 0; p < paths.size(); ++p) settings += (p ? ", " : "") + paths[p] + "=" + r.values[p];
+    std::cout << "  invalid: " << settings << ": " << r.error << "\n";
+    ++shown;
+  }
+  if (invalid > shown) std::cout << "  ... " << invalid - shown << " more invalid rows in sweep.csv\n";
+  std::cout << "wrote " << (fs::path(out_dir) / "sweep.csv").string() << ", sweep.json, report.html\n\n";
+  std::cout << result.recommendation.text;
+  return 0;
+}
+
+const CommandRegistration kSweep("sweep", "capacity-planning grid over scenario settings, Pareto front, recommendation",
+                                 run_sweep_command);
+
+}  // namespace
+}  // namespace shardline::cli

@@ -1,0 +1,103 @@
+// `shardline track METRICS --history FILE` appends a record (scenario, metrics, commit, UTC time,
+// backend) to a JSON-lines history; `shardline track --history FILE --html OUT` renders the
+// trend page. docs/regress.md.
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include <boost/program_options.hpp>
+#include <nlohmann/json.hpp>
+
+#include "cli/command.h"
+#include "core/error.h"
+#include "reports/history.h"
+#include "reports/regress.h"
+
+namespace po = boost::program_options;
+namespace fs = std::filesystem;
+
+namespace shardline::cli {
+namespace {
+
+// `git rev-parse HEAD` in the current directory; empty when git or a repository is missing.
+std::string git_head() {
+  FILE* pipe = popen("git rev-parse HEAD 2>/dev/null", "r");
+  if (pipe == nullptr) return "";
+  std::array<char, 128> buf{};
+  std::string out;
+  while (std::fgets(buf.data(), buf.size(), pipe) != nullptr) out += buf.data();
+  const int rc = pclose(pipe);
+  while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
+  return rc == 0 ? out : "";
+}
+
+// "scenario" / "backend" strings from a JSON file, when present.
+void read_labels(const fs::path& file, std::string& scenario, std::string& backend) {
+  std::ifstream in(file);
+  if (!in) return;
+  const auto j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) return;
+  if (scenario.empty() && j.contains("scenario") && j["scenario"].is_string()) scenario = j["scenario"];
+  if (backend.empty() && j.contains("backend") && j["backend"].is_string()) backend = j["backend"];
+}
+
+int run_track(const std::vector<std::string>& args) {
+  std::string metrics_path, history, html, commit, scenario, backend;
+  po::options_description flags("shardline track [METRICS] --history FILE [--html OUT] [flags]");
+  flags.add_options()("help,h", "this help")
+      ("history", po::value(&history), "JSON-lines history file (appended to; created when missing)")
+      ("html", po::value(&html), "write the trend page (self-contained HTML) here")
+      ("commit", po::value(&commit), "commit to record (default: git rev-parse HEAD)")
+      ("scenario", po::value(&scenario), "scenario name (default: from the run folder, else the file name)")
+      ("backend", po::value(&backend), "sim | mpi | nccl (default: from the run folder's timeline.json)")
+      ("metrics", po::value(&metrics_path), "metrics.json (or a run folder holding one)");
+  po::positional_options_description pos;
+  pos.add("metrics", 1);
+  po::variables_map vm;
+  po::store(po::command_line_parser(args).options(flags).positional(pos).run(), vm);
+  po::notify(vm);
+  if (vm.count("help")) {
+    std::cout << flags << "\n";
+    return 0;
+  }
+  if (history.empty()) throw InputError("--history", "is required");
+  if (metrics_path.empty() && html.empty()) throw InputError("METRICS", "give a metrics file to record, or --html OUT to render");
+
+  if (!metrics_path.empty()) {
+    fs::path file = metrics_path;
+    if (fs::is_directory(file)) file /= "metrics.json";
+    if (!fs::exists(file)) throw InputError("METRICS", "\"" + file.string() + "\" does not exist");
+    HistoryRecord rec;
+    rec.metrics = read_metrics_file(file.string());
+    rec.scenario = scenario;
+    rec.backend = backend;
+    read_labels(file, rec.scenario, rec.backend);
+    read_labels(file.parent_path() / "timeline.json", rec.scenario, rec.backend);
+    if (rec.scenario.empty()) {
+      rec.scenario = file.stem().string();
+      if (rec.scenario == "metrics" && file.has_parent_path()) rec.scenario = fs::absolute(file).parent_path().filename().string();
+    }
+    if (rec.backend.empty())
+      throw InputError("--backend", "cannot tell the backend from \"" + file.string() + "\" (no timeline.json beside it); give --backend");
+    rec.commit = commit.empty() ? git_head() : commit;
+    if (rec.commit.empty()) throw InputError("--commit", "not in a git repository (git rev-parse HEAD failed); give --commit");
+    rec.time_utc = utc_now_iso8601();
+    append_history(history, rec);
+    std::cout << "recorded " << rec.scenario << " (" << rec.backend << ", " << rec.commit.substr(0, 12) << ") in " << history << "\n";
+  }
+  if (!html.empty()) {
+    const auto records = read_history(history);
+    std::ofstream out(html);
+    out << history_html(records);
+    if (!out) throw InputError("--html", "cannot write \"" + html + "\"");
+    std::cout << "wrote " << html << " (" << records.size() << " records)\n";
+  }
+  return 0;
+}
+
+const CommandRegistration kTrack("track", "append metrics to a history file; render its trend as HTML", run_track);
+
+}  // namespace
+}  // namespace shardline::cli

@@ -1,0 +1,134 @@
+// `shardline sweep` end to end on shipped scenarios: outputs, invalid rows with reasons,
+// not-fitting rows kept and marked, the recommendation last; bad --vary exits 2.
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Result {
+  int code = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+class SweepCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("shardline_sweep_cli_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) +
+                                        "_" + std::to_string(::getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  Result run(const std::string& args) {
+    const std::string cmd = std::string(SHARDLINE_BINARY) + " " + args + " >" + (dir_ / "stdout").string() + " 2>" +
+                            (dir_ / "stderr").string();
+    const int status = std::system(cmd.c_str());
+    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(dir_ / "stdout"), slurp(dir_ / "stderr")};
+  }
+  static std::string scenario(const std::string& name) { return std::string(SHARDLINE_SOURCE_DIR) + "/scenarios/" + name; }
+
+  fs::path dir_;
+};
+
+TEST_F(SweepCli, TinyGridWritesEveryRowAndRecommends) {
+  const fs::path out = dir_ / "out";
+  const Result r = run("sweep " + scenario("host-tiny-fsdp.json") +
+                       " --vary policy.bucket_bytes=256KiB..1MiB:x2 --vary mesh.shard=2,3 --jobs 2 --out " + out.string());
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  // 3 bucket sizes x 2 shard sizes: every configuration is a row, none dropped.
+  const auto j = nlohmann::json::parse(slurp(out / "sweep.json"));
+  ASSERT_EQ(j["rows"].size(), 6u);
+  int valid = 0, invalid = 0;
+  for (const auto& row : j["rows"]) {
+    if (row["settings"]["mesh.shard"] == 3) {
+      EXPECT_FALSE(row["valid"].get<bool>()) << row.dump();
+      EXPECT_NE(row["error"].get<std::string>().find("shard"), std::string::npos) << row.dump();
+      ++invalid;
+    } else {
+      ASSERT_TRUE(row["valid"].get<bool>()) << row.dump();
+      EXPECT_GT(row["metrics"]["step_time_us"].get<double>(), 0);
+      EXPECT_TRUE(row.contains("fits_memory"));
+      ++valid;
+    }
+  }
+  EXPECT_EQ(valid, 3);
+  EXPECT_EQ(invalid, 3);
+  // Bucket sizes reach the simulated program: fewer, larger all-gathers as buckets grow.
+  std::vector<int> gathers;
+  for (const auto& row : j["rows"])
+    if (row["valid"].get<bool>()) gathers.push_back(row["metrics"]["by_kind"]["all_gather"]["count"].get<int>());
+  ASSERT_EQ(gathers.size(), 3u);
+  EXPECT_GT(gathers[0], gathers[2]);
+  const std::string csv = slurp(out / "sweep.csv");
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 7);
+  EXPECT_EQ(csv.rfind("index,policy.bucket_bytes,mesh.shard,valid,", 0), 0u);
+  const std::string html = slurp(out / "report.html");
+  EXPECT_NE(html.find("<svg"), std::string::npos);
+  EXPECT_NE(html.find("Step time against policy.bucket_bytes"), std::string::npos);
+  EXPECT_NE(html.find("Pareto front"), std::string::npos);
+  EXPECT_EQ(html.find("<script src"), std::string::npos);  // self-contained
+  // The recommendation is printed last.
+  const size_t rec = r.out.rfind("Recommendation");
+  ASSERT_NE(rec, std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("why:", rec), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("invalid: "), std::string::npos) << r.out;
+  EXPECT_LT(r.out.find("invalid: "), rec);
+}
+
+TEST_F(SweepCli, ConfigurationsOverMemoryAreMarkedNotDropped) {
+  // 70B with shard 8 needs more than an H100 holds (see the scenario's description).
+  const fs::path out = dir_ / "out";
+  const Result r = run("sweep " + scenario("llama3-70b-hsdp-h100x64.json") +
+                       " --vary mesh.shard/mesh.replicate=8/8,32/2 --jobs 2 --out " + out.string());
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  const auto j = nlohmann::json::parse(slurp(out / "sweep.json"));
+  ASSERT_EQ(j["rows"].size(), 2u);
+  ASSERT_TRUE(j["rows"][0]["valid"].get<bool>()) << j["rows"][0].dump();
+  EXPECT_FALSE(j["rows"][0]["fits_memory"].get<bool>());
+  EXPECT_GT(j["rows"][0]["metrics"]["peak_memory_bytes"].get<double>(), j["rows"][0]["metrics"]["memory_capacity_bytes"].get<double>());
+  ASSERT_TRUE(j["rows"][1]["valid"].get<bool>());
+  EXPECT_TRUE(j["rows"][1]["fits_memory"].get<bool>());
+  EXPECT_EQ(j["recommendation"]["best"], 1);
+  EXPECT_NE(r.out.find("1 exceed GPU memory"), std::string::npos) << r.out;
+}
+
+TEST_F(SweepCli, BadVaryExitsTwoNamingFlagAndPath) {
+  const std::string base = "sweep " + scenario("host-tiny-fsdp.json") + " --out " + (dir_ / "o").string() + " ";
+  Result r = run(base + "--vary policy.bucket_bytez=1MiB,2MiB");
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("--vary"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("policy.bucket_bytez"), std::string::npos) << r.err;
+  r = run(base + "--vary policy.bucket_bytes=512MiB..1MiB:x2");
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("--vary"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("empty range"), std::string::npos) << r.err;
+  r = run(base + "--vary policy.bucket_bytes=1MiB..4MiB:x1");
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("policy.bucket_bytes"), std::string::npos) << r.err;
+  r = run(base + "--vary policy.forward_prefetch");
+  EXPECT_EQ(r.code, 2) << r.err;
+  r = run("sweep " + scenario("host-tiny-fsdp.json"));
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_FALSE(fs::exists(dir_ / "o"));
+}
+
+}  // namespace
