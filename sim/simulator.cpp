@@ -97,6 +97,7 @@ class Simulation {
   }
 
   std::vector<OpInterval> take_intervals() { return std::move(intervals_); }
+  uint64_t events_processed() const { return engine_.events_processed(); }
   std::vector<MemorySample> take_memory() { return memory_.take_samples(); }
 
  private:
@@ -280,6 +281,7 @@ Timeline simulate(const Scenario& scenario, const Program& program, const SimOpt
 
   Simulation sim(scenario, program, make_cost_model(scenario, options));
   sim.run();
+  if (options.events_processed != nullptr) *options.events_processed = sim.events_processed();
 
   Timeline t;
   t.source = "predicted";

@@ -1,6 +1,8 @@
 // The simulator's public entry: interprets a Program (streams, events, ops) on the scenario's
 // cluster and returns the predicted Timeline of one representative rank. Deterministic.
 #pragma once
+#include <cstdint>
+
 #include "core/program.h"
 #include "core/scenario.h"
 #include "core/timeline.h"
@@ -12,6 +14,8 @@ struct ClusterProfile;  // core/profile.h: measured collective tables (calibrate
 struct SimOptions {
   // A calibrated cluster profile replaces the analytical alpha-beta costs; null: analytical.
   const ClusterProfile* profile = nullptr;
+  // Out (optional): set to the number of engine events processed (bench/ reports events/s).
+  uint64_t* events_processed = nullptr;
 };
 
 Timeline simulate(const Scenario& scenario, const Program& program, const SimOptions& options = {});

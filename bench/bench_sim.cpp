@@ -1,0 +1,123 @@
+// Simulator speed: time to schedule and simulate each shipped scenario (scenarios/*.json), the
+// engine's events per second, and the cost of one sweep point (parse + --set override +
+// schedule + simulate + metrics). Single process; Google Benchmark picks the iteration counts.
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "core/metrics.h"
+#include "core/scenario_parse.h"
+#include "core/schedule.h"
+#include "sim/simulator.h"
+
+namespace {
+
+using namespace shardline;
+
+std::string scenario_dir() {
+  const char* env = std::getenv("SHARDLINE_SCENARIO_DIR");
+  return env != nullptr ? env : SHARDLINE_SCENARIO_DIR;
+}
+
+// simulate() alone on a scheduled Program: the number the "405B under 50 ms" goal is about.
+void simulate_scenario(benchmark::State& state, const std::string& path) {
+  const Scenario scenario = load_scenario(path);
+  const Program program = schedule(scenario);
+  uint64_t events = 0;
+  SimOptions options;
+  options.events_processed = &events;
+  size_t intervals = 0;
+  for (auto _ : state) {
+    Timeline t = simulate(scenario, program, options);
+    intervals = t.intervals.size();
+    benchmark::DoNotOptimize(t);
+  }
+  state.counters["ops"] = static_cast<double>(program.ops.size());
+  state.counters["intervals"] = static_cast<double>(intervals);
+  state.counters["events"] = static_cast<double>(events);
+  state.counters["events_per_second"] =
+      benchmark::Counter(static_cast<double>(events), benchmark::Counter::kIsIterationInvariantRate);
+}
+
+// schedule() alone: the shared scheduler's cost for the same scenario.
+void schedule_scenario(benchmark::State& state, const std::string& path) {
+  const Scenario scenario = load_scenario(path);
+  size_t ops = 0;
+  for (auto _ : state) {
+    Program p = schedule(scenario);
+    ops = p.ops.size();
+    benchmark::DoNotOptimize(p);
+  }
+  state.counters["ops"] = static_cast<double>(ops);
+}
+
+// load_scenario() alone: file read + JSON parse + validation (+ cluster preset).
+void parse_scenario_file(benchmark::State& state, const std::string& path) {
+  for (auto _ : state) {
+    Scenario s = load_scenario(path);
+    benchmark::DoNotOptimize(s);
+  }
+}
+
+// compute_metrics() alone on the predicted timeline.
+void metrics_of_timeline(benchmark::State& state, const std::string& path) {
+  const Scenario scenario = load_scenario(path);
+  const Timeline t = simulate(scenario, schedule(scenario));
+  for (auto _ : state) {
+    Metrics m = compute_metrics(t);
+    benchmark::DoNotOptimize(m);
+  }
+}
+
+// One sweep point as `shardline sweep` runs it: load + override + parse, schedule, simulate, metrics.
+void sweep_point(benchmark::State& state, const std::string& path, const std::string& override_text) {
+  for (auto _ : state) {
+    const Scenario scenario = load_scenario(path, {override_text});
+    const Program program = schedule(scenario);
+    const Timeline t = simulate(scenario, program);
+    Metrics m = compute_metrics(t);
+    benchmark::DoNotOptimize(m);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::filesystem::path> files;
+  const std::filesystem::path dir = scenario_dir();
+  if (std::filesystem::is_directory(dir))
+    for (const auto& e : std::filesystem::directory_iterator(dir))
+      if (e.is_regular_file() && e.path().extension() == ".json") files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  if (files.empty()) {
+    std::cerr << "shardline_bench_sim: no scenarios/*.json under " << dir << " (set SHARDLINE_SCENARIO_DIR)\n";
+    return 2;
+  }
+  for (const auto& f : files) {
+    const std::string name = f.stem().string();
+    benchmark::RegisterBenchmark(("sim/simulate/" + name).c_str(), simulate_scenario, f.string())
+        ->Unit(benchmark::kMillisecond);
+    benchmark::RegisterBenchmark(("sim/schedule/" + name).c_str(), schedule_scenario, f.string())
+        ->Unit(benchmark::kMillisecond);
+    benchmark::RegisterBenchmark(("sim/parse/" + name).c_str(), parse_scenario_file, f.string())
+        ->Unit(benchmark::kMillisecond);
+    benchmark::RegisterBenchmark(("sim/metrics/" + name).c_str(), metrics_of_timeline, f.string())
+        ->Unit(benchmark::kMillisecond);
+  }
+  const std::filesystem::path seventy = dir / "llama3-70b-hsdp-h100x64.json";
+  if (std::filesystem::exists(seventy))
+    benchmark::RegisterBenchmark("sim/sweep_point/llama3-70b-hsdp-h100x64/bucket_bytes=64MiB", sweep_point,
+                                 seventy.string(), std::string("policy.bucket_bytes=64MiB"))
+        ->Unit(benchmark::kMillisecond);
+
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
