@@ -1,0 +1,290 @@
+#include "exec/mpi/mpi_backend.h"
+
+#include <atomic>
+#include <chrono>
+#include <climits>
+#include <condition_variable>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+#include "exec/mpi/mpi_env.h"
+#include "exec/payload.h"
+
+namespace shardline::exec {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double now_us() {
+  return std::chrono::duration<double, std::micro>(Clock::now().time_since_epoch()).count();
+}
+
+// MPI_SUM for bfloat16 payloads (MPI has no bfloat16 type).
+void bf16_sum(void* in, void* inout, int* len, MPI_Datatype*) { add_values(inout, in, *len, 2); }
+
+int64_t mem_available_bytes() {
+  std::ifstream f("/proc/meminfo");
+  std::string key;
+  int64_t kb = 0;
+  std::string unit;
+  while (f >> key >> kb) {
+    std::getline(f, unit);
+    if (key == "MemAvailable:") return kb * 1024;
+  }
+  return 0;
+}
+
+class MpiBackend final : public Backend {
+ public:
+  explicit MpiBackend(MPI_Comm world) {
+    MPI_Comm_dup(world, &world_);
+    MPI_Comm_set_errhandler(world_, MPI_ERRORS_RETURN);
+    MPI_Comm_rank(world_, &rank_);
+    MPI_Comm_size(world_, &world_size_);
+    MPI_Op_create(&bf16_sum, 1, &bf16_sum_op_);
+    for (int s = 0; s < kNumStreams; ++s) streams_[s].thread = std::thread([this, s] { worker(s); });
+  }
+
+  ~MpiBackend() override {
+    for (auto& st : streams_) {
+      {
+        std::lock_guard<std::mutex> lock(st.mutex);
+        st.stop = true;
+      }
+      st.cv.notify_all();
+    }
+    for (auto& st : streams_) st.thread.join();
+    for (auto& [key, comm] : comms_) MPI_Comm_free(&comm);
+    MPI_Op_free(&bf16_sum_op_);
+    MPI_Comm_free(&world_);
+  }
+
+  std::string name() const override { return "mpi"; }
+  int rank() const override { return rank_; }
+  int world() const override { return world_size_; }
+
+  int64_t available_bytes() override { return mem_available_bytes() / std::max(1, mpi_local_ranks(world_)); }
+
+  void* allocate(int64_t bytes) override {
+    void* p = std::malloc(static_cast<size_t>(std::max<int64_t>(bytes, 1)));
+    if (!p) throw std::bad_alloc();
+    return p;
+  }
+  void release(void* ptr) override { std::free(ptr); }
+  void upload(void* dst, const void* src, int64_t bytes) override { std::memcpy(dst, src, bytes); }
+  void download(void* dst, const void* src, int64_t bytes) override { std::memcpy(dst, src, bytes); }
+
+  void create_communicator(StreamId stream, CommGroup group, int color, int key, int expected_size) override {
+    MPI_Comm c;
+    check(MPI_Comm_split(world_, color, key, &c), "MPI_Comm_split", -1, stream);
+    MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN);
+    int size = 0;
+    MPI_Comm_size(c, &size);
+    if (size != expected_size)
+      throw std::runtime_error("communicator for the " + std::string(comm_group_name(group)) + " group has " +
+                               std::to_string(size) + " ranks, expected " + std::to_string(expected_size));
+    comms_[{static_cast<int>(stream), static_cast<int>(group)}] = c;
+  }
+
+  void begin_pass(int pass, int num_ops) override {
+    if (static_cast<int>(done_.size()) != num_ops) {
+      done_ = std::vector<std::atomic<int>>(num_ops);
+      for (auto& d : done_) d.store(-1);
+      times_.assign(num_ops, OpTimes{});
+    }
+    pass_.store(pass);
+  }
+
+  void wait_op(StreamId stream, int op) override {
+    const int pass = pass_.load();
+    enqueue(stream, [this, op, pass] {
+      std::unique_lock<std::mutex> lock(done_mutex_);
+      done_cv_.wait(lock, [&] { return done_[op].load(std::memory_order_acquire) >= pass; });
+    });
+  }
+
+  void begin_op(StreamId stream, int op) override {
+    enqueue(stream, [this, op, stream] {
+      streams_[static_cast<int>(stream)].current_op.store(op);
+      times_[op].start_us = now_us();
+    });
+  }
+
+  void end_op(StreamId stream, int op) override {
+    const int pass = pass_.load();
+    enqueue(stream, [this, op, pass] {
+      times_[op].end_us = now_us();
+      {
+        std::lock_guard<std::mutex> lock(done_mutex_);
+        done_[op].store(pass, std::memory_order_release);
+      }
+      done_cv_.notify_all();
+    });
+  }
+
+  void copy(StreamId stream, std::vector<CopySpan> spans) override {
+    enqueue(stream, [spans = std::move(spans)] {
+      for (const auto& s : spans) std::memcpy(s.dst, s.src, static_cast<size_t>(s.bytes));
+    });
+  }
+
+  void all_gather(StreamId stream, CommGroup group, const CollectiveArgs& a) override {
+    enqueue(stream, [this, stream, group, a] {
+      MPI_Comm c = comm(stream, group);
+      check(MPI_Allgather(a.in, count(a), type(a.width), a.out, count(a), type(a.width), c), "MPI_Allgather", -1, stream);
+    });
+  }
+
+  void reduce_scatter(StreamId stream, CommGroup group, const CollectiveArgs& a) override {
+    enqueue(stream, [this, stream, group, a] {
+      MPI_Comm c = comm(stream, group);
+      check(MPI_Reduce_scatter_block(a.in, a.out, count(a), type(a.width), sum(a.width), c), "MPI_Reduce_scatter_block",
+            -1, stream);
+      if (a.average) scale_values(a.out, a.count, a.width, 1.0 / size(c));
+    });
+  }
+
+  void all_reduce(StreamId stream, CommGroup group, const CollectiveArgs& a) override {
+    enqueue(stream, [this, stream, group, a] {
+      MPI_Comm c = comm(stream, group);
+      const void* in = a.in == a.out ? MPI_IN_PLACE : a.in;
+      check(MPI_Allreduce(in, a.out, count(a), type(a.width), sum(a.width), c), "MPI_Allreduce", -1, stream);
+      if (a.average) scale_values(a.out, a.count, a.width, 1.0 / size(c));
+    });
+  }
+
+  void compute(StreamId stream, double duration_us, ComputeMode mode) override {
+    enqueue(stream, [duration_us, mode] {
+      const auto until = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                            std::chrono::duration<double, std::micro>(duration_us));
+      if (mode == ComputeMode::Spin) {
+        while (Clock::now() < until) {
+        }
+      } else {
+        std::this_thread::sleep_until(until);
+      }
+    });
+  }
+
+  bool op_done(int op) override { return done_[op].load(std::memory_order_acquire) >= pass_.load(); }
+
+  void wait_op_host(int op) override {
+    const int pass = pass_.load();
+    std::unique_lock<std::mutex> lock(done_mutex_);
+    done_cv_.wait(lock, [&] { return done_[op].load(std::memory_order_acquire) >= pass; });
+  }
+
+  void synchronize() override {
+    for (auto& st : streams_) {
+      std::unique_lock<std::mutex> lock(st.mutex);
+      st.idle_cv.wait(lock, [&] { return st.queue.empty() && !st.busy; });
+    }
+  }
+
+  OpTimes op_times(int op) override { return times_[op]; }
+  double host_now_us() override { return now_us(); }
+
+ private:
+  struct Stream {
+    std::thread thread;
+    std::mutex mutex;
+    std::condition_variable cv, idle_cv;
+    std::deque<std::function<void()>> queue;
+    bool busy = false;
+    bool stop = false;
+    std::atomic<int> current_op{-1};
+  };
+
+  void enqueue(StreamId stream, std::function<void()> fn) {
+    Stream& st = streams_[static_cast<int>(stream)];
+    {
+      std::lock_guard<std::mutex> lock(st.mutex);
+      st.queue.push_back(std::move(fn));
+    }
+    st.cv.notify_one();
+  }
+
+  void worker(int s) {
+    Stream& st = streams_[s];
+    for (;;) {
+      std::function<void()> fn;
+      {
+        std::unique_lock<std::mutex> lock(st.mutex);
+        st.cv.wait(lock, [&] { return st.stop || !st.queue.empty(); });
+        if (st.queue.empty()) return;
+        fn = std::move(st.queue.front());
+        st.queue.pop_front();
+        st.busy = true;
+      }
+      fn();
+      {
+        std::lock_guard<std::mutex> lock(st.mutex);
+        st.busy = false;
+      }
+      st.idle_cv.notify_all();
+    }
+  }
+
+  MPI_Comm comm(StreamId stream, CommGroup group) {
+    auto it = comms_.find({static_cast<int>(stream), static_cast<int>(group)});
+    if (it == comms_.end())
+      fatal("no communicator was created for stream " + std::string(stream_name(stream)) + " and group " +
+            std::string(comm_group_name(group)), stream);
+    return it->second;
+  }
+
+  static int size(MPI_Comm c) {
+    int n = 1;
+    MPI_Comm_size(c, &n);
+    return n;
+  }
+
+  static int count(const CollectiveArgs& a) {
+    // The runner refuses ops above INT_MAX elements before any pass.
+    return static_cast<int>(a.count);
+  }
+
+  static MPI_Datatype type(int width) {
+    if (width == 4) return MPI_FLOAT;
+    if (width == 2) return MPI_UINT16_T;
+    return MPI_INT8_T;
+  }
+
+  MPI_Op sum(int width) const { return width == 2 ? bf16_sum_op_ : MPI_SUM; }
+
+  void check(int rc, const char* call, int /*op*/, StreamId stream) {
+    if (rc == MPI_SUCCESS) return;
+    fatal(std::string(call) + " failed: " + mpi_error_string(rc), stream);
+  }
+
+  [[noreturn]] void fatal(const std::string& what, StreamId stream) {
+    std::ostringstream msg;
+    msg << what << " (stream " << stream_name(stream) << ", op " << streams_[static_cast<int>(stream)].current_op.load()
+        << ")";
+    if (on_fatal) on_fatal(msg.str());
+    throw std::runtime_error(msg.str());  // on_fatal aborts; this is the fallback for tests
+  }
+
+  MPI_Comm world_ = MPI_COMM_NULL;
+  int rank_ = 0, world_size_ = 1;
+  MPI_Op bf16_sum_op_ = MPI_OP_NULL;
+  std::map<std::pair<int, int>, MPI_Comm> comms_;
+  Stream streams_[kNumStreams];
+  std::atomic<int> pass_{0};
+  std::vector<std::atomic<int>> done_;
+  std::vector<OpTimes> times_;
+  std::mutex done_mutex_;
+  std::condition_variable done_cv_;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_mpi_backend(MPI_Comm world) { return std::make_unique<MpiBackend>(world); }
+
+}  // namespace shardline::exec

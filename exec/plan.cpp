@@ -1,0 +1,474 @@
+#include "exec/plan.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cstring>
+#include <string>
+
+#include "core/error.h"
+#include "exec/payload.h"
+
+namespace shardline::exec {
+namespace {
+
+constexpr double kSentinel = -100;  // never produced by param_value / grad_value sums
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+std::string op_path(int i) { return "program.ops[" + std::to_string(i) + "]"; }
+
+std::string op_label(const Op& op) {
+  return "op " + std::to_string(op.id) + " \"" + op.name + "\" (" + std::string(op_kind_name(op.kind)) + ")";
+}
+
+bool contains(const std::vector<int>& v, int x) { return std::find(v.begin(), v.end(), x) != v.end(); }
+
+int64_t slice_total(const std::vector<TensorSlice>& slices) {
+  int64_t n = 0;
+  for (const auto& s : slices) n += s.shard_numel;
+  return n;
+}
+
+}  // namespace
+
+int GroupLayout::size(CommGroup g) const {
+  switch (g) {
+    case CommGroup::Shard: return shard_size;
+    case CommGroup::Replicate: return replicate_size;
+    case CommGroup::Reshard: return reshard_size;
+    case CommGroup::None: return 1;
+  }
+  return 1;
+}
+
+int GroupLayout::color(CommGroup g, int rank) const {
+  switch (g) {
+    case CommGroup::Shard: return rank / shard_size;
+    case CommGroup::Replicate: return rank % shard_size;
+    case CommGroup::Reshard: return rank / reshard_size;
+    case CommGroup::None: return rank;
+  }
+  return rank;
+}
+
+int GroupLayout::index(CommGroup g, int rank) const {
+  switch (g) {
+    case CommGroup::Shard: return rank % shard_size;
+    case CommGroup::Replicate: return rank / shard_size;
+    case CommGroup::Reshard: return rank % reshard_size;
+    case CommGroup::None: return 0;
+  }
+  return 0;
+}
+
+std::vector<int> GroupLayout::members(CommGroup g, int rank) const {
+  std::vector<int> m;
+  const int c = color(g, rank);
+  const int n = size(g);
+  for (int i = 0; i < n; ++i) {
+    switch (g) {
+      case CommGroup::Shard: m.push_back(c * shard_size + i); break;
+      case CommGroup::Replicate: m.push_back(i * shard_size + c); break;
+      case CommGroup::Reshard: m.push_back(c * reshard_size + i); break;
+      case CommGroup::None: m.push_back(rank); break;
+    }
+  }
+  return m;
+}
+
+int64_t Plan::total_bytes() const {
+  int64_t total = 0;
+  for (const auto& s : stores) total += (s.elements + 1) * s.width;
+  for (const auto& o : ops) {
+    if (o.in_bytes) total += o.in_bytes + o.width;
+    if (o.out_bytes) total += o.out_bytes + o.width;
+  }
+  return total;
+}
+
+int Plan::store_index(StoreKind kind, CommGroup group) const {
+  for (size_t i = 0; i < stores.size(); ++i)
+    if (stores[i].kind == kind && stores[i].group == group) return static_cast<int>(i);
+  return -1;
+}
+
+Program scale_program(const Program& program, int64_t scale) {
+  Program p = program;
+  if (scale == 1) return p;
+  for (auto& param : p.params) {
+    param.numel = ceil_div(param.numel, scale);
+    param.shard_numel = ceil_div(param.shard_numel, scale);
+  }
+  for (auto& op : p.ops) {
+    for (auto& s : op.slices) {
+      const int64_t end = ceil_div(s.shard_offset + s.shard_numel, scale);
+      s.shard_offset = ceil_div(s.shard_offset, scale);
+      s.shard_numel = end - s.shard_offset;
+    }
+  }
+  return p;
+}
+
+Plan make_plan(const Program& input, int64_t scale, int rank, int world, int corrupt_op) {
+  if (scale < 1) throw InputError("--scale", "must be a positive integer, got " + std::to_string(scale));
+  Plan plan;
+  plan.scale = scale;
+  plan.rank = rank;
+  plan.program = scale_program(input, scale);
+  const Program& P = plan.program;
+  plan.layout = GroupLayout{P.shard_size, P.replicate_size, P.reshard_group_size};
+  const GroupLayout& L = plan.layout;
+  if (P.shard_size < 1 || P.replicate_size < 1)
+    throw InputError("program.shard_size", "shard and replicate sizes must be >= 1");
+  if (L.world() != world)
+    throw InputError("mpirun -n", "the scenario's mesh needs shard " + std::to_string(P.shard_size) + " x replicate " +
+                                      std::to_string(P.replicate_size) + " = " + std::to_string(L.world()) +
+                                      " ranks, but the run has " + std::to_string(world));
+  if (P.reshard_group_size > 0 && P.shard_size % P.reshard_group_size != 0)
+    throw InputError("program.reshard_group_size", "must divide the shard size " + std::to_string(P.shard_size));
+
+  const int nops = static_cast<int>(P.ops.size());
+  const int nparams = static_cast<int>(P.params.size());
+  plan.ops.resize(nops);
+  for (int i = 0; i < nops; ++i) {
+    const Op& op = P.ops[i];
+    if (op.id != i) throw InputError(op_path(i) + ".id", "must equal its index " + std::to_string(i));
+    for (int d : op.deps)
+      if (d < 0 || d >= i) throw InputError(op_path(i) + ".deps", "dependency " + std::to_string(d) + " is not an earlier op");
+    for (size_t k = 0; k < op.slices.size(); ++k) {
+      const auto& s = op.slices[k];
+      if (s.param < 0 || s.param >= nparams || s.shard_offset < 0 || s.shard_numel < 0)
+        throw InputError(op_path(i) + ".slices[" + std::to_string(k) + "]", "names no valid parameter range");
+    }
+    if (is_collective(op.kind)) {
+      if (op.group == CommGroup::None) throw InputError(op_path(i) + ".group", "a collective needs a group");
+      if (op.group == CommGroup::Reshard && P.reshard_group_size <= 0)
+        throw InputError(op_path(i) + ".group", "reshard group used but program.reshard_group_size is 0");
+      if (op.group_size != L.size(op.group))
+        throw InputError(op_path(i) + ".group_size", "is " + std::to_string(op.group_size) + " but the " +
+                                                         std::string(comm_group_name(op.group)) + " group has " +
+                                                         std::to_string(L.size(op.group)) + " ranks");
+      if (op.slices.empty() && op.bytes > 0)
+        throw InputError(op_path(i) + ".slices", "a collective with bytes needs slices to place its data");
+      const int w = dtype_bytes(op.dtype);
+      if (op.kind != OpKind::AllGather && w == 1)
+        throw InputError(op_path(i) + ".dtype", "reductions in 1-byte dtypes are not supported by the executor");
+      plan.ops[i].width = w;
+      plan.ops[i].blocks = op.group_size;
+      plan.ops[i].block_count = slice_total(op.slices);
+    }
+  }
+
+  // Link copy-ins to the collective they fill and copy-outs to the collective they drain.
+  for (int i = 0; i < nops; ++i) {
+    const Op& op = P.ops[i];
+    if (op.kind == OpKind::CopyIn) {
+      int target = -1;
+      for (int j = i + 1; j < nops && target < 0; ++j)
+        if (is_collective(P.ops[j].kind) && contains(P.ops[j].deps, i)) target = j;
+      for (int j = i + 1; j < nops && target < 0; ++j)
+        if (is_collective(P.ops[j].kind) && P.ops[j].stream == op.stream) target = j;
+      if (target < 0) throw InputError(op_path(i), op_label(op) + " feeds no later collective");
+      if (plan.ops[target].copy_in >= 0)
+        throw InputError(op_path(i), op_label(op) + " and op " + std::to_string(plan.ops[target].copy_in) +
+                                         " both fill collective " + std::to_string(target));
+      plan.ops[i].collective = target;
+      plan.ops[target].copy_in = i;
+    } else if (op.kind == OpKind::CopyOut) {
+      int source = -1;
+      for (int d : op.deps)
+        if (is_collective(P.ops[d].kind)) source = std::max(source, d);
+      for (int j = i - 1; j >= 0 && source < 0; --j)
+        if (is_collective(P.ops[j].kind) && P.ops[j].stream == op.stream) source = j;
+      if (source < 0) throw InputError(op_path(i), op_label(op) + " drains no earlier collective");
+      plan.ops[i].collective = source;
+      plan.ops[source].copy_outs.push_back(i);
+    }
+  }
+
+  // Stores.
+  auto get_store = [&](StoreKind kind, CommGroup group, int width, int blocks, int op) {
+    int idx = plan.store_index(kind, group);
+    if (idx < 0) {
+      Store s;
+      s.kind = kind;
+      s.group = group;
+      s.width = width;
+      s.blocks = blocks;
+      s.extent.assign(nparams, 0);
+      if (group == CommGroup::Shard || kind == StoreKind::GradShard)
+        for (int p = 0; p < nparams; ++p) s.extent[p] = P.params[p].shard_numel;
+      plan.stores.push_back(std::move(s));
+      idx = static_cast<int>(plan.stores.size()) - 1;
+    }
+    const Store& s = plan.stores[idx];
+    if (s.width != width || s.blocks != blocks)
+      throw InputError(op_path(op), "mixes payload widths or group sizes with earlier ops on the same data");
+    return idx;
+  };
+  for (int i = 0; i < nops; ++i) {
+    const Op& op = P.ops[i];
+    OpPlan& o = plan.ops[i];
+    switch (op.kind) {
+      case OpKind::AllGather:
+        o.source_store = get_store(StoreKind::ParamShard, op.group, o.width, 1, i);
+        o.dest_store = get_store(StoreKind::UnshardedParam, op.group, o.width, o.blocks, i);
+        break;
+      case OpKind::ReduceScatter:
+        o.source_store = get_store(StoreKind::UnshardedGrad, op.group, o.width, o.blocks, i);
+        o.dest_store = get_store(StoreKind::GradShard, CommGroup::None, o.width, 1, i);
+        break;
+      case OpKind::AllReduce:
+        o.source_store = get_store(StoreKind::GradShard, CommGroup::None, o.width, 1, i);
+        o.dest_store = o.source_store;
+        break;
+      default: break;
+    }
+  }
+  for (int i = 0; i < nops; ++i) {
+    OpPlan& o = plan.ops[i];
+    const Op& op = P.ops[i];
+    if (op.kind == OpKind::CopyIn || op.kind == OpKind::CopyOut) {
+      const OpPlan& c = plan.ops[o.collective];
+      o.width = c.width;
+      if (op.kind == OpKind::CopyIn) o.source_store = c.source_store;
+      else o.dest_store = c.dest_store;
+    }
+  }
+  // Extents: every slice must fit in its store; paired stores share extents per param.
+  for (int i = 0; i < nops; ++i) {
+    const OpPlan& o = plan.ops[i];
+    for (int st : {o.source_store, o.dest_store}) {
+      if (st < 0) continue;
+      for (const auto& s : P.ops[i].slices)
+        plan.stores[st].extent[s.param] = std::max(plan.stores[st].extent[s.param], s.shard_offset + s.shard_numel);
+    }
+  }
+  for (auto& s : plan.stores) {
+    int partner = -1;
+    if (s.kind == StoreKind::ParamShard) partner = plan.store_index(StoreKind::UnshardedParam, s.group);
+    if (s.kind == StoreKind::UnshardedParam) partner = plan.store_index(StoreKind::ParamShard, s.group);
+    if (partner >= 0)
+      for (int p = 0; p < nparams; ++p) s.extent[p] = std::max(s.extent[p], plan.stores[partner].extent[p]);
+  }
+  for (auto& s : plan.stores) {
+    s.offset.assign(nparams, 0);
+    int64_t off = 0;
+    for (int p = 0; p < nparams; ++p) {
+      s.offset[p] = off;
+      off += s.blocks * s.extent[p];
+    }
+    s.elements = off;
+  }
+
+  // Position of a copy's slice inside its collective's flat block.
+  auto locate = [&](int coll, const TensorSlice& s, int op, size_t k) -> int64_t {
+    const int64_t pos = slice_position(P, coll, s);
+    if (pos >= 0) return pos;
+    throw InputError(op_path(op) + ".slices[" + std::to_string(k) + "]",
+                     "is not part of the slices of collective " + std::to_string(coll));
+  };
+  // Spans between a store and collective `coll`'s flat buffer, for the slices of op `op`.
+  auto spans = [&](int op, int coll, bool pack) {
+    std::vector<SymSpan> out;
+    const OpPlan& c = plan.ops[coll];
+    const int st = pack ? c.source_store : c.dest_store;
+    const Store& store = plan.stores[st];
+    const auto& slices = P.ops[op].slices;
+    for (int j = 0; j < store.blocks; ++j) {
+      for (size_t k = 0; k < slices.size(); ++k) {
+        const auto& s = slices[k];
+        if (s.shard_numel == 0) continue;
+        SymSpan sp;
+        sp.count = s.shard_numel;
+        Location store_loc{st, -1, false, store.element_index(s.param, j, s.shard_offset)};
+        Location buf_loc{-1, coll, !pack, j * c.block_count + locate(coll, s, op, k)};
+        sp.src = pack ? store_loc : buf_loc;
+        sp.dst = pack ? buf_loc : store_loc;
+        // Merge with the previous span when both sides continue it.
+        if (!out.empty()) {
+          SymSpan& prev = out.back();
+          auto same = [](const Location& a, const Location& b, int64_t n) {
+            return a.store == b.store && a.op == b.op && a.out == b.out && a.element + n == b.element;
+          };
+          if (same(prev.src, sp.src, prev.count) && same(prev.dst, sp.dst, prev.count)) {
+            prev.count += sp.count;
+            continue;
+          }
+        }
+        out.push_back(sp);
+      }
+    }
+    return out;
+  };
+  // Whether a collective's slices form one contiguous range of store `st`.
+  auto contiguous = [&](int i, int st) -> bool {
+    const Store& s = plan.stores[st];
+    const auto& slices = P.ops[i].slices;
+    if (s.blocks > 1) {
+      int nonempty = 0;
+      for (const auto& sl : slices) {
+        if (sl.shard_numel == 0) continue;
+        ++nonempty;
+        if (sl.shard_offset != 0 || sl.shard_numel != s.extent[sl.param]) return false;
+      }
+      return nonempty == 1;
+    }
+    int64_t next = -1;
+    for (const auto& sl : slices) {
+      if (sl.shard_numel == 0) continue;
+      const int64_t at = s.element_index(sl.param, 0, sl.shard_offset);
+      if (next >= 0 && at != next) return false;
+      next = at + sl.shard_numel;
+    }
+    return true;
+  };
+  auto first_element = [&](int i, int st) -> int64_t {
+    for (const auto& sl : P.ops[i].slices)
+      if (sl.shard_numel > 0) return plan.stores[st].element_index(sl.param, 0, sl.shard_offset);
+    return 0;
+  };
+
+  for (int i = 0; i < nops; ++i) {
+    const Op& op = P.ops[i];
+    OpPlan& o = plan.ops[i];
+    if (op.kind == OpKind::CopyIn) {
+      const OpPlan& c = plan.ops[o.collective];
+      if (slice_total(op.slices) != c.block_count)
+        throw InputError(op_path(i), op_label(op) + " copies " + std::to_string(slice_total(op.slices)) +
+                                         " elements per block but its collective moves " + std::to_string(c.block_count));
+      o.pack_spans = spans(i, o.collective, true);
+    } else if (op.kind == OpKind::CopyOut) {
+      o.unpack_spans = spans(i, o.collective, false);
+    } else if (is_collective(op.kind)) {
+      const int64_t n = o.blocks, m = o.block_count, w = o.width;
+      const int64_t in_elems = op.kind == OpKind::ReduceScatter ? n * m : m;
+      const int64_t out_elems = op.kind == OpKind::AllGather ? n * m : m;
+      o.moved_bytes = (op.kind == OpKind::AllReduce ? m : n * m) * w;
+      if (o.copy_in < 0 && contiguous(i, o.source_store)) {
+        o.direct_in = true;
+        o.in_loc = Location{o.source_store, -1, false, first_element(i, o.source_store)};
+      } else {
+        o.in_loc = Location{-1, i, false, 0};
+        o.in_bytes = in_elems * w;
+        if (o.copy_in < 0) o.pack_spans = spans(i, i, true);
+      }
+      if (o.copy_outs.empty() && contiguous(i, o.dest_store)) {
+        o.direct_out = true;
+        o.out_loc = Location{o.dest_store, -1, false, first_element(i, o.dest_store)};
+      } else {
+        o.out_loc = Location{-1, i, true, 0};
+        o.out_bytes = out_elems * w;
+        if (o.copy_outs.empty()) o.unpack_spans = spans(i, i, false);
+      }
+    }
+    if (op.kind == OpKind::CopyIn || op.kind == OpKind::CopyOut) {
+      int64_t n = 0;
+      for (const auto& s : o.pack_spans) n += s.count;
+      for (const auto& s : o.unpack_spans) n += s.count;
+      o.moved_bytes = n * o.width;
+    }
+  }
+
+  if (corrupt_op >= 0) {
+    if (corrupt_op >= nops) throw InputError("--corrupt-op", "no op " + std::to_string(corrupt_op) + " in the program");
+    OpPlan& o = plan.ops[corrupt_op];
+    const Op& op = P.ops[corrupt_op];
+    if (!o.pack_spans.empty()) o.pack_spans.front().src.element += 1;
+    else if (!o.unpack_spans.empty()) o.unpack_spans.front().src.element += 1;
+    else if (is_collective(op.kind) && o.direct_in) o.in_loc.element += 1;
+    else throw InputError("--corrupt-op", op_label(op) + " moves no data; pick a copy or collective op");
+  }
+  return plan;
+}
+
+int64_t slice_position(const Program& program, int coll, const TensorSlice& s) {
+  int64_t pos = 0;
+  for (const auto& c : program.ops[coll].slices) {
+    if (c.param == s.param && c.shard_offset <= s.shard_offset &&
+        s.shard_offset + s.shard_numel <= c.shard_offset + c.shard_numel)
+      return pos + (s.shard_offset - c.shard_offset);
+    pos += c.shard_numel;
+  }
+  return -1;
+}
+
+namespace {
+
+void* location_ptr(const Plan& plan, const Location& l, int width) {
+  unsigned char* base = nullptr;
+  if (l.store >= 0) base = static_cast<unsigned char*>(plan.stores[l.store].data);
+  else base = static_cast<unsigned char*>(l.out ? plan.ops[l.op].out_buf : plan.ops[l.op].in_buf);
+  assert(base && "plan location resolved before allocation");
+  return base + l.element * width;
+}
+
+std::vector<CopySpan> resolve(const Plan& plan, const std::vector<SymSpan>& spans, int width) {
+  std::vector<CopySpan> out;
+  out.reserve(spans.size());
+  for (const auto& s : spans)
+    out.push_back(CopySpan{location_ptr(plan, s.dst, width), location_ptr(plan, s.src, width), s.count * width});
+  return out;
+}
+
+}  // namespace
+
+void allocate_plan(Plan& plan, Backend& backend) {
+  const int rank = plan.rank;
+  std::vector<unsigned char> host;
+  for (auto& s : plan.stores) {
+    s.data = backend.allocate((s.elements + 1) * s.width);
+    for (size_t p = 0; p < s.extent.size(); ++p) {
+      const int64_t E = s.extent[p];
+      const int64_t n = s.blocks * E;
+      if (n == 0) continue;
+      host.resize(n * s.width);
+      for (int j = 0; j < s.blocks; ++j) {
+        for (int64_t e = 0; e < E; ++e) {
+          double v = kSentinel;
+          const int pi = static_cast<int>(p);
+          switch (s.kind) {
+            case StoreKind::ParamShard: v = param_value(pi, plan.layout.index(s.group, rank) * E + e); break;
+            case StoreKind::UnshardedParam: v = kSentinel; break;
+            case StoreKind::UnshardedGrad: v = grad_value(rank, pi, j * E + e); break;
+            case StoreKind::GradShard: v = grad_value(rank, pi, e); break;
+          }
+          encode_value(host.data() + (j * E + e) * s.width, s.width, v);
+        }
+      }
+      backend.upload(static_cast<unsigned char*>(s.data) + s.offset[p] * s.width, host.data(), n * s.width);
+    }
+  }
+  for (auto& o : plan.ops) {
+    for (auto [bytes, buf] : {std::pair{o.in_bytes, &o.in_buf}, std::pair{o.out_bytes, &o.out_buf}}) {
+      if (bytes == 0) continue;
+      *buf = backend.allocate(bytes + o.width);
+      host.resize(bytes);
+      for (int64_t e = 0; e < bytes / o.width; ++e) encode_value(host.data() + e * o.width, o.width, kSentinel);
+      backend.upload(*buf, host.data(), bytes);
+    }
+  }
+  for (size_t i = 0; i < plan.ops.size(); ++i) {
+    OpPlan& o = plan.ops[i];
+    o.pack = resolve(plan, o.pack_spans, o.width);
+    o.unpack = resolve(plan, o.unpack_spans, o.width);
+    if (is_collective(plan.program.ops[i].kind)) {
+      o.in = location_ptr(plan, o.in_loc, o.width);
+      o.out = location_ptr(plan, o.out_loc, o.width);
+    }
+  }
+}
+
+void release_plan(Plan& plan, Backend& backend) {
+  for (auto& s : plan.stores) {
+    if (s.data) backend.release(s.data);
+    s.data = nullptr;
+  }
+  for (auto& o : plan.ops) {
+    if (o.in_buf) backend.release(o.in_buf);
+    if (o.out_buf) backend.release(o.out_buf);
+    o.in_buf = o.out_buf = nullptr;
+  }
+}
+
+}  // namespace shardline::exec

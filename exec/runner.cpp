@@ -1,0 +1,495 @@
+#include "exec/runner.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <climits>
+#include <cmath>
+#include <condition_variable>
+#include <cstdio>
+#include <iostream>
+#include <mutex>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "core/error.h"
+#include "exec/clock_align.h"
+#include "exec/verify.h"
+
+namespace shardline::exec {
+namespace {
+
+std::string op_label(const Op& op) {
+  std::ostringstream s;
+  s << "op " << op.id << " \"" << op.name << "\" (" << op_kind_name(op.kind);
+  if (is_collective(op.kind)) s << " over the " << comm_group_name(op.group) << " group";
+  s << ") on stream " << stream_name(op.stream);
+  return s.str();
+}
+
+std::string mib(int64_t bytes) {
+  std::ostringstream s;
+  s.setf(std::ios::fixed);
+  s.precision(1);
+  s << static_cast<double>(bytes) / (1024.0 * 1024.0) << " MiB";
+  return s.str();
+}
+
+// Everything the host thread, the watchdog and the fatal handler share.
+class Run {
+ public:
+  Run(const Plan& plan, const ExecOptions& options, Backend& backend, MPI_Comm host)
+      : plan_(plan), P_(plan.program), options_(options), backend_(backend), host_(host) {
+    MPI_Comm_rank(host, &rank_);
+    issue_us_.assign(P_.ops.size(), 0.0);
+  }
+
+  ~Run() { stop_watchdog(); }
+
+  void set_alignment(const ClockAlignment& a) { align_ = a; }
+
+  void start_watchdog() {
+    watchdog_ = std::thread([this] { watch(); });
+  }
+
+  void stop_watchdog() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stopping_ = true;
+    }
+    cv_.notify_all();
+    if (watchdog_.joinable()) watchdog_.join();
+  }
+
+  void progress(const std::string& stage) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stage_ = stage;
+    ++host_progress_;
+  }
+
+  // One pass over the program. `record`: keep intervals for iteration `iteration`.
+  void pass(int pass_number, bool serialized, Verifier* verifier, int iteration, std::string* first_failure) {
+    const int nops = static_cast<int>(P_.ops.size());
+    backend_.begin_pass(pass_number, nops);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      current_pass_ = pass_number;
+      issued_ = 0;
+    }
+    progress("barrier before pass " + std::to_string(pass_number));
+    MPI_Barrier(host_);
+    double origin = backend_.host_now_us() + align_.offset_us;
+    MPI_Bcast(&origin, 1, MPI_DOUBLE, 0, host_);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      last_origin_ = origin;
+    }
+    progress("issuing pass " + std::to_string(pass_number));
+    for (int i = 0; i < nops; ++i) {
+      const Op& op = P_.ops[i];
+      if (rank_ == options_.stall_rank && i == stall_op_) stall(i);
+      issue_us_[i] = backend_.host_now_us();
+      issue(i);
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        issued_ = i + 1;
+      }
+      if (serialized) {
+        backend_.wait_op_host(i);
+        if (verifier) {
+          std::string e = verifier->check(i, backend_);
+          if (!e.empty() && first_failure->empty()) *first_failure = e;
+          progress("verified op " + std::to_string(op.id));
+        }
+      }
+    }
+    progress("waiting for pass " + std::to_string(pass_number) + " to finish");
+    backend_.synchronize();
+    progress("pass " + std::to_string(pass_number) + " finished");
+    if (iteration >= 0) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      for (int i = 0; i < nops; ++i) intervals_.push_back(interval(i, iteration, origin));
+    }
+  }
+
+  void set_stall_op(int op) { stall_op_ = op; }
+
+  std::vector<OpInterval> intervals() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return intervals_;
+  }
+
+  // Fatal path: describe, write the partial timeline, abort the job. Runs once.
+  [[noreturn]] void fail(const std::string& message) {
+    static std::atomic<bool> failing{false};
+    if (failing.exchange(true)) {
+      for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
+    }
+    std::cerr << "shardline exec: error: " << message << std::endl;
+    if (options_.on_failure) {
+      try {
+        options_.on_failure(partial_timeline(), message);
+      } catch (const std::exception& e) {
+        std::cerr << "shardline exec: could not write the partial timeline: " << e.what() << std::endl;
+      }
+    }
+    // Give the other ranks' watchdogs a moment to write their own partial timelines.
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    MPI_Abort(MPI_COMM_WORLD, 3);
+    std::_Exit(3);
+  }
+
+  Timeline partial_timeline() {
+    Timeline t;
+    t.source = "measured";
+    t.backend = backend_.name();
+    t.scenario = P_.scenario;
+    t.ranks = 1;
+    t.scale = static_cast<double>(plan_.scale);
+    t.ops = measured_ops(plan_);
+    std::lock_guard<std::mutex> lock(mutex_);
+    t.intervals = intervals_;
+    int iterations = 0;
+    for (const auto& iv : t.intervals) iterations = std::max(iterations, iv.iteration + 1);
+    // The pass in flight: the ops that finished.
+    for (int i = 0; i < issued_; ++i)
+      if (backend_.op_done(i)) t.intervals.push_back(interval(i, current_iteration_, last_origin_));
+    t.iterations = std::max(1, iterations + 1);
+    for (auto& iv : t.intervals) iv.rank = rank_;
+    return t;
+  }
+
+  void set_iteration(int iteration) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    current_iteration_ = iteration;
+  }
+
+ private:
+  void issue(int i) {
+    const Op& op = P_.ops[i];
+    const OpPlan& o = plan_.ops[i];
+    const StreamId s = op.stream;
+    for (int d : op.deps)
+      if (P_.ops[d].stream != s) backend_.wait_op(s, d);
+    backend_.begin_op(s, i);
+    switch (op.kind) {
+      case OpKind::Compute: backend_.compute(s, op.compute_us, options_.compute); break;
+      case OpKind::CopyIn: backend_.copy(s, o.pack); break;
+      case OpKind::CopyOut: backend_.copy(s, o.unpack); break;
+      case OpKind::Alloc:
+      case OpKind::Free: break;
+      case OpKind::AllGather:
+      case OpKind::ReduceScatter:
+      case OpKind::AllReduce: {
+        if (!o.pack.empty()) backend_.copy(s, o.pack);
+        CollectiveArgs a;
+        a.in = o.in;
+        a.out = o.out;
+        a.count = o.block_count;
+        a.width = o.width;
+        a.average = P_.average_gradients && op.kind != OpKind::AllGather;
+        if (op.kind == OpKind::AllGather) backend_.all_gather(s, op.group, a);
+        else if (op.kind == OpKind::ReduceScatter) backend_.reduce_scatter(s, op.group, a);
+        else backend_.all_reduce(s, op.group, a);
+        if (!o.unpack.empty()) backend_.copy(s, o.unpack);
+        break;
+      }
+    }
+    backend_.end_op(s, i);
+  }
+
+  OpInterval interval(int i, int iteration, double origin) {
+    const OpTimes t = backend_.op_times(i);
+    OpInterval iv;
+    iv.op = i;
+    iv.rank = rank_;
+    iv.iteration = iteration;
+    iv.issue_us = issue_us_[i] + align_.offset_us - origin;
+    iv.start_us = t.start_us + align_.offset_us - origin;
+    iv.end_us = t.end_us + align_.offset_us - origin;
+    return iv;
+  }
+
+  [[noreturn]] void stall(int op) {
+    progress("stalled before op " + std::to_string(op) + " (--stall-rank test hook)");
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stalled_ = true;
+    }
+    for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
+  }
+
+  void watch() {
+    using Clock = std::chrono::steady_clock;
+    auto last_change = Clock::now();
+    std::string last_sig;
+    std::unique_lock<std::mutex> lock(mutex_);
+    while (!stopping_) {
+      cv_.wait_for(lock, std::chrono::milliseconds(100));
+      if (stopping_) break;
+      const int issued = issued_;
+      const int pass = current_pass_;
+      const int64_t host = host_progress_;
+      lock.unlock();
+      int done = 0;
+      for (int i = 0; i < issued; ++i) done += backend_.op_done(i) ? 1 : 0;
+      const std::string sig = std::to_string(pass) + "/" + std::to_string(issued) + "/" + std::to_string(done) + "/" +
+                              std::to_string(host);
+      if (sig != last_sig) {
+        last_sig = sig;
+        last_change = Clock::now();
+      } else if (std::chrono::duration<double>(Clock::now() - last_change).count() > options_.timeout_s) {
+        fail(describe_stuck(issued));
+      }
+      lock.lock();
+    }
+  }
+
+  std::string describe_stuck(int issued) {
+    std::ostringstream msg;
+    std::string stage;
+    bool stalled;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stage = stage_;
+      stalled = stalled_;
+    }
+    msg << "rank " << rank_ << " made no progress for " << options_.timeout_s << " s (--timeout): ";
+    if (stalled) {
+      msg << "the host stalled before " << op_label(P_.ops[stall_op_]) << " (--stall-rank test hook)";
+      return msg.str();
+    }
+    // The stuck op: the earliest unfinished issued op whose dependencies all finished.
+    int stuck = -1, first_unfinished = -1;
+    for (int i = 0; i < issued && stuck < 0; ++i) {
+      if (backend_.op_done(i)) continue;
+      if (first_unfinished < 0) first_unfinished = i;
+      bool ready = true;
+      for (int d : P_.ops[i].deps) ready = ready && backend_.op_done(d);
+      if (ready) stuck = i;
+    }
+    if (stuck < 0) stuck = first_unfinished;
+    if (stuck < 0) {
+      msg << "every issued op finished; the host is stuck at: " << stage;
+      return msg.str();
+    }
+    msg << op_label(P_.ops[stuck]) << " did not complete";
+    // Where the other streams wait.
+    bool seen[kNumStreams] = {};
+    seen[static_cast<int>(P_.ops[stuck].stream)] = true;
+    std::string others;
+    for (int i = 0; i < issued; ++i) {
+      const int s = static_cast<int>(P_.ops[i].stream);
+      if (seen[s] || backend_.op_done(i)) continue;
+      seen[s] = true;
+      others += (others.empty() ? "" : ", ") + std::string(stream_name(P_.ops[i].stream)) + " at op " +
+                std::to_string(i) + " \"" + P_.ops[i].name + "\"";
+    }
+    if (!others.empty()) msg << "; other streams waiting: " << others;
+    msg << " (host: " << stage << ")";
+    return msg.str();
+  }
+
+  const Plan& plan_;
+  const Program& P_;
+  const ExecOptions& options_;
+  Backend& backend_;
+  MPI_Comm host_;
+  int rank_ = 0;
+  ClockAlignment align_;
+  int stall_op_ = -1;
+  std::vector<double> issue_us_;
+
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::thread watchdog_;
+  bool stopping_ = false;
+  bool stalled_ = false;
+  std::string stage_ = "starting";
+  int64_t host_progress_ = 0;
+  int current_pass_ = -1;
+  int current_iteration_ = -1;
+  int issued_ = 0;
+  double last_origin_ = 0;
+  std::vector<OpInterval> intervals_;
+};
+
+std::vector<char> gather_strings(MPI_Comm comm, const std::string& mine, std::vector<std::string>* all) {
+  int rank = 0, size = 1;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  int len = static_cast<int>(mine.size());
+  std::vector<int> lens(size), displs(size);
+  MPI_Gather(&len, 1, MPI_INT, lens.data(), 1, MPI_INT, 0, comm);
+  int total = 0;
+  for (int r = 0; r < size; ++r) {
+    displs[r] = total;
+    total += lens[r];
+  }
+  std::vector<char> buf(std::max(total, 1));
+  MPI_Gatherv(mine.data(), len, MPI_CHAR, buf.data(), lens.data(), displs.data(), MPI_CHAR, 0, comm);
+  if (rank == 0)
+    for (int r = 0; r < size; ++r)
+      if (lens[r] > 0) all->emplace_back(buf.data() + displs[r], lens[r]);
+  return buf;
+}
+
+}  // namespace
+
+std::vector<Op> measured_ops(const Plan& plan) {
+  std::vector<Op> ops = plan.program.ops;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    Op& op = ops[i];
+    op.slices.clear();
+    op.deps.clear();
+    if (op.kind == OpKind::Alloc || op.kind == OpKind::Free) op.bytes = (op.bytes + plan.scale - 1) / plan.scale;
+    else if (op.kind != OpKind::Compute) op.bytes = plan.ops[i].moved_bytes;
+  }
+  return ops;
+}
+
+ExecResult run_program(const Program& program, const ExecOptions& options, Backend& backend, MPI_Comm host) {
+  ExecResult result;
+  MPI_Comm_rank(host, &result.rank);
+  MPI_Comm_size(host, &result.world);
+  const int rank = result.rank, world = result.world;
+  if (options.iterations < 1) throw InputError("--iterations", "must be at least 1");
+  if (options.warmup < 0) throw InputError("--warmup", "must be 0 or more");
+  if (!(options.timeout_s > 0)) throw InputError("--timeout", "must be a positive number of seconds");
+  if (options.stall_rank >= world) throw InputError("--stall-rank", "no rank " + std::to_string(options.stall_rank));
+
+  Plan plan = make_plan(program, options.scale, rank, world, options.corrupt_op);
+  const Program& P = plan.program;
+  for (const auto& o : plan.ops)
+    if (o.block_count * std::max(1, o.blocks) > INT_MAX)
+      throw InputError("--scale", "an op moves " + std::to_string(o.block_count) +
+                                      " elements per rank, more than one MPI call can count; use a larger --scale");
+
+  // Memory: refuse before allocating rather than be killed.
+  int64_t need = plan.total_bytes(), avail = backend.available_bytes();
+  MPI_Allreduce(MPI_IN_PLACE, &need, 1, MPI_INT64_T, MPI_MAX, host);
+  MPI_Allreduce(MPI_IN_PLACE, &avail, 1, MPI_INT64_T, MPI_MIN, host);
+  result.bytes_per_rank = need;
+  result.available_bytes = avail;
+  if (need > avail) {
+    const double factor = static_cast<double>(need) / std::max<double>(1.0, static_cast<double>(avail));
+    const int64_t k = static_cast<int64_t>(std::ceil(static_cast<double>(options.scale) * factor * 1.25));
+    throw InputError("--scale", "needs " + mib(need) + " per rank, " + mib(avail) + " available; try --scale " +
+                                    std::to_string(k));
+  }
+
+  // Communicators: one per (stream, group) pair the program uses, created in the same order.
+  std::set<std::pair<int, int>> pairs;
+  for (const auto& op : P.ops)
+    if (is_collective(op.kind)) pairs.insert({static_cast<int>(op.stream), static_cast<int>(op.group)});
+  for (const auto& [s, g] : pairs) {
+    const auto group = static_cast<CommGroup>(g);
+    backend.create_communicator(static_cast<StreamId>(s), group, plan.layout.color(group, rank),
+                                plan.layout.index(group, rank), plan.layout.size(group));
+  }
+
+  allocate_plan(plan, backend);
+  Run run(plan, options, backend, host);
+  backend.on_fatal = [&run, rank](const std::string& what) { run.fail("rank " + std::to_string(rank) + ": " + what); };
+  int stall_op = options.stall_op;
+  if (options.stall_rank >= 0 && stall_op < 0)
+    for (const auto& op : P.ops)
+      if (is_collective(op.kind)) {
+        stall_op = op.id;
+        break;
+      }
+  if (options.stall_rank >= 0 && (stall_op < 0 || stall_op >= static_cast<int>(P.ops.size())))
+    throw InputError("--stall-op", "no such op in the program");
+  run.set_stall_op(stall_op);
+
+  const ClockAlignment align = align_clocks(host, [&backend] { return backend.host_now_us(); });
+  run.set_alignment(align);
+  MPI_Allreduce(&align.error_us, &result.clock_error_us, 1, MPI_DOUBLE, MPI_MAX, host);
+  run.start_watchdog();
+
+  int pass = 0;
+  if (options.verify) {
+    Verifier verifier(plan);
+    std::string failure;
+    run.pass(pass++, /*serialized=*/true, &verifier, -1, &failure);
+    int failed = failure.empty() ? 0 : 1;
+    MPI_Allreduce(MPI_IN_PLACE, &failed, 1, MPI_INT, MPI_SUM, host);
+    int64_t checked = verifier.elements_checked();
+    MPI_Reduce(&checked, &result.elements_checked, 1, MPI_INT64_T, MPI_SUM, 0, host);
+    gather_strings(host, failure, &result.verify_failures);
+    if (rank != 0) result.verify_failures = failure.empty() ? std::vector<std::string>{} : std::vector<std::string>{failure};
+    result.verify_failed = failed > 0;
+    result.verified = failed == 0;
+  }
+  if (!result.verify_failed) {
+    for (int w = 0; w < options.warmup; ++w) run.pass(pass++, false, nullptr, -1, nullptr);
+    for (int it = 0; it < options.iterations; ++it) {
+      run.set_iteration(it);
+      run.pass(pass++, false, nullptr, it, nullptr);
+    }
+  }
+  run.stop_watchdog();
+  backend.on_fatal = nullptr;
+
+  // Gather every rank's intervals on rank 0.
+  const std::vector<OpInterval> mine = run.intervals();
+  std::vector<double> packed;
+  packed.reserve(mine.size() * 5);
+  for (const auto& iv : mine) {
+    packed.insert(packed.end(), {static_cast<double>(iv.op), static_cast<double>(iv.iteration), iv.issue_us,
+                                 iv.start_us, iv.end_us});
+  }
+  int count = static_cast<int>(packed.size());
+  std::vector<int> counts(world), displs(world);
+  MPI_Gather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, host);
+  int total = 0;
+  for (int r = 0; r < world; ++r) {
+    displs[r] = total;
+    total += counts[r];
+  }
+  std::vector<double> all(std::max(total, 1));
+  MPI_Gatherv(packed.data(), count, MPI_DOUBLE, all.data(), counts.data(), displs.data(), MPI_DOUBLE, 0, host);
+
+  Timeline& t = result.timeline;
+  t.source = "measured";
+  t.backend = backend.name();
+  t.scenario = P.scenario;
+  t.ranks = rank == 0 ? world : 1;
+  t.iterations = result.verify_failed ? 0 : options.iterations;
+  t.scale = static_cast<double>(plan.scale);
+  t.ops = measured_ops(plan);
+  if (rank == 0) {
+    for (int r = 0; r < world; ++r)
+      for (int k = displs[r]; k < displs[r] + counts[r]; k += 5) {
+        OpInterval iv;
+        iv.op = static_cast<int>(all[k]);
+        iv.rank = r;
+        iv.iteration = static_cast<int>(all[k + 1]);
+        iv.issue_us = all[k + 2];
+        iv.start_us = all[k + 3];
+        iv.end_us = all[k + 4];
+        t.intervals.push_back(iv);
+      }
+  } else {
+    t.intervals = mine;
+  }
+  // Step time per iteration (first issue to last end, over ranks) and the median iteration.
+  if (!result.verify_failed && rank == 0) {
+    std::vector<double> first(options.iterations, 1e300), last(options.iterations, -1e300);
+    for (const auto& iv : t.intervals) {
+      first[iv.iteration] = std::min(first[iv.iteration], iv.issue_us);
+      last[iv.iteration] = std::max(last[iv.iteration], iv.end_us);
+    }
+    for (int it = 0; it < options.iterations; ++it) result.step_times_us.push_back(last[it] - first[it]);
+    std::vector<int> order(options.iterations);
+    for (int i = 0; i < options.iterations; ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(),
+                     [&](int a, int b) { return result.step_times_us[a] < result.step_times_us[b]; });
+    t.reported_iteration = order[(options.iterations - 1) / 2];
+  }
+  release_plan(plan, backend);
+  return result;
+}
+
+}  // namespace shardline::exec

@@ -1,0 +1,179 @@
+#include "exec/verify.h"
+
+#include <cmath>
+#include <sstream>
+
+#include "exec/payload.h"
+
+namespace shardline::exec {
+
+Verifier::Verifier(const Plan& plan) : plan_(plan) {
+  const int g = plan.store_index(StoreKind::GradShard, CommGroup::None);
+  history_.resize(plan.program.params.size());
+  for (size_t p = 0; p < history_.size(); ++p) {
+    const int64_t extent = g >= 0 ? plan.stores[g].extent[p] : 0;
+    history_[p][0] = Segment{std::max<int64_t>(extent, 1), {}};
+  }
+}
+
+Verifier::Terms Verifier::eval(int rank, const std::vector<int>& writers, size_t k, int param) const {
+  Terms t;
+  if (k == 0) {
+    t[{rank, 0}] = 1.0;  // initial gradient shard: grad_value(rank, param, e)
+    return t;
+  }
+  const Op& op = plan_.program.ops[writers[k - 1]];
+  const auto members = plan_.layout.members(op.group, rank);
+  const double f = plan_.program.average_gradients ? 1.0 / static_cast<double>(members.size()) : 1.0;
+  if (op.kind == OpKind::ReduceScatter) {
+    const Store& src = plan_.stores[plan_.ops[op.id].source_store];
+    const int64_t base = plan_.layout.index(op.group, rank) * src.extent[param];
+    for (int c : members) t[{c, base}] += f;
+  } else {
+    for (int m : members)
+      for (const auto& [key, coeff] : eval(m, writers, k - 1, param)) t[key] += f * coeff;
+  }
+  return t;
+}
+
+std::vector<double> Verifier::expected_grad(int param, int64_t e0, int64_t count, int extra) const {
+  std::vector<double> out(count, 0.0);
+  const auto& segs = history_[param];
+  auto it = segs.upper_bound(e0);
+  if (it != segs.begin()) --it;
+  for (; it != segs.end() && it->first < e0 + count; ++it) {
+    const int64_t lo = std::max(e0, it->first), hi = std::min(e0 + count, it->second.end);
+    if (lo >= hi) continue;
+    std::vector<int> writers = it->second.writers;
+    if (extra >= 0) writers.push_back(extra);
+    const Terms terms = eval(plan_.rank, writers, writers.size(), param);
+    for (int64_t e = lo; e < hi; ++e) {
+      double v = 0;
+      for (const auto& [key, coeff] : terms) v += coeff * grad_value(key.first, param, key.second + e);
+      out[e - e0] = v;
+    }
+  }
+  return out;
+}
+
+void Verifier::record_write(int param, int64_t begin, int64_t end, int writer) {
+  auto& segs = history_[param];
+  auto split = [&](int64_t at) {
+    auto it = segs.upper_bound(at);
+    if (it == segs.begin()) return;
+    --it;
+    if (it->first == at || it->second.end <= at) return;
+    Segment tail{it->second.end, it->second.writers};
+    it->second.end = at;
+    segs[at] = tail;
+  };
+  split(begin);
+  split(end);
+  for (auto it = segs.lower_bound(begin); it != segs.end() && it->first < end; ++it) it->second.writers.push_back(writer);
+}
+
+std::string Verifier::compare(int op_id, const void* base, int64_t element, const std::vector<double>& expected,
+                              int width, int param, int block, int64_t local0, Backend& backend) {
+  const int64_t n = static_cast<int64_t>(expected.size());
+  if (n == 0) return {};
+  std::vector<unsigned char> host(n * width);
+  backend.download(host.data(), static_cast<const unsigned char*>(base) + element * width, n * width);
+  elements_checked_ += n;
+  int64_t wrong = 0, first = -1;
+  for (int64_t i = 0; i < n; ++i) {
+    const double got = decode_value(host.data() + i * width, width);
+    if (std::fabs(got - expected[i]) > value_tolerance(width, expected[i])) {
+      if (first < 0) first = i;
+      ++wrong;
+    }
+  }
+  if (wrong == 0) return {};
+  const Op& op = plan_.program.ops[op_id];
+  std::ostringstream msg;
+  msg << "data check failed on rank " << plan_.rank << ": op " << op.id << " \"" << op.name << "\" ("
+      << op_kind_name(op.kind) << " on stream " << stream_name(op.stream) << "): parameter " << param << " \""
+      << plan_.program.params[param].name << "\" block " << block << " shard element " << (local0 + first)
+      << ": expected " << expected[first] << ", got " << decode_value(host.data() + first * width, width) << " ("
+      << wrong << " of " << n << " elements of this slice wrong)";
+  return msg.str();
+}
+
+std::string Verifier::check(int op_id, Backend& backend) {
+  const Program& P = plan_.program;
+  const Op& op = P.ops[op_id];
+  const OpPlan& o = plan_.ops[op_id];
+  const int rank = plan_.rank;
+  std::string err;
+  auto first_error = [&](std::string e) {
+    if (err.empty()) err = std::move(e);
+  };
+
+  // Expected values of store `st` at (param, block, [e0, e0+count)) before op `extra` lands.
+  auto store_expected = [&](int st, int p, int j, int64_t e0, int64_t count, int extra) {
+    const Store& s = plan_.stores[st];
+    std::vector<double> v(count);
+    if (s.kind == StoreKind::GradShard) return expected_grad(p, e0, count, extra);
+    for (int64_t t = 0; t < count; ++t) {
+      const int64_t e = e0 + t;
+      switch (s.kind) {
+        case StoreKind::ParamShard: v[t] = param_value(p, plan_.layout.index(s.group, rank) * s.extent[p] + e); break;
+        case StoreKind::UnshardedParam: v[t] = param_value(p, j * s.extent[p] + e); break;
+        case StoreKind::UnshardedGrad: v[t] = grad_value(rank, p, j * s.extent[p] + e); break;
+        case StoreKind::GradShard: break;
+      }
+    }
+    return v;
+  };
+
+  if (op.kind == OpKind::CopyIn) {
+    const int X = o.collective;
+    const OpPlan& c = plan_.ops[X];
+    const Store& src = plan_.stores[c.source_store];
+    for (int j = 0; j < src.blocks; ++j)
+      for (const auto& s : op.slices) {
+        const int64_t pos = slice_position(P, X, s);
+        first_error(compare(op_id, c.in_buf, j * c.block_count + pos,
+                            store_expected(c.source_store, s.param, j, s.shard_offset, s.shard_numel, -1), o.width,
+                            s.param, j, s.shard_offset, backend));
+      }
+    return err;
+  }
+  if (is_collective(op.kind)) {
+    const Store& dst = plan_.stores[o.dest_store];
+    const bool grad = op.kind != OpKind::AllGather;
+    const int out_blocks = op.kind == OpKind::AllGather ? o.blocks : 1;
+    for (int j = 0; j < out_blocks; ++j)
+      for (const auto& s : op.slices) {
+        if (s.shard_numel == 0) continue;
+        const auto expected = store_expected(o.dest_store, s.param, j, s.shard_offset, s.shard_numel, grad ? op_id : -1);
+        if (o.direct_out)
+          first_error(compare(op_id, dst.data, dst.element_index(s.param, j, s.shard_offset), expected, o.width, s.param,
+                              j, s.shard_offset, backend));
+        else
+          first_error(compare(op_id, o.out_buf, j * o.block_count + slice_position(P, op_id, s), expected, o.width,
+                              s.param, j, s.shard_offset, backend));
+      }
+    if (grad && (o.direct_out || !o.unpack_spans.empty()))
+      for (const auto& s : op.slices) record_write(s.param, s.shard_offset, s.shard_offset + s.shard_numel, op_id);
+    return err;
+  }
+  if (op.kind == OpKind::CopyOut) {
+    const int X = o.collective;
+    const OpKind xk = P.ops[X].kind;
+    const bool grad = xk != OpKind::AllGather;
+    const Store& dst = plan_.stores[o.dest_store];
+    for (int j = 0; j < dst.blocks; ++j)
+      for (const auto& s : op.slices) {
+        if (s.shard_numel == 0) continue;
+        const auto expected = store_expected(o.dest_store, s.param, j, s.shard_offset, s.shard_numel, grad ? X : -1);
+        first_error(compare(op_id, dst.data, dst.element_index(s.param, j, s.shard_offset), expected, o.width, s.param,
+                            j, s.shard_offset, backend));
+      }
+    if (grad)
+      for (const auto& s : op.slices) record_write(s.param, s.shard_offset, s.shard_offset + s.shard_numel, X);
+    return err;
+  }
+  return err;
+}
+
+}  // namespace shardline::exec

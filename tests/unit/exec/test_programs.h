@@ -1,0 +1,183 @@
+// Hand-built FSDP-like Programs for the executor's tests (the real scheduler lives in core/;
+// these only give the runner realistic shapes: fused or unfused, zero-copy, buckets that split
+// a parameter, HSDP all-reduces, backward all-gathers over a reshard group).
+#pragma once
+#include <string>
+#include <vector>
+
+#include "core/program.h"
+
+namespace shardline::testing {
+
+struct TestProgramSpec {
+  int shard = 2;
+  int replicate = 1;
+  int units = 3;
+  int params_per_unit = 2;
+  long numel = 1000;        // first parameter's element count; others vary around it
+  bool fused = true;
+  bool zero_copy = false;
+  bool split = false;       // fused: a second bucket per unit that cuts parameter 0 in half
+  int reshard = 0;          // > 0: backward all-gathers over reshard groups of this size
+  bool average = true;
+  DType param_dtype = DType::bf16;
+  DType reduce_dtype = DType::fp32;
+  double compute_us = 200;
+};
+
+inline Program make_test_program(const TestProgramSpec& spec) {
+  Program p;
+  p.scenario = "test";
+  p.shard_size = spec.shard;
+  p.replicate_size = spec.replicate;
+  p.reshard_group_size = spec.reshard;
+  p.param_dtype = spec.param_dtype;
+  p.reduce_dtype = spec.reduce_dtype;
+  p.average_gradients = spec.average;
+  std::vector<std::vector<int>> unit_params(spec.units);
+  for (int u = 0; u < spec.units; ++u) {
+    p.units.push_back("u" + std::to_string(u));
+    for (int k = 0; k < spec.params_per_unit; ++k) {
+      ParamInfo info;
+      info.name = "u" + std::to_string(u) + ".w" + std::to_string(k);
+      info.unit = u;
+      info.numel = spec.numel + 37 * u + 13 * k;
+      info.shard_numel = (info.numel + spec.shard - 1) / spec.shard;
+      unit_params[u].push_back(static_cast<int>(p.params.size()));
+      p.params.push_back(info);
+    }
+  }
+  auto add = [&](OpKind kind, StreamId stream, Phase phase, int unit, std::vector<int> deps, std::string name) -> Op& {
+    Op op;
+    op.id = static_cast<int>(p.ops.size());
+    op.kind = kind;
+    op.stream = stream;
+    op.phase = phase;
+    op.unit = unit;
+    op.deps = std::move(deps);
+    op.name = std::move(name);
+    p.ops.push_back(op);
+    return p.ops.back();
+  };
+  auto total = [](const std::vector<TensorSlice>& s) {
+    long n = 0;
+    for (const auto& x : s) n += x.shard_numel;
+    return n;
+  };
+  // Buckets of a unit: lists of slices (shard-local, in `extent` elements per parameter).
+  auto buckets = [&](int u, bool reshard_group) {
+    std::vector<std::vector<TensorSlice>> out;
+    auto extent = [&](int param) {
+      return reshard_group ? (p.params[param].numel + spec.reshard - 1) / spec.reshard : p.params[param].shard_numel;
+    };
+    if (!spec.fused) {
+      for (int param : unit_params[u]) out.push_back({TensorSlice{param, 0, extent(param)}});
+      return out;
+    }
+    std::vector<TensorSlice> all;
+    for (int param : unit_params[u]) all.push_back(TensorSlice{param, 0, extent(param)});
+    if (!spec.split) return std::vector<std::vector<TensorSlice>>{all};
+    const long half = all[0].shard_numel / 2;
+    std::vector<TensorSlice> first{TensorSlice{all[0].param, 0, half}};
+    std::vector<TensorSlice> second{TensorSlice{all[0].param, half, all[0].shard_numel - half}};
+    for (size_t i = 1; i < all.size(); ++i) second.push_back(all[i]);
+    return std::vector<std::vector<TensorSlice>>{first, second};
+  };
+  const int pw = dtype_bytes(spec.param_dtype), rw = dtype_bytes(spec.reduce_dtype);
+  int last_copy_out = -1;
+  // Unshard: copy-in, all-gather, copy-out; returns what compute must wait for.
+  auto unshard = [&](int u, Phase phase, bool reshard_group) {
+    std::vector<int> ready;
+    const CommGroup g = reshard_group ? CommGroup::Reshard : CommGroup::Shard;
+    const int n = reshard_group ? spec.reshard : spec.shard;
+    int b = 0;
+    for (const auto& slices : buckets(u, reshard_group)) {
+      const std::string tag = std::string(phase == Phase::Forward ? "fwd" : "bwd") + " u" + std::to_string(u) + " b" +
+                              std::to_string(b++);
+      std::vector<int> ag_deps;
+      if (spec.fused && !spec.zero_copy) {
+        Op& ci = add(OpKind::CopyIn, StreamId::CopyIn, phase, u, last_copy_out >= 0 ? std::vector<int>{last_copy_out} : std::vector<int>{}, "ci " + tag);
+        ci.slices = slices;
+        ci.bytes = total(slices) * pw;
+        ag_deps.push_back(ci.id);
+      }
+      Op& ag = add(OpKind::AllGather, StreamId::AllGather, phase, u, ag_deps, "ag " + tag);
+      ag.slices = slices;
+      ag.group = g;
+      ag.group_size = n;
+      ag.dtype = spec.param_dtype;
+      ag.bytes = total(slices) * pw * n;
+      const int ag_id = ag.id;
+      if (spec.fused) {
+        Op& co = add(OpKind::CopyOut, StreamId::Compute, phase, u, {ag_id}, "co " + tag);
+        co.slices = slices;
+        co.bytes = total(slices) * pw * n;
+        last_copy_out = co.id;
+        ready.push_back(co.id);
+      } else {
+        ready.push_back(ag_id);
+      }
+    }
+    return ready;
+  };
+  for (int u = 0; u < spec.units; ++u) {
+    auto ready = unshard(u, Phase::Forward, false);
+    Op& a = add(OpKind::Alloc, StreamId::Compute, Phase::Forward, u, {}, "alloc act u" + std::to_string(u));
+    a.memory = MemoryKind::Activations;
+    a.bytes = 4096;
+    Op& f = add(OpKind::Compute, StreamId::Compute, Phase::Forward, u, ready, "fwd u" + std::to_string(u));
+    f.compute_us = spec.compute_us;
+  }
+  std::vector<int> final_deps;
+  int prev_reduce = -1;
+  for (int u = spec.units - 1; u >= 0; --u) {
+    auto ready = unshard(u, Phase::Backward, spec.reshard > 0);
+    if (prev_reduce >= 0) ready.push_back(prev_reduce);
+    Op& bw = add(OpKind::Compute, StreamId::Compute, Phase::Backward, u, ready, "bwd u" + std::to_string(u));
+    bw.compute_us = 2 * spec.compute_us;
+    const int bwd = bw.id;
+    Op& fr = add(OpKind::Free, StreamId::Compute, Phase::Backward, u, {}, "free act u" + std::to_string(u));
+    fr.memory = MemoryKind::Activations;
+    fr.bytes = 4096;
+    int b = 0;
+    for (const auto& slices : buckets(u, false)) {
+      const std::string tag = "u" + std::to_string(u) + " b" + std::to_string(b++);
+      std::vector<int> rs_deps{bwd};
+      if (spec.fused) {
+        Op& ci = add(OpKind::CopyIn, StreamId::ReduceScatter, Phase::Backward, u, {bwd}, "rs ci " + tag);
+        ci.slices = slices;
+        ci.bytes = total(slices) * rw * spec.shard;
+        rs_deps = {ci.id};
+      }
+      Op& rs = add(OpKind::ReduceScatter, StreamId::ReduceScatter, Phase::Backward, u, rs_deps, "rs " + tag);
+      rs.slices = slices;
+      rs.group = CommGroup::Shard;
+      rs.group_size = spec.shard;
+      rs.dtype = spec.reduce_dtype;
+      rs.bytes = total(slices) * rw * spec.shard;
+      int done = rs.id;
+      if (spec.fused) {
+        Op& co = add(OpKind::CopyOut, StreamId::ReduceScatter, Phase::Backward, u, {done}, "rs co " + tag);
+        co.slices = slices;
+        co.bytes = total(slices) * rw;
+        done = co.id;
+      }
+      if (spec.replicate > 1) {
+        Op& ar = add(OpKind::AllReduce, StreamId::AllReduce, Phase::Backward, u, {done}, "ar " + tag);
+        ar.slices = slices;
+        ar.group = CommGroup::Replicate;
+        ar.group_size = spec.replicate;
+        ar.dtype = spec.reduce_dtype;
+        ar.bytes = total(slices) * rw;
+        done = ar.id;
+      }
+      prev_reduce = done;
+      final_deps.push_back(done);
+    }
+  }
+  Op& fin = add(OpKind::Compute, StreamId::Compute, Phase::Finalize, -1, final_deps, "finalize");
+  fin.compute_us = 0;
+  return p;
+}
+
+}  // namespace shardline::testing
