@@ -25,8 +25,8 @@ std::string scenario_dir() {
 }
 
 // simulate() alone on a scheduled Program: the number the "405B under 50 ms" goal is about.
-void simulate_scenario(benchmark::State& state, const std::string& path) {
-  const Scenario scenario = load_scenario(path);
+void simulate_scenario(benchmark::State& state, const std::string& path, const std::vector<std::string>& overrides) {
+  const Scenario scenario = load_scenario(path, overrides);
   const Program program = schedule(scenario);
   uint64_t events = 0;
   SimOptions options;
@@ -45,8 +45,8 @@ void simulate_scenario(benchmark::State& state, const std::string& path) {
 }
 
 // schedule() alone: the shared scheduler's cost for the same scenario.
-void schedule_scenario(benchmark::State& state, const std::string& path) {
-  const Scenario scenario = load_scenario(path);
+void schedule_scenario(benchmark::State& state, const std::string& path, const std::vector<std::string>& overrides) {
+  const Scenario scenario = load_scenario(path, overrides);
   size_t ops = 0;
   for (auto _ : state) {
     Program p = schedule(scenario);
@@ -65,8 +65,8 @@ void parse_scenario_file(benchmark::State& state, const std::string& path) {
 }
 
 // compute_metrics() alone on the predicted timeline.
-void metrics_of_timeline(benchmark::State& state, const std::string& path) {
-  const Scenario scenario = load_scenario(path);
+void metrics_of_timeline(benchmark::State& state, const std::string& path, const std::vector<std::string>& overrides) {
+  const Scenario scenario = load_scenario(path, overrides);
   const Timeline t = simulate(scenario, schedule(scenario));
   for (auto _ : state) {
     Metrics m = compute_metrics(t);
@@ -98,22 +98,35 @@ int main(int argc, char** argv) {
     std::cerr << "shardline_bench_sim: no scenarios/*.json under " << dir << " (set SHARDLINE_SCENARIO_DIR)\n";
     return 2;
   }
+  const std::vector<std::string> no_overrides;
   for (const auto& f : files) {
     const std::string name = f.stem().string();
-    benchmark::RegisterBenchmark(("sim/simulate/" + name).c_str(), simulate_scenario, f.string())
+    benchmark::RegisterBenchmark(("sim/simulate/" + name).c_str(), simulate_scenario, f.string(), no_overrides)
         ->Unit(benchmark::kMillisecond);
-    benchmark::RegisterBenchmark(("sim/schedule/" + name).c_str(), schedule_scenario, f.string())
+    benchmark::RegisterBenchmark(("sim/schedule/" + name).c_str(), schedule_scenario, f.string(), no_overrides)
         ->Unit(benchmark::kMillisecond);
     benchmark::RegisterBenchmark(("sim/parse/" + name).c_str(), parse_scenario_file, f.string())
         ->Unit(benchmark::kMillisecond);
-    benchmark::RegisterBenchmark(("sim/metrics/" + name).c_str(), metrics_of_timeline, f.string())
+    benchmark::RegisterBenchmark(("sim/metrics/" + name).c_str(), metrics_of_timeline, f.string(), no_overrides)
         ->Unit(benchmark::kMillisecond);
   }
+  // The sweep point, and its schedule / simulate parts under the same override.
   const std::filesystem::path seventy = dir / "llama3-70b-hsdp-h100x64.json";
-  if (std::filesystem::exists(seventy))
-    benchmark::RegisterBenchmark("sim/sweep_point/llama3-70b-hsdp-h100x64/bucket_bytes=64MiB", sweep_point,
-                                 seventy.string(), std::string("policy.bucket_bytes=64MiB"))
+  const std::string sweep_override = "policy.bucket_bytes=64MiB";
+  if (std::filesystem::exists(seventy)) {
+    const std::string label = "llama3-70b-hsdp-h100x64/" + sweep_override;
+    benchmark::RegisterBenchmark(("sim/sweep_point/" + label).c_str(), sweep_point, seventy.string(), sweep_override)
         ->Unit(benchmark::kMillisecond);
+    benchmark::RegisterBenchmark(("sim/schedule/" + label).c_str(), schedule_scenario, seventy.string(),
+                                 std::vector<std::string>{sweep_override})
+        ->Unit(benchmark::kMillisecond);
+    benchmark::RegisterBenchmark(("sim/simulate/" + label).c_str(), simulate_scenario, seventy.string(),
+                                 std::vector<std::string>{sweep_override})
+        ->Unit(benchmark::kMillisecond);
+    benchmark::RegisterBenchmark(("sim/metrics/" + label).c_str(), metrics_of_timeline, seventy.string(),
+                                 std::vector<std::string>{sweep_override})
+        ->Unit(benchmark::kMillisecond);
+  }
 
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
