@@ -57,9 +57,9 @@ void schedule_scenario(benchmark::State& state, const std::string& path, const s
 }
 
 // load_scenario() alone: file read + JSON parse + validation (+ cluster preset).
-void parse_scenario_file(benchmark::State& state, const std::string& path) {
+void parse_scenario_file(benchmark::State& state, const std::string& path, const std::vector<std::string>& overrides) {
   for (auto _ : state) {
-    Scenario s = load_scenario(path);
+    Scenario s = load_scenario(path, overrides);
     benchmark::DoNotOptimize(s);
   }
 }
@@ -105,7 +105,7 @@ int main(int argc, char** argv) {
         ->Unit(benchmark::kMillisecond);
     benchmark::RegisterBenchmark(("sim/schedule/" + name).c_str(), schedule_scenario, f.string(), no_overrides)
         ->Unit(benchmark::kMillisecond);
-    benchmark::RegisterBenchmark(("sim/parse/" + name).c_str(), parse_scenario_file, f.string())
+    benchmark::RegisterBenchmark(("sim/parse/" + name).c_str(), parse_scenario_file, f.string(), no_overrides)
         ->Unit(benchmark::kMillisecond);
     benchmark::RegisterBenchmark(("sim/metrics/" + name).c_str(), metrics_of_timeline, f.string(), no_overrides)
         ->Unit(benchmark::kMillisecond);
@@ -121,6 +121,9 @@ int main(int argc, char** argv) {
                                  std::vector<std::string>{sweep_override})
         ->Unit(benchmark::kMillisecond);
     benchmark::RegisterBenchmark(("sim/simulate/" + label).c_str(), simulate_scenario, seventy.string(),
+                                 std::vector<std::string>{sweep_override})
+        ->Unit(benchmark::kMillisecond);
+    benchmark::RegisterBenchmark(("sim/parse/" + label).c_str(), parse_scenario_file, seventy.string(),
                                  std::vector<std::string>{sweep_override})
         ->Unit(benchmark::kMillisecond);
     benchmark::RegisterBenchmark(("sim/metrics/" + label).c_str(), metrics_of_timeline, seventy.string(),
