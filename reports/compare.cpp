@@ -1,0 +1,275 @@
+#include "reports/compare.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "reports/html.h"
+#include "reports/svg_timeline.h"
+
+namespace shardline {
+namespace {
+
+bool is_marker(OpKind k) { return k == OpKind::Alloc || k == OpKind::Free; }
+
+// op id -> interval of (rank, iteration); nullptr where the op did not run there.
+std::vector<const OpInterval*> intervals_by_op(const Timeline& t, int rank, int iteration) {
+  std::vector<const OpInterval*> by_op(t.ops.size(), nullptr);
+  for (const auto& iv : t.intervals)
+    if (iv.rank == rank && iv.iteration == iteration && iv.op >= 0 && iv.op < static_cast<int>(by_op.size()))
+      by_op[iv.op] = &iv;
+  return by_op;
+}
+
+std::string fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+std::string us(double v) { return fmt("%.1f", v); }
+std::string pct(double v) { return fmt("%+.1f%%", 100.0 * v); }
+
+nlohmann::json op_json(const OpComparison& o) {
+  return {{"op", o.op},
+          {"name", o.name},
+          {"kind", op_kind_name(o.kind)},
+          {"predicted_start_us", o.predicted_start_us},
+          {"predicted_duration_us", o.predicted_duration_us},
+          {"measured_start_us", o.measured_start_us},
+          {"measured_duration_us", o.measured_duration_us},
+          {"start_error_us", o.start_error_us()},
+          {"duration_error_us", o.duration_error_us()},
+          {"disagreement_us", o.disagreement_us()}};
+}
+
+std::string pad(const std::string& s, size_t w) { return s.size() >= w ? s + " " : s + std::string(w - s.size(), ' '); }
+
+}  // namespace
+
+double OpComparison::disagreement_us() const { return std::max(std::abs(start_error_us()), std::abs(end_error_us())); }
+
+double quantile(std::vector<double> values, double p) {
+  if (values.empty()) return 0.0;
+  std::sort(values.begin(), values.end());
+  const double pos = p * static_cast<double>(values.size() - 1);
+  const size_t lo = static_cast<size_t>(std::floor(pos));
+  const size_t hi = std::min(lo + 1, values.size() - 1);
+  return values[lo] + (values[hi] - values[lo]) * (pos - static_cast<double>(lo));
+}
+
+Comparison compare_timelines(const Timeline& predicted, const Timeline& measured, double tolerance) {
+  if (predicted.ops.size() != measured.ops.size())
+    throw InputError("timelines", "the predicted timeline has " + std::to_string(predicted.ops.size()) +
+                                      " ops and the measured one " + std::to_string(measured.ops.size()) +
+                                      "; compare needs two runs of the same Program");
+  for (size_t i = 0; i < predicted.ops.size(); ++i) {
+    const Op& a = predicted.ops[i];
+    const Op& b = measured.ops[i];
+    if (a.kind != b.kind || a.name != b.name)
+      throw InputError("timelines", "op " + std::to_string(i) + " is " + std::string(op_kind_name(a.kind)) + " \"" + a.name +
+                                        "\" when predicted but " + std::string(op_kind_name(b.kind)) + " \"" + b.name +
+                                        "\" when measured; compare needs two runs of the same Program");
+  }
+  Comparison c;
+  c.scenario = measured.scenario.empty() ? predicted.scenario : measured.scenario;
+  c.measured_backend = measured.backend;
+  c.tolerance = tolerance;
+  c.predicted = compute_metrics(predicted);
+  c.measured = compute_metrics(measured);
+  const StepWindow pw = step_window(predicted);
+  const StepWindow mw = step_window(measured);
+  c.measured_rank = mw.rank;
+  c.measured_iteration = mw.iteration;
+  if (!(c.measured.step_time_us > 0)) throw InputError("timelines", "the measured step time is zero");
+  c.step_error = (c.predicted.step_time_us - c.measured.step_time_us) / c.measured.step_time_us;
+  c.within_tolerance = std::abs(c.step_error) <= tolerance;
+
+  const auto pivs = intervals_by_op(predicted, pw.rank, pw.iteration);
+  const auto mivs = intervals_by_op(measured, mw.rank, mw.iteration);
+  std::map<int, std::vector<const OpComparison*>> per_kind;
+  for (size_t i = 0; i < predicted.ops.size(); ++i) {
+    const Op& op = predicted.ops[i];
+    if (is_marker(op.kind)) continue;
+    if (!pivs[i] || !mivs[i])
+      throw InputError("timelines", "op " + std::to_string(i) + " \"" + op.name + "\" has no interval in the " +
+                                        (pivs[i] ? "measured" : "predicted") + " step");
+    OpComparison o;
+    o.op = static_cast<int>(i);
+    o.name = op.name;
+    o.kind = op.kind;
+    o.predicted_start_us = pivs[i]->start_us - pw.start_us;
+    o.predicted_duration_us = pivs[i]->end_us - pivs[i]->start_us;
+    o.measured_start_us = mivs[i]->start_us - mw.start_us;
+    o.measured_duration_us = mivs[i]->end_us - mivs[i]->start_us;
+    c.ops.push_back(o);
+  }
+  for (const auto& o : c.ops) per_kind[static_cast<int>(o.kind)].push_back(&o);
+  for (const auto& [kind, list] : per_kind) {
+    std::vector<double> d, s;
+    for (const OpComparison* o : list) {
+      d.push_back(std::abs(o->duration_error_us()));
+      s.push_back(std::abs(o->start_error_us()));
+    }
+    KindErrors k;
+    k.kind = std::string(op_kind_name(static_cast<OpKind>(kind)));
+    k.count = static_cast<int>(list.size());
+    k.duration_median_abs_error_us = quantile(d, 0.5);
+    k.duration_p90_abs_error_us = quantile(d, 0.9);
+    k.start_median_abs_error_us = quantile(s, 0.5);
+    k.start_p90_abs_error_us = quantile(s, 0.9);
+    c.by_kind.push_back(k);
+  }
+  c.worst = c.ops;
+  std::stable_sort(c.worst.begin(), c.worst.end(),
+                   [](const OpComparison& a, const OpComparison& b) { return a.disagreement_us() > b.disagreement_us(); });
+  if (c.worst.size() > 10) c.worst.resize(10);
+  return c;
+}
+
+nlohmann::json comparison_to_json(const Comparison& c) {
+  nlohmann::json kinds = nlohmann::json::array();
+  for (const auto& k : c.by_kind)
+    kinds.push_back({{"kind", k.kind},
+                     {"count", k.count},
+                     {"duration_median_abs_error_us", k.duration_median_abs_error_us},
+                     {"duration_p90_abs_error_us", k.duration_p90_abs_error_us},
+                     {"start_median_abs_error_us", k.start_median_abs_error_us},
+                     {"start_p90_abs_error_us", k.start_p90_abs_error_us}});
+  nlohmann::json worst = nlohmann::json::array();
+  for (const auto& o : c.worst) worst.push_back(op_json(o));
+  nlohmann::json ops = nlohmann::json::array();
+  for (const auto& o : c.ops) ops.push_back(op_json(o));
+  return {{"scenario", c.scenario},
+          {"measured_backend", c.measured_backend},
+          {"measured_rank", c.measured_rank},
+          {"measured_iteration", c.measured_iteration},
+          {"predicted_step_time_us", c.predicted.step_time_us},
+          {"measured_step_time_us", c.measured.step_time_us},
+          {"step_error", c.step_error},
+          {"tolerance", c.tolerance},
+          {"within_tolerance", c.within_tolerance},
+          {"predicted_overlap_efficiency", c.predicted.overlap_efficiency},
+          {"measured_overlap_efficiency", c.measured.overlap_efficiency},
+          {"predicted_exposed_comm_us", c.predicted.exposed_comm_us},
+          {"measured_exposed_comm_us", c.measured.exposed_comm_us},
+          {"predicted", metrics_to_json(c.predicted)},
+          {"measured", metrics_to_json(c.measured)},
+          {"by_kind", kinds},
+          {"worst_ops", worst},
+          {"ops", ops}};
+}
+
+std::string comparison_table(const Comparison& c) {
+  std::ostringstream o;
+  o << "compare: " << c.scenario << " (measured: " << c.measured_backend << ", rank " << c.measured_rank << ", iteration "
+    << c.measured_iteration << ")\n\n";
+  o << pad("", 22) << pad("predicted", 14) << pad("measured", 14) << "error\n";
+  o << pad("step time (us)", 22) << pad(us(c.predicted.step_time_us), 14) << pad(us(c.measured.step_time_us), 14)
+    << pct(c.step_error) << (c.within_tolerance ? "  (within " : "  (OVER ") << fmt("%.0f%%", 100 * c.tolerance) << ")\n";
+  o << pad("overlap efficiency", 22) << pad(fmt("%.3f", c.predicted.overlap_efficiency), 14)
+    << pad(fmt("%.3f", c.measured.overlap_efficiency), 14)
+    << fmt("%+.3f", c.predicted.overlap_efficiency - c.measured.overlap_efficiency) << "\n";
+  o << pad("exposed comm (us)", 22) << pad(us(c.predicted.exposed_comm_us), 14) << pad(us(c.measured.exposed_comm_us), 14)
+    << fmt("%+.1f", c.predicted.exposed_comm_us - c.measured.exposed_comm_us) << "\n\n";
+  o << "absolute errors per op kind (us):\n"
+    << pad("kind", 16) << pad("ops", 6) << pad("dur median", 12) << pad("dur p90", 12) << pad("start median", 14)
+    << "start p90\n";
+  for (const auto& k : c.by_kind)
+    o << pad(k.kind, 16) << pad(std::to_string(k.count), 6) << pad(us(k.duration_median_abs_error_us), 12)
+      << pad(us(k.duration_p90_abs_error_us), 12) << pad(us(k.start_median_abs_error_us), 14) << us(k.start_p90_abs_error_us)
+      << "\n";
+  o << "\nops that disagree most (start / duration, predicted vs measured, us):\n";
+  for (const auto& w : c.worst)
+    o << "  " << pad("#" + std::to_string(w.op), 7) << pad(w.name, 18) << pad(std::string(op_kind_name(w.kind)), 15)
+      << "start " << us(w.predicted_start_us) << " / " << us(w.measured_start_us) << "  dur "
+      << us(w.predicted_duration_us) << " / " << us(w.measured_duration_us) << "\n";
+  return o.str();
+}
+
+std::string comparison_html(const Comparison& c, const Timeline& predicted, const Timeline& measured) {
+  std::ostringstream b;
+  b << "<h1>" << html_escape("compare: " + c.scenario) << "</h1>\n<table>\n"
+    << "<tr><th></th><th>predicted</th><th>measured</th><th>error</th></tr>\n"
+    << "<tr><td>step time (us)</td><td>" << us(c.predicted.step_time_us) << "</td><td>" << us(c.measured.step_time_us)
+    << "</td><td>" << html_escape(pct(c.step_error)) << (c.within_tolerance ? " (within " : " (OVER ")
+    << html_escape(fmt("%.0f%%", 100 * c.tolerance)) << ")</td></tr>\n"
+    << "<tr><td>overlap efficiency</td><td>" << fmt("%.3f", c.predicted.overlap_efficiency) << "</td><td>"
+    << fmt("%.3f", c.measured.overlap_efficiency) << "</td><td>"
+    << fmt("%+.3f", c.predicted.overlap_efficiency - c.measured.overlap_efficiency) << "</td></tr>\n"
+    << "<tr><td>exposed comm (us)</td><td>" << us(c.predicted.exposed_comm_us) << "</td><td>"
+    << us(c.measured.exposed_comm_us) << "</td><td>" << fmt("%+.1f", c.predicted.exposed_comm_us - c.measured.exposed_comm_us)
+    << "</td></tr>\n</table>\n";
+  b << "<h2>Absolute errors per op kind (us)</h2>\n<table>\n<tr><th>kind</th><th>ops</th><th>duration median</th>"
+       "<th>duration p90</th><th>start median</th><th>start p90</th></tr>\n";
+  for (const auto& k : c.by_kind)
+    b << "<tr><td>" << html_escape(k.kind) << "</td><td>" << k.count << "</td><td>" << us(k.duration_median_abs_error_us)
+      << "</td><td>" << us(k.duration_p90_abs_error_us) << "</td><td>" << us(k.start_median_abs_error_us) << "</td><td>"
+      << us(k.start_p90_abs_error_us) << "</td></tr>\n";
+  b << "</table>\n<h2>Ops that disagree most</h2>\n<table>\n<tr><th>op</th><th>name</th><th>kind</th>"
+       "<th>start predicted</th><th>start measured</th><th>duration predicted</th><th>duration measured</th></tr>\n";
+  for (const auto& w : c.worst)
+    b << "<tr><td>" << w.op << "</td><td>" << html_escape(w.name) << "</td><td>" << op_kind_name(w.kind) << "</td><td>"
+      << us(w.predicted_start_us) << "</td><td>" << us(w.measured_start_us) << "</td><td>" << us(w.predicted_duration_us)
+      << "</td><td>" << us(w.measured_duration_us) << "</td></tr>\n";
+  b << "</table>\n<h2>Timelines (same time axis, each from its own step start)</h2>\n";
+  const StepWindow pw = step_window(predicted);
+  const StepWindow mw = step_window(measured);
+  const SvgAxis axis = shared_axis({pw, mw});
+  SvgTimelineOptions po;
+  po.title = "predicted (" + predicted.backend + ")";
+  SvgTimelineOptions mo;
+  mo.title = "measured (" + measured.backend + "), rank " + std::to_string(mw.rank) + ", iteration " +
+             std::to_string(mw.iteration);
+  b << svg_legend() << "\n<div>" << svg_timeline(predicted, pw, axis, po) << "</div>\n<div>"
+    << svg_timeline(measured, mw, axis, mo) << "</div>\n";
+  return html_page("compare: " + c.scenario, b.str());
+}
+
+namespace {
+
+Timeline read_timeline_dir(const std::string& dir, const char* which) {
+  const std::string path = (std::filesystem::path(dir) / "timeline.json").string();
+  std::ifstream in(path);
+  if (!in) throw InputError(which, "cannot open \"" + path + "\" (expected an output folder of simulate or exec)");
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw InputError(which, "\"" + path + "\" is not valid JSON: " + e.what());
+  }
+  try {
+    return timeline_from_json(j);
+  } catch (const InputError& e) {
+    throw InputError(which, "\"" + path + "\": " + e.what());
+  }
+}
+
+void write_file(const std::filesystem::path& path, const std::string& text) {
+  std::ofstream out(path);
+  out << text;
+  if (!out) throw InputError("--out", "cannot write \"" + path.string() + "\"");
+}
+
+}  // namespace
+
+Comparison compare_run_dirs(const std::string& predicted_dir, const std::string& measured_dir, const std::string& out_dir,
+                            double tolerance) {
+  const Timeline predicted = read_timeline_dir(predicted_dir, "PREDICTED_DIR");
+  const Timeline measured = read_timeline_dir(measured_dir, "MEASURED_DIR");
+  Comparison c = compare_timelines(predicted, measured, tolerance);
+  std::error_code ec;
+  std::filesystem::create_directories(out_dir, ec);
+  if (ec) throw InputError("--out", "cannot create \"" + out_dir + "\": " + ec.message());
+  write_file(std::filesystem::path(out_dir) / "compare.json", comparison_to_json(c).dump(2) + "\n");
+  write_file(std::filesystem::path(out_dir) / "compare.html", comparison_html(c, predicted, measured));
+  return c;
+}
+
+}  // namespace shardline

@@ -1,0 +1,79 @@
+// Predicted vs measured: joins two Timelines of the same Program op by op and reports how far
+// the prediction is off (step time, overlap efficiency, exposed comm, per-kind duration and
+// start-time errors, the ops that disagree most), as a terminal table, compare.json and
+// compare.html (the predicted timeline drawn directly above the measured one, same time axis).
+//
+// Which measured intervals: the step that metrics define (core/metrics.h step_window with
+// rank -1): the reported iteration of the rank with the longest step. Each op's measured
+// interval is that rank's interval in that iteration; start times on both sides are relative
+// to their own step start (the first op issued). Errors are predicted minus measured.
+#pragma once
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "core/metrics.h"
+#include "core/timeline.h"
+
+namespace shardline {
+
+struct OpComparison {
+  int op = -1;
+  std::string name;
+  OpKind kind = OpKind::Compute;
+  double predicted_start_us = 0;  // relative to the predicted step start
+  double predicted_duration_us = 0;
+  double measured_start_us = 0;   // relative to the measured step start
+  double measured_duration_us = 0;
+  double start_error_us() const { return predicted_start_us - measured_start_us; }
+  double duration_error_us() const { return predicted_duration_us - measured_duration_us; }
+  double end_error_us() const { return start_error_us() + duration_error_us(); }
+  // How much the op disagrees: max(|start error|, |end error|).
+  double disagreement_us() const;
+};
+
+// Absolute errors of one op kind. Percentiles interpolate linearly between order statistics
+// (the p-quantile of sorted x[0..n-1] is at position p * (n - 1)).
+struct KindErrors {
+  std::string kind;  // op_kind_name
+  int count = 0;
+  double duration_median_abs_error_us = 0;
+  double duration_p90_abs_error_us = 0;
+  double start_median_abs_error_us = 0;
+  double start_p90_abs_error_us = 0;
+};
+
+struct Comparison {
+  std::string scenario;
+  std::string measured_backend;
+  int measured_rank = 0;       // the rank that defines the measured step
+  int measured_iteration = 0;  // its reported iteration
+  Metrics predicted, measured;
+  double step_error = 0;       // (predicted - measured) / measured step time
+  double tolerance = 0.10;
+  bool within_tolerance = true;  // |step_error| <= tolerance
+  std::vector<KindErrors> by_kind;   // compute, copies and collectives (markers left out), kind order
+  std::vector<OpComparison> ops;     // every op but alloc/free markers, op order
+  std::vector<OpComparison> worst;   // up to ten, largest disagreement first (ties: lower op id)
+};
+
+// The p-quantile (0..1) of `values` (unsorted; empty: 0), interpolated as KindErrors says.
+double quantile(std::vector<double> values, double p);
+
+// Throws InputError("timelines", ...) when the two timelines do not describe the same Program
+// (op count, kinds and names must match).
+Comparison compare_timelines(const Timeline& predicted, const Timeline& measured, double tolerance = 0.10);
+
+nlohmann::json comparison_to_json(const Comparison& c);
+// The terminal report.
+std::string comparison_table(const Comparison& c);
+// The self-contained HTML page: summary, per-kind errors, worst ops, predicted over measured.
+std::string comparison_html(const Comparison& c, const Timeline& predicted, const Timeline& measured);
+
+// Reads DIR/timeline.json of both folders, compares, writes OUT_DIR/compare.json and
+// OUT_DIR/compare.html (OUT_DIR is created when missing). Throws InputError naming the folder.
+Comparison compare_run_dirs(const std::string& predicted_dir, const std::string& measured_dir, const std::string& out_dir,
+                            double tolerance);
+
+}  // namespace shardline

@@ -1,0 +1,154 @@
+// reports/compare: hand-built predicted and measured timelines with hand-computed errors.
+#include "reports/compare.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+
+namespace shardline {
+namespace {
+
+Op make_op(int id, OpKind kind, StreamId stream, std::string name) {
+  Op o;
+  o.id = id;
+  o.kind = kind;
+  o.stream = stream;
+  o.name = std::move(name);
+  if (is_collective(kind)) {
+    o.group = CommGroup::Shard;
+    o.group_size = 2;
+    o.bytes = 1024;
+  }
+  return o;
+}
+
+std::vector<Op> ops() {
+  return {make_op(0, OpKind::CopyIn, StreamId::CopyIn, "ci u0"),
+          make_op(1, OpKind::AllGather, StreamId::AllGather, "ag u0"),
+          make_op(2, OpKind::Compute, StreamId::Compute, "fwd u0"),
+          make_op(3, OpKind::Compute, StreamId::Compute, "bwd u0"),
+          make_op(4, OpKind::ReduceScatter, StreamId::ReduceScatter, "rs u0"),
+          make_op(5, OpKind::Free, StreamId::Compute, "free u0")};
+}
+
+// One rank: step 150 us, compute busy 120, exposed 30, comm busy 50, overlap 0.4.
+Timeline predicted() {
+  Timeline t;
+  t.scenario = "hand";
+  t.ops = ops();
+  const double iv[6][2] = {{0, 5}, {5, 25}, {25, 65}, {65, 145}, {120, 150}, {150, 150}};
+  for (int i = 0; i < 6; ++i) t.intervals.push_back({i, 0, 0, 0, iv[i][0], iv[i][1]});
+  return t;
+}
+
+// Two ranks, two iterations, iteration 1 reported. Rank 1 defines the step there (200 us,
+// compute busy 140, exposed 60, comm busy 80, overlap 0.25); iteration 0 is slow and ignored.
+Timeline measured() {
+  Timeline t;
+  t.source = "measured";
+  t.backend = "mpi";
+  t.scenario = "hand";
+  t.ranks = 2;
+  t.iterations = 2;
+  t.reported_iteration = 1;
+  t.ops = ops();
+  for (int r = 0; r < 2; ++r) {
+    const double slow[6][2] = {{0, 10}, {10, 40}, {40, 90}, {90, 180}, {150, 500}, {500, 500}};
+    for (int i = 0; i < 6; ++i) t.intervals.push_back({i, r, 0, 0, slow[i][0], slow[i][1]});
+    const double rs_end = r == 1 ? 1200 : 1190;
+    const double iv[6][2] = {{1000, 1010}, {1010, 1040}, {1040, 1090}, {1090, 1180}, {1150, rs_end}, {rs_end, rs_end}};
+    for (int i = 0; i < 6; ++i) t.intervals.push_back({i, r, 1, 1000, iv[i][0], iv[i][1]});
+  }
+  return t;
+}
+
+TEST(Quantile, InterpolatesBetweenOrderStatistics) {
+  EXPECT_DOUBLE_EQ(quantile({25, 15}, 0.5), 20);
+  EXPECT_DOUBLE_EQ(quantile({25, 15}, 0.9), 24);
+  EXPECT_DOUBLE_EQ(quantile({3, 1, 2, 4}, 0.5), 2.5);
+  EXPECT_DOUBLE_EQ(quantile({7}, 0.9), 7);
+  EXPECT_DOUBLE_EQ(quantile({}, 0.5), 0);
+}
+
+TEST(Compare, StepTimeAndOverlapOnBothSides) {
+  const Comparison c = compare_timelines(predicted(), measured(), 0.10);
+  EXPECT_EQ(c.measured_rank, 1);
+  EXPECT_EQ(c.measured_iteration, 1);
+  EXPECT_DOUBLE_EQ(c.predicted.step_time_us, 150);
+  EXPECT_DOUBLE_EQ(c.measured.step_time_us, 200);
+  EXPECT_DOUBLE_EQ(c.step_error, -0.25);
+  EXPECT_FALSE(c.within_tolerance);
+  EXPECT_DOUBLE_EQ(c.predicted.exposed_comm_us, 30);
+  EXPECT_DOUBLE_EQ(c.measured.exposed_comm_us, 60);
+  EXPECT_DOUBLE_EQ(c.predicted.overlap_efficiency, 0.4);
+  EXPECT_DOUBLE_EQ(c.measured.overlap_efficiency, 0.25);
+  EXPECT_TRUE(compare_timelines(predicted(), measured(), 0.30).within_tolerance);
+}
+
+TEST(Compare, PerOpErrorsRelativeToEachStepStart) {
+  const Comparison c = compare_timelines(predicted(), measured());
+  ASSERT_EQ(c.ops.size(), 5u);  // the free marker is left out
+  const double start_err[5] = {0, -5, -15, -25, -30};
+  const double dur_err[5] = {-5, -10, -10, -10, -20};
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_EQ(c.ops[i].op, i);
+    EXPECT_DOUBLE_EQ(c.ops[i].start_error_us(), start_err[i]) << i;
+    EXPECT_DOUBLE_EQ(c.ops[i].duration_error_us(), dur_err[i]) << i;
+  }
+}
+
+TEST(Compare, PerKindMedianAndP90) {
+  const Comparison c = compare_timelines(predicted(), measured());
+  ASSERT_EQ(c.by_kind.size(), 4u);  // compute, copy_in, all_gather, reduce_scatter
+  const KindErrors* compute = nullptr;
+  for (const auto& k : c.by_kind)
+    if (k.kind == "compute") compute = &k;
+  ASSERT_NE(compute, nullptr);
+  EXPECT_EQ(compute->count, 2);
+  EXPECT_DOUBLE_EQ(compute->duration_median_abs_error_us, 10);
+  EXPECT_DOUBLE_EQ(compute->duration_p90_abs_error_us, 10);
+  EXPECT_DOUBLE_EQ(compute->start_median_abs_error_us, 20);
+  EXPECT_DOUBLE_EQ(compute->start_p90_abs_error_us, 24);
+}
+
+TEST(Compare, WorstOpsByLargestStartOrEndDisagreement) {
+  const Comparison c = compare_timelines(predicted(), measured());
+  ASSERT_EQ(c.worst.size(), 5u);
+  const int order[5] = {4, 3, 2, 1, 0};
+  const double disagreement[5] = {50, 35, 25, 15, 5};
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_EQ(c.worst[i].op, order[i]);
+    EXPECT_DOUBLE_EQ(c.worst[i].disagreement_us(), disagreement[i]);
+  }
+}
+
+TEST(Compare, JsonCarriesTheHeadlineNumbers) {
+  const nlohmann::json j = comparison_to_json(compare_timelines(predicted(), measured()));
+  EXPECT_DOUBLE_EQ(j.at("step_error").get<double>(), -0.25);
+  EXPECT_EQ(j.at("within_tolerance").get<bool>(), false);
+  EXPECT_EQ(j.at("worst_ops").at(0).at("name").get<std::string>(), "rs u0");
+  EXPECT_DOUBLE_EQ(j.at("measured_overlap_efficiency").get<double>(), 0.25);
+}
+
+TEST(Compare, HtmlStacksBothTimelines) {
+  const Timeline p = predicted(), m = measured();
+  const std::string html = comparison_html(compare_timelines(p, m), p, m);
+  const size_t pred = html.find("predicted (sim)");
+  const size_t meas = html.find("measured (mpi), rank 1, iteration 1");
+  ASSERT_NE(pred, std::string::npos);
+  ASSERT_NE(meas, std::string::npos);
+  EXPECT_LT(pred, meas);
+}
+
+TEST(Compare, DifferentProgramsAreRejected) {
+  Timeline m = measured();
+  m.ops[2].name = "fwd u9";
+  EXPECT_THROW(compare_timelines(predicted(), m), InputError);
+  m = measured();
+  m.ops.pop_back();
+  EXPECT_THROW(compare_timelines(predicted(), m), InputError);
+}
+
+}  // namespace
+}  // namespace shardline
