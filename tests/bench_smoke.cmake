@@ -1,0 +1,18 @@
+# Smoke tests of the benchmark binaries (bench/): each benchmark family once, minimal sizes,
+# JSON counters checked by bench/check_bench_json.py. Included from tests/CMakeLists.txt because
+# CTest is enabled after bench/ is added. No timing is asserted.
+if(TARGET shardline_bench OR TARGET shardline_bench_sim)
+  find_package(Python3 REQUIRED COMPONENTS Interpreter)
+  set(_check ${PROJECT_SOURCE_DIR}/bench/check_bench_json.py)
+endif()
+if(TARGET shardline_bench)
+  add_test(NAME bench.collectives_smoke
+           COMMAND ${Python3_EXECUTABLE} ${_check} collectives --np 2 --binary $<TARGET_FILE:shardline_bench>
+                   "--mpiexec=${MPIEXEC_EXECUTABLE} --allow-run-as-root --oversubscribe --bind-to none")
+  set_tests_properties(bench.collectives_smoke PROPERTIES LABELS "bench;mpi" TIMEOUT 120
+    ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
+endif()
+if(TARGET shardline_bench_sim)
+  add_test(NAME bench.sim_smoke COMMAND ${Python3_EXECUTABLE} ${_check} sim --binary $<TARGET_FILE:shardline_bench_sim>)
+  set_tests_properties(bench.sim_smoke PROPERTIES LABELS "bench" TIMEOUT 120)
+endif()
