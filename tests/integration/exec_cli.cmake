@@ -1,0 +1,62 @@
+# `shardline exec` end to end on the shipped host scenarios: measured outputs whose timeline
+# is complete and ordered (checked by timeline_checker), data check fused / unfused / zero-copy,
+# FSDP and HSDP, a corrupted op, the timeout path, and bad input (exit 2).
+add_executable(shardline_timeline_checker timeline_checker.cpp)
+target_include_directories(shardline_timeline_checker PRIVATE ${PROJECT_SOURCE_DIR})
+target_link_libraries(shardline_timeline_checker PRIVATE shardline_exec)
+
+set(_scen ${PROJECT_SOURCE_DIR}/scenarios)
+set(_out ${CMAKE_CURRENT_BINARY_DIR}/cli)
+set(_sl $<TARGET_FILE:shardline> exec)
+
+# name np scenario out-subdir extra-args...
+function(exec_cli_test name np scenario)
+  add_test(NAME exec.cli.${name}
+           COMMAND ${_mpirun} -n ${np} ${_sl} ${_scen}/${scenario} --iterations 2 --warmup 0 --out ${_out}/${name} ${ARGN})
+  set_tests_properties(exec.cli.${name} PROPERTIES LABELS "exec;mpi;cli" TIMEOUT 90 ENVIRONMENT "${_env}"
+                       FIXTURES_SETUP cli_${name} PASS_REGULAR_EXPRESSION "data check: passed")
+  add_test(NAME exec.cli.${name}.timeline COMMAND shardline_timeline_checker ${_out}/${name} ${np})
+  set_tests_properties(exec.cli.${name}.timeline PROPERTIES LABELS "exec;cli" FIXTURES_REQUIRED cli_${name})
+endfunction()
+
+exec_cli_test(fsdp_fused 2 host-tiny-fsdp.json)
+exec_cli_test(fsdp_unfused 2 host-tiny-fsdp.json --set policy.comm_fusion=false)
+exec_cli_test(hsdp_fused 4 host-tiny-hsdp.json --scale 4)
+exec_cli_test(hsdp_zero_copy 4 host-tiny-hsdp.json --scale 4 --set policy.zero_copy=true --compute spin)
+
+# --np launches mpirun itself (root and oversubscription flags added by shardline).
+add_test(NAME exec.cli.np_self_launch
+         COMMAND ${CMAKE_COMMAND} "-DCMD=$<TARGET_FILE:shardline>;exec;${_scen}/host-tiny-fsdp.json;--np;2;--iterations;1;--warmup;0;--scale;4;--no-verify"
+                 -DRC=0 "-DREGEX=launching: .*mpirun.*--oversubscribe.*-n 2.*buffers scaled 1/4.*data check: skipped"
+                 -P ${CMAKE_CURRENT_SOURCE_DIR}/expect_run.cmake)
+set_tests_properties(exec.cli.np_self_launch PROPERTIES LABELS "exec;cli" TIMEOUT 60 ENVIRONMENT "${_env}")
+
+# A corrupted copy-in (op 1 of the fused FSDP program) fails the run with exit 1 naming the op.
+add_test(NAME exec.cli.corrupt_op
+         COMMAND ${CMAKE_COMMAND} "-DCMD=${_mpirun};-n;2;$<TARGET_FILE:shardline>;exec;${_scen}/host-tiny-fsdp.json;--iterations;1;--corrupt-op;1"
+                 -DRC=1 "-DREGEX=data check failed on rank [01]: op 1 \"[^\"]+\" \\(copy_in"
+                 -P ${CMAKE_CURRENT_SOURCE_DIR}/expect_run.cmake)
+set_tests_properties(exec.cli.corrupt_op PROPERTIES LABELS "exec;cli" TIMEOUT 60 ENVIRONMENT "${_env}")
+
+# A stalled rank ends the run within --timeout with partial timelines in --out.
+add_test(NAME exec.cli.timeout
+         COMMAND ${CMAKE_COMMAND} "-DCMD=${_mpirun};-n;2;$<TARGET_FILE:shardline>;exec;${_scen}/host-tiny-fsdp.json;--timeout;3;--stall-rank;1;--out;${_out}/timeout"
+                 "-DRC=3" "-DREGEX=rank 1 made no progress for 3 s.*stalled before op [0-9]+ .*on stream"
+                 "-DCLEAN=${_out}/timeout" "-DFILES=${_out}/timeout/timeline.partial.rank0.json;${_out}/timeout/timeline.partial.rank1.json"
+                 -P ${CMAKE_CURRENT_SOURCE_DIR}/expect_run.cmake)
+set_tests_properties(exec.cli.timeout PROPERTIES LABELS "exec;cli" TIMEOUT 60 ENVIRONMENT "${_env}")
+
+# Bad input: exit 2 with the flag or path named, before anything runs.
+function(exec_bad_input name regex)
+  add_test(NAME exec.cli.bad.${name}
+           COMMAND ${CMAKE_COMMAND} "-DCMD=$<TARGET_FILE:shardline>;exec;${ARGN}" -DRC=2 "-DREGEX=${regex}"
+                   -P ${CMAKE_CURRENT_SOURCE_DIR}/expect_run.cmake)
+  set_tests_properties(exec.cli.bad.${name} PROPERTIES LABELS "exec;cli" TIMEOUT 30 ENVIRONMENT "${_env}")
+endfunction()
+exec_bad_input(backend "--backend: expected mpi or nccl" ${_scen}/host-tiny-fsdp.json --backend gloo)
+exec_bad_input(scale "--scale: must be a positive integer" ${_scen}/host-tiny-fsdp.json --scale 0)
+exec_bad_input(np_mismatch "--np: the scenario's mesh has 4 ranks" ${_scen}/host-tiny-hsdp.json --np 2)
+exec_bad_input(compute "--compute: kernel stand-ins need --backend nccl" ${_scen}/host-tiny-fsdp.json --compute kernel)
+exec_bad_input(missing_scenario "error" ${CMAKE_CURRENT_SOURCE_DIR}/no-such-scenario.json)
+exec_bad_input(world_mismatch "mpirun -n: the scenario's mesh needs shard 2 x replicate 2 = 4 ranks, but the run has 1"
+               ${_scen}/host-tiny-hsdp.json)

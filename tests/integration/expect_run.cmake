@@ -1,0 +1,18 @@
+# Runs CMD (a ;-list) and checks its exit code equals RC and its output matches REGEX.
+# Optional FILES: paths that must exist afterwards.
+if(DEFINED CLEAN)
+  file(REMOVE_RECURSE ${CLEAN})
+endif()
+execute_process(COMMAND ${CMD} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 50)
+message(STATUS "exit: ${rc}\nstdout:\n${out}\nstderr:\n${err}")
+if(NOT rc STREQUAL "${RC}")
+  message(FATAL_ERROR "exit code ${rc}, expected ${RC}")
+endif()
+if(DEFINED REGEX AND NOT "${err}${out}" MATCHES "${REGEX}")
+  message(FATAL_ERROR "output does not match: ${REGEX}")
+endif()
+foreach(f ${FILES})
+  if(NOT EXISTS ${f})
+    message(FATAL_ERROR "missing ${f}")
+  endif()
+endforeach()
