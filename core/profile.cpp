@@ -101,6 +101,7 @@ nlohmann::json profile_to_json(const ClusterProfile& p) {
           {"machine", p.machine},
           {"created", p.created},
           {"copy_bandwidth_bytes_per_s", p.copy_bandwidth_bytes_per_s},
+          {"copy_latency_us", p.copy_latency_us},
           {"issue_overhead_us", p.issue_overhead_us},
           {"comm_slowdown_during_compute", p.comm_slowdown_during_compute},
           {"compute_slowdown_during_comm", p.compute_slowdown_during_comm},
@@ -116,6 +117,8 @@ ClusterProfile profile_from_json(const nlohmann::json& j) {
   p.machine = j.value("machine", "");
   p.created = j.value("created", "");
   p.copy_bandwidth_bytes_per_s = get<double>(j, "copy_bandwidth_bytes_per_s", "profile");
+  if (j.contains("copy_latency_us")) p.copy_latency_us = get<double>(j, "copy_latency_us", "profile");
+  if (!(p.copy_latency_us >= 0)) throw InputError("profile.copy_latency_us", "must be >= 0");
   p.issue_overhead_us = get<double>(j, "issue_overhead_us", "profile");
   p.comm_slowdown_during_compute = get<double>(j, "comm_slowdown_during_compute", "profile");
   p.compute_slowdown_during_comm = get<double>(j, "compute_slowdown_during_comm", "profile");

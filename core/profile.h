@@ -40,6 +40,7 @@ struct ClusterProfile {
   std::string created;   // ISO 8601 UTC
   std::vector<CollectiveTable> collectives;
   double copy_bandwidth_bytes_per_s = 0;
+  double copy_latency_us = 0;  // fixed cost per copy op (optional in files; 0 when absent)
   double issue_overhead_us = 0;
   double comm_slowdown_during_compute = 1.0;  // collective time factor while compute runs
   double compute_slowdown_during_comm = 1.0;  // compute time factor while a collective runs

@@ -1,0 +1,111 @@
+// `shardline calibrate --backend mpi|nccl --out profile.json [--np N] [--max-bytes 64MiB] ...`:
+// measures this machine through the exec Backend (exec/calibrate.h) on every rank of the
+// mpirun job and writes the cluster profile (core/profile.h format) from rank 0. With --np N
+// (and not already under mpirun) it launches mpirun itself. docs/calibrate.md.
+#include <unistd.h>
+
+#include <fstream>
+#include <iostream>
+#include <thread>
+
+#include <boost/program_options.hpp>
+#include <nlohmann/json.hpp>
+
+#include "cli/command.h"
+#include "cli/mpirun_launch.h"
+#include "core/error.h"
+#include "core/profile.h"
+#include "core/units.h"
+#include "exec/calibrate.h"
+#include "exec/exec.h"
+
+namespace po = boost::program_options;
+
+namespace shardline::cli {
+namespace {
+
+// "host: CPU model, N hardware threads, MPI library" for the profile's machine field.
+std::string describe_machine() {
+  char host[256] = {0};
+  gethostname(host, sizeof host - 1);
+  std::string cpu;
+  std::ifstream info("/proc/cpuinfo");
+  for (std::string line; std::getline(info, line);) {
+    if (line.rfind("model name", 0) == 0) {
+      cpu = line.substr(line.find(':') + 2);
+      break;
+    }
+  }
+  char lib[MPI_MAX_LIBRARY_VERSION_STRING] = {0};
+  int len = 0;
+  MPI_Get_library_version(lib, &len);
+  std::string mpi(lib, static_cast<size_t>(len));
+  if (const size_t comma = mpi.find(','); comma != std::string::npos) mpi = mpi.substr(0, comma);
+  return std::string(host) + ": " + (cpu.empty() ? "unknown CPU" : cpu) + ", " +
+         std::to_string(std::thread::hardware_concurrency()) + " hardware threads, " + mpi;
+}
+
+int run_calibrate(const std::vector<std::string>& args) {
+  std::string out, backend = "mpi", compute, max_bytes = "64MiB", min_bytes = "1KiB";
+  int np = 0;
+  exec::CalibrateOptions opt;
+  po::options_description flags(
+      "shardline calibrate --out profile.json [--backend mpi|nccl] [--np N] [--max-bytes 64MiB] ...\n"
+      "  run under mpirun (mpirun -n 4 shardline calibrate ...) or let --np launch it");
+  flags.add_options()("help,h", "this help")
+      ("out", po::value(&out), "the profile file to write (JSON)")
+      ("backend", po::value(&backend)->default_value("mpi"), "mpi (CPU processes and threads) or nccl (one GPU per rank)")
+      ("np", po::value(&np), "launch mpirun with this many ranks unless already under mpirun")
+      ("max-bytes", po::value(&max_bytes)->default_value("64MiB"), "largest collective size measured (lowered to fit memory)")
+      ("min-bytes", po::value(&min_bytes)->default_value("1KiB"), "smallest collective size measured")
+      ("repetitions", po::value(&opt.repetitions)->default_value(10), "measured repetitions per point (medians are kept)")
+      ("warmup", po::value(&opt.warmup)->default_value(2), "unmeasured repetitions before each point")
+      ("compute", po::value(&compute), "compute stand-in for the slow-down measurements: sleep (default on mpi), spin, kernel (nccl)")
+      ("quiet", "no progress lines");
+  po::variables_map vm;
+  po::store(po::command_line_parser(args).options(flags).run(), vm);
+  po::notify(vm);
+  if (vm.count("help")) {
+    std::cout << flags << "\n";
+    return 0;
+  }
+  if (out.empty()) throw InputError("--out", "give the profile file to write, e.g. --out profile.json");
+  if (backend != "mpi" && backend != "nccl") throw InputError("--backend", "expected mpi or nccl, got \"" + backend + "\"");
+  if (compute.empty()) compute = backend == "nccl" ? "kernel" : "sleep";
+  if (compute == "sleep") opt.compute = exec::ComputeMode::Sleep;
+  else if (compute == "spin") opt.compute = exec::ComputeMode::Spin;
+  else if (compute == "kernel") opt.compute = exec::ComputeMode::Kernel;
+  else throw InputError("--compute", "expected sleep, spin or kernel, got \"" + compute + "\"");
+  opt.max_bytes = parse_bytes(max_bytes, "--max-bytes");
+  opt.min_bytes = parse_bytes(min_bytes, "--min-bytes");
+  if (vm.count("np") && np < 2) throw InputError("--np", "calibration needs at least 2 ranks");
+  if (np > 0 && !exec::launched_by_mpirun()) exec_under_mpirun(np, "calibrate", args);
+  {
+    std::ofstream probe(out, std::ios::app);  // fail before measuring, not after
+    if (!probe) throw InputError("--out", "cannot write \"" + out + "\"");
+  }
+
+  exec::init_mpi();
+  opt.machine = describe_machine();
+  if (!vm.count("quiet")) opt.log = [](const std::string& line) { std::cerr << "calibrate: " << line << std::endl; };
+  ClusterProfile profile;
+  try {
+    profile = exec::calibrate_backend(backend, opt);
+  } catch (const InputError&) {
+    exec::finalize_mpi();
+    throw;
+  }
+  if (exec::mpi_rank() == 0) {
+    std::ofstream f(out);
+    f << profile_to_json(profile).dump(2) << "\n";
+    std::cout << "profile of " << exec::mpi_world() << " " << profile.backend << " ranks written to " << out << "\n";
+  }
+  exec::finalize_mpi();
+  return 0;
+}
+
+const CommandRegistration registration("calibrate", "measure collectives, copies and slow-downs into a cluster profile",
+                                       run_calibrate);
+
+}  // namespace
+}  // namespace shardline::cli

@@ -1,0 +1,326 @@
+#include "exec/calibrate.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <ctime>
+#include <memory>
+#include <sstream>
+
+#include "core/error.h"
+#include "exec/exec.h"
+#include "exec/mpi/mpi_backend.h"
+#ifdef SHARDLINE_HAVE_NCCL
+#include "exec/nccl/nccl_backend.h"
+#endif
+
+namespace shardline::exec {
+namespace {
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+std::string iso_now() {
+  const std::time_t t = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  return buf;
+}
+
+StreamId stream_of(CollectiveKind k) {
+  switch (k) {
+    case CollectiveKind::AllGather: return StreamId::AllGather;
+    case CollectiveKind::ReduceScatter: return StreamId::ReduceScatter;
+    case CollectiveKind::AllReduce: return StreamId::AllReduce;
+  }
+  return StreamId::AllReduce;
+}
+
+constexpr int kWidth = 4;  // float32 payloads
+
+// One backend with a communicator per collective stream for contiguous groups of `group_size`,
+// and an input and an output buffer of `buffer_bytes` each.
+class Bench {
+ public:
+  Bench(std::unique_ptr<Backend> backend, MPI_Comm host, int group_size, int64_t buffer_bytes, int warmup, int reps)
+      : b_(std::move(backend)), host_(host), group_size_(group_size), warmup_(warmup), reps_(reps) {
+    const int rank = b_->rank();
+    for (CollectiveKind k : {CollectiveKind::AllGather, CollectiveKind::ReduceScatter, CollectiveKind::AllReduce})
+      b_->create_communicator(stream_of(k), CommGroup::Shard, rank / group_size, rank, group_size);
+    in_ = b_->allocate(buffer_bytes);
+    out_ = b_->allocate(buffer_bytes);
+    const std::vector<char> zeros(static_cast<size_t>(buffer_bytes), 0);  // no NaNs or denormals in sums
+    b_->upload(in_, zeros.data(), buffer_bytes);
+    b_->upload(out_, zeros.data(), buffer_bytes);
+  }
+  ~Bench() {
+    b_->synchronize();
+    b_->release(in_);
+    b_->release(out_);
+  }
+  Backend& backend() { return *b_; }
+
+  // Repetitions of one pass of `nops` ops: `enqueue` issues them, `measure` reads this rank's
+  // value once the streams drained; each repetition keeps the max over ranks.
+  std::vector<double> repeat(int nops, const std::function<void()>& enqueue, const std::function<double()>& measure) {
+    std::vector<double> values;
+    for (int r = 0; r < warmup_ + reps_; ++r) {
+      b_->begin_pass(++pass_, nops);
+      MPI_Barrier(host_);
+      enqueue();
+      b_->synchronize();
+      const double mine = measure();
+      double worst = 0;
+      MPI_Allreduce(&mine, &worst, 1, MPI_DOUBLE, MPI_MAX, host_);
+      if (r >= warmup_) values.push_back(worst);
+    }
+    return values;
+  }
+
+  double duration_us(int op) {
+    const OpTimes t = b_->op_times(op);
+    return t.end_us - t.start_us;
+  }
+
+  void collective(int op, CollectiveKind kind, int64_t size_bytes) {
+    const StreamId s = stream_of(kind);
+    const int n = group_size_;
+    CollectiveArgs a;
+    a.in = in_;
+    a.out = out_;
+    a.width = kWidth;
+    b_->begin_op(s, op);
+    switch (kind) {
+      case CollectiveKind::AllGather:
+        a.count = size_bytes / n / kWidth;
+        b_->all_gather(s, CommGroup::Shard, a);
+        break;
+      case CollectiveKind::ReduceScatter:
+        a.count = size_bytes / n / kWidth;
+        b_->reduce_scatter(s, CommGroup::Shard, a);
+        break;
+      case CollectiveKind::AllReduce:
+        a.count = size_bytes / kWidth;
+        b_->all_reduce(s, CommGroup::Shard, a);
+        break;
+    }
+    b_->end_op(s, op);
+  }
+
+  void copy(int op, int64_t bytes) {
+    b_->begin_op(StreamId::CopyIn, op);
+    b_->copy(StreamId::CopyIn, {CopySpan{out_, in_, bytes}});
+    b_->end_op(StreamId::CopyIn, op);
+  }
+
+  void compute(int op, double us, ComputeMode mode) {
+    b_->begin_op(StreamId::Compute, op);
+    b_->compute(StreamId::Compute, us, mode);
+    b_->end_op(StreamId::Compute, op);
+  }
+
+ private:
+  std::unique_ptr<Backend> b_;
+  MPI_Comm host_;
+  int group_size_;
+  int warmup_, reps_;
+  int pass_ = 0;
+  void* in_ = nullptr;
+  void* out_ = nullptr;
+};
+
+std::string fmt_bytes(int64_t b) {
+  std::ostringstream o;
+  if (b >= (1 << 20) && b % (1 << 20) == 0) o << b / (1 << 20) << " MiB";
+  else if (b >= 1024 && b % 1024 == 0) o << b / 1024 << " KiB";
+  else o << b << " B";
+  return o.str();
+}
+
+}  // namespace
+
+std::vector<int> calibration_group_sizes(int world) {
+  std::vector<int> sizes;
+  for (int d = 2; d <= world; ++d)
+    if (world % d == 0) sizes.push_back(d);
+  return sizes;
+}
+
+std::vector<int64_t> calibration_sizes(int64_t min_bytes, int64_t max_bytes, int64_t granularity_bytes) {
+  std::vector<int64_t> sizes;
+  auto add = [&](int64_t s) {
+    s = std::max(granularity_bytes, s / granularity_bytes * granularity_bytes);
+    if (s <= max_bytes && (sizes.empty() || s > sizes.back())) sizes.push_back(s);
+  };
+  for (int64_t s = min_bytes; s < max_bytes; s *= 2) add(s);
+  add(max_bytes);
+  return sizes;
+}
+
+ClusterProfile calibrate(const std::function<std::unique_ptr<Backend>()>& make_backend, MPI_Comm host,
+                         const CalibrateOptions& opt) {
+  if (opt.min_bytes < 1) throw InputError("--min-bytes", "must be at least 1 byte");
+  if (opt.max_bytes < opt.min_bytes) throw InputError("--max-bytes", "must be at least --min-bytes");
+  if (opt.repetitions < 1) throw InputError("--repetitions", "must be at least 1");
+  if (opt.warmup < 0) throw InputError("--warmup", "must be >= 0");
+  int world = 1, rank = 0;
+  MPI_Comm_size(host, &world);
+  MPI_Comm_rank(host, &rank);
+  const std::vector<int> groups = calibration_group_sizes(world);
+  if (groups.empty()) throw InputError("--np", "calibration needs at least 2 ranks (collectives over groups of >= 2)");
+  auto log = [&](const std::string& line) {
+    if (rank == 0 && opt.log) opt.log(line);
+  };
+
+  ClusterProfile p;
+  p.machine = opt.machine;
+  p.created = iso_now();
+  const int64_t granularity = static_cast<int64_t>(world) * kWidth;
+  int64_t max_bytes = std::max(opt.max_bytes, granularity);
+  std::vector<int64_t> sizes;
+
+  for (size_t gi = 0; gi < groups.size(); ++gi) {
+    const int n = groups[gi];
+    std::unique_ptr<Backend> backend = make_backend();
+    p.backend = backend->name();
+    if (gi == 0) {
+      // Two buffers of S bytes per rank, and a margin: lower the largest size to what fits.
+      int64_t avail = backend->available_bytes() / 4;
+      MPI_Allreduce(MPI_IN_PLACE, &avail, 1, MPI_INT64_T, MPI_MIN, host);
+      if (avail > 0 && max_bytes > avail) {
+        log("lowering --max-bytes to " + fmt_bytes(avail) + " (memory)");
+        max_bytes = avail;
+      }
+      sizes = calibration_sizes(std::min(opt.min_bytes, max_bytes), max_bytes, granularity);
+      if (sizes.size() < 2) throw InputError("--max-bytes", "leaves fewer than two sizes to measure; raise it");
+    }
+    Bench bench(std::move(backend), host, n, sizes.back(), opt.warmup, opt.repetitions);
+    for (CollectiveKind kind : {CollectiveKind::AllGather, CollectiveKind::ReduceScatter, CollectiveKind::AllReduce}) {
+      CollectiveTable t;
+      t.kind = kind;
+      t.group_size = n;
+      for (int64_t s : sizes) {
+        const double us = median(bench.repeat(1, [&] { bench.collective(0, kind, s); }, [&] { return bench.duration_us(0); }));
+        t.sizes_bytes.push_back(s);
+        t.times_us.push_back(std::max(us, 1e-3));
+      }
+      t.fit = fit_alpha_beta(t.sizes_bytes, t.times_us);
+      std::ostringstream line;
+      line << collective_traits(kind).name << " over " << n << " ranks: " << t.sizes_bytes.size() << " sizes, "
+           << fmt_bytes(t.sizes_bytes.front()) << " " << t.times_us.front() << " us .. " << fmt_bytes(t.sizes_bytes.back())
+           << " " << t.times_us.back() << " us; alpha " << t.fit.alpha_us << " us, "
+           << (t.fit.beta_us_per_byte > 0 ? 1.0 / t.fit.beta_us_per_byte / 1e3 : 0) << " GB/s";
+      log(line.str());
+      p.collectives.push_back(std::move(t));
+    }
+    if (gi + 1 < groups.size()) continue;
+
+    // The rest uses the backend of the largest group.
+    {
+      std::vector<int64_t> copy_sizes;
+      std::vector<double> copy_us;
+      for (int64_t s : calibration_sizes(std::max<int64_t>(opt.min_bytes, 4096), sizes.back(), kWidth)) {
+        copy_sizes.push_back(s);
+        copy_us.push_back(
+            std::max(1e-3, median(bench.repeat(1, [&] { bench.copy(0, s); }, [&] { return bench.duration_us(0); }))));
+      }
+      const AlphaBeta fit = copy_sizes.size() >= 2 ? fit_alpha_beta(copy_sizes, copy_us)
+                                                   : AlphaBeta{0, copy_us.back() / static_cast<double>(copy_sizes.back())};
+      p.copy_latency_us = std::max(0.0, fit.alpha_us);
+      p.copy_bandwidth_bytes_per_s = fit.beta_us_per_byte > 0 ? 1e6 / fit.beta_us_per_byte
+                                                              : static_cast<double>(copy_sizes.back()) / copy_us.back() * 1e6;
+      log("copy: latency " + std::to_string(p.copy_latency_us) + " us, " +
+          std::to_string(p.copy_bandwidth_bytes_per_s / 1e9) + " GB/s");
+    }
+    {
+      // Host issue cost per op, as the runner issues one: a cross-stream wait, begin, end.
+      const int k = 200;
+      double host_us = 0;
+      const std::vector<double> per_op = bench.repeat(
+          k,
+          [&] {
+            Backend& b = bench.backend();
+            const double t0 = b.host_now_us();
+            for (int i = 0; i < k; ++i) {
+              const StreamId s = i % 2 ? StreamId::CopyIn : StreamId::Compute;
+              if (i > 0) b.wait_op(s, i - 1);
+              b.begin_op(s, i);
+              b.end_op(s, i);
+            }
+            host_us = b.host_now_us() - t0;
+          },
+          [&] { return host_us / k; });
+      p.issue_overhead_us = median(per_op);
+      log("issue overhead: " + std::to_string(p.issue_overhead_us) + " us per op");
+    }
+    {
+      const int64_t s = std::min(sizes.back(), std::max(granularity, opt.interference_bytes / granularity * granularity));
+      const CollectiveKind ar = CollectiveKind::AllReduce;
+      const double comm_alone =
+          median(bench.repeat(1, [&] { bench.collective(0, ar, s); }, [&] { return bench.duration_us(0); }));
+      const double d = std::max(opt.interference_compute_us, 3 * comm_alone);
+      const double comm_busy = median(bench.repeat(
+          2,
+          [&] {
+            bench.compute(0, d, opt.compute);
+            bench.collective(1, ar, s);
+          },
+          [&] { return bench.duration_us(1); }));
+      const double compute_alone =
+          median(bench.repeat(1, [&] { bench.compute(0, d, opt.compute); }, [&] { return bench.duration_us(0); }));
+      const int chain = static_cast<int>(std::ceil(1.5 * d / std::max(comm_alone, 1.0))) + 1;
+      const double compute_busy = median(bench.repeat(
+          chain + 1,
+          [&] {
+            for (int i = 1; i <= chain; ++i) bench.collective(i, ar, s);
+            bench.compute(0, d, opt.compute);
+          },
+          [&] { return bench.duration_us(0); }));
+      // Slow-down factors are >= 1 by definition (sim/compute.h asserts it); a measured ratio
+      // below 1 is noise and is recorded as 1.
+      p.comm_slowdown_during_compute = std::max(1.0, comm_busy / comm_alone);
+      p.compute_slowdown_during_comm = std::max(1.0, compute_busy / compute_alone);
+      std::ostringstream line;
+      line << "slow-downs: all_reduce " << fmt_bytes(s) << " " << comm_alone << " us alone, " << comm_busy
+           << " us beside compute (x" << comm_busy / comm_alone << "); compute " << compute_alone << " us alone, "
+           << compute_busy << " us beside collectives (x" << compute_busy / compute_alone << ")";
+      log(line.str());
+    }
+  }
+  return p;
+}
+
+ClusterProfile calibrate_backend(const std::string& backend, const CalibrateOptions& options) {
+  std::function<std::unique_ptr<Backend>()> make;
+  if (backend == "mpi") {
+    make = [] { return make_mpi_backend(MPI_COMM_WORLD); };
+  } else if (backend == "nccl") {
+#ifdef SHARDLINE_HAVE_NCCL
+    make = [] { return make_nccl_backend(MPI_COMM_WORLD); };
+#else
+    throw InputError("--backend", "this shardline was built without CUDA/NCCL; rebuild with -DSHARDLINE_CUDA=ON");
+#endif
+  } else {
+    throw InputError("--backend", "unknown backend \"" + backend + "\"; expected mpi or nccl");
+  }
+  if (options.compute == ComputeMode::Kernel && backend != "nccl")
+    throw InputError("--compute", "kernel stand-ins need --backend nccl; use sleep or spin");
+  init_mpi();
+  MPI_Comm host;
+  MPI_Comm_dup(MPI_COMM_WORLD, &host);
+  ClusterProfile p;
+  try {
+    p = calibrate(make, host, options);
+  } catch (...) {
+    MPI_Comm_free(&host);
+    throw;
+  }
+  MPI_Comm_free(&host);
+  return p;
+}
+
+}  // namespace shardline::exec
