@@ -21,6 +21,7 @@
 #include "sim/host.h"
 #include "sim/memory.h"
 #include "sim/network.h"
+#include "sim/profile_cost_model.h"
 #include "sim/streams.h"
 #include "sim/topology.h"
 
@@ -263,13 +264,24 @@ class Simulation {
 };
 
 std::unique_ptr<sim::CostModel> make_cost_model(const Scenario& scenario, const SimOptions& options) {
-  if (options.profile != nullptr) throw InputError("--profile", "calibrated profiles are not supported yet");
+  if (options.profile != nullptr) return std::make_unique<sim::ProfileCostModel>(*options.profile);
   return std::make_unique<sim::AnalyticalCostModel>(scenario.cluster);
+}
+
+// With a calibrated profile, its measured issue overhead and compute slow-down replace the
+// scenario's cluster values (sim/profile_cost_model.h).
+Scenario with_profile(const Scenario& scenario, const ClusterProfile& profile) {
+  Scenario s = scenario;
+  s.cluster.launch_overhead_us = profile.issue_overhead_us;
+  s.cluster.compute_slowdown_during_comm = profile.compute_slowdown_during_comm;
+  return s;
 }
 
 }  // namespace
 
-Timeline simulate(const Scenario& scenario, const Program& program, const SimOptions& options) {
+Timeline simulate(const Scenario& given, const Program& program, const SimOptions& options) {
+  const Scenario calibrated = options.profile ? with_profile(given, *options.profile) : Scenario{};
+  const Scenario& scenario = options.profile ? calibrated : given;
   if (!(scenario.cluster.launch_overhead_us >= 0) || !std::isfinite(scenario.cluster.launch_overhead_us))
     throw InputError("cluster.launch_overhead", "the launch overhead must be a finite time >= 0");
   if (!(scenario.cluster.compute_slowdown_during_comm >= 1.0) || !std::isfinite(scenario.cluster.compute_slowdown_during_comm))

@@ -377,19 +377,5 @@ TEST(Simulator, DependencyOnALaterOpIsAnInputError) {
   }
 }
 
-TEST(Simulator, CalibratedProfileIsNotSupportedYet) {
-  ProgramBuilder b;
-  b.compute(1);
-  int dummy = 0;
-  SimOptions options;
-  options.profile = reinterpret_cast<const ClusterProfile*>(&dummy);
-  try {
-    simulate(test_scenario(), b.program(), options);
-    FAIL() << "expected InputError";
-  } catch (const InputError& e) {
-    EXPECT_EQ(e.where(), "--profile");
-  }
-}
-
 }  // namespace
 }  // namespace shardline

@@ -1,0 +1,96 @@
+// simulate() with a calibrated cluster profile (sim/profile_cost_model.h): measured tables,
+// shared when concurrent, copy latency + bandwidth, issue overhead and compute slow-down from
+// the profile. Hand-computed.
+#include <gtest/gtest.h>
+
+#include "core/error.h"
+#include "core/profile.h"
+#include "sim/simulator.h"
+#include "sim_test_support.h"
+
+namespace shardline {
+namespace {
+
+using simtest::ProgramBuilder;
+using simtest::test_scenario;
+
+CollectiveTable table(CollectiveKind kind) {
+  CollectiveTable t;
+  t.kind = kind;
+  t.group_size = 8;
+  t.sizes_bytes = {1000, 4000};
+  t.times_us = {20, 80};
+  t.fit = {4.0, 0.019};
+  return t;
+}
+
+ClusterProfile profile() {
+  ClusterProfile p;
+  p.backend = "mpi";
+  p.collectives = {table(CollectiveKind::AllGather), table(CollectiveKind::ReduceScatter)};
+  p.copy_bandwidth_bytes_per_s = 1e12;  // 1e6 bytes per us
+  p.copy_latency_us = 1;
+  p.issue_overhead_us = 0;
+  p.compute_slowdown_during_comm = 1;
+  return p;
+}
+
+Timeline run(ProgramBuilder& b, const ClusterProfile& p) {
+  SimOptions o;
+  o.profile = &p;
+  return simulate(test_scenario(), b.program(), o);
+}
+
+double duration(const Timeline& t, int op) { return t.intervals.at(op).end_us - t.intervals.at(op).start_us; }
+
+TEST(ProfileCostModel, LoneCollectiveTakesTheInterpolatedTableTime) {
+  ProgramBuilder b;
+  b.collective(OpKind::AllGather, 2000, CommGroup::Shard, 8);  // log-log between (1000, 20) and (4000, 80): 40
+  b.collective(OpKind::AllGather, 4000, CommGroup::Shard, 8);  // a table point: 80
+  const Timeline t = run(b, profile());
+  EXPECT_NEAR(duration(t, 0), 40, 1e-9);
+  EXPECT_NEAR(duration(t, 1), 80, 1e-9);
+}
+
+TEST(ProfileCostModel, ConcurrentCollectivesShareAfterTheirLatency) {
+  ProgramBuilder b;
+  b.collective(OpKind::AllGather, 4000, CommGroup::Shard, 8);
+  b.collective(OpKind::ReduceScatter, 4000, CommGroup::Shard, 8);
+  const Timeline t = run(b, profile());
+  // Each: latency 4 (the fitted alpha), then 76 us of transfer alone; two at once: 152 each.
+  EXPECT_NEAR(t.intervals[0].end_us, 156, 1e-9);
+  EXPECT_NEAR(t.intervals[1].end_us, 156, 1e-9);
+}
+
+TEST(ProfileCostModel, CopiesPayLatencyPlusBytesOverBandwidth) {
+  ProgramBuilder b;
+  b.copy_in(3000000);
+  const Timeline t = run(b, profile());
+  EXPECT_NEAR(duration(t, 0), 1 + 3, 1e-9);
+}
+
+TEST(ProfileCostModel, IssueOverheadAndComputeSlowdownComeFromTheProfile) {
+  ClusterProfile p = profile();
+  p.issue_overhead_us = 3;
+  p.compute_slowdown_during_comm = 2;
+  ProgramBuilder b;
+  b.collective(OpKind::AllGather, 4000, CommGroup::Shard, 8);  // issued at 0, runs 80 us
+  b.compute(10);                                                // issued at 3, all of it beside the collective
+  const Timeline t = run(b, p);
+  EXPECT_NEAR(t.intervals[1].start_us, 3, 1e-9);
+  EXPECT_NEAR(duration(t, 1), 20, 1e-9);
+}
+
+TEST(ProfileCostModel, MissingGroupSizeNamesTheProfile) {
+  ProgramBuilder b(4, 1);
+  b.collective(OpKind::AllGather, 4000, CommGroup::Shard, 4);
+  try {
+    run(b, profile());
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where(), "--profile");
+  }
+}
+
+}  // namespace
+}  // namespace shardline
