@@ -118,7 +118,7 @@ std::string program_to_text(const Program& program) {
       << ", micro-batches " << program.micro_batches << ", static memory " << program.static_memory_bytes << " B, "
       << program.units.size() << " units, " << program.params.size() << " params, " << program.ops.size() << " ops\n";
   char line[256];
-  std::snprintf(line, sizeof line, "%6s  %-14s %-14s %-18s %5s %6s %14s %-14s %s\n", "id", "stream", "kind", "name", "unit",
+  std::snprintf(line, sizeof line, "%6s  %-14s %-14s %-26s %5s %6s %14s %-14s %s\n", "id", "stream", "kind", "name", "unit",
                 "bucket", "bytes", "group", "deps");
   out << line;
   for (const Op& op : program.ops) {
@@ -126,7 +126,7 @@ std::string program_to_text(const Program& program) {
     if (op.group != CommGroup::None) group += "(" + std::to_string(op.group_size) + ")";
     std::string deps;
     for (size_t i = 0; i < op.deps.size(); ++i) deps += (i ? "," : "") + std::to_string(op.deps[i]);
-    std::snprintf(line, sizeof line, "%6d  %-14s %-14s %-18s %5d %6d %14lld %-14s ", op.id,
+    std::snprintf(line, sizeof line, "%6d  %-14s %-14s %-26s %5d %6d %14lld %-14s ", op.id,
                   std::string(stream_name(op.stream)).c_str(), std::string(op_kind_name(op.kind)).c_str(), op.name.c_str(),
                   op.unit, op.bucket, static_cast<long long>(op.bytes), group.c_str());
     out << line << (deps.empty() ? "-" : deps) << "\n";

@@ -40,10 +40,11 @@ struct Placed {
 };
 
 struct Merged {
+  const Placed* first = nullptr;
   double x0 = 0, x1 = 0;
   double start_us = 0, end_us = 0;
   int count = 0;
-  std::map<std::string_view, int> kinds;
+  std::map<OpKind, int> kinds;
 };
 
 }  // namespace
@@ -127,7 +128,7 @@ std::string svg_timeline(const Timeline& t, const StepWindow& window, const SvgA
   for (double tk = 0; tk <= span * (1 + 1e-9); tk += step) {
     const double x = left + tk * px_per_us;
     out += "<line x1=\"" + num(x) + "\" y1=\"" + num(lanes_top - 4) + "\" x2=\"" + num(x) + "\" y2=\"" + num(memory ? mem_top + options.memory_height_px : lanes_bottom) + "\" stroke-dasharray=\"2,3\"/>";
-    out += "<text x=\"" + num(x) + "\" y=\"" + num(lanes_top - 7) + "\" text-anchor=\"middle\" stroke=\"none\" fill=\"#333\">" + html_escape(format_time_us(tk)) + "</text>";
+    out += "<text x=\"" + num(x) + "\" y=\"" + num(lanes_top - 7) + "\" text-anchor=\"middle\" stroke=\"none\" fill=\"#333\">" + (tk == 0 ? std::string("0") : html_escape(format_time_us(tk))) + "</text>";
   }
   out += "</g>";
 
@@ -147,12 +148,30 @@ std::string svg_timeline(const Timeline& t, const StepWindow& window, const SvgA
     out += "<text x=\"" + num(left - 6) + "\" y=\"" + num(y + lane_h * 0.7) + "\" text-anchor=\"end\">" + name + "</text>";
     auto& placed = lanes[s];
     std::sort(placed.begin(), placed.end(), [](const Placed& a, const Placed& b) { return a.x0 < b.x0 || (a.x0 == b.x0 && a.iv->op < b.iv->op); });
+    auto draw_op = [&](const Placed& p, double width_px) {
+      const Op& op = t.ops[p.iv->op];
+      std::string title = op.name + " (" + std::string(op_kind_name(op.kind)) + ")";
+      if (op.unit >= 0) title += " unit " + std::to_string(op.unit);
+      if (op.bucket >= 0) title += " bucket " + std::to_string(op.bucket);
+      if (op.bytes > 0) title += ", " + format_bytes(op.bytes);
+      if (op.group != CommGroup::None) title += ", " + std::string(comm_group_name(op.group)) + " group of " + std::to_string(op.group_size);
+      title += ", " + format_time_us(p.iv->end_us - p.iv->start_us) + " at " + format_time_us(p.iv->start_us - origin);
+      title += ", mb " + std::to_string(op.microbatch) + " " + std::string(phase_name(op.phase));
+      out += "<rect x=\"" + num(p.x0) + "\" y=\"" + num(y + 2) + "\" width=\"" + num(width_px) + "\" height=\"" + num(lane_h - 4) + "\" fill=\"" +
+             std::string(op_kind_color(op.kind)) + "\"><title>" + html_escape(title) + "</title></rect>";
+    };
     Merged merged;
     auto flush = [&]() {
       if (merged.count == 0) return;
+      if (merged.count == 1) {  // a lone narrow op keeps its own title, drawn at the minimum width
+        draw_op(*merged.first, options.min_op_width_px);
+        merged = Merged{};
+        return;
+      }
       std::string kinds;
-      for (const auto& [k, n] : merged.kinds) kinds += (kinds.empty() ? "" : ", ") + std::string(k) + " x" + std::to_string(n);
-      const std::string fill = merged.kinds.size() == 1 ? "#888" : "#777";
+      for (const auto& [k, n] : merged.kinds) kinds += (kinds.empty() ? "" : ", ") + std::string(op_kind_name(k)) + " x" + std::to_string(n);
+      // One kind: its color, lighter; several: grey.
+      const std::string fill = merged.kinds.size() == 1 ? std::string(op_kind_color(merged.kinds.begin()->first)) + "\" fill-opacity=\"0.6" : "#888";
       out += "<rect class=\"merged\" x=\"" + num(merged.x0) + "\" y=\"" + num(y + 2) + "\" width=\"" + num(std::max(merged.x1 - merged.x0, options.min_op_width_px)) +
              "\" height=\"" + num(lane_h - 4) + "\" fill=\"" + fill + "\"><title>" + std::to_string(merged.count) + " short ops (" + html_escape(kinds) + ") from " +
              html_escape(format_time_us(merged.start_us - origin)) + " to " + html_escape(format_time_us(merged.end_us - origin)) + "</title></rect>";
@@ -163,25 +182,18 @@ std::string svg_timeline(const Timeline& t, const StepWindow& window, const SvgA
       if (p.x1 - p.x0 < options.min_op_width_px) {
         if (merged.count > 0 && p.x0 > merged.x1 + kMergeGapPx) flush();
         if (merged.count == 0) {
+          merged.first = &p;
           merged.x0 = p.x0;
           merged.start_us = p.iv->start_us;
         }
         merged.x1 = std::max(merged.x1, p.x1);
         merged.end_us = std::max(merged.end_us, p.iv->end_us);
         merged.count += 1;
-        merged.kinds[op_kind_name(op.kind)] += 1;
+        merged.kinds[op.kind] += 1;
         continue;
       }
       flush();
-      std::string title = op.name + " (" + std::string(op_kind_name(op.kind)) + ")";
-      if (op.unit >= 0) title += " unit " + std::to_string(op.unit);
-      if (op.bucket >= 0) title += " bucket " + std::to_string(op.bucket);
-      if (op.bytes > 0) title += ", " + format_bytes(op.bytes);
-      if (op.group != CommGroup::None) title += ", " + std::string(comm_group_name(op.group)) + " group of " + std::to_string(op.group_size);
-      title += ", " + format_time_us(p.iv->end_us - p.iv->start_us) + " at " + format_time_us(p.iv->start_us - origin);
-      title += ", mb " + std::to_string(op.microbatch) + " " + std::string(phase_name(op.phase));
-      out += "<rect x=\"" + num(p.x0) + "\" y=\"" + num(y + 2) + "\" width=\"" + num(p.x1 - p.x0) + "\" height=\"" + num(lane_h - 4) + "\" fill=\"" +
-             std::string(op_kind_color(op.kind)) + "\"><title>" + html_escape(title) + "</title></rect>";
+      draw_op(p, p.x1 - p.x0);
     }
     flush();
     out += "</g>";

@@ -83,7 +83,9 @@ TEST(Trace, HostLaneShowsIssueInstantsOnlyWhenRecorded) {
   trace = trace_to_json(t);
   EXPECT_TRUE(events_with(trace, "i").empty());
   for (const json& e : events_with(trace, "M")) {
-    if (e.contains("tid")) EXPECT_NE(e.at("tid"), kTraceHostTid);
+    if (e.contains("tid")) {
+      EXPECT_NE(e.at("tid"), kTraceHostTid);
+    }
   }
 }
 
@@ -96,7 +98,9 @@ TEST(Trace, MemoryIsACounterTrack) {
   EXPECT_EQ(counters[2].at("args").at("live_bytes"), 777);
   EXPECT_DOUBLE_EQ(counters[2].at("ts").get<double>(), 30.0);
   for (const json& e : events_with(trace, "M")) {
-    if (e.at("name") == "process_name") EXPECT_NE(e.at("args").at("name").get<std::string>().find("(measured)"), std::string::npos);
+    if (e.at("name") == "process_name") {
+      EXPECT_NE(e.at("args").at("name").get<std::string>().find("(measured)"), std::string::npos);
+    }
   }
 }
 

@@ -1,0 +1,178 @@
+// `shardline simulate` and `shardline schedule` end to end on shipped scenarios: every output
+// written and readable, --json parsable and consistent with metrics.json, and bad scenarios,
+// keys, overrides or flags exit 2 with one message naming the path and no output folder.
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+struct Result {
+  int code = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+size_t lines(const std::string& text) { return static_cast<size_t>(std::count(text.begin(), text.end(), '\n')); }
+
+const char* const kOutputs[] = {"metrics.json", "program.json", "timeline.json", "trace.json", "report.html"};
+const char* const kMetricKeys[] = {"step_time_us", "compute_busy_us", "comm_busy_us", "exposed_comm_us", "overlap_efficiency",
+                                   "peak_memory_bytes", "memory_capacity_bytes", "fits_memory", "forward_us", "backward_us", "by_kind"};
+
+class SimulateCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("shardline_simulate_cli_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) +
+                                        "_" + std::to_string(::getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  Result run(const std::string& args) {
+    const std::string cmd = std::string(SHARDLINE_BINARY) + " " + args + " >" + (dir_ / "stdout").string() + " 2>" + (dir_ / "stderr").string();
+    const int status = std::system(cmd.c_str());
+    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(dir_ / "stdout"), slurp(dir_ / "stderr")};
+  }
+  static std::string scenario(const std::string& name) { return std::string(SHARDLINE_SOURCE_DIR) + "/scenarios/" + name; }
+
+  // A user error: exit 2, one line on stderr naming `where`, nothing on stdout, no --out folder.
+  void expect_input_error(const std::string& args, const std::string& where) {
+    const fs::path out = dir_ / "out";
+    const Result r = run(args + " --out " + out.string());
+    EXPECT_EQ(r.code, 2) << args << "\n" << r.out << r.err;
+    EXPECT_EQ(lines(r.err), 1u) << r.err;
+    EXPECT_NE(r.err.find(where), std::string::npos) << "expected the message to name " << where << ": " << r.err;
+    EXPECT_TRUE(r.out.empty()) << r.out;
+    EXPECT_FALSE(fs::exists(out));
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(SimulateCli, DefaultScenarioWritesEveryOutputAndPrintsTheSummary) {
+  const fs::path out = dir_ / "default";
+  const Result r = run("simulate " + scenario("llama3-8b-fsdp-h100x8.json") + " --out " + out.string());
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  for (const char* label : {"step time", "compute busy", "comm busy", "exposed comm", "overlap efficiency", "peak memory", "forward"}) {
+    EXPECT_NE(r.out.find(label), std::string::npos) << label << "\n" << r.out;
+  }
+  EXPECT_TRUE(r.out.find(" fits") != std::string::npos || r.out.find("DOES NOT FIT") != std::string::npos) << r.out;
+  for (const char* f : kOutputs) ASSERT_TRUE(fs::is_regular_file(out / f)) << f;
+  const json metrics = json::parse(slurp(out / "metrics.json"));
+  for (const char* key : kMetricKeys) EXPECT_TRUE(metrics.contains(key)) << key;
+  EXPECT_GT(metrics["step_time_us"].get<double>(), 0);
+  EXPECT_GT(metrics["by_kind"]["all_gather"]["count"].get<int>(), 0);
+  const json program = json::parse(slurp(out / "program.json"));
+  EXPECT_EQ(program["format"], "shardline.program");
+  const json timeline = json::parse(slurp(out / "timeline.json"));
+  EXPECT_EQ(timeline["format"], "shardline.timeline");
+  EXPECT_EQ(timeline["source"], "predicted");
+  const json trace = json::parse(slurp(out / "trace.json"));
+  EXPECT_FALSE(trace["traceEvents"].empty());
+  const std::string html = slurp(out / "report.html");
+  EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u);
+  EXPECT_EQ(html.find("http"), std::string::npos);
+  // Exactly the output folder in the scratch dir, beside the captured streams: no temporary left.
+  size_t entries = 0;
+  for (const auto& e : fs::directory_iterator(dir_)) entries += e.path().filename().string().rfind("std", 0) == 0 ? 0 : 1;
+  EXPECT_EQ(entries, 1u);
+}
+
+TEST_F(SimulateCli, JsonPrintsTheMetricsThatMetricsJsonHolds) {
+  const fs::path out = dir_ / "tiny";
+  const Result r = run("simulate " + scenario("host-tiny-fsdp.json") + " --json --out " + out.string());
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  const json printed = json::parse(r.out);
+  for (const char* key : kMetricKeys) EXPECT_TRUE(printed.contains(key)) << key;
+  EXPECT_EQ(printed, json::parse(slurp(out / "metrics.json")));
+  EXPECT_GE(printed["overlap_efficiency"].get<double>(), 0.0);
+  EXPECT_LE(printed["overlap_efficiency"].get<double>(), 1.0);
+}
+
+TEST_F(SimulateCli, IsDeterministic) {
+  const Result a = run("simulate " + scenario("host-tiny-fsdp.json") + " --json");
+  const Result b = run("simulate " + scenario("host-tiny-fsdp.json") + " --json");
+  ASSERT_EQ(a.code, 0) << a.err;
+  EXPECT_EQ(a.out, b.out);
+}
+
+TEST_F(SimulateCli, SetOverridesTheScenario) {
+  const Result fused = run("simulate " + scenario("host-tiny-fsdp.json") + " --json");
+  const Result unfused = run("simulate " + scenario("host-tiny-fsdp.json") + " --json --set policy.comm_fusion=false");
+  ASSERT_EQ(fused.code, 0) << fused.err;
+  ASSERT_EQ(unfused.code, 0) << unfused.err;
+  // Without fusion every parameter gets its own all-gather: more collectives than units.
+  EXPECT_GT(json::parse(unfused.out)["by_kind"]["all_gather"]["count"].get<int>(),
+            json::parse(fused.out)["by_kind"]["all_gather"]["count"].get<int>());
+}
+
+TEST_F(SimulateCli, MissingScenarioFileExits2NamingIt) {
+  expect_input_error("simulate " + (dir_ / "nope.json").string(), "nope.json");
+}
+
+TEST_F(SimulateCli, UnknownScenarioKeyExits2NamingItsPath) {
+  json j = json::parse(slurp(scenario("host-tiny-fsdp.json")));
+  j["policy"]["bucket_byte"] = 1024;
+  const fs::path bad = dir_ / "bad.json";  // its cluster is a built-in preset: it resolves anywhere
+  std::ofstream(bad) << j.dump(2);
+  expect_input_error("simulate " + bad.string(), "policy.bucket_byte");
+}
+
+TEST_F(SimulateCli, BadSetExits2NamingThePath) {
+  expect_input_error("simulate " + scenario("host-tiny-fsdp.json") + " --set policy.no_such_key=1", "--set");
+  expect_input_error("simulate " + scenario("host-tiny-fsdp.json") + " --set policy.bucket_bytes=lots", "policy.bucket_bytes");
+  expect_input_error("simulate " + scenario("host-tiny-fsdp.json") + " --set mesh.shard=0", "mesh.shard");
+}
+
+TEST_F(SimulateCli, UnknownFlagAndMissingScenarioExit2) {
+  expect_input_error("simulate " + scenario("host-tiny-fsdp.json") + " --bogus", "--bogus");
+  expect_input_error("simulate", "SCENARIO");
+  const Result help = run("simulate --help");
+  EXPECT_EQ(help.code, 0);
+  EXPECT_NE(help.out.find("--set"), std::string::npos);
+}
+
+TEST_F(SimulateCli, ScheduleListsOneLinePerOpAndItsJson) {
+  const Result text = run("schedule " + scenario("host-tiny-fsdp.json"));
+  const Result js = run("schedule " + scenario("host-tiny-fsdp.json") + " --json");
+  ASSERT_EQ(text.code, 0) << text.err;
+  ASSERT_EQ(js.code, 0) << js.err;
+  const json program = json::parse(js.out);
+  EXPECT_EQ(program["format"], "shardline.program");
+  ASSERT_FALSE(program["ops"].empty());
+  EXPECT_EQ(lines(text.out), program["ops"].size() + 2);  // summary line, column header, ops
+  const json& first_ag = *std::find_if(program["ops"].begin(), program["ops"].end(), [](const json& op) { return op["kind"] == "all_gather"; });
+  EXPECT_NE(text.out.find(first_ag["name"].get<std::string>()), std::string::npos);
+
+  const Result unfused = run("schedule " + scenario("host-tiny-fsdp.json") + " --json --set policy.comm_fusion=false");
+  ASSERT_EQ(unfused.code, 0) << unfused.err;
+  auto all_gathers = [](const json& p) {
+    return std::count_if(p["ops"].begin(), p["ops"].end(), [](const json& op) { return op["kind"] == "all_gather"; });
+  };
+  EXPECT_GT(all_gathers(json::parse(unfused.out)), all_gathers(program));  // one per parameter, not per unit
+
+  const Result bad = run("schedule " + scenario("host-tiny-fsdp.json") + " --set policy.bucket_bytes=lots");
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.err.find("policy.bucket_bytes"), std::string::npos) << bad.err;
+}
+
+}  // namespace
