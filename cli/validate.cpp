@@ -1,0 +1,123 @@
+// `shardline validate SCENARIO --np N [--profile P] [--out DIR] [--tolerance 0.10] ...`: the
+// whole loop in one command: calibrate this machine (when no profile is given; mpirun with N
+// ranks), simulate the scenario with the profile, run it for real (`exec` under mpirun with N
+// ranks), and compare op by op. DIR gets profile.json (when calibrated), predicted/,
+// measured/, compare.json and compare.html. Exit 1 when the step-time error exceeds the
+// tolerance. docs/calibrate.md.
+#include <filesystem>
+#include <iostream>
+
+#include <boost/program_options.hpp>
+
+#include "cli/command.h"
+#include "cli/mpirun_launch.h"
+#include "core/error.h"
+#include "core/metrics.h"
+#include "core/profile.h"
+#include "core/scenario_parse.h"
+#include "core/schedule.h"
+#include "exec/exec.h"
+#include "reports/compare.h"
+#include "reports/outputs.h"
+#include "sim/simulator.h"
+
+namespace po = boost::program_options;
+
+namespace shardline::cli {
+namespace {
+
+int run_validate(const std::vector<std::string>& args) {
+  std::string scenario_path, profile_path, out_dir, max_bytes = "16MiB", backend = "mpi", compute;
+  std::vector<std::string> sets;
+  int np = 0, repetitions = 10, iterations = -1, warmup = -1;
+  double tolerance = 0.10;
+  po::options_description flags("shardline validate SCENARIO --np N [--profile P] [--out DIR] [--tolerance 0.10] [flags]");
+  flags.add_options()("help,h", "this help")
+      ("np", po::value(&np), "ranks for calibrate and exec (default: the scenario's mesh size)")
+      ("profile", po::value(&profile_path), "a calibrated profile; without it, calibrate first (written to DIR/profile.json)")
+      ("out", po::value(&out_dir), "output folder (default: validate-<scenario name>)")
+      ("set", po::value(&sets)->composing(), "PATH=VALUE override of the scenario JSON (repeatable)")
+      ("tolerance", po::value(&tolerance)->default_value(0.10), "allowed relative step-time error; exit 1 above it")
+      ("backend", po::value(&backend)->default_value("mpi"), "mpi or nccl, for calibrate and exec")
+      ("compute", po::value(&compute), "compute stand-in for calibrate and exec (sleep, spin, kernel)")
+      ("max-bytes", po::value(&max_bytes)->default_value("16MiB"), "calibrate: largest collective size")
+      ("repetitions", po::value(&repetitions)->default_value(10), "calibrate: repetitions per point")
+      ("iterations", po::value(&iterations), "exec: measured iterations (default: the scenario's)")
+      ("warmup", po::value(&warmup), "exec: warmup iterations (default: the scenario's)")
+      ("scenario", po::value(&scenario_path), "scenario JSON file");
+  po::positional_options_description positional;
+  positional.add("scenario", 1);
+  po::variables_map vm;
+  po::store(po::command_line_parser(args).options(flags).positional(positional).run(), vm);
+  po::notify(vm);
+  if (vm.count("help")) {
+    std::cout << flags << "\n";
+    return 0;
+  }
+  if (scenario_path.empty()) throw InputError("SCENARIO", "give a scenario JSON file, e.g. scenarios/host-tiny-fsdp.json");
+  if (exec::launched_by_mpirun())
+    throw InputError("--np", "run validate without mpirun: it launches calibrate and exec under mpirun itself");
+  if (!(tolerance >= 0)) throw InputError("--tolerance", "must be a relative error >= 0, e.g. 0.10");
+
+  const Scenario scenario = load_scenario(scenario_path, sets);
+  const Program program = schedule(scenario);
+  const int world = scenario.mesh.world();
+  if (np == 0) np = world;
+  if (np != world)
+    throw InputError("--np", "the scenario's mesh has " + std::to_string(world) + " ranks, not " + std::to_string(np));
+  if (np < 2) throw InputError("--np", "validate needs at least 2 ranks (calibration measures collectives)");
+  if (out_dir.empty()) out_dir = "validate-" + scenario.name;
+  namespace fs = std::filesystem;
+  fs::create_directories(out_dir);
+
+  std::vector<std::string> common{"--backend", backend};
+  if (!compute.empty()) common.insert(common.end(), {"--compute", compute});
+
+  if (profile_path.empty()) {
+    profile_path = (fs::path(out_dir) / "profile.json").string();
+    std::vector<std::string> cal{"--out", profile_path, "--max-bytes", max_bytes, "--repetitions", std::to_string(repetitions)};
+    cal.insert(cal.end(), common.begin(), common.end());
+    std::cout << "validate: 1/4 calibrating on " << np << " ranks -> " << profile_path << std::endl;
+    const int rc = run_under_mpirun(np, "calibrate", cal);
+    if (rc != 0) {
+      std::cerr << "shardline validate: error: calibrate failed (exit " << rc << ")\n";
+      return rc == 2 ? 2 : 3;
+    }
+  } else {
+    std::cout << "validate: 1/4 using the profile " << profile_path << std::endl;
+  }
+  const ClusterProfile profile = load_profile(profile_path);
+
+  const std::string predicted_dir = (fs::path(out_dir) / "predicted").string();
+  std::cout << "validate: 2/4 simulating with the profile -> " << predicted_dir << std::endl;
+  SimOptions sim_options;
+  sim_options.profile = &profile;
+  const Timeline predicted = simulate(scenario, program, sim_options);
+  write_run_outputs(predicted_dir, scenario, program, predicted, compute_metrics(predicted));
+
+  const std::string measured_dir = (fs::path(out_dir) / "measured").string();
+  std::cout << "validate: 3/4 running for real on " << np << " ranks -> " << measured_dir << std::endl;
+  std::vector<std::string> ex{scenario_path, "--out", measured_dir};
+  for (const auto& s : sets) ex.insert(ex.end(), {"--set", s});
+  if (iterations >= 0) ex.insert(ex.end(), {"--iterations", std::to_string(iterations)});
+  if (warmup >= 0) ex.insert(ex.end(), {"--warmup", std::to_string(warmup)});
+  ex.insert(ex.end(), common.begin(), common.end());
+  const int rc = run_under_mpirun(np, "exec", ex);
+  if (rc != 0) {
+    std::cerr << "shardline validate: error: exec failed (exit " << rc << ")\n";
+    return rc == 2 ? 2 : 3;
+  }
+
+  std::cout << "validate: 4/4 comparing\n\n";
+  const Comparison c = compare_run_dirs(predicted_dir, measured_dir, out_dir, tolerance);
+  std::cout << comparison_table(c) << "\noutputs in " << out_dir
+            << "/ (compare.html, compare.json, predicted/, measured/" << (vm.count("profile") ? "" : ", profile.json")
+            << ")\n";
+  return c.within_tolerance ? 0 : 1;
+}
+
+const CommandRegistration registration("validate", "calibrate, simulate with the profile, exec, and compare in one go",
+                                       run_validate);
+
+}  // namespace
+}  // namespace shardline::cli
