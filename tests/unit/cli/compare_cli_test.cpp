@@ -1,0 +1,127 @@
+// `shardline compare` exit codes and outputs on hand-built timeline folders, and `shardline
+// validate` end to end on 2 MPI ranks (calibrate with tiny sizes, simulate with the profile,
+// exec, compare). The accuracy itself is measured by bench/accuracy.sh, not asserted here.
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "core/timeline.h"
+
+namespace fs = std::filesystem;
+
+namespace shardline {
+namespace {
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// One compute op and one all-gather; the step lasts `step_us`.
+Timeline timeline(double step_us, const std::string& source) {
+  Timeline t;
+  t.source = source;
+  t.backend = source == "measured" ? "mpi" : "sim";
+  t.scenario = "cli-hand";
+  Op c;
+  c.id = 0;
+  c.kind = OpKind::Compute;
+  c.name = "fwd u0";
+  Op a;
+  a.id = 1;
+  a.kind = OpKind::AllGather;
+  a.stream = StreamId::AllGather;
+  a.group = CommGroup::Shard;
+  a.group_size = 2;
+  a.bytes = 4096;
+  a.name = "ag u0";
+  t.ops = {c, a};
+  t.intervals = {{0, 0, 0, 0, 0, step_us}, {1, 0, 0, 0, 0, step_us / 2}};
+  return t;
+}
+
+class CompareCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("shardline_compare_cli_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) + "_" +
+            std::to_string(::getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  void write(const std::string& folder, const Timeline& t) {
+    fs::create_directories(dir_ / folder);
+    std::ofstream(dir_ / folder / "timeline.json") << timeline_to_json(t).dump();
+  }
+  int run(const std::string& args) {
+    const std::string cmd = "cd " + dir_.string() + " && " + SHARDLINE_BINARY + " " + args + " >out.txt 2>err.txt";
+    const int status = std::system(cmd.c_str());
+    out_ = slurp(dir_ / "out.txt");
+    err_ = slurp(dir_ / "err.txt");
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+  fs::path dir_;
+  std::string out_, err_;
+};
+
+TEST_F(CompareCli, StepErrorOverToleranceExitsOne) {
+  write("pred", timeline(1000, "predicted"));
+  write("meas", timeline(1200, "measured"));  // error -16.7%
+  EXPECT_EQ(run("compare pred meas --tolerance 0.10"), 1) << out_ << err_;
+  EXPECT_NE(out_.find("-16.7%"), std::string::npos) << out_;
+  EXPECT_NE(out_.find("OVER"), std::string::npos) << out_;
+  const nlohmann::json j = nlohmann::json::parse(slurp(dir_ / "meas" / "compare.json"));
+  EXPECT_NEAR(j.at("step_error").get<double>(), -200.0 / 1200.0, 1e-12);
+  EXPECT_TRUE(fs::exists(dir_ / "meas" / "compare.html"));
+}
+
+TEST_F(CompareCli, WithinToleranceExitsZeroAndWritesToOut) {
+  write("pred", timeline(1000, "predicted"));
+  write("meas", timeline(1050, "measured"));
+  EXPECT_EQ(run("compare pred meas --tolerance 0.10 --out cmp"), 0) << out_ << err_;
+  EXPECT_TRUE(fs::exists(dir_ / "cmp" / "compare.json"));
+  EXPECT_TRUE(fs::exists(dir_ / "cmp" / "compare.html"));
+}
+
+TEST_F(CompareCli, MissingFolderExitsTwoNamingIt) {
+  write("pred", timeline(1000, "predicted"));
+  EXPECT_EQ(run("compare pred nowhere"), 2);
+  EXPECT_NE(err_.find("MEASURED_DIR"), std::string::npos) << err_;
+}
+
+TEST_F(CompareCli, ValidateRunsTheWholeLoopOnTwoRanks) {
+  const std::string scenario = std::string(SHARDLINE_SOURCE_DIR) + "/scenarios/host-tiny-fsdp.json";
+  // Tiny calibration and few iterations keep CI short; a huge tolerance: accuracy is not asserted.
+  const int rc = run("validate " + scenario +
+                     " --np 2 --out v --max-bytes 64KiB --repetitions 2 --iterations 2 --warmup 0 --tolerance 1000");
+  ASSERT_EQ(rc, 0) << out_ << err_;
+  const nlohmann::json profile = nlohmann::json::parse(slurp(dir_ / "v" / "profile.json"));
+  EXPECT_EQ(profile.at("backend"), "mpi");
+  EXPECT_EQ(profile.at("collectives").size(), 3u);  // all-gather, reduce-scatter, all-reduce over 2 ranks
+  EXPECT_EQ(profile.at("collectives").at(0).at("group_size"), 2);
+  const nlohmann::json c = nlohmann::json::parse(slurp(dir_ / "v" / "compare.json"));
+  EXPECT_GT(c.at("measured_step_time_us").get<double>(), 0);
+  EXPECT_GT(c.at("predicted_step_time_us").get<double>(), 0);
+  EXPECT_EQ(c.at("measured_backend"), "mpi");
+  EXPECT_TRUE(fs::exists(dir_ / "v" / "predicted" / "timeline.json"));
+  EXPECT_TRUE(fs::exists(dir_ / "v" / "measured" / "timeline.json"));
+  EXPECT_NE(out_.find("step time (us)"), std::string::npos) << out_;
+}
+
+TEST_F(CompareCli, CalibrateRefusesOneRank) {
+  EXPECT_EQ(run("calibrate --np 1 --out p.json"), 2);
+  EXPECT_NE(err_.find("--np"), std::string::npos) << err_;
+}
+
+}  // namespace
+}  // namespace shardline
