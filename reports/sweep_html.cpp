@@ -15,6 +15,7 @@ namespace shardline {
 namespace {
 
 constexpr size_t kMaxSeries = 12;
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 std::optional<double> as_number(const std::string& text) {
   double v = 0;
@@ -42,18 +43,6 @@ int choose_x_path(const std::vector<std::string>& paths, const std::vector<Sweep
   for (size_t p = 0; p < paths.size(); ++p)
     if (numeric(p)) return static_cast<int>(p);
   return -1;
-}
-
-std::string ms(double us) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.3g", us / 1000.0);
-  return buf;
-}
-
-std::string gib(double bytes) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.3g", bytes / (1024.0 * 1024 * 1024));
-  return buf;
 }
 
 std::string settings(const SweepRow& r, const std::vector<std::string>& paths, int skip = -1) {
@@ -92,9 +81,9 @@ std::string line_plots(const SweepResult& res, const std::vector<std::string>& p
   step.x_label = eff.x_label = paths[static_cast<size_t>(xp)];
   step.y_label = "step time (ms)";
   eff.y_label = "overlap efficiency";
-  step.log_x = eff.log_x = xmin > 0 && xmax / xmin >= 16;
+  // Sizes read best on a log-2 axis (ticks at powers of two).
+  step.log_x = eff.log_x = xmin > 0 && xmax / xmin >= (sizes ? 2 : 16);
   if (sizes) step.x_format = eff.x_format = [](double v) { return format_bytes(static_cast<int64_t>(std::llround(v))); };
-  step.y_format = [](double v) { return ms(v); };
   std::string note;
   for (size_t s = 0; s < order.size(); ++s) {
     if (s == kMaxSeries) {
@@ -113,7 +102,7 @@ std::string line_plots(const SweepResult& res, const std::vector<std::string>& p
       const double x = *as_number(r.values[static_cast<size_t>(xp)]);
       const std::string title = settings(r, paths) + (r.fits_memory ? "" : " (does not fit memory)");
       a.x.push_back(x);
-      a.y.push_back(r.metrics.step_time_us);
+      a.y.push_back(r.metrics.step_time_us / 1000.0);
       a.titles.push_back(title + ": " + format_time_us(r.metrics.step_time_us));
       b.x.push_back(x);
       b.y.push_back(r.metrics.overlap_efficiency);
@@ -132,8 +121,6 @@ std::string pareto_plot(const SweepResult& res, const std::vector<std::string>& 
   c.title = "Peak memory against step time (Pareto front marked)";
   c.x_label = "step time (ms)";
   c.y_label = "peak memory (GiB)";
-  c.x_format = [](double v) { return ms(v); };
-  c.y_format = [](double v) { return gib(v); };
   ChartSeries fit, tight, over, front;
   fit.name = "fits with margin";
   tight.name = "fits, inside the margin";
@@ -150,23 +137,29 @@ std::string pareto_plot(const SweepResult& res, const std::vector<std::string>& 
     if (!r.valid) continue;
     capacity = std::max(capacity, r.metrics.memory_capacity_bytes);
     ChartSeries& s = !r.fits_memory ? over : (r.fits_with_margin ? fit : tight);
-    s.x.push_back(r.metrics.step_time_us);
-    s.y.push_back(static_cast<double>(r.metrics.peak_memory_bytes));
+    s.x.push_back(r.metrics.step_time_us / 1000.0);
+    s.y.push_back(static_cast<double>(r.metrics.peak_memory_bytes) / kGiB);
     s.titles.push_back(settings(r, paths) + ": " + format_time_us(r.metrics.step_time_us) + ", " +
                        format_bytes(r.metrics.peak_memory_bytes));
   }
   for (size_t i : res.pareto) {
     const auto& r = res.rows[i];
-    front.x.push_back(r.metrics.step_time_us);
-    front.y.push_back(static_cast<double>(r.metrics.peak_memory_bytes));
+    front.x.push_back(r.metrics.step_time_us / 1000.0);
+    front.y.push_back(static_cast<double>(r.metrics.peak_memory_bytes) / kGiB);
     front.titles.push_back("Pareto: " + settings(r, paths) + ": " + format_time_us(r.metrics.step_time_us) + ", " +
                            format_bytes(r.metrics.peak_memory_bytes));
   }
   for (auto* s : {&fit, &tight, &over, &front})
     if (!s->x.empty()) c.series.push_back(*s);
-  if (capacity > 0) {
-    c.y_reference = static_cast<double>(capacity);
+  // The capacity line, unless it would squash every point to the bottom of the plot.
+  int64_t max_peak = 0;
+  for (const auto& r : res.rows)
+    if (r.valid) max_peak = std::max(max_peak, r.metrics.peak_memory_bytes);
+  if (capacity > 0 && max_peak * 4 >= capacity) {
+    c.y_reference = static_cast<double>(capacity) / kGiB;
     c.y_reference_label = "GPU memory " + format_bytes(capacity);
+  } else if (capacity > 0) {
+    c.title += " (GPU memory " + format_bytes(capacity) + ")";
   }
   return render_svg_chart(c);
 }

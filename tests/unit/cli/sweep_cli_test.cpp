@@ -111,6 +111,22 @@ TEST_F(SweepCli, ConfigurationsOverMemoryAreMarkedNotDropped) {
   EXPECT_NE(r.out.find("1 exceed GPU memory"), std::string::npos) << r.out;
 }
 
+TEST_F(SweepCli, MpirunSplitsTheGridAndGathersTheSameRows) {
+  const std::string grid = " --vary policy.bucket_bytes=128KiB..1MiB:x2 --vary policy.forward_prefetch=0,1,2 --jobs 1 --out ";
+  const Result one = run("sweep " + scenario("host-tiny-fsdp.json") + grid + (dir_ / "one").string());
+  ASSERT_EQ(one.code, 0) << one.err;
+  const std::string mpirun = std::string(SHARDLINE_MPIEXEC) + " -np 3 --oversubscribe" + (getuid() == 0 ? " --allow-run-as-root" : "");
+  const std::string cmd = mpirun + " " + SHARDLINE_BINARY + " sweep " + scenario("host-tiny-fsdp.json") + grid + (dir_ / "many").string() +
+                          " >" + (dir_ / "mpi.out").string() + " 2>&1";
+  const int status = std::system(cmd.c_str());
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << slurp(dir_ / "mpi.out");
+  // Every configuration once, in grid order, with the same metrics as one process computes.
+  EXPECT_EQ(slurp(dir_ / "many" / "sweep.csv"), slurp(dir_ / "one" / "sweep.csv"));
+  const std::string mpi_out = slurp(dir_ / "mpi.out");
+  EXPECT_NE(mpi_out.find("on 3 processes"), std::string::npos) << mpi_out;
+  EXPECT_EQ(mpi_out.find("Recommendation"), mpi_out.rfind("Recommendation")) << "only rank 0 prints";
+}
+
 TEST_F(SweepCli, BadVaryExitsTwoNamingFlagAndPath) {
   const std::string base = "sweep " + scenario("host-tiny-fsdp.json") + " --out " + (dir_ / "o").string() + " ";
   Result r = run(base + "--vary policy.bucket_bytez=1MiB,2MiB");
