@@ -125,6 +125,40 @@ TEST_F(SimulateCli, SetOverridesTheScenario) {
             json::parse(fused.out)["by_kind"]["all_gather"]["count"].get<int>());
 }
 
+// A calibrated profile replaces the analytical costs: with collectives measured 10x slower
+// than with a 1x profile, the same scenario's all-gather busy time grows about tenfold; a profile
+// without the group size the mesh needs is an input error naming --profile.
+TEST_F(SimulateCli, ProfileReplacesTheAnalyticalCosts) {
+  auto write_profile = [&](const std::string& name, double scale, int group_size) {
+    json tables = json::array();
+    for (const char* kind : {"all_gather", "reduce_scatter", "all_reduce"})
+      tables.push_back({{"collective", kind}, {"group_size", group_size}, {"sizes_bytes", {1024, 1 << 20, 16 << 20}},
+                        {"times_us", {10.0 * scale, 100.0 * scale, 1600.0 * scale}}, {"alpha_us", 10.0 * scale},
+                        {"beta_us_per_byte", 1e-4 * scale}});
+    const json profile = {{"format", "shardline-profile-1"}, {"backend", "mpi"}, {"copy_bandwidth_bytes_per_s", 1e10},
+                          {"issue_overhead_us", 1.0}, {"comm_slowdown_during_compute", 1.0},
+                          {"compute_slowdown_during_comm", 1.0}, {"collectives", tables}};
+    std::ofstream(dir_ / name) << profile.dump();
+    return (dir_ / name).string();
+  };
+  const std::string base = "simulate " + scenario("host-tiny-fsdp.json") + " --json --profile ";
+  const Result fast = run(base + write_profile("fast.json", 1, 2));
+  const Result slow = run(base + write_profile("slow.json", 10, 2));
+  ASSERT_EQ(fast.code, 0) << fast.err;
+  ASSERT_EQ(slow.code, 0) << slow.err;
+  const auto comm = [](const Result& r) { return json::parse(r.out)["by_kind"]["all_gather"]["busy_us"].get<double>(); };
+  // Each collective alone takes 10x as long; concurrent ones share bandwidth, which moves the
+  // union of their intervals a little away from exactly 10x.
+  EXPECT_GT(comm(slow) / comm(fast), 8.0);
+  EXPECT_LT(comm(slow) / comm(fast), 14.0);
+  const Result analytical = run("simulate " + scenario("host-tiny-fsdp.json") + " --json");
+  ASSERT_EQ(analytical.code, 0) << analytical.err;
+  EXPECT_NE(json::parse(analytical.out)["step_time_us"], json::parse(fast.out)["step_time_us"]);
+
+  expect_input_error("simulate " + scenario("host-tiny-fsdp.json") + " --profile " + write_profile("g4.json", 1, 4), "--profile");
+  expect_input_error("simulate " + scenario("host-tiny-fsdp.json") + " --profile " + (dir_ / "none.json").string(), "--profile");
+}
+
 TEST_F(SimulateCli, MissingScenarioFileExits2NamingIt) {
   expect_input_error("simulate " + (dir_ / "nope.json").string(), "nope.json");
 }
