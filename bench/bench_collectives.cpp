@@ -314,7 +314,10 @@ int main(int argc, char** argv) {
   if (g.smoke) min_bucket = max_bucket = 64 << 10;
 
   {
-    std::unique_ptr<Backend> backend = exec::make_mpi_backend(MPI_COMM_WORLD);
+    // Collectives measured alone: their waiters spin (no polling delay in the figures) unless
+    // SHARDLINE_MPI_POLL_US asks for what `shardline exec` does.
+    std::unique_ptr<Backend> backend =
+        exec::make_mpi_backend(MPI_COMM_WORLD, std::getenv("SHARDLINE_MPI_POLL_US") ? exec::mpi_poll_us_from_env() : -1);
     backend->on_fatal = [](const std::string& what) {
       std::cerr << "shardline_bench: " << what << std::endl;
       MPI_Abort(MPI_COMM_WORLD, 3);

@@ -105,6 +105,8 @@ nlohmann::json profile_to_json(const ClusterProfile& p) {
           {"issue_overhead_us", p.issue_overhead_us},
           {"comm_slowdown_during_compute", p.comm_slowdown_during_compute},
           {"compute_slowdown_during_comm", p.compute_slowdown_during_comm},
+          {"event_latency_us", p.event_latency_us},
+          {"compute_overhead_us", p.compute_overhead_us},
           {"collectives", tables}};
 }
 
@@ -120,6 +122,11 @@ ClusterProfile profile_from_json(const nlohmann::json& j) {
   if (j.contains("copy_latency_us")) p.copy_latency_us = get<double>(j, "copy_latency_us", "profile");
   if (!(p.copy_latency_us >= 0)) throw InputError("profile.copy_latency_us", "must be >= 0");
   p.issue_overhead_us = get<double>(j, "issue_overhead_us", "profile");
+  for (auto [key, field] : {std::pair{"event_latency_us", &p.event_latency_us}, std::pair{"compute_overhead_us", &p.compute_overhead_us}}) {
+    if (!j.contains(key)) continue;
+    *field = get<double>(j, key, "profile");
+    if (!(*field >= 0) || !std::isfinite(*field)) throw InputError(std::string("profile.") + key, "must be a time >= 0 in us");
+  }
   p.comm_slowdown_during_compute = get<double>(j, "comm_slowdown_during_compute", "profile");
   p.compute_slowdown_during_comm = get<double>(j, "compute_slowdown_during_comm", "profile");
   if (p.copy_bandwidth_bytes_per_s <= 0) throw InputError("profile.copy_bandwidth_bytes_per_s", "must be > 0");

@@ -44,6 +44,10 @@ struct ClusterProfile {
   double issue_overhead_us = 0;
   double comm_slowdown_during_compute = 1.0;  // collective time factor while compute runs
   double compute_slowdown_during_comm = 1.0;  // compute time factor while a collective runs
+  // Optional in files (0 when absent): the delay from an op's end to the start of an op on
+  // another stream that waits for it, and what a compute stand-in takes beyond its request.
+  double event_latency_us = 0;
+  double compute_overhead_us = 0;
 
   const CollectiveTable* find(CollectiveKind kind, int group_size) const;
   // Throws InputError("--profile", ...) when the profile has no table for (kind, group size).

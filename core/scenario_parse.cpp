@@ -50,7 +50,7 @@ constexpr const char* kSchema = R"json({
     "nodes": "int", "gpus_per_node": "int",
     "intra_node": {"bandwidth": "rate", "latency": "time"},
     "inter_node": {"bandwidth": "rate", "latency": "time"},
-    "launch_overhead": "time", "compute_slowdown_during_comm": "number", "hierarchical_collectives": "bool"
+    "launch_overhead": "time", "compute_slowdown_during_comm": "number", "event_latency": "time", "compute_overhead": "time", "hierarchical_collectives": "bool"
   },
   "mesh": {"shard": "int", "replicate": "int"},
   "policy": {
@@ -457,6 +457,8 @@ ClusterSpec parse_cluster(const json& j, const json& sch, const std::string& bas
                                              " nodes; expected an object {bandwidth, latency}");
   }
   if (const json* v = o.opt("launch_overhead")) c.launch_overhead_us = as_time_us(*v, o.at("launch_overhead"));
+  if (const json* v = o.opt("event_latency")) c.event_latency_us = as_time_us(*v, o.at("event_latency"));
+  if (const json* v = o.opt("compute_overhead")) c.compute_overhead_us = as_time_us(*v, o.at("compute_overhead"));
   if (const json* v = o.opt("compute_slowdown_during_comm")) {
     c.compute_slowdown_during_comm = as_number(*v, o.at("compute_slowdown_during_comm"));
     if (!(c.compute_slowdown_during_comm >= 1.0)) {

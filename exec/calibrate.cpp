@@ -42,12 +42,20 @@ StreamId stream_of(CollectiveKind k) {
 
 constexpr int kWidth = 4;  // float32 payloads
 
+// Each measured op reads and writes the next unused stretch of two pools of at least this many
+// bytes, so a repetition never finds its data in cache from the previous one. A real step's
+// ops touch distinct buffers (exec/plan.h); cache-hot repetitions measured copies about twice
+// as fast as a step runs them on this project's 2-core machine.
+constexpr int64_t kColdPoolBytes = int64_t{64} << 20;
+
 // One backend with a communicator per collective stream for contiguous groups of `group_size`,
-// and an input and an output buffer of `buffer_bytes` each.
+// and an input and an output pool of max(`buffer_bytes`, kColdPoolBytes) each.
 class Bench {
  public:
   Bench(std::unique_ptr<Backend> backend, MPI_Comm host, int group_size, int64_t buffer_bytes, int warmup, int reps)
       : b_(std::move(backend)), host_(host), group_size_(group_size), warmup_(warmup), reps_(reps) {
+    buffer_bytes = std::max(buffer_bytes, kColdPoolBytes);
+    pool_bytes_ = buffer_bytes;
     const int rank = b_->rank();
     for (CollectiveKind k : {CollectiveKind::AllGather, CollectiveKind::ReduceScatter, CollectiveKind::AllReduce})
       b_->create_communicator(stream_of(k), CommGroup::Shard, rank / group_size, rank, group_size);
@@ -90,8 +98,9 @@ class Bench {
     const StreamId s = stream_of(kind);
     const int n = group_size_;
     CollectiveArgs a;
-    a.in = in_;
-    a.out = out_;
+    const int64_t at = next_offset(size_bytes);
+    a.in = static_cast<char*>(in_) + at;
+    a.out = static_cast<char*>(out_) + at;
     a.width = kWidth;
     b_->begin_op(s, op);
     switch (kind) {
@@ -113,7 +122,8 @@ class Bench {
 
   void copy(int op, int64_t bytes) {
     b_->begin_op(StreamId::CopyIn, op);
-    b_->copy(StreamId::CopyIn, {CopySpan{out_, in_, bytes}});
+    const int64_t at = next_offset(bytes);
+    b_->copy(StreamId::CopyIn, {CopySpan{static_cast<char*>(out_) + at, static_cast<char*>(in_) + at, bytes}});
     b_->end_op(StreamId::CopyIn, op);
   }
 
@@ -124,7 +134,18 @@ class Bench {
   }
 
  private:
+  // Where the next op's `bytes` start in both pools: just past the previous op's, page
+  // aligned, wrapping to the start when the rest of the pool is too short.
+  int64_t next_offset(int64_t bytes) {
+    if (cursor_ + bytes > pool_bytes_) cursor_ = 0;
+    const int64_t at = cursor_;
+    cursor_ += (bytes + 4095) / 4096 * 4096;
+    return at;
+  }
+
   std::unique_ptr<Backend> b_;
+  int64_t pool_bytes_ = 0;
+  int64_t cursor_ = 0;
   MPI_Comm host_;
   int group_size_;
   int warmup_, reps_;
@@ -256,6 +277,26 @@ ClusterProfile calibrate(const std::function<std::unique_ptr<Backend>()>& make_b
           [&] { return host_us / k; });
       p.issue_overhead_us = median(per_op);
       log("issue overhead: " + std::to_string(p.issue_overhead_us) + " us per op");
+    }
+    {
+      // A short compute stand-in: what it takes beyond the request (a sleep's wake-up, a
+      // kernel's launch); then an op on another stream that waits for it: how long after the
+      // event it starts (a worker thread's wake-up, cudaStreamWaitEvent).
+      constexpr double kShortComputeUs = 200;
+      Backend& b = bench.backend();
+      const auto compute_then_wait = [&] {
+        bench.compute(0, kShortComputeUs, opt.compute);
+        b.wait_op(StreamId::CopyIn, 0);
+        b.begin_op(StreamId::CopyIn, 1);
+        b.end_op(StreamId::CopyIn, 1);
+      };
+      p.compute_overhead_us = std::max(
+          0.0, median(bench.repeat(2, compute_then_wait, [&] { return bench.duration_us(0) - kShortComputeUs; })));
+      p.event_latency_us = std::max(0.0, median(bench.repeat(2, compute_then_wait, [&] {
+                                      return b.op_times(1).start_us - b.op_times(0).end_us;
+                                    })));
+      log("compute overhead: " + std::to_string(p.compute_overhead_us) + " us per op; event latency: " +
+          std::to_string(p.event_latency_us) + " us");
     }
     {
       const int64_t s = std::min(sizes.back(), std::max(granularity, opt.interference_bytes / granularity * granularity));

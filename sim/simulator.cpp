@@ -2,9 +2,12 @@
 // stream set says what may start; each started op is timed by its kind:
 //   Alloc/Free: zero duration, memory changes at start;
 //   CopyIn/CopyOut: cost_model.copy_time_us(bytes);
-//   Compute: compute_us of work, slowed while collectives are in flight (sim/compute.h);
+//   Compute: compute_overhead_us + compute_us of work, slowed while collectives are in flight
+//   (sim/compute.h);
 //   collectives: the cost model's phases, each a latency then a flow on a link (sim/network.h).
 // Zero-duration ops end through an event at the same time (ordered by sequence number).
+// An op's event fires cluster.event_latency_us after it ends (0: at once); only then may ops
+// that wait for it start (the stream itself is free at the end).
 #include "sim/simulator.h"
 
 #include <array>
@@ -37,6 +40,7 @@ enum EventKind : int {
   kComputeDone,  // target: op, version
   kLatencyDone,  // target: op (a collective phase's latency elapsed)
   kFlowDone,     // target: flow slot, version
+  kSignal,       // target: op (its event fires, cluster.event_latency_us after it ended)
 };
 
 [[noreturn]] void broken(const char* what, int op) {
@@ -128,12 +132,16 @@ class Simulation {
       case kLatencyDone:
         begin_transfer(e.target);
         break;
+      case kSignal:
+        streams_.signal(e.target);
+        break;
       case kFlowDone: {
         if (!network_.is_current(e.target, e.version)) return;  // re-rated since
         const int op = network_.owner(e.target);
         network_.finish_flow(now, e.target);
         schedule_flows();
-        next_phase(op);
+        if (is_collective(program_.ops[op].kind)) next_phase(op);
+        else finish_op(op);  // a copy that shared the link (CostModel::copy_link_bytes)
         break;
       }
       default:
@@ -165,10 +173,15 @@ class Simulation {
         break;
       case OpKind::CopyIn:
       case OpKind::CopyOut:
-        engine_.schedule_at(now + cost_->copy_time_us(op.bytes), kOpDone, id);
+        if (const double link_bytes = cost_->copy_link_bytes(op.bytes); link_bytes > 0) {
+          network_.start_flow(now, sim::LinkClass::IntraNode, link_bytes, id);
+          schedule_flows();
+        } else {
+          engine_.schedule_at(now + cost_->copy_time_us(op.bytes), kOpDone, id);
+        }
         break;
       case OpKind::Compute:
-        compute_.start(now, id, op.compute_us);
+        compute_.start(now, id, op.compute_us + scenario_.cluster.compute_overhead_us);
         engine_.schedule_at(compute_.projected_end_us(compute_.running_count() - 1), kComputeDone, id,
                             compute_.version(compute_.running_count() - 1));
         break;
@@ -228,7 +241,9 @@ class Simulation {
   void finish_op(int id) {
     const double now = engine_.now_us();
     intervals_[id].end_us = now;
-    streams_.finish(id);
+    const double latency = scenario_.cluster.event_latency_us;
+    streams_.finish(id, latency <= 0);
+    if (latency > 0) engine_.schedule_at(now + latency, kSignal, id);
     if (is_collective(program_.ops[id].kind)) {
       collective_slot(id).op = -1;
       if (--collectives_in_flight_ == 0) {
@@ -268,12 +283,14 @@ std::unique_ptr<sim::CostModel> make_cost_model(const Scenario& scenario, const 
   return std::make_unique<sim::AnalyticalCostModel>(scenario.cluster);
 }
 
-// With a calibrated profile, its measured issue overhead and compute slow-down replace the
-// scenario's cluster values (sim/profile_cost_model.h).
+// With a calibrated profile, its measured issue overhead, compute slow-down, event latency and
+// compute overhead replace the scenario's cluster values (sim/profile_cost_model.h).
 Scenario with_profile(const Scenario& scenario, const ClusterProfile& profile) {
   Scenario s = scenario;
   s.cluster.launch_overhead_us = profile.issue_overhead_us;
   s.cluster.compute_slowdown_during_comm = profile.compute_slowdown_during_comm;
+  s.cluster.event_latency_us = profile.event_latency_us;
+  s.cluster.compute_overhead_us = profile.compute_overhead_us;
   return s;
 }
 
@@ -286,6 +303,9 @@ Timeline simulate(const Scenario& given, const Program& program, const SimOption
     throw InputError("cluster.launch_overhead", "the launch overhead must be a finite time >= 0");
   if (!(scenario.cluster.compute_slowdown_during_comm >= 1.0) || !std::isfinite(scenario.cluster.compute_slowdown_during_comm))
     throw InputError("cluster.compute_slowdown_during_comm", "the slow-down factor must be a finite number >= 1");
+  for (double t : {scenario.cluster.event_latency_us, scenario.cluster.compute_overhead_us})
+    if (!(t >= 0) || !std::isfinite(t))
+      throw InputError("cluster.event_latency / cluster.compute_overhead", "must be a finite time >= 0");
   if (scenario.cluster.gpus_per_node < 1) throw InputError("cluster.gpus_per_node", "must be at least 1");
   if (program.shard_size < 1) throw InputError("shard_size", "the program's shard size must be at least 1");
   if (program.static_memory_bytes < 0) throw InputError("static_memory_bytes", "must be >= 0");

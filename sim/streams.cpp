@@ -79,11 +79,17 @@ void StreamSet::start(int op) {
   state_[op] = kRunning;
 }
 
-void StreamSet::finish(int op) {
+void StreamSet::finish(int op, bool signal_event) {
   if (state_[op] != kRunning) invariant_broken("finished an op that is not running", op);
   state_[op] = kFinished;
   ++finished_count_;
   streams_[stream_of_[op]].busy = false;  // the running op of a stream is its last started
+  if (signal_event) signal(op);
+}
+
+void StreamSet::signal(int op) {
+  if (state_[op] != kFinished) invariant_broken("signalled an op that is not finished (or twice)", op);
+  state_[op] = kSignalled;
   for (int k = dependents_begin_[op]; k < dependents_begin_[op + 1]; ++k) {
     const int d = dependents_[k];
     if (--pending_deps_[d] < 0) invariant_broken("dependency count went negative", d);

@@ -21,18 +21,21 @@ class StreamSet {
 
   void issue(int op);   // the host made `op` visible (in program order)
   void start(int op);   // `op` (== ready_head of its stream) begins: its stream is busy
-  void finish(int op);  // `op` completed: its stream is free, its event is signalled
+  // `op` completed: its stream is free; its event is signalled now, or (signal_event false)
+  // later by signal(op), e.g. after an event latency.
+  void finish(int op, bool signal_event = true);
+  void signal(int op);  // `op`'s event fires: ops that wait for it may start
 
   // The op at the head of `stream` if it can start now (issued, stream idle, deps done), else -1.
   int ready_head(StreamId stream) const;
 
   bool issued(int op) const { return state_[op] >= kIssued; }
-  bool finished(int op) const { return state_[op] == kFinished; }
+  bool finished(int op) const { return state_[op] >= kFinished; }
   int finished_count() const { return finished_count_; }
   int op_count() const { return static_cast<int>(state_.size()); }
 
  private:
-  enum State : uint8_t { kNotIssued, kIssued, kRunning, kFinished };
+  enum State : uint8_t { kNotIssued, kIssued, kRunning, kFinished, kSignalled };
   struct Stream {
     std::vector<int> ops;  // this stream's ops, program order
     size_t head = 0;       // next op not yet started

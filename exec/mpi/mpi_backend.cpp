@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "exec/mpi/mpi_env.h"
+#include "core/error.h"
 #include "exec/payload.h"
 
 namespace shardline::exec {
@@ -42,7 +43,7 @@ int64_t mem_available_bytes() {
 
 class MpiBackend final : public Backend {
  public:
-  explicit MpiBackend(MPI_Comm world) {
+  MpiBackend(MPI_Comm world, int poll_us) : poll_us_(poll_us) {
     MPI_Comm_dup(world, &world_);
     MPI_Comm_set_errhandler(world_, MPI_ERRORS_RETURN);
     MPI_Comm_rank(world_, &rank_);
@@ -137,15 +138,19 @@ class MpiBackend final : public Backend {
   void all_gather(StreamId stream, CommGroup group, const CollectiveArgs& a) override {
     enqueue(stream, [this, stream, group, a] {
       MPI_Comm c = comm(stream, group);
-      check(MPI_Allgather(a.in, count(a), type(a.width), a.out, count(a), type(a.width), c), "MPI_Allgather", -1, stream);
+      MPI_Request r;
+      check(MPI_Iallgather(a.in, count(a), type(a.width), a.out, count(a), type(a.width), c, &r), "MPI_Iallgather", -1, stream);
+      wait(r, "MPI_Iallgather", stream);
     });
   }
 
   void reduce_scatter(StreamId stream, CommGroup group, const CollectiveArgs& a) override {
     enqueue(stream, [this, stream, group, a] {
       MPI_Comm c = comm(stream, group);
-      check(MPI_Reduce_scatter_block(a.in, a.out, count(a), type(a.width), sum(a.width), c), "MPI_Reduce_scatter_block",
-            -1, stream);
+      MPI_Request r;
+      check(MPI_Ireduce_scatter_block(a.in, a.out, count(a), type(a.width), sum(a.width), c, &r),
+            "MPI_Ireduce_scatter_block", -1, stream);
+      wait(r, "MPI_Ireduce_scatter_block", stream);
       if (a.average) scale_values(a.out, a.count, a.width, 1.0 / size(c));
     });
   }
@@ -154,7 +159,9 @@ class MpiBackend final : public Backend {
     enqueue(stream, [this, stream, group, a] {
       MPI_Comm c = comm(stream, group);
       const void* in = a.in == a.out ? MPI_IN_PLACE : a.in;
-      check(MPI_Allreduce(in, a.out, count(a), type(a.width), sum(a.width), c), "MPI_Allreduce", -1, stream);
+      MPI_Request r;
+      check(MPI_Iallreduce(in, a.out, count(a), type(a.width), sum(a.width), c, &r), "MPI_Iallreduce", -1, stream);
+      wait(r, "MPI_Iallreduce", stream);
       if (a.average) scale_values(a.out, a.count, a.width, 1.0 / size(c));
     });
   }
@@ -258,6 +265,17 @@ class MpiBackend final : public Backend {
 
   MPI_Op sum(int width) const { return width == 2 ? bf16_sum_op_ : MPI_SUM; }
 
+  // Completes a nonblocking collective: tests it, and between tests sleeps poll_us_ (0: spins).
+  void wait(MPI_Request& r, const char* call, StreamId stream) {
+    for (;;) {
+      int flag = 0;
+      check(MPI_Test(&r, &flag, MPI_STATUS_IGNORE), call, -1, stream);
+      if (flag) return;
+      if (poll_us_ > 0) std::this_thread::sleep_for(std::chrono::microseconds(poll_us_));
+      else if (poll_us_ == 0) std::this_thread::yield();
+    }
+  }
+
   void check(int rc, const char* call, int /*op*/, StreamId stream) {
     if (rc == MPI_SUCCESS) return;
     fatal(std::string(call) + " failed: " + mpi_error_string(rc), stream);
@@ -276,6 +294,7 @@ class MpiBackend final : public Backend {
   MPI_Op bf16_sum_op_ = MPI_OP_NULL;
   std::map<std::pair<int, int>, MPI_Comm> comms_;
   Stream streams_[kNumStreams];
+  const int poll_us_;
   std::atomic<int> pass_{0};
   std::vector<std::atomic<int>> done_;
   std::vector<OpTimes> times_;
@@ -285,6 +304,16 @@ class MpiBackend final : public Backend {
 
 }  // namespace
 
-std::unique_ptr<Backend> make_mpi_backend(MPI_Comm world) { return std::make_unique<MpiBackend>(world); }
+int mpi_poll_us_from_env() {
+  const char* text = std::getenv("SHARDLINE_MPI_POLL_US");
+  if (text == nullptr || *text == '\0') return kDefaultMpiPollUs;
+  char* end = nullptr;
+  const long v = std::strtol(text, &end, 10);
+  if (*end != '\0' || v > 1'000'000 || v < -1'000'000)
+    throw InputError("SHARDLINE_MPI_POLL_US", std::string("\"") + text + "\" is not a whole number of microseconds (e.g. 100; 0 yields, -1 spins)");
+  return static_cast<int>(v);
+}
+
+std::unique_ptr<Backend> make_mpi_backend(MPI_Comm world, int poll_us) { return std::make_unique<MpiBackend>(world, poll_us); }
 
 }  // namespace shardline::exec

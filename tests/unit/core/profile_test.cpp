@@ -73,8 +73,12 @@ TEST(Profile, JsonRoundTripAndMissingGroupIsAnInputError) {
   p.backend = "mpi";
   p.copy_bandwidth_bytes_per_s = 5e9;
   p.issue_overhead_us = 3;
+  p.event_latency_us = 7;
+  p.compute_overhead_us = 11;
   p.collectives.push_back(table());
   const ClusterProfile q = profile_from_json(profile_to_json(p));
+  EXPECT_DOUBLE_EQ(q.event_latency_us, 7);
+  EXPECT_DOUBLE_EQ(q.compute_overhead_us, 11);
   ASSERT_EQ(q.collectives.size(), 1u);
   EXPECT_EQ(q.collectives[0].times_us, table().times_us);
   EXPECT_DOUBLE_EQ(q.collective_time_us(CollectiveKind::AllReduce, 4096, 4), 12.0);
@@ -105,6 +109,14 @@ TEST(Profile, BadFilesNameThePath) {
   }
   j.erase("collectives");
   EXPECT_THROW(profile_from_json(j), InputError);
+  j = profile_to_json(ClusterProfile{"mpi", "", "", {}, 1e9});
+  j["event_latency_us"] = -1;
+  try {
+    profile_from_json(j);
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where(), "profile.event_latency_us");
+  }
 }
 
 }  // namespace

@@ -81,6 +81,47 @@ TEST(ProfileCostModel, IssueOverheadAndComputeSlowdownComeFromTheProfile) {
   EXPECT_NEAR(duration(t, 1), 20, 1e-9);
 }
 
+// On an mpi profile the CPU does copies and MPI transfers alike: a copy is a flow on the
+// collectives' link. Copy alone: 1 + 9 = 10 us; the all-gather's transfer starts at 4 (after
+// its 4 us latency); from then both progress at half rate: the copy's last 6 us take 12
+// (ends at 16), the all-gather moved 6 of its 76 us by then and ends at 16 + 70 = 86.
+TEST(ProfileCostModel, MpiCopiesShareTheLinkWithCollectives) {
+  ProgramBuilder b;
+  const int copy = b.copy_in(9'000'000);
+  const int ag = b.collective(OpKind::AllGather, 4000, CommGroup::Shard, 8);
+  const Timeline t = run(b, profile());
+  EXPECT_NEAR(t.intervals[copy].end_us, 16, 1e-9);
+  EXPECT_NEAR(t.intervals[ag].end_us, 86, 1e-9);
+}
+
+// A GPU (nccl) profile keeps copies at their own fixed duration beside NCCL.
+TEST(ProfileCostModel, NcclCopiesDoNotShareTheLink) {
+  ClusterProfile p = profile();
+  p.backend = "nccl";
+  ProgramBuilder b;
+  const int copy = b.copy_in(9'000'000);
+  const int ag = b.collective(OpKind::AllGather, 4000, CommGroup::Shard, 8);
+  const Timeline t = run(b, p);
+  EXPECT_NEAR(t.intervals[copy].end_us, 10, 1e-9);
+  EXPECT_NEAR(t.intervals[ag].end_us, 80, 1e-9);
+}
+
+// The event latency delays only ops that wait for the event, not the next op of the same
+// stream; the compute overhead lengthens every compute op.
+TEST(ProfileCostModel, EventLatencyAndComputeOverheadComeFromTheProfile) {
+  ClusterProfile p = profile();
+  p.event_latency_us = 5;
+  p.compute_overhead_us = 2;
+  ProgramBuilder b;
+  const int copy = b.copy_in(3'000'000);        // 1 + 3 = 4 us
+  const int waits = b.compute(10, {copy});      // event at 4 + 5
+  const int next_copy = b.copy_in(1'000'000);   // same stream: right after the first copy
+  const Timeline t = run(b, p);
+  EXPECT_NEAR(t.intervals[waits].start_us, 9, 1e-9);
+  EXPECT_NEAR(duration(t, waits), 12, 1e-9);
+  EXPECT_NEAR(t.intervals[next_copy].start_us, 4, 1e-9);
+}
+
 TEST(ProfileCostModel, MissingGroupSizeNamesTheProfile) {
   ProgramBuilder b(4, 1);
   b.collective(OpKind::AllGather, 4000, CommGroup::Shard, 4);
