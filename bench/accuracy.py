@@ -1,0 +1,112 @@
+#!/usr/bin/env python3
+"""Predicted vs measured step time on this machine (issue: an honest accuracy figure).
+
+For 2 and 4 ranks: calibrate once (shardline calibrate under mpirun), then for every
+combination of the shipped host scenarios (FSDP, HSDP), comm fusion on/off and prefetch on/off:
+simulate with the profile, run the same Program for real (shardline exec), and compare.
+Prints one markdown table row per combination and the medians, and writes the rows as JSON.
+
+  bench/accuracy.py [--binary build/release/cli/shardline] [--out out/accuracy]
+                    [--iterations 10] [--repetitions 10] [--quick]
+
+Nothing here is asserted: it measures. Timing is only meaningful on an otherwise idle machine.
+"""
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# (label, scenario file, ranks, --set overrides)
+BASE = [
+    ("FSDP 2", "host-tiny-fsdp.json", 2, []),
+    ("FSDP 4", "host-tiny-fsdp.json", 4, ["mesh.shard=4", "cluster.gpus_per_node=4"]),
+    ("HSDP 2x2", "host-tiny-hsdp.json", 4, []),
+]
+VARIANTS = [
+    ("fused, prefetch", ["policy.comm_fusion=true", "policy.forward_prefetch=1", "policy.backward_prefetch=1"]),
+    ("fused, no prefetch", ["policy.comm_fusion=true", "policy.forward_prefetch=0", "policy.backward_prefetch=0"]),
+    ("unfused, prefetch", ["policy.comm_fusion=false", "policy.forward_prefetch=1", "policy.backward_prefetch=1"]),
+    ("unfused, no prefetch", ["policy.comm_fusion=false", "policy.forward_prefetch=0", "policy.backward_prefetch=0"]),
+]
+
+
+def run(cmd, log):
+    with open(log, "w") as f:
+        rc = subprocess.call(cmd, stdout=f, stderr=subprocess.STDOUT)
+    if rc not in (0, 1):  # compare exits 1 above its tolerance: that is a result, not a failure
+        sys.exit(f"accuracy: {' '.join(cmd)} failed (exit {rc}); see {log}")
+    return rc
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--binary", default=os.environ.get("SHARDLINE", os.path.join(ROOT, "build/release/cli/shardline")))
+    ap.add_argument("--out", default=os.path.join(ROOT, "out/accuracy"))
+    ap.add_argument("--iterations", type=int, default=10)
+    ap.add_argument("--warmup", type=int, default=2)
+    ap.add_argument("--repetitions", type=int, default=10, help="calibrate: repetitions per point")
+    ap.add_argument("--quick", action="store_true", help="FSDP 2 ranks only, 3 iterations (a smoke run)")
+    args = ap.parse_args()
+    if not os.access(args.binary, os.X_OK):
+        sys.exit(f"accuracy: no shardline binary at {args.binary} (build it, or pass --binary)")
+    os.makedirs(args.out, exist_ok=True)
+    base = BASE[:1] if args.quick else BASE
+    iterations = 3 if args.quick else args.iterations
+
+    profiles = {}
+    for np_ in sorted({b[2] for b in base}):
+        prof = os.path.join(args.out, f"profile-{np_}.json")
+        run([args.binary, "calibrate", "--np", str(np_), "--out", prof, "--max-bytes", "16MiB",
+             "--repetitions", str(args.repetitions), "--quiet"], os.path.join(args.out, f"calibrate-{np_}.log"))
+        profiles[np_] = prof
+
+    rows = []
+    for label, scenario, np_, sets in base:
+        for vlabel, vsets in VARIANTS:
+            name = f"{label}, {vlabel}"
+            tag = name.replace(" ", "").replace(",", "_")
+            d = os.path.join(args.out, tag)
+            flags = []
+            for s in sets + vsets:
+                flags += ["--set", s]
+            scen = os.path.join(ROOT, "scenarios", scenario)
+            run([args.binary, "simulate", scen, *flags, "--profile", profiles[np_], "--out", d + "/predicted"],
+                d + ".simulate.log")
+            run([args.binary, "exec", scen, *flags, "--np", str(np_), "--iterations", str(iterations),
+                 "--warmup", str(args.warmup), "--out", d + "/measured"], d + ".exec.log")
+            run([args.binary, "compare", d + "/predicted", d + "/measured", "--out", d], d + ".compare.log")
+            with open(os.path.join(d, "compare.json")) as f:
+                c = json.load(f)
+            row = {
+                "name": name, "ranks": np_,
+                "predicted_step_us": c["predicted_step_time_us"], "measured_step_us": c["measured_step_time_us"],
+                "step_error": c["step_error"],
+                "predicted_overlap": c["predicted_overlap_efficiency"], "measured_overlap": c["measured_overlap_efficiency"],
+            }
+            rows.append(row)
+            print(f"{name:34s} predicted {row['predicted_step_us'] / 1e3:8.2f} ms  measured {row['measured_step_us'] / 1e3:8.2f} ms"
+                  f"  error {100 * row['step_error']:+6.1f}%  overlap {row['predicted_overlap']:.2f} / {row['measured_overlap']:.2f}",
+                  file=sys.stderr, flush=True)
+
+    machine = f"{platform.machine()}, {os.cpu_count()} cores"
+    print(f"\nMachine: {machine}; {iterations} measured iterations after {args.warmup} warm-up, median reported.\n")
+    print("| configuration | ranks | predicted (ms) | measured (ms) | step error | overlap eff. predicted / measured |")
+    print("|---|---|---|---|---|---|")
+    for r in rows:
+        print(f"| {r['name']} | {r['ranks']} | {r['predicted_step_us'] / 1e3:.2f} | {r['measured_step_us'] / 1e3:.2f} | "
+              f"{100 * r['step_error']:+.1f}% | {r['predicted_overlap']:.2f} / {r['measured_overlap']:.2f} |")
+    abs_err = [abs(r["step_error"]) for r in rows]
+    ov_err = [abs(r["predicted_overlap"] - r["measured_overlap"]) for r in rows]
+    print(f"\nmedian |step error| {100 * statistics.median(abs_err):.1f}% (max {100 * max(abs_err):.1f}%); "
+          f"median |overlap error| {statistics.median(ov_err):.2f} (max {max(ov_err):.2f}); {len(rows)} configurations")
+    with open(os.path.join(args.out, "accuracy.json"), "w") as f:
+        json.dump({"machine": machine, "rows": rows}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
