@@ -21,10 +21,14 @@
 #include <vector>
 
 #include "core/collective.h"
+#include "core/error.h"
 #include "core/units.h"
 #include "exec/backend.h"
 #include "exec/mpi/mpi_backend.h"
 #include "exec/mpi/mpi_env.h"
+#ifdef SHARDLINE_HAVE_NCCL
+#include "exec/nccl/nccl_backend.h"
+#endif
 
 namespace {
 
@@ -280,11 +284,12 @@ int main(int argc, char** argv) {
 
   namespace po = boost::program_options;
   po::options_description desc("shardline_bench options (besides Google Benchmark's --benchmark_*)");
-  std::string min_text = "64KiB", max_text = "256MiB";
+  std::string min_text = "64KiB", max_text = "256MiB", backend_name = "mpi";
   desc.add_options()("help", "this text")(
       "smoke", "one bucket size (64 KiB) and 2 iterations per benchmark: a quick check, not a measurement")(
       "min-bucket", po::value(&min_text), "smallest bucket size (default 64KiB)")(
-      "max-bucket", po::value(&max_text), "largest bucket size (default 256MiB); sizes are powers of two");
+      "max-bucket", po::value(&max_text), "largest bucket size (default 256MiB); sizes are powers of two")(
+      "backend", po::value(&backend_name), "mpi (default: CPU processes) or nccl (one GPU per rank; times from CUDA events)");
   po::variables_map vm;
   try {
     po::store(po::parse_command_line(n_args, args.data(), desc), vm);
@@ -316,8 +321,25 @@ int main(int argc, char** argv) {
   {
     // Collectives measured alone: their waiters spin (no polling delay in the figures) unless
     // SHARDLINE_MPI_POLL_US asks for what `shardline exec` does.
-    std::unique_ptr<Backend> backend =
-        exec::make_mpi_backend(MPI_COMM_WORLD, std::getenv("SHARDLINE_MPI_POLL_US") ? exec::mpi_poll_us_from_env() : -1);
+    std::unique_ptr<Backend> backend;
+    try {
+      if (backend_name == "mpi") {
+        backend = exec::make_mpi_backend(MPI_COMM_WORLD,
+                                         std::getenv("SHARDLINE_MPI_POLL_US") ? exec::mpi_poll_us_from_env() : -1);
+      } else if (backend_name == "nccl") {
+#ifdef SHARDLINE_HAVE_NCCL
+        backend = exec::make_nccl_backend(MPI_COMM_WORLD);
+#else
+        throw InputError("--backend", "this build has no CUDA/NCCL; rebuild with -DSHARDLINE_CUDA=ON");
+#endif
+      } else {
+        throw InputError("--backend", "unknown backend \"" + backend_name + "\"; expected mpi or nccl");
+      }
+    } catch (const InputError& e) {
+      if (rank == 0) std::cerr << "shardline_bench: " << e.what() << "\n";
+      MPI_Finalize();
+      return 2;
+    }
     backend->on_fatal = [](const std::string& what) {
       std::cerr << "shardline_bench: " << what << std::endl;
       MPI_Abort(MPI_COMM_WORLD, 3);

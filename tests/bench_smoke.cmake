@@ -11,6 +11,14 @@ if(TARGET shardline_bench)
                    "--mpiexec=${MPIEXEC_EXECUTABLE} --allow-run-as-root --oversubscribe --bind-to none")
   set_tests_properties(bench.collectives_smoke PROPERTIES LABELS "bench;mpi" TIMEOUT 120
     ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
+  # A backend name it does not know: exit 2 naming the flag (singleton MPI, no mpirun needed).
+  add_test(NAME bench.bad_backend COMMAND $<TARGET_FILE:shardline_bench> --backend tpu)
+  set_tests_properties(bench.bad_backend PROPERTIES LABELS "bench" TIMEOUT 60 WILL_FAIL TRUE
+    ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
+  add_test(NAME bench.bad_backend_message COMMAND $<TARGET_FILE:shardline_bench> --backend tpu)
+  set_tests_properties(bench.bad_backend_message PROPERTIES LABELS "bench" TIMEOUT 60
+    PASS_REGULAR_EXPRESSION "--backend: unknown backend \"tpu\"; expected mpi or nccl"
+    ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
 endif()
 if(TARGET shardline_bench_sim)
   add_test(NAME bench.sim_smoke COMMAND ${Python3_EXECUTABLE} ${_check} sim --binary $<TARGET_FILE:shardline_bench_sim>)
