@@ -3,14 +3,9 @@
 // exec, compare). The accuracy itself is measured by bench/accuracy.sh, not asserted here.
 #include <gtest/gtest.h>
 
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <filesystem>
-#include <fstream>
-#include <sstream>
-
 #include <nlohmann/json.hpp>
+
+#include "cli_test_support.h"
 
 #include "core/timeline.h"
 
@@ -18,13 +13,6 @@ namespace fs = std::filesystem;
 
 namespace shardline {
 namespace {
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 // One compute op and one all-gather; the step lasts `step_us`.
 Timeline timeline(double step_us, const std::string& source) {
@@ -49,35 +37,20 @@ Timeline timeline(double step_us, const std::string& source) {
   return t;
 }
 
-class CompareCli : public ::testing::Test {
+using clitest::slurp;
+
+class CompareCli : public clitest::CliTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("shardline_compare_cli_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) + "_" +
-            std::to_string(::getpid()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
   void write(const std::string& folder, const Timeline& t) {
     fs::create_directories(dir_ / folder);
     std::ofstream(dir_ / folder / "timeline.json") << timeline_to_json(t).dump();
   }
-  int run(const std::string& args) {
-    const std::string cmd = "cd " + dir_.string() + " && " + SHARDLINE_BINARY + " " + args + " >out.txt 2>err.txt";
-    const int status = std::system(cmd.c_str());
-    out_ = slurp(dir_ / "out.txt");
-    err_ = slurp(dir_ / "err.txt");
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  }
-  fs::path dir_;
-  std::string out_, err_;
 };
 
 TEST_F(CompareCli, StepErrorOverToleranceExitsOne) {
   write("pred", timeline(1000, "predicted"));
   write("meas", timeline(1200, "measured"));  // error -16.7%
-  EXPECT_EQ(run("compare pred meas --tolerance 0.10"), 1) << out_ << err_;
+  EXPECT_EQ(run("compare pred meas --tolerance 0.10").code, 1) << out_ << err_;
   EXPECT_NE(out_.find("-16.7%"), std::string::npos) << out_;
   EXPECT_NE(out_.find("OVER"), std::string::npos) << out_;
   const nlohmann::json j = nlohmann::json::parse(slurp(dir_ / "meas" / "compare.json"));
@@ -88,14 +61,14 @@ TEST_F(CompareCli, StepErrorOverToleranceExitsOne) {
 TEST_F(CompareCli, WithinToleranceExitsZeroAndWritesToOut) {
   write("pred", timeline(1000, "predicted"));
   write("meas", timeline(1050, "measured"));
-  EXPECT_EQ(run("compare pred meas --tolerance 0.10 --out cmp"), 0) << out_ << err_;
+  EXPECT_EQ(run("compare pred meas --tolerance 0.10 --out cmp").code, 0) << out_ << err_;
   EXPECT_TRUE(fs::exists(dir_ / "cmp" / "compare.json"));
   EXPECT_TRUE(fs::exists(dir_ / "cmp" / "compare.html"));
 }
 
 TEST_F(CompareCli, MissingFolderExitsTwoNamingIt) {
   write("pred", timeline(1000, "predicted"));
-  EXPECT_EQ(run("compare pred nowhere"), 2);
+  EXPECT_EQ(run("compare pred nowhere").code, 2);
   EXPECT_NE(err_.find("MEASURED_DIR"), std::string::npos) << err_;
 }
 
@@ -103,7 +76,7 @@ TEST_F(CompareCli, ValidateRunsTheWholeLoopOnTwoRanks) {
   const std::string scenario = std::string(SHARDLINE_SOURCE_DIR) + "/scenarios/host-tiny-fsdp.json";
   // Tiny calibration and few iterations keep CI short; a huge tolerance: accuracy is not asserted.
   const int rc = run("validate " + scenario +
-                     " --np 2 --out v --max-bytes 64KiB --repetitions 2 --iterations 2 --warmup 0 --tolerance 1000");
+                     " --np 2 --out v --max-bytes 64KiB --repetitions 2 --iterations 2 --warmup 0 --tolerance 1000").code;
   ASSERT_EQ(rc, 0) << out_ << err_;
   const nlohmann::json profile = nlohmann::json::parse(slurp(dir_ / "v" / "profile.json"));
   EXPECT_EQ(profile.at("backend"), "mpi");
@@ -119,7 +92,7 @@ TEST_F(CompareCli, ValidateRunsTheWholeLoopOnTwoRanks) {
 }
 
 TEST_F(CompareCli, CalibrateRefusesOneRank) {
-  EXPECT_EQ(run("calibrate --np 1 --out p.json"), 2);
+  EXPECT_EQ(run("calibrate --np 1 --out p.json").code, 2);
   EXPECT_NE(err_.find("--np"), std::string::npos) << err_;
 }
 

@@ -2,25 +2,15 @@
 // --update-baseline) and `shardline track` (append, render) end to end.
 #include <gtest/gtest.h>
 
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <filesystem>
-#include <fstream>
-#include <sstream>
-
 #include <nlohmann/json.hpp>
+
+#include "cli_test_support.h"
 
 namespace fs = std::filesystem;
 
 namespace {
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using shardline::clitest::slurp;
 
 nlohmann::json metrics(double step_us, double exposed_us, double efficiency) {
   return {{"step_time_us", step_us},
@@ -36,28 +26,12 @@ nlohmann::json metrics(double step_us, double exposed_us, double efficiency) {
           {"by_kind", nlohmann::json::object()}};
 }
 
-class RegressCli : public ::testing::Test {
+class RegressCli : public shardline::clitest::CliTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("shardline_regress_cli_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) +
-                                        "_" + std::to_string(::getpid()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
   void write(const std::string& rel, const nlohmann::json& j) {
     fs::create_directories((dir_ / rel).parent_path());
     std::ofstream(dir_ / rel) << j.dump(1);
   }
-  int run(const std::string& args) {
-    const std::string cmd = "cd " + dir_.string() + " && " + SHARDLINE_BINARY + " " + args + " >out.txt 2>err.txt";
-    const int status = std::system(cmd.c_str());
-    out_ = slurp(dir_ / "out.txt");
-    err_ = slurp(dir_ / "err.txt");
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  }
-  fs::path dir_;
-  std::string out_, err_;
 };
 
 TEST_F(RegressCli, InjectedRegressionExitsOne) {
@@ -65,42 +39,42 @@ TEST_F(RegressCli, InjectedRegressionExitsOne) {
   write("base/b.json", metrics(1000, 100, 0.9));
   write("cur/a.json", metrics(1000, 100, 0.9));
   write("cur/b.json", metrics(1000, 100, 0.85));  // overlap drops 0.05
-  EXPECT_EQ(run("regress --baseline base --current cur --tolerance 0.01"), 1) << out_ << err_;
+  EXPECT_EQ(run("regress --baseline base --current cur --tolerance 0.01").code, 1) << out_ << err_;
   EXPECT_NE(out_.find("REGRESSED (overlap efficiency)"), std::string::npos) << out_;
-  EXPECT_EQ(run("regress --baseline base --current cur --tolerance 0.1"), 0) << out_ << err_;
+  EXPECT_EQ(run("regress --baseline base --current cur --tolerance 0.1").code, 0) << out_ << err_;
 }
 
 TEST_F(RegressCli, ImprovementExitsZero) {
   write("base.json", metrics(1000, 100, 0.9));
   write("cur.json", metrics(900, 10, 0.99));
-  EXPECT_EQ(run("regress --baseline base.json --current cur.json --tolerance 0"), 0) << out_ << err_;
+  EXPECT_EQ(run("regress --baseline base.json --current cur.json --tolerance 0").code, 0) << out_ << err_;
   EXPECT_NE(out_.find("improved"), std::string::npos) << out_;
 }
 
 TEST_F(RegressCli, MissingBaselineExitsTwoAndMissingScenarioOne) {
   write("cur/a.json", metrics(1000, 100, 0.9));
-  EXPECT_EQ(run("regress --baseline nowhere --current cur"), 2);
+  EXPECT_EQ(run("regress --baseline nowhere --current cur").code, 2);
   EXPECT_NE(err_.find("--baseline"), std::string::npos) << err_;
   write("base/a.json", metrics(1000, 100, 0.9));
   write("base/gone.json", metrics(1000, 100, 0.9));
-  EXPECT_EQ(run("regress --baseline base --current cur"), 1);
+  EXPECT_EQ(run("regress --baseline base --current cur").code, 1);
   EXPECT_NE(out_.find("gone: no current metrics"), std::string::npos) << out_;
 }
 
 TEST_F(RegressCli, UpdateBaselineThenPasses) {
   write("base/a.json", metrics(1000, 100, 0.9));
   write("cur/a.json", metrics(2000, 900, 0.1));
-  EXPECT_EQ(run("regress --baseline base --current cur --tolerance 0"), 1);
-  EXPECT_EQ(run("regress --baseline base --current cur --update-baseline"), 0) << err_;
-  EXPECT_EQ(run("regress --baseline base --current cur --tolerance 0"), 0) << out_;
+  EXPECT_EQ(run("regress --baseline base --current cur --tolerance 0").code, 1);
+  EXPECT_EQ(run("regress --baseline base --current cur --update-baseline").code, 0) << err_;
+  EXPECT_EQ(run("regress --baseline base --current cur --tolerance 0").code, 0) << out_;
 }
 
 TEST_F(RegressCli, TrackAppendsAndRenders) {
   write("run/metrics.json", metrics(1000, 100, 0.9));
   write("run/timeline.json", {{"scenario", "tiny"}, {"backend", "sim"}});
-  EXPECT_EQ(run("track run --history h.jsonl --commit abc"), 0) << err_;
+  EXPECT_EQ(run("track run --history h.jsonl --commit abc").code, 0) << err_;
   write("run/metrics.json", metrics(900, 50, 0.95));
-  EXPECT_EQ(run("track run/metrics.json --history h.jsonl --commit def --html trend.html"), 0) << err_;
+  EXPECT_EQ(run("track run/metrics.json --history h.jsonl --commit def --html trend.html").code, 0) << err_;
   const std::string hist = slurp(dir_ / "h.jsonl");
   ASSERT_EQ(std::count(hist.begin(), hist.end(), '\n'), 2);
   const auto second = nlohmann::json::parse(hist.substr(hist.find('\n') + 1));
@@ -114,7 +88,7 @@ TEST_F(RegressCli, TrackAppendsAndRenders) {
   EXPECT_NE(html.find("tiny: overlap efficiency"), std::string::npos);
   // No backend to be found and none given: a clear error, nothing appended.
   write("bare.json", metrics(1, 0, 1));
-  EXPECT_EQ(run("track bare.json --history h.jsonl --commit x"), 2);
+  EXPECT_EQ(run("track bare.json --history h.jsonl --commit x").code, 2);
   EXPECT_NE(err_.find("--backend"), std::string::npos) << err_;
 }
 

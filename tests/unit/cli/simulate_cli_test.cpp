@@ -3,33 +3,16 @@
 // keys, overrides or flags exit 2 with one message naming the path and no output folder.
 #include <gtest/gtest.h>
 
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
+
+#include "cli_test_support.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
 
 namespace {
-
-struct Result {
-  int code = -1;
-  std::string out;
-  std::string err;
-};
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 size_t lines(const std::string& text) { return static_cast<size_t>(std::count(text.begin(), text.end(), '\n')); }
 
@@ -37,23 +20,12 @@ const char* const kOutputs[] = {"metrics.json", "program.json", "timeline.json",
 const char* const kMetricKeys[] = {"step_time_us", "compute_busy_us", "comm_busy_us", "exposed_comm_us", "overlap_efficiency",
                                    "peak_memory_bytes", "memory_capacity_bytes", "fits_memory", "forward_us", "backward_us", "by_kind"};
 
-class SimulateCli : public ::testing::Test {
+using shardline::clitest::Result;
+using shardline::clitest::scenario;
+using shardline::clitest::slurp;
+
+class SimulateCli : public shardline::clitest::CliTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("shardline_simulate_cli_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) +
-                                        "_" + std::to_string(::getpid()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  Result run(const std::string& args) {
-    const std::string cmd = std::string(SHARDLINE_BINARY) + " " + args + " >" + (dir_ / "stdout").string() + " 2>" + (dir_ / "stderr").string();
-    const int status = std::system(cmd.c_str());
-    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(dir_ / "stdout"), slurp(dir_ / "stderr")};
-  }
-  static std::string scenario(const std::string& name) { return std::string(SHARDLINE_SOURCE_DIR) + "/scenarios/" + name; }
-
   // A user error: exit 2, one line on stderr naming `where`, nothing on stdout, no --out folder.
   void expect_input_error(const std::string& args, const std::string& where) {
     const fs::path out = dir_ / "out";
@@ -64,8 +36,6 @@ class SimulateCli : public ::testing::Test {
     EXPECT_TRUE(r.out.empty()) << r.out;
     EXPECT_FALSE(fs::exists(out));
   }
-
-  fs::path dir_;
 };
 
 TEST_F(SimulateCli, DefaultScenarioWritesEveryOutputAndPrintsTheSummary) {

@@ -2,52 +2,19 @@
 // not-fitting rows kept and marked, the recommendation last; bad --vary exits 2.
 #include <gtest/gtest.h>
 
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <filesystem>
-#include <fstream>
-#include <sstream>
-
 #include <nlohmann/json.hpp>
+
+#include "cli_test_support.h"
 
 namespace fs = std::filesystem;
 
 namespace {
 
-struct Result {
-  int code = -1;
-  std::string out;
-  std::string err;
-};
+using shardline::clitest::Result;
+using shardline::clitest::scenario;
+using shardline::clitest::slurp;
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-class SweepCli : public ::testing::Test {
- protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("shardline_sweep_cli_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) +
-                                        "_" + std::to_string(::getpid()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  Result run(const std::string& args) {
-    const std::string cmd = std::string(SHARDLINE_BINARY) + " " + args + " >" + (dir_ / "stdout").string() + " 2>" +
-                            (dir_ / "stderr").string();
-    const int status = std::system(cmd.c_str());
-    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(dir_ / "stdout"), slurp(dir_ / "stderr")};
-  }
-  static std::string scenario(const std::string& name) { return std::string(SHARDLINE_SOURCE_DIR) + "/scenarios/" + name; }
-
-  fs::path dir_;
-};
+class SweepCli : public shardline::clitest::CliTest {};
 
 TEST_F(SweepCli, TinyGridWritesEveryRowAndRecommends) {
   const fs::path out = dir_ / "out";
