@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "exec/exec.h"
 #include "exec/mpi/mpi_backend.h"
+#include "exec/mpi/mpi_env.h"
 #ifdef SHARDLINE_HAVE_NCCL
 #include "exec/nccl/nccl_backend.h"
 #endif
@@ -78,12 +79,14 @@ class Bench {
     std::vector<double> values;
     for (int r = 0; r < warmup_ + reps_; ++r) {
       b_->begin_pass(++pass_, nops);
-      MPI_Barrier(host_);
+      mpi_barrier_polling(host_);
       enqueue();
       b_->synchronize();
       const double mine = measure();
       double worst = 0;
-      MPI_Allreduce(&mine, &worst, 1, MPI_DOUBLE, MPI_MAX, host_);
+      MPI_Request request;
+      MPI_Iallreduce(&mine, &worst, 1, MPI_DOUBLE, MPI_MAX, host_, &request);
+      mpi_wait_polling(request, mpi_poll_us_from_env());
       if (r >= warmup_) values.push_back(worst);
     }
     return values;

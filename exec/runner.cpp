@@ -15,6 +15,7 @@
 
 #include "core/error.h"
 #include "exec/clock_align.h"
+#include "exec/mpi/mpi_env.h"
 #include "exec/verify.h"
 
 namespace shardline::exec {
@@ -78,7 +79,7 @@ class Run {
       issued_ = 0;
     }
     progress("barrier before pass " + std::to_string(pass_number));
-    MPI_Barrier(host_);
+    mpi_barrier_polling(host_);
     double origin = backend_.host_now_us() + align_.offset_us;
     MPI_Bcast(&origin, 1, MPI_DOUBLE, 0, host_);
     {

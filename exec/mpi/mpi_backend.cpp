@@ -279,16 +279,7 @@ class MpiBackend final : public Backend {
 
   MPI_Op sum(int width) const { return width == 2 ? bf16_sum_op_ : MPI_SUM; }
 
-  // Completes a nonblocking collective: tests it, and between tests sleeps poll_us_ (0: spins).
-  void wait(MPI_Request& r, const char* call, StreamId stream) {
-    for (;;) {
-      int flag = 0;
-      check(MPI_Test(&r, &flag, MPI_STATUS_IGNORE), call, -1, stream);
-      if (flag) return;
-      if (poll_us_ > 0) std::this_thread::sleep_for(std::chrono::microseconds(poll_us_));
-      else if (poll_us_ == 0) std::this_thread::yield();
-    }
-  }
+  void wait(MPI_Request& r, const char* call, StreamId stream) { check(mpi_wait_polling(r, poll_us_), call, -1, stream); }
 
   void check(int rc, const char* call, int /*op*/, StreamId stream) {
     if (rc == MPI_SUCCESS) return;
@@ -317,16 +308,6 @@ class MpiBackend final : public Backend {
 };
 
 }  // namespace
-
-int mpi_poll_us_from_env() {
-  const char* text = std::getenv("SHARDLINE_MPI_POLL_US");
-  if (text == nullptr || *text == '\0') return kDefaultMpiPollUs;
-  char* end = nullptr;
-  const long v = std::strtol(text, &end, 10);
-  if (*end != '\0' || v > 1'000'000 || v < -1'000'000)
-    throw InputError("SHARDLINE_MPI_POLL_US", std::string("\"") + text + "\" is not a whole number of microseconds (e.g. 100; 0 yields, -1 spins)");
-  return static_cast<int>(v);
-}
 
 std::unique_ptr<Backend> make_mpi_backend(MPI_Comm world, int poll_us) { return std::make_unique<MpiBackend>(world, poll_us); }
 

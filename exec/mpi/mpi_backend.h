@@ -8,19 +8,12 @@
 #include <mpi.h>
 
 #include "exec/backend.h"
+#include "exec/mpi/mpi_env.h"
 
 namespace shardline::exec {
 
-// How a stream thread waits for its nonblocking collective: it calls MPI_Test, and between
-// tests sleeps `poll_us` microseconds (0: sched_yield, < 0: spins). A spinning waiter keeps a
-// core busy that, on a machine with fewer cores than threads, the copies and the other ranks
-// need; sleeping frees it at the price of up to poll_us of completion delay, which calibrate
-// measures along with the collective since it runs the same backend (docs/exec.md).
-inline constexpr int kDefaultMpiPollUs = 100;
-// SHARDLINE_MPI_POLL_US when set (an integer), else kDefaultMpiPollUs.
-int mpi_poll_us_from_env();
-
-// `world` is duplicated; the backend's communicators are split from it.
+// `world` is duplicated; the backend's communicators are split from it. Stream threads wait
+// for their nonblocking collectives with mpi_wait_polling(poll_us) (exec/mpi/mpi_env.h).
 std::unique_ptr<Backend> make_mpi_backend(MPI_Comm world, int poll_us = mpi_poll_us_from_env());
 
 }  // namespace shardline::exec

@@ -1,6 +1,11 @@
 #include "exec/mpi/mpi_env.h"
 
+#include <chrono>
+#include <cstdlib>
 #include <stdexcept>
+#include <thread>
+
+#include "core/error.h"
 
 namespace shardline::exec {
 
@@ -48,6 +53,32 @@ int mpi_local_ranks(MPI_Comm comm) {
   MPI_Comm_size(local, &n);
   MPI_Comm_free(&local);
   return n;
+}
+
+int mpi_poll_us_from_env() {
+  const char* text = std::getenv("SHARDLINE_MPI_POLL_US");
+  if (text == nullptr || *text == '\0') return kDefaultMpiPollUs;
+  char* end = nullptr;
+  const long v = std::strtol(text, &end, 10);
+  if (*end != '\0' || v > 1'000'000 || v < -1'000'000)
+    throw InputError("SHARDLINE_MPI_POLL_US", std::string("\"") + text + "\" is not a whole number of microseconds (e.g. 100; 0 yields, -1 spins)");
+  return static_cast<int>(v);
+}
+
+int mpi_wait_polling(MPI_Request& request, int poll_us) {
+  for (;;) {
+    int flag = 0;
+    const int rc = MPI_Test(&request, &flag, MPI_STATUS_IGNORE);
+    if (rc != MPI_SUCCESS || flag) return rc;
+    if (poll_us > 0) std::this_thread::sleep_for(std::chrono::microseconds(poll_us));
+    else if (poll_us == 0) std::this_thread::yield();
+  }
+}
+
+void mpi_barrier_polling(MPI_Comm comm) {
+  MPI_Request r;
+  MPI_Ibarrier(comm, &r);
+  mpi_wait_polling(r, mpi_poll_us_from_env());
 }
 
 }  // namespace shardline::exec
