@@ -60,3 +60,6 @@ exec_bad_input(compute "--compute: kernel stand-ins need --backend nccl" ${_scen
 exec_bad_input(missing_scenario "error" ${CMAKE_CURRENT_SOURCE_DIR}/no-such-scenario.json)
 exec_bad_input(world_mismatch "mpirun -n: the scenario's mesh needs shard 2 x replicate 2 = 4 ranks, but the run has 1"
                ${_scen}/host-tiny-hsdp.json)
+# A poll interval that is not a whole number of microseconds: exit 2 naming the variable.
+exec_bad_input(poll_env "SHARDLINE_MPI_POLL_US: \"soon\" is not a whole number of microseconds" ${_scen}/host-tiny-fsdp.json)
+set_tests_properties(exec.cli.bad.poll_env PROPERTIES ENVIRONMENT "${_env};SHARDLINE_MPI_POLL_US=soon")

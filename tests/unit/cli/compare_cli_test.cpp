@@ -82,6 +82,10 @@ TEST_F(CompareCli, ValidateRunsTheWholeLoopOnTwoRanks) {
   EXPECT_EQ(profile.at("backend"), "mpi");
   EXPECT_EQ(profile.at("collectives").size(), 3u);  // all-gather, reduce-scatter, all-reduce over 2 ranks
   EXPECT_EQ(profile.at("collectives").at(0).at("group_size"), 2);
+  // Measured, not defaulted: a sleep stand-in always ends after its request, and the event
+  // latency is a time >= 0.
+  EXPECT_GT(profile.at("compute_overhead_us").get<double>(), 0);
+  EXPECT_GE(profile.at("event_latency_us").get<double>(), 0);
   const nlohmann::json c = nlohmann::json::parse(slurp(dir_ / "v" / "compare.json"));
   EXPECT_GT(c.at("measured_step_time_us").get<double>(), 0);
   EXPECT_GT(c.at("predicted_step_time_us").get<double>(), 0);

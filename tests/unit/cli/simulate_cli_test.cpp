@@ -129,6 +129,27 @@ TEST_F(SimulateCli, ProfileReplacesTheAnalyticalCosts) {
   expect_input_error("simulate " + scenario("host-tiny-fsdp.json") + " --profile " + (dir_ / "none.json").string(), "--profile");
 }
 
+// cluster.event_latency delays every op that waits for another stream's event, and
+// cluster.compute_overhead lengthens each compute op: both make the step longer; a negative
+// time is an input error naming the key.
+TEST_F(SimulateCli, EventLatencyAndComputeOverheadLengthenTheStep) {
+  const std::string base = "simulate " + scenario("host-tiny-fsdp.json") + " --json";
+  const auto metrics = [&](const std::string& extra) {
+    const Result r = run(base + extra);
+    EXPECT_EQ(r.code, 0) << r.err;
+    return json::parse(r.out);
+  };
+  const json plain = metrics("");
+  const double plain_step = plain["step_time_us"].get<double>();
+  EXPECT_GT(metrics(" --set cluster.event_latency=200us")["step_time_us"].get<double>(), plain_step);
+  // The 12 compute ops (6 units, forward and backward) run one after another on the compute
+  // stream, each at least 1 ms longer: the step is at least the old compute busy time + 12 ms.
+  const json slower = metrics(" --set cluster.compute_overhead=1ms");
+  EXPECT_GE(slower["step_time_us"].get<double>(), plain["compute_busy_us"].get<double>() + 12000 - 1e-6);
+  EXPECT_GE(slower["compute_busy_us"].get<double>(), plain["compute_busy_us"].get<double>() + 12000 - 1e-6);
+  expect_input_error("simulate " + scenario("host-tiny-fsdp.json") + " --set cluster.event_latency=-1us", "cluster.event_latency");
+}
+
 TEST_F(SimulateCli, MissingScenarioFileExits2NamingIt) {
   expect_input_error("simulate " + (dir_ / "nope.json").string(), "nope.json");
 }
