@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <cassert>
+#include <cstdio>
 #include <stdexcept>
 #include <string>
 
@@ -35,6 +36,23 @@ struct Bucket {
   std::vector<int> units;
 };
 
+// Shard-local element capacity of one bucket for `unit` (INT64_MAX: the whole unit).
+int64_t bucket_capacity(const UnitSpec& u, int64_t bucket_bytes, int64_t bytes_per_shard_elem) {
+  const int64_t cap_bytes = u.bucket_bytes.value_or(bucket_bytes);
+  return cap_bytes == 0 ? INT64_MAX : std::max<int64_t>(1, cap_bytes / bytes_per_shard_elem);
+}
+
+// A lower bound of the number of buckets pack_buckets makes, without making them: a bucket
+// holds at most its capacity, so a unit needs at least floor(elements / capacity) of them.
+int64_t min_bucket_count(const Scenario& s, const Program& p, int64_t bucket_bytes, int elem_bytes) {
+  const int64_t bytes_per_shard_elem = static_cast<int64_t>(p.shard_size) * elem_bytes;
+  std::vector<int64_t> elems(s.model.units.size(), 0);
+  for (const auto& param : p.params) elems[param.unit] += param.shard_numel;
+  int64_t count = 0;
+  for (size_t u = 0; u < elems.size(); ++u) count += elems[u] / bucket_capacity(s.model.units[u], bucket_bytes, bytes_per_shard_elem);
+  return count;
+}
+
 // Packs parameter slices (visited in `unit_order`) into buckets of at most `capacity_elems`
 // shard-local elements. capacity 0: one bucket per unit. A unit with its own bucket_bytes is
 // bucketed alone in chunks of that size. A group larger than a bucket is split.
@@ -58,8 +76,7 @@ std::vector<Bucket> pack_buckets(const Scenario& s, const Program& p, const std:
   for (int unit : unit_order) {
     const UnitSpec& u = s.model.units[unit];
     const bool alone = u.bucket_bytes.has_value() || bucket_bytes == 0;
-    const int64_t cap_bytes = u.bucket_bytes.value_or(bucket_bytes);
-    const int64_t capacity = cap_bytes == 0 ? INT64_MAX : std::max<int64_t>(1, cap_bytes / bytes_per_shard_elem);
+    const int64_t capacity = bucket_capacity(u, bucket_bytes, bytes_per_shard_elem);
     if (alone) close(open);
     for (int param : params_of_unit[unit]) {
       int64_t offset = 0;
@@ -77,6 +94,14 @@ std::vector<Bucket> pack_buckets(const Scenario& s, const Program& p, const std:
   // Units listed in forward order for every bucket.
   for (auto& b : buckets) std::sort(b.units.begin(), b.units.end());
   return buckets;
+}
+
+InputError too_many_ops(double ops) {
+  char n[32];
+  std::snprintf(n, sizeof n, "%.1f", ops / 1e6);
+  return InputError("policy.bucket_bytes", std::string("these buckets make over ") + n + " million ops per step, more than the " +
+                                               std::to_string(kMaxProgramOps / 1'000'000) +
+                                               " million shardline schedules (each op takes memory); use larger buckets");
 }
 
 // Emits ops into a Program, tracking per-stream state: the last op on each stream and the
@@ -97,7 +122,8 @@ class Emitter {
     op.deps.erase(std::remove_if(op.deps.begin(), op.deps.end(),
                                  [&](int d) { return d < 0 || (d <= prev && p_.ops[d].stream == op.stream); }),
                   op.deps.end());
-    for (int d : op.deps) assert(d < op.id && "dependency on a later op");
+    for ([[maybe_unused]] int d : op.deps) assert(d < op.id && "dependency on a later op");
+    if (static_cast<int64_t>(p_.ops.size()) >= kMaxProgramOps) throw too_many_ops(static_cast<double>(kMaxProgramOps));
     last_on_[static_cast<int>(op.stream)] = op.id;
     p_.ops.push_back(std::move(op));
     return p_.ops.back().id;
@@ -127,6 +153,13 @@ class Scheduler {
     for (int i = 0; i < U; ++i) forward_order[i] = i, backward_order[i] = U - 1 - i;
     const int param_bytes = dtype_bytes(p_.param_dtype);
     const int reduce_bytes = dtype_bytes(p_.reduce_dtype);
+    // Refuse before packing, on a lower bound of the op count: each micro-batch gathers every
+    // all-gather bucket (its buffer allocated, the all-gather, the buffer freed), and every
+    // reduce-scatter bucket is reduced at least once a step (likewise three ops).
+    const double at_least =
+        3.0 * static_cast<double>(min_bucket_count(s_, p_, s_.policy.bucket_bytes, param_bytes)) * p_.micro_batches +
+        3.0 * static_cast<double>(min_bucket_count(s_, p_, s_.policy.bucket_bytes, reduce_bytes));
+    if (at_least > static_cast<double>(kMaxProgramOps)) throw too_many_ops(at_least);
     ag_ = pack_buckets(s_, p_, forward_order, s_.policy.bucket_bytes, param_bytes);
     rs_ = pack_buckets(s_, p_, backward_order, s_.policy.bucket_bytes, reduce_bytes);
     ag_of_unit_.assign(U, {});

@@ -6,7 +6,11 @@
 
 namespace shardline {
 
+// Throws InputError("policy.bucket_bytes", ...) when the Program would exceed kMaxProgramOps:
+// small buckets on a large model make millions of ops (about 500 bytes each in memory), and
+// a sweep over bucket sizes would otherwise be killed for memory instead of marking the row.
 Program schedule(const Scenario& scenario);
+inline constexpr int64_t kMaxProgramOps = 10'000'000;
 
 // Requested duration of a unit's compute on the scenario's GPU (the compute model shared by
 // the simulator and the executors): given times, or FLOPs / (peak(param dtype) * efficiency).

@@ -324,6 +324,22 @@ TEST(Schedule, BucketingWithoutFusionIsAnInputError) {
   }
 }
 
+// Tiny buckets on a big model would make tens of millions of ops: refused up front, naming
+// the bucket size, instead of exhausting memory.
+TEST(Schedule, ProgramsOverTheOpLimitAreAnInputError) {
+  Scenario s = make_scenario(4, 4, 1, int64_t{1} << 24);  // 25 M shard-local elements per rank
+  s.policy.bucket_bytes = 16;                              // one element per bucket
+  try {
+    schedule(s);
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where(), "policy.bucket_bytes");
+    EXPECT_NE(std::string(e.what()).find("use larger buckets"), std::string::npos) << e.what();
+  }
+  s.policy.bucket_bytes = int64_t{64} << 20;  // the same model in 64 MiB buckets is fine
+  EXPECT_LT(static_cast<int64_t>(schedule(s).ops.size()), kMaxProgramOps);
+}
+
 TEST(Schedule, MemoryAllocationsBalanceAndStaticMemoryFollowsFormula) {
   Scenario s = make_scenario(3, 2, 2);
   s.policy.micro_batches = 2;
