@@ -110,12 +110,14 @@ TEST(Transformer, FlopsAndActivationsPerCheckpointingMode) {
   EXPECT_FALSE(blk.recompute_forward);
   EXPECT_EQ(blk.activation_bytes, static_cast<int64_t>(s * b * h * (34 + 5 * 32 * s / h)));
 
-  const UnitSpec& sel = parse_scenario(llama(2, 4096, 14336, 32, 8, "selective")).model.units[1];
+  const Scenario selective = parse_scenario(llama(2, 4096, 14336, 32, 8, "selective"));
+  const UnitSpec& sel = selective.model.units[1];
   EXPECT_EQ(sel.activation_bytes, static_cast<int64_t>(34 * s * b * h));
   EXPECT_DOUBLE_EQ(sel.backward_flops, 2 * sel.forward_flops + attention_core);
   EXPECT_FALSE(sel.recompute_forward);
 
-  const UnitSpec& full = parse_scenario(llama(2, 4096, 14336, 32, 8, "full")).model.units[1];
+  const Scenario full_ckpt = parse_scenario(llama(2, 4096, 14336, 32, 8, "full"));
+  const UnitSpec& full = full_ckpt.model.units[1];
   EXPECT_EQ(full.activation_bytes, static_cast<int64_t>(2 * s * b * h));
   EXPECT_TRUE(full.recompute_forward);
   EXPECT_DOUBLE_EQ(full.backward_flops, 2 * full.forward_flops);

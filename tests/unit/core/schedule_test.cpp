@@ -278,7 +278,8 @@ TEST(Schedule, ZeroCopySkipsCopyInUnlessACastIsNeeded) {
   s.cluster.gpu.peak_tflops[DType::fp32] = 50;
   EXPECT_TRUE(ops_of(schedule(s), OpKind::CopyIn).empty());
   s.policy.param_dtype = DType::bf16;  // lower param dtype: one cast copy instead
-  const auto casts = ops_of(schedule(s), OpKind::CopyIn);
+  const Program cast_program = schedule(s);  // ops_of points into it
+  const auto casts = ops_of(cast_program, OpKind::CopyIn);
   ASSERT_EQ(casts.size(), 3u);
   EXPECT_NE(casts[0]->name.find("cast_in"), std::string::npos);
 }
