@@ -344,7 +344,10 @@ Recommendation recommend(const std::vector<SweepRow>& rows, const std::vector<st
     const double d_exposed = ms.exposed_comm_us - mb.exposed_comm_us;
     const double d_compute = ms.compute_busy_us - mb.compute_busy_us;
     out << "  runner-up: " << settings_text(second, paths) << " at " << format_time_us(ms.step_time_us) << "\n";
-    if (d_step == 0) {
+    if (d_step == 0 && mb.peak_memory_bytes == ms.peak_memory_bytes) {
+      out << "  why: it ties with the runner-up on step time and on peak memory (" << format_bytes(mb.peak_memory_bytes)
+          << "); it comes first in grid order, and either serves.\n";
+    } else if (d_step == 0) {
       out << "  why: it ties with the runner-up on step time and is chosen for its lower peak memory ("
           << format_bytes(mb.peak_memory_bytes) << " vs " << format_bytes(ms.peak_memory_bytes) << ").\n";
     } else {

@@ -218,6 +218,22 @@ TEST(SweepRecommend, ComputeTermNamedWhenItShrinks) {
   EXPECT_NE(rec.text.find("mostly compute busy"), std::string::npos) << rec.text;
 }
 
+// Equal step time: the lower peak memory wins and the text says so; equal in both: the first
+// in grid order, and the text does not pretend one is better.
+TEST(SweepRecommend, TiesAreBrokenByMemoryThenGridOrder) {
+  std::vector<SweepRow> rows = {row(0, 100, 600, 1000, 10), row(1, 100, 500, 1000, 10)};
+  for (auto& r : rows) mark_memory_fit(r, 0.1);
+  Recommendation rec = recommend(rows, {"x"}, 0.1);
+  ASSERT_EQ(rec.best, std::optional<size_t>(1));
+  EXPECT_NE(rec.text.find("chosen for its lower peak memory"), std::string::npos) << rec.text;
+  rows = {row(0, 100, 500, 1000, 10), row(1, 100, 500, 1000, 10)};
+  for (auto& r : rows) mark_memory_fit(r, 0.1);
+  rec = recommend(rows, {"x"}, 0.1);
+  ASSERT_EQ(rec.best, std::optional<size_t>(0));
+  EXPECT_NE(rec.text.find("ties with the runner-up on step time and on peak memory"), std::string::npos) << rec.text;
+  EXPECT_EQ(rec.text.find("lower peak memory"), std::string::npos) << rec.text;
+}
+
 TEST(SweepRecommend, NothingFits) {
   std::vector<SweepRow> rows = {row(0, 100, 2000), invalid_row(1, "bad")};
   for (auto& r : rows) mark_memory_fit(r, 0.1);
