@@ -15,7 +15,6 @@
 #include <thread>
 
 #include "exec/mpi/mpi_env.h"
-#include "core/error.h"
 #include "exec/payload.h"
 
 namespace shardline::exec {
