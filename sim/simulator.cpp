@@ -1,7 +1,8 @@
 // simulate(): wires the pieces together. The engine pops events; the host issues ops; the
 // stream set says what may start; each started op is timed by its kind:
 //   Alloc/Free: zero duration, memory changes at start;
-//   CopyIn/CopyOut: cost_model.copy_time_us(bytes);
+//   CopyIn/CopyOut: cost_model.copy_time_us(bytes), or a flow of copy_link_bytes(bytes) on
+//   the intra-node link where copies share the processors with collectives (mpi profiles);
 //   Compute: compute_overhead_us + compute_us of work, slowed while collectives are in flight
 //   (sim/compute.h);
 //   collectives: the cost model's phases, each a latency then a flow on a link (sim/network.h).
@@ -16,6 +17,7 @@
 #include <cstdlib>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "core/error.h"
 #include "sim/analytical_cost_model.h"
@@ -303,9 +305,9 @@ Timeline simulate(const Scenario& given, const Program& program, const SimOption
     throw InputError("cluster.launch_overhead", "the launch overhead must be a finite time >= 0");
   if (!(scenario.cluster.compute_slowdown_during_comm >= 1.0) || !std::isfinite(scenario.cluster.compute_slowdown_during_comm))
     throw InputError("cluster.compute_slowdown_during_comm", "the slow-down factor must be a finite number >= 1");
-  for (double t : {scenario.cluster.event_latency_us, scenario.cluster.compute_overhead_us})
-    if (!(t >= 0) || !std::isfinite(t))
-      throw InputError("cluster.event_latency / cluster.compute_overhead", "must be a finite time >= 0");
+  for (auto [where, t] : {std::pair{"cluster.event_latency", scenario.cluster.event_latency_us},
+                          std::pair{"cluster.compute_overhead", scenario.cluster.compute_overhead_us}})
+    if (!(t >= 0) || !std::isfinite(t)) throw InputError(where, "must be a finite time >= 0");
   if (scenario.cluster.gpus_per_node < 1) throw InputError("cluster.gpus_per_node", "must be at least 1");
   if (program.shard_size < 1) throw InputError("shard_size", "the program's shard size must be at least 1");
   if (program.static_memory_bytes < 0) throw InputError("static_memory_bytes", "must be >= 0");
