@@ -59,6 +59,13 @@ void Network::finish_flow(double now_us, int slot) {
   rerate(now_us);
 }
 
+void Network::set_capacity_scale(double now_us, double scale) {
+  if (!(scale > 0) || !std::isfinite(scale)) broken("a link capacity scale must be positive and finite", -1);
+  advance(now_us);
+  capacity_scale_ = scale;
+  rerate(now_us);
+}
+
 void Network::advance(double now_us) {
   for (int slot : live_) {
     Flow& f = flows_[slot];
@@ -71,7 +78,7 @@ void Network::advance(double now_us) {
 
 void Network::rerate(double now_us) {
   solver_.reset(kNumLinkClasses);
-  for (int l = 0; l < kNumLinkClasses; ++l) solver_.set_capacity(l, capacity_[l]);
+  for (int l = 0; l < kNumLinkClasses; ++l) solver_.set_capacity(l, capacity_[l] * capacity_scale_);
   for (int slot : live_) solver_.add_flow(static_cast<int>(flows_[slot].link));
   solver_.solve();
   for (size_t i = 0; i < live_.size(); ++i) {

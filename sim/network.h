@@ -23,6 +23,8 @@ class Network {
   int start_flow(double now_us, LinkClass link, double bytes, int owner);
   // Ends the flow in `slot` at `now_us` (its bytes are done); the others are re-rated.
   void finish_flow(double now_us, int slot);
+  // From `now_us` on, every link has its capacity times `scale` (> 0); flows are re-rated.
+  void set_capacity_scale(double now_us, double scale);
 
   // Live flows, ascending slot order (deterministic); with their projected end and version.
   const std::vector<int>& live_slots() const { return live_; }
@@ -47,6 +49,7 @@ class Network {
   void rerate(double now_us);   // max-min solve, new ends and versions
 
   std::array<double, kNumLinkClasses> capacity_;
+  double capacity_scale_ = 1.0;
   std::vector<Flow> flows_;
   std::vector<int> free_slots_;
   std::vector<int> live_;  // sorted ascending

@@ -5,7 +5,9 @@
 //   the intra-node link where copies share the processors with collectives (mpi profiles);
 //   Compute: compute_overhead_us + compute_us of work, slowed while collectives are in flight
 //   (sim/compute.h);
-//   collectives: the cost model's phases, each a latency then a flow on a link (sim/network.h).
+//   collectives: the cost model's phases, each a latency then a flow on a link (sim/network.h);
+//   while any compute op runs, links carry 1 / cluster.comm_slowdown_during_compute of their
+//   capacity (flows are re-rated when the first compute op starts and the last one ends).
 // Zero-duration ops end through an event at the same time (ordered by sequence number).
 // An op's event fires cluster.event_latency_us after it ends (0: at once); only then may ops
 // that wait for it start (the stream itself is free at the end).
@@ -129,6 +131,7 @@ class Simulation {
       case kComputeDone:
         if (!compute_.is_current(e.target, e.version)) return;  // re-rated since
         compute_.finish(e.target);
+        if (compute_.running_count() == 0) set_compute_running(false);
         finish_op(e.target);
         break;
       case kLatencyDone:
@@ -183,6 +186,7 @@ class Simulation {
         }
         break;
       case OpKind::Compute:
+        if (compute_.running_count() == 0) set_compute_running(true);
         compute_.start(now, id, op.compute_us + scenario_.cluster.compute_overhead_us);
         engine_.schedule_at(compute_.projected_end_us(compute_.running_count() - 1), kComputeDone, id,
                             compute_.version(compute_.running_count() - 1));
@@ -204,6 +208,14 @@ class Simulation {
         break;
       }
     }
+  }
+
+  // Transfers (and, on mpi profiles, copies) slow down while compute runs.
+  void set_compute_running(bool running) {
+    const double slowdown = scenario_.cluster.comm_slowdown_during_compute;
+    if (slowdown == 1.0) return;
+    network_.set_capacity_scale(engine_.now_us(), running ? 1.0 / slowdown : 1.0);
+    schedule_flows();
   }
 
   RunningCollective& collective_slot(int op) { return collectives_[static_cast<int>(program_.ops[op].stream)]; }
@@ -291,6 +303,7 @@ Scenario with_profile(const Scenario& scenario, const ClusterProfile& profile) {
   Scenario s = scenario;
   s.cluster.launch_overhead_us = profile.issue_overhead_us;
   s.cluster.compute_slowdown_during_comm = profile.compute_slowdown_during_comm;
+  s.cluster.comm_slowdown_during_compute = profile.comm_slowdown_during_compute;
   s.cluster.event_latency_us = profile.event_latency_us;
   s.cluster.compute_overhead_us = profile.compute_overhead_us;
   return s;
@@ -305,6 +318,8 @@ Timeline simulate(const Scenario& given, const Program& program, const SimOption
     throw InputError("cluster.launch_overhead", "the launch overhead must be a finite time >= 0");
   if (!(scenario.cluster.compute_slowdown_during_comm >= 1.0) || !std::isfinite(scenario.cluster.compute_slowdown_during_comm))
     throw InputError("cluster.compute_slowdown_during_comm", "the slow-down factor must be a finite number >= 1");
+  if (!(scenario.cluster.comm_slowdown_during_compute >= 1.0) || !std::isfinite(scenario.cluster.comm_slowdown_during_compute))
+    throw InputError("cluster.comm_slowdown_during_compute", "the slow-down factor must be a finite number >= 1");
   for (auto [where, t] : {std::pair{"cluster.event_latency", scenario.cluster.event_latency_us},
                           std::pair{"cluster.compute_overhead", scenario.cluster.compute_overhead_us}})
     if (!(t >= 0) || !std::isfinite(t)) throw InputError(where, "must be a finite time >= 0");

@@ -122,6 +122,20 @@ TEST(ProfileCostModel, EventLatencyAndComputeOverheadComeFromTheProfile) {
   EXPECT_NEAR(t.intervals[next_copy].start_us, 4, 1e-9);
 }
 
+// While compute runs, transfers progress 1/comm_slowdown as fast. The all-gather's latency
+// (4 us) is not slowed; its 76 us of transfer runs at half rate from 4 to 40 (18 us of it done),
+// and the remaining 58 at full rate: it ends at 98.
+TEST(ProfileCostModel, CommSlowdownDuringComputeComesFromTheProfile) {
+  ClusterProfile p = profile();
+  p.comm_slowdown_during_compute = 2;
+  ProgramBuilder b;
+  const int ag = b.collective(OpKind::AllGather, 4000, CommGroup::Shard, 8);
+  const int comp = b.compute(40);
+  const Timeline t = run(b, p);
+  EXPECT_NEAR(t.intervals[comp].end_us, 40, 1e-9);
+  EXPECT_NEAR(t.intervals[ag].end_us, 98, 1e-9);
+}
+
 TEST(ProfileCostModel, MissingGroupSizeNamesTheProfile) {
   ProgramBuilder b(4, 1);
   b.collective(OpKind::AllGather, 4000, CommGroup::Shard, 4);
