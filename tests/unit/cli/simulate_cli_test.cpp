@@ -148,6 +148,8 @@ TEST_F(SimulateCli, EventLatencyAndComputeOverheadLengthenTheStep) {
   EXPECT_GE(slower["step_time_us"].get<double>(), plain["compute_busy_us"].get<double>() + 12000 - 1e-6);
   EXPECT_GE(slower["compute_busy_us"].get<double>(), plain["compute_busy_us"].get<double>() + 12000 - 1e-6);
   expect_input_error("simulate " + scenario("host-tiny-fsdp.json") + " --set cluster.event_latency=-1us", "cluster.event_latency");
+  expect_input_error("simulate " + scenario("host-tiny-fsdp.json") + " --set cluster.comm_slowdown_during_compute=0.5",
+                     "cluster.comm_slowdown_during_compute");
 }
 
 TEST_F(SimulateCli, MissingScenarioFileExits2NamingIt) {
