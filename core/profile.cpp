@@ -107,8 +107,6 @@ nlohmann::json profile_to_json(const ClusterProfile& p) {
           {"compute_slowdown_during_comm", p.compute_slowdown_during_comm},
           {"event_latency_us", p.event_latency_us},
           {"compute_overhead_us", p.compute_overhead_us},
-          {"copy_slowdown_during_comm", p.copy_slowdown_during_comm},
-          {"comm_slowdown_during_copy", p.comm_slowdown_during_copy},
           {"collectives", tables}};
 }
 
@@ -130,12 +128,6 @@ ClusterProfile profile_from_json(const nlohmann::json& j) {
     if (!(*field >= 0) || !std::isfinite(*field)) throw InputError(std::string("profile.") + key, "must be a time >= 0 in us");
   }
   p.comm_slowdown_during_compute = get<double>(j, "comm_slowdown_during_compute", "profile");
-  for (auto [key, field] : {std::pair{"copy_slowdown_during_comm", &p.copy_slowdown_during_comm},
-                            std::pair{"comm_slowdown_during_copy", &p.comm_slowdown_during_copy}}) {
-    if (!j.contains(key)) continue;
-    *field = get<double>(j, key, "profile");
-    if (!(*field >= 1) || !std::isfinite(*field)) throw InputError(std::string("profile.") + key, "must be a slow-down factor >= 1");
-  }
   p.compute_slowdown_during_comm = get<double>(j, "compute_slowdown_during_comm", "profile");
   if (p.copy_bandwidth_bytes_per_s <= 0) throw InputError("profile.copy_bandwidth_bytes_per_s", "must be > 0");
   const auto& tables = get<nlohmann::json>(j, "collectives", "profile");

@@ -48,10 +48,6 @@ struct ClusterProfile {
   // another stream that waits for it, and what a compute stand-in takes beyond its request.
   double event_latency_us = 0;
   double compute_overhead_us = 0;
-  // Optional in files (1 when absent): a copy and a collective run side by side on every rank;
-  // how much longer each takes than alone (the CPU shares cores and memory bus between them).
-  double copy_slowdown_during_comm = 1.0;
-  double comm_slowdown_during_copy = 1.0;
 
   const CollectiveTable* find(CollectiveKind kind, int group_size) const;
   // Throws InputError("--profile", ...) when the profile has no table for (kind, group size).

@@ -70,8 +70,6 @@ struct ClusterSpec {
   double launch_overhead_us = 5.0;            // host cost to issue one op
   double compute_slowdown_during_comm = 1.0;  // compute takes this factor longer while comm runs
   double comm_slowdown_during_compute = 1.0;  // transfers take this factor longer while compute runs
-  double copy_slowdown_during_comm = 1.0;     // copies take this factor longer while comm runs
-  double comm_slowdown_during_copy = 1.0;     // transfers take this factor longer while a copy runs
   double event_latency_us = 0.0;     // an event fires -> an op waiting for it can start this much later
   double compute_overhead_us = 0.0;  // fixed cost of starting one compute op (kernel launch, wake-up)
   bool hierarchical_collectives = false;      // groups spanning nodes: intra-node then inter-node

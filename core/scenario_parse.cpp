@@ -50,7 +50,7 @@ constexpr const char* kSchema = R"json({
     "nodes": "int", "gpus_per_node": "int",
     "intra_node": {"bandwidth": "rate", "latency": "time"},
     "inter_node": {"bandwidth": "rate", "latency": "time"},
-    "launch_overhead": "time", "compute_slowdown_during_comm": "number", "comm_slowdown_during_compute": "number", "copy_slowdown_during_comm": "number", "comm_slowdown_during_copy": "number", "event_latency": "time", "compute_overhead": "time", "hierarchical_collectives": "bool"
+    "launch_overhead": "time", "compute_slowdown_during_comm": "number", "comm_slowdown_during_compute": "number", "event_latency": "time", "compute_overhead": "time", "hierarchical_collectives": "bool"
   },
   "mesh": {"shard": "int", "replicate": "int"},
   "policy": {
@@ -459,13 +459,10 @@ ClusterSpec parse_cluster(const json& j, const json& sch, const std::string& bas
   if (const json* v = o.opt("launch_overhead")) c.launch_overhead_us = as_time_us(*v, o.at("launch_overhead"));
   if (const json* v = o.opt("event_latency")) c.event_latency_us = as_time_us(*v, o.at("event_latency"));
   if (const json* v = o.opt("compute_overhead")) c.compute_overhead_us = as_time_us(*v, o.at("compute_overhead"));
-  for (auto [key, field] : {std::pair{"comm_slowdown_during_compute", &c.comm_slowdown_during_compute},
-                             std::pair{"copy_slowdown_during_comm", &c.copy_slowdown_during_comm},
-                             std::pair{"comm_slowdown_during_copy", &c.comm_slowdown_during_copy}}) {
-    const json* v = o.opt(key);
-    if (!v) continue;
-    *field = as_number(*v, o.at(key));
-    if (!(*field >= 1.0)) throw InputError(o.at(key), show(*v) + " is below 1; expected a slow-down factor >= 1");
+  if (const json* v = o.opt("comm_slowdown_during_compute")) {
+    c.comm_slowdown_during_compute = as_number(*v, o.at("comm_slowdown_during_compute"));
+    if (!(c.comm_slowdown_during_compute >= 1.0))
+      throw InputError(o.at("comm_slowdown_during_compute"), show(*v) + " is below 1; expected a slow-down factor >= 1");
   }
   if (const json* v = o.opt("compute_slowdown_during_comm")) {
     c.compute_slowdown_during_comm = as_number(*v, o.at("compute_slowdown_during_comm"));

@@ -302,31 +302,6 @@ ClusterProfile calibrate(const std::function<std::unique_ptr<Backend>()>& make_b
           std::to_string(p.event_latency_us) + " us");
     }
     {
-      // A copy and an all-gather side by side on every rank, each sized to take about as long
-      // alone as the other (so they overlap almost entirely): how much longer each takes than
-      // alone. On a CPU both are memcpy work on the same cores and memory bus.
-      const CollectiveKind ag = CollectiveKind::AllGather;
-      const int64_t s = std::min(sizes.back(), std::max(granularity, opt.interference_bytes / granularity * granularity));
-      const double comm_alone = median(bench.repeat(1, [&] { bench.collective(0, ag, s); }, [&] { return bench.duration_us(0); }));
-      const double bytes_per_us = p.copy_bandwidth_bytes_per_s / 1e6;
-      const int64_t copy_bytes = std::clamp<int64_t>(
-          static_cast<int64_t>(std::max(0.0, comm_alone - p.copy_latency_us) * bytes_per_us) / kWidth * kWidth, kWidth, sizes.back());
-      const double copy_alone = median(bench.repeat(1, [&] { bench.copy(0, copy_bytes); }, [&] { return bench.duration_us(0); }));
-      const auto side_by_side = [&] {
-        bench.collective(0, ag, s);
-        bench.copy(1, copy_bytes);
-      };
-      const double comm_beside = median(bench.repeat(2, side_by_side, [&] { return bench.duration_us(0); }));
-      const double copy_beside = median(bench.repeat(2, side_by_side, [&] { return bench.duration_us(1); }));
-      p.comm_slowdown_during_copy = std::max(1.0, comm_beside / comm_alone);
-      p.copy_slowdown_during_comm = std::max(1.0, copy_beside / copy_alone);
-      std::ostringstream line;
-      line << "copy beside collective: all_gather " << fmt_bytes(s) << " " << comm_alone << " us alone, " << comm_beside
-           << " us beside a copy (x" << comm_beside / comm_alone << "); copy " << fmt_bytes(copy_bytes) << " " << copy_alone
-           << " us alone, " << copy_beside << " us beside the all-gather (x" << copy_beside / copy_alone << ")";
-      log(line.str());
-    }
-    {
       const int64_t s = std::min(sizes.back(), std::max(granularity, opt.interference_bytes / granularity * granularity));
       const CollectiveKind ar = CollectiveKind::AllReduce;
       const double comm_alone =

@@ -4,8 +4,6 @@
 // cluster.compute_slowdown_during_comm), else at 1 us per us. Progress-based: when the
 // comm state flips, each running op's remaining work is brought up to date and its end is
 // re-projected (each re-projection gets a new version; older end events are stale).
-// The simulator keeps a second instance for copies (their work: the cost model's copy time;
-// their slow-down: cluster.copy_slowdown_during_comm).
 #pragma once
 #include <cstdint>
 #include <vector>

@@ -35,6 +35,11 @@ class CostModel {
   virtual CollectivePlan collective(CollectiveKind kind, int64_t size_bytes, const GroupPlacement& group) const = 0;
   // A device-local copy (copy-in / copy-out) of `bytes`.
   virtual double copy_time_us(int64_t bytes) const = 0;
+  // Where copies and collectives are work of the same processors (the mpi backend: CPU cores
+  // run memcpy and the MPI transfers alike), a copy is a flow of this many bytes over the
+  // intra-node link, shared max-min with the collectives' flows. 0 (the default): a copy takes
+  // copy_time_us whatever else runs (GPU copies do not slow NCCL down in this model).
+  virtual double copy_link_bytes(int64_t /*bytes*/) const { return 0; }
   // Capacity of a link class of this rank, bytes/s per direction (what flows share).
   virtual double link_bandwidth_bytes_per_s(LinkClass link) const = 0;
 };

@@ -30,6 +30,10 @@ double ProfileCostModel::copy_time_us(int64_t bytes) const {
   return profile_.copy_latency_us + static_cast<double>(bytes) / profile_.copy_bandwidth_bytes_per_s * 1e6;
 }
 
+double ProfileCostModel::copy_link_bytes(int64_t bytes) const {
+  return profile_.backend == "mpi" ? copy_time_us(bytes) * kVirtualBytesPerUs : 0.0;
+}
+
 double ProfileCostModel::link_bandwidth_bytes_per_s(LinkClass) const { return kVirtualBytesPerUs * 1e6; }
 
 }  // namespace shardline::sim

@@ -9,8 +9,11 @@
 // kVirtualBytesPerUs: alone it ends exactly at t; k concurrent transfers share the link and
 // each progresses at 1/k of its lone rate (the profile does not separate link classes: both
 // get the same capacity, and groups are looked up by size only).
-// Copies: copy_latency_us + bytes / copy_bandwidth. The profile's issue overhead, slow-downs,
-// event latency and compute overhead replace the scenario's (sim/simulator.cpp).
+// Copies: copy_latency_us + bytes / copy_bandwidth. On an mpi profile (CPU cores do both the
+// copies and the MPI transfers) a copy is a transfer of that time in virtual bytes on the same
+// link as the collectives, so a copy beside a collective slows both, as time-slicing one rank's
+// cores does. The profile's issue overhead and compute slow-down replace the scenario's
+// (sim/simulator.cpp).
 #pragma once
 #include "core/profile.h"
 #include "sim/cost_model.h"
@@ -24,6 +27,7 @@ class ProfileCostModel : public CostModel {
   explicit ProfileCostModel(const ClusterProfile& profile);  // keeps a reference
   CollectivePlan collective(CollectiveKind kind, int64_t size_bytes, const GroupPlacement& group) const override;
   double copy_time_us(int64_t bytes) const override;
+  double copy_link_bytes(int64_t bytes) const override;
   double link_bandwidth_bytes_per_s(LinkClass link) const override;
 
  private:

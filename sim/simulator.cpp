@@ -1,14 +1,13 @@
 // simulate(): wires the pieces together. The engine pops events; the host issues ops; the
 // stream set says what may start; each started op is timed by its kind:
 //   Alloc/Free: zero duration, memory changes at start;
-//   CopyIn/CopyOut: cost_model.copy_time_us(bytes) of work, slowed by
-//   cluster.copy_slowdown_during_comm while collectives are in flight (sim/compute.h);
+//   CopyIn/CopyOut: cost_model.copy_time_us(bytes), or a flow of copy_link_bytes(bytes) on
+//   the intra-node link where copies share the processors with collectives (mpi profiles);
 //   Compute: compute_overhead_us + compute_us of work, slowed while collectives are in flight
 //   (sim/compute.h);
 //   collectives: the cost model's phases, each a latency then a flow on a link (sim/network.h);
 //   while any compute op runs, links carry 1 / cluster.comm_slowdown_during_compute of their
-//   capacity, and while any copy runs 1 / cluster.comm_slowdown_during_copy more (flows are
-//   re-rated when the first such op starts and the last one ends).
+//   capacity (flows are re-rated when the first compute op starts and the last one ends).
 // Zero-duration ops end through an event at the same time (ordered by sequence number).
 // An op's event fires cluster.event_latency_us after it ends (0: at once); only then may ops
 // that wait for it start (the stream itself is free at the end).
@@ -46,7 +45,6 @@ enum EventKind : int {
   kLatencyDone,  // target: op (a collective phase's latency elapsed)
   kFlowDone,     // target: flow slot, version
   kSignal,       // target: op (its event fires, cluster.event_latency_us after it ended)
-  kCopyDone,     // target: op, version
 };
 
 [[noreturn]] void broken(const char* what, int op) {
@@ -87,7 +85,6 @@ class Simulation {
         streams_(program),
         host_(program, scenario.cluster.launch_overhead_us),
         compute_(scenario.cluster.compute_slowdown_during_comm),
-        copies_(scenario.cluster.copy_slowdown_during_comm),
         network_({cost_->link_bandwidth_bytes_per_s(sim::LinkClass::IntraNode),
                   cost_->link_bandwidth_bytes_per_s(sim::LinkClass::InterNode)}),
         memory_(program.static_memory_bytes) {
@@ -134,7 +131,7 @@ class Simulation {
       case kComputeDone:
         if (!compute_.is_current(e.target, e.version)) return;  // re-rated since
         compute_.finish(e.target);
-        if (compute_.running_count() == 0) rescale_links();
+        if (compute_.running_count() == 0) set_compute_running(false);
         finish_op(e.target);
         break;
       case kLatencyDone:
@@ -143,18 +140,13 @@ class Simulation {
       case kSignal:
         streams_.signal(e.target);
         break;
-      case kCopyDone:
-        if (!copies_.is_current(e.target, e.version)) return;  // re-rated since
-        copies_.finish(e.target);
-        if (copies_.running_count() == 0) rescale_links();
-        finish_op(e.target);
-        break;
       case kFlowDone: {
         if (!network_.is_current(e.target, e.version)) return;  // re-rated since
         const int op = network_.owner(e.target);
         network_.finish_flow(now, e.target);
         schedule_flows();
-        next_phase(op);
+        if (is_collective(program_.ops[op].kind)) next_phase(op);
+        else finish_op(op);  // a copy that shared the link (CostModel::copy_link_bytes)
         break;
       }
       default:
@@ -186,14 +178,16 @@ class Simulation {
         break;
       case OpKind::CopyIn:
       case OpKind::CopyOut:
-        copies_.start(now, id, cost_->copy_time_us(op.bytes));
-        if (copies_.running_count() == 1) rescale_links();
-        engine_.schedule_at(copies_.projected_end_us(copies_.running_count() - 1), kCopyDone, id,
-                            copies_.version(copies_.running_count() - 1));
+        if (const double link_bytes = cost_->copy_link_bytes(op.bytes); link_bytes > 0) {
+          network_.start_flow(now, sim::LinkClass::IntraNode, link_bytes, id);
+          schedule_flows();
+        } else {
+          engine_.schedule_at(now + cost_->copy_time_us(op.bytes), kOpDone, id);
+        }
         break;
       case OpKind::Compute:
+        if (compute_.running_count() == 0) set_compute_running(true);
         compute_.start(now, id, op.compute_us + scenario_.cluster.compute_overhead_us);
-        if (compute_.running_count() == 1) rescale_links();
         engine_.schedule_at(compute_.projected_end_us(compute_.running_count() - 1), kComputeDone, id,
                             compute_.version(compute_.running_count() - 1));
         break;
@@ -208,7 +202,6 @@ class Simulation {
         rc.plan = cost_->collective(collective_kind(op.kind), op.bytes, group);
         if (collectives_in_flight_++ == 0) {
           compute_.set_comm_in_flight(now, true);
-          copies_.set_comm_in_flight(now, true);
           schedule_compute();
         }
         begin_phase(id);
@@ -217,13 +210,11 @@ class Simulation {
     }
   }
 
-  // Transfers slow down while compute runs and while copies run (cluster factors).
-  void rescale_links() {
-    const double slowdown = (compute_.running_count() > 0 ? scenario_.cluster.comm_slowdown_during_compute : 1.0) *
-                            (copies_.running_count() > 0 ? scenario_.cluster.comm_slowdown_during_copy : 1.0);
-    if (slowdown == link_slowdown_) return;
-    link_slowdown_ = slowdown;
-    network_.set_capacity_scale(engine_.now_us(), 1.0 / slowdown);
+  // Transfers (and, on mpi profiles, copies) slow down while compute runs.
+  void set_compute_running(bool running) {
+    const double slowdown = scenario_.cluster.comm_slowdown_during_compute;
+    if (slowdown == 1.0) return;
+    network_.set_capacity_scale(engine_.now_us(), running ? 1.0 / slowdown : 1.0);
     schedule_flows();
   }
 
@@ -271,7 +262,6 @@ class Simulation {
       collective_slot(id).op = -1;
       if (--collectives_in_flight_ == 0) {
         compute_.set_comm_in_flight(now, false);
-        copies_.set_comm_in_flight(now, false);
         schedule_compute();
       }
     }
@@ -282,8 +272,6 @@ class Simulation {
   void schedule_compute() {
     for (int i = 0; i < compute_.running_count(); ++i)
       engine_.schedule_at(compute_.projected_end_us(i), kComputeDone, compute_.running_op(i), compute_.version(i));
-    for (int i = 0; i < copies_.running_count(); ++i)
-      engine_.schedule_at(copies_.projected_end_us(i), kCopyDone, copies_.running_op(i), copies_.version(i));
   }
   void schedule_flows() {
     for (int slot : network_.live_slots())
@@ -297,12 +285,10 @@ class Simulation {
   sim::StreamSet streams_;
   sim::HostThread host_;
   sim::ComputeModel compute_;
-  sim::ComputeModel copies_;  // copy work, slowed while collectives are in flight
   sim::Network network_;
   sim::MemoryTracker memory_;
   std::array<RunningCollective, kNumStreams> collectives_{};  // one per stream at most
   int collectives_in_flight_ = 0;
-  double link_slowdown_ = 1.0;
   std::vector<OpInterval> intervals_;
 };
 
@@ -318,8 +304,6 @@ Scenario with_profile(const Scenario& scenario, const ClusterProfile& profile) {
   s.cluster.launch_overhead_us = profile.issue_overhead_us;
   s.cluster.compute_slowdown_during_comm = profile.compute_slowdown_during_comm;
   s.cluster.comm_slowdown_during_compute = profile.comm_slowdown_during_compute;
-  s.cluster.copy_slowdown_during_comm = profile.copy_slowdown_during_comm;
-  s.cluster.comm_slowdown_during_copy = profile.comm_slowdown_during_copy;
   s.cluster.event_latency_us = profile.event_latency_us;
   s.cluster.compute_overhead_us = profile.compute_overhead_us;
   return s;
@@ -334,10 +318,8 @@ Timeline simulate(const Scenario& given, const Program& program, const SimOption
     throw InputError("cluster.launch_overhead", "the launch overhead must be a finite time >= 0");
   if (!(scenario.cluster.compute_slowdown_during_comm >= 1.0) || !std::isfinite(scenario.cluster.compute_slowdown_during_comm))
     throw InputError("cluster.compute_slowdown_during_comm", "the slow-down factor must be a finite number >= 1");
-  for (auto [where, f] : {std::pair{"cluster.comm_slowdown_during_compute", scenario.cluster.comm_slowdown_during_compute},
-                          std::pair{"cluster.copy_slowdown_during_comm", scenario.cluster.copy_slowdown_during_comm},
-                          std::pair{"cluster.comm_slowdown_during_copy", scenario.cluster.comm_slowdown_during_copy}})
-    if (!(f >= 1.0) || !std::isfinite(f)) throw InputError(where, "the slow-down factor must be a finite number >= 1");
+  if (!(scenario.cluster.comm_slowdown_during_compute >= 1.0) || !std::isfinite(scenario.cluster.comm_slowdown_during_compute))
+    throw InputError("cluster.comm_slowdown_during_compute", "the slow-down factor must be a finite number >= 1");
   for (auto [where, t] : {std::pair{"cluster.event_latency", scenario.cluster.event_latency_us},
                           std::pair{"cluster.compute_overhead", scenario.cluster.compute_overhead_us}})
     if (!(t >= 0) || !std::isfinite(t)) throw InputError(where, "must be a finite time >= 0");

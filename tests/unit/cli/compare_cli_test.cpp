@@ -86,8 +86,6 @@ TEST_F(CompareCli, ValidateRunsTheWholeLoopOnTwoRanks) {
   // latency is a time >= 0.
   EXPECT_GT(profile.at("compute_overhead_us").get<double>(), 0);
   EXPECT_GE(profile.at("event_latency_us").get<double>(), 0);
-  EXPECT_GE(profile.at("copy_slowdown_during_comm").get<double>(), 1);
-  EXPECT_GE(profile.at("comm_slowdown_during_copy").get<double>(), 1);
   const nlohmann::json c = nlohmann::json::parse(slurp(dir_ / "v" / "compare.json"));
   EXPECT_GT(c.at("measured_step_time_us").get<double>(), 0);
   EXPECT_GT(c.at("predicted_step_time_us").get<double>(), 0);

@@ -75,14 +75,10 @@ TEST(Profile, JsonRoundTripAndMissingGroupIsAnInputError) {
   p.issue_overhead_us = 3;
   p.event_latency_us = 7;
   p.compute_overhead_us = 11;
-  p.copy_slowdown_during_comm = 1.9;
-  p.comm_slowdown_during_copy = 1.4;
   p.collectives.push_back(table());
   const ClusterProfile q = profile_from_json(profile_to_json(p));
   EXPECT_DOUBLE_EQ(q.event_latency_us, 7);
   EXPECT_DOUBLE_EQ(q.compute_overhead_us, 11);
-  EXPECT_DOUBLE_EQ(q.copy_slowdown_during_comm, 1.9);
-  EXPECT_DOUBLE_EQ(q.comm_slowdown_during_copy, 1.4);
   ASSERT_EQ(q.collectives.size(), 1u);
   EXPECT_EQ(q.collectives[0].times_us, table().times_us);
   EXPECT_DOUBLE_EQ(q.collective_time_us(CollectiveKind::AllReduce, 4096, 4), 12.0);

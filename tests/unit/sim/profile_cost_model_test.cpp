@@ -81,29 +81,27 @@ TEST(ProfileCostModel, IssueOverheadAndComputeSlowdownComeFromTheProfile) {
   EXPECT_NEAR(duration(t, 1), 20, 1e-9);
 }
 
-// Measured side-by-side slow-downs: the copy (10 us alone) runs at half speed from 0, when the
-// all-gather is issued (it is in flight during its 4 us latency too): it ends at 20. The
-// all-gather's transfer runs at 1/1.5 of its rate while the copy runs: from 4 to 20 it moves
-// 16 / 1.5 of its 76 us, and the remaining 65.33 us at full rate: it ends at 85.33.
-TEST(ProfileCostModel, CopyAndCollectiveSlowDownSideBySide) {
-  ClusterProfile p = profile();
-  p.copy_slowdown_during_comm = 2;
-  p.comm_slowdown_during_copy = 1.5;
-  ProgramBuilder b;
-  const int copy = b.copy_in(9'000'000);
-  const int ag = b.collective(OpKind::AllGather, 4000, CommGroup::Shard, 8);
-  const Timeline t = run(b, p);
-  EXPECT_NEAR(t.intervals[copy].end_us, 20, 1e-9);
-  EXPECT_NEAR(t.intervals[ag].end_us, 4 + 16 + (76 - 16 / 1.5), 1e-9);
-}
-
-// Without those factors (a GPU profile, or one from before they were measured) a copy keeps
-// its time beside NCCL and the collective its own.
-TEST(ProfileCostModel, CopiesBesideCollectivesKeepTheirTimesWithoutSlowdowns) {
+// On an mpi profile the CPU does copies and MPI transfers alike: a copy is a flow on the
+// collectives' link. Copy alone: 1 + 9 = 10 us; the all-gather's transfer starts at 4 (after
+// its 4 us latency); from then both progress at half rate: the copy's last 6 us take 12
+// (ends at 16), the all-gather moved 6 of its 76 us by then and ends at 16 + 70 = 86.
+TEST(ProfileCostModel, MpiCopiesShareTheLinkWithCollectives) {
   ProgramBuilder b;
   const int copy = b.copy_in(9'000'000);
   const int ag = b.collective(OpKind::AllGather, 4000, CommGroup::Shard, 8);
   const Timeline t = run(b, profile());
+  EXPECT_NEAR(t.intervals[copy].end_us, 16, 1e-9);
+  EXPECT_NEAR(t.intervals[ag].end_us, 86, 1e-9);
+}
+
+// A GPU (nccl) profile keeps copies at their own fixed duration beside NCCL.
+TEST(ProfileCostModel, NcclCopiesDoNotShareTheLink) {
+  ClusterProfile p = profile();
+  p.backend = "nccl";
+  ProgramBuilder b;
+  const int copy = b.copy_in(9'000'000);
+  const int ag = b.collective(OpKind::AllGather, 4000, CommGroup::Shard, 8);
+  const Timeline t = run(b, p);
   EXPECT_NEAR(t.intervals[copy].end_us, 10, 1e-9);
   EXPECT_NEAR(t.intervals[ag].end_us, 80, 1e-9);
 }
