@@ -12,8 +12,8 @@
 // Copies: copy_latency_us + bytes / copy_bandwidth. On an mpi profile (CPU cores do both the
 // copies and the MPI transfers) a copy is a transfer of that time in virtual bytes on the same
 // link as the collectives, so a copy beside a collective slows both, as time-slicing one rank's
-// cores does. The profile's issue overhead and compute slow-down replace the scenario's
-// (sim/simulator.cpp).
+// cores does. The profile's issue overhead, both slow-downs, event latency and compute
+// overhead replace the scenario's (sim/simulator.cpp).
 #pragma once
 #include "core/profile.h"
 #include "sim/cost_model.h"

@@ -316,10 +316,9 @@ Timeline simulate(const Scenario& given, const Program& program, const SimOption
   const Scenario& scenario = options.profile ? calibrated : given;
   if (!(scenario.cluster.launch_overhead_us >= 0) || !std::isfinite(scenario.cluster.launch_overhead_us))
     throw InputError("cluster.launch_overhead", "the launch overhead must be a finite time >= 0");
-  if (!(scenario.cluster.compute_slowdown_during_comm >= 1.0) || !std::isfinite(scenario.cluster.compute_slowdown_during_comm))
-    throw InputError("cluster.compute_slowdown_during_comm", "the slow-down factor must be a finite number >= 1");
-  if (!(scenario.cluster.comm_slowdown_during_compute >= 1.0) || !std::isfinite(scenario.cluster.comm_slowdown_during_compute))
-    throw InputError("cluster.comm_slowdown_during_compute", "the slow-down factor must be a finite number >= 1");
+  for (auto [where, f] : {std::pair{"cluster.compute_slowdown_during_comm", scenario.cluster.compute_slowdown_during_comm},
+                          std::pair{"cluster.comm_slowdown_during_compute", scenario.cluster.comm_slowdown_during_compute}})
+    if (!(f >= 1.0) || !std::isfinite(f)) throw InputError(where, "the slow-down factor must be a finite number >= 1");
   for (auto [where, t] : {std::pair{"cluster.event_latency", scenario.cluster.event_latency_us},
                           std::pair{"cluster.compute_overhead", scenario.cluster.compute_overhead_us}})
     if (!(t >= 0) || !std::isfinite(t)) throw InputError(where, "must be a finite time >= 0");
