@@ -37,9 +37,36 @@ struct UnitSpec {
   }
 };
 
+// The transformer shorthand (model.transformer): the shape and the architecture knobs the
+// op-level compute model (core/kernels.h) and the memory model need. docs/scenario.md defines
+// every knob and checkpointing mode.
+enum class Checkpointing { None, Selective, Full };
+enum class MlpKind { SwiGlu, Gelu };           // SwiGLU: gate, up, down; GELU: up (ffn_hidden), down
+enum class NormKind { RmsNorm, LayerNorm };
+enum class PositionKind { Rope, Alibi, Learned };
+
+struct TransformerSpec {
+  int64_t layers = 0, hidden = 0, ffn_hidden = 0, heads = 0, kv_heads = 0, vocab = 0;
+  int64_t seq_len = 0, micro_batch_size = 0;
+  Checkpointing checkpointing = Checkpointing::None;
+  MlpKind mlp = MlpKind::SwiGlu;
+  NormKind norm = NormKind::RmsNorm;
+  PositionKind position = PositionKind::Rope;
+  bool bias = false;             // biases on every linear layer and norm
+  bool tied_embeddings = false;  // the output head reuses the token embedding
+  double dropout = 0;            // probability of the residual / attention / embedding dropouts
+  int64_t head_dim() const { return hidden / heads; }
+  int64_t kv_dim() const { return kv_heads * head_dim(); }
+};
+
 struct ModelSpec {
   std::string name;
   std::vector<UnitSpec> units;  // in forward order, repeats expanded
+  std::optional<TransformerSpec> transformer;  // set when the units were derived from it
+  // Samples per micro-batch and tokens per sample (from the transformer, or model.micro_batch_size
+  // and model.seq_len next to explicit units); 0 when not given: throughput metrics are unknown.
+  int64_t micro_batch_size = 0;
+  int64_t seq_len = 0;
   int64_t total_params() const {
     int64_t n = 0;
     for (const auto& u : units) n += u.params();
@@ -58,6 +85,10 @@ struct GpuSpec {
   double efficiency = 0.5;              // achievable fraction of peak (MFU-like)
   int64_t memory_bytes = 0;
   double copy_bandwidth_bytes_per_s = 0;  // achieved device-local copy rate (copy-in / copy-out)
+  // Memory held beyond the tensors the memory tracker counts (core/memory_reserve.h).
+  int64_t context_memory_bytes = 0;      // CUDA context, cuBLAS / cuDNN workspaces
+  int64_t nccl_memory_bytes = 0;         // NCCL buffers of one communicator
+  double allocator_fragmentation = 0;    // caching allocator: reserved = allocated x (1 + this)
 };
 
 struct ClusterSpec {

@@ -365,6 +365,8 @@ ModelSpec parse_model(const json& j, const json& sch) {
   if (const json* v = o.opt("transformer")) {
     m.units = parse_transformer(*v, o.at("transformer"), sch.at("transformer"));
     m.name = "transformer";
+    m.seq_len = v->at("seq_len").get<int64_t>();
+    m.micro_batch_size = v->at("micro_batch_size").get<int64_t>();
   } else {
     parse_unit_list(*o.opt("units"), o.at("units"), sch.at("units"), m.units);
     m.name = "custom";

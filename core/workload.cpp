@@ -1,0 +1,100 @@
+#include "core/workload.h"
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "core/json_fields.h"
+
+namespace shardline {
+
+using nlohmann::json;
+namespace jf = json_fields;
+
+double transformer_model_flops_per_token(const Scenario& s) {
+  const TransformerSpec& t = s.model.transformer.value();
+  const double params = static_cast<double>(s.model.total_params());
+  return 6.0 * params + 12.0 * static_cast<double>(t.layers) * static_cast<double>(t.hidden) * static_cast<double>(t.seq_len);
+}
+
+namespace {
+
+// Recomputed FLOPs per token of a transformer (same convention as the model FLOPs: attention
+// without causal discount): full checkpointing re-runs every block's forward; selective
+// (Megatron-LM core attention) re-runs the attention scores and context.
+double transformer_recompute_flops_per_token(const Scenario& s) {
+  const TransformerSpec& t = s.model.transformer.value();
+  const double attention = 4.0 * static_cast<double>(t.layers) * static_cast<double>(t.hidden) * static_cast<double>(t.seq_len);
+  switch (t.checkpointing) {
+    case Checkpointing::None: return 0;
+    case Checkpointing::Selective: return attention;
+    case Checkpointing::Full: {
+      double block_params = 0;
+      for (const UnitSpec& u : s.model.units)
+        if (u.name.rfind("layers.", 0) == 0) block_params += static_cast<double>(u.params());
+      return 2.0 * block_params + attention;
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+Workload workload_of(const Scenario& s) {
+  Workload w;
+  w.gpus = s.mesh.world();
+  const double data_parallel = static_cast<double>(s.mesh.world());
+  const double micro_batches = static_cast<double>(s.policy.micro_batches);
+  if (s.model.micro_batch_size > 0) {
+    w.samples_per_step = micro_batches * static_cast<double>(s.model.micro_batch_size) * data_parallel;
+    if (s.model.seq_len > 0) w.tokens_per_step = w.samples_per_step * static_cast<double>(s.model.seq_len);
+  }
+  if (s.model.transformer) {
+    w.model_flops_per_step = transformer_model_flops_per_token(s) * w.tokens_per_step;
+    w.hardware_flops_per_step = w.model_flops_per_step + transformer_recompute_flops_per_token(s) * w.tokens_per_step;
+  } else {
+    // Explicit units: their own FLOPs per micro-batch, on every rank, every micro-batch.
+    double model = 0, recompute = 0;
+    bool known = true;
+    for (const UnitSpec& u : s.model.units) {
+      if (u.forward_time_us || u.backward_time_us) known = false;
+      model += u.forward_flops + u.backward_flops;
+      if (u.recompute_forward) recompute += u.forward_flops;
+    }
+    if (known) {
+      w.model_flops_per_step = model * micro_batches * data_parallel;
+      w.hardware_flops_per_step = (model + recompute) * micro_batches * data_parallel;
+    }
+  }
+  const auto peak = s.cluster.gpu.peak_tflops.find(s.policy.param_dtype);
+  if (peak != s.cluster.gpu.peak_tflops.end()) w.peak_flops_per_gpu = peak->second * 1e12;
+  return w;
+}
+
+json workload_to_json(const Workload& w) {
+  return json{{"gpus", w.gpus},
+              {"samples_per_step", w.samples_per_step},
+              {"tokens_per_step", w.tokens_per_step},
+              {"model_flops_per_step", w.model_flops_per_step},
+              {"hardware_flops_per_step", w.hardware_flops_per_step},
+              {"peak_flops_per_gpu", w.peak_flops_per_gpu}};
+}
+
+Workload workload_from_json(const json& j, const std::string& path) {
+  jf::require_object(j, path);
+  Workload w;
+  w.gpus = jf::get_int32(j, "gpus", path);
+  if (w.gpus < 1) throw InputError(jf::join_path(path, "gpus"), "must be >= 1");
+  const auto non_negative = [&](const char* key) {
+    const double v = jf::get_number(j, key, path);
+    if (!(v >= 0)) throw InputError(jf::join_path(path, key), "must be a number >= 0");
+    return v;
+  };
+  w.samples_per_step = non_negative("samples_per_step");
+  w.tokens_per_step = non_negative("tokens_per_step");
+  w.model_flops_per_step = non_negative("model_flops_per_step");
+  w.hardware_flops_per_step = non_negative("hardware_flops_per_step");
+  w.peak_flops_per_gpu = non_negative("peak_flops_per_gpu");
+  return w;
+}
+
+}  // namespace shardline

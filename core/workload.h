@@ -1,0 +1,34 @@
+// What one training step processes, for the throughput metrics (DESIGN.md "Metrics";
+// docs/outputs.md "Throughput" has every formula): samples and tokens per step, model and
+// hardware FLOPs per step, the GPU count and their dense peak. Filled from the Scenario by
+// workload_of(); carried by every Timeline so that metrics, compare, sweep and regress can
+// turn a step time into tokens/s, MFU and HFU without the Scenario.
+#pragma once
+#include <nlohmann/json_fwd.hpp>
+
+#include "core/scenario.h"
+
+namespace shardline {
+
+struct Workload {
+  int gpus = 1;                        // every rank of the mesh (shard x replicate)
+  // Global per step; 0 when the scenario does not say (explicit units without
+  // model.seq_len / model.micro_batch_size; units given as times have no FLOPs).
+  double samples_per_step = 0;         // micro_batches x micro_batch_size x data-parallel size
+  double tokens_per_step = 0;          // samples_per_step x seq_len
+  double model_flops_per_step = 0;     // the MFU numerator: no recomputation
+  double hardware_flops_per_step = 0;  // the HFU numerator: model FLOPs + recomputation
+  double peak_flops_per_gpu = 0;       // dense peak of the compute dtype (policy.param_dtype), FLOP/s
+};
+
+// Model FLOPs per token of a transformer shorthand model (the MFU convention of PaLM and
+// llm-foundry): 6 x parameters (embeddings once) + 12 x layers x hidden x seq_len (attention
+// scores and context, forward + backward, no causal discount).
+double transformer_model_flops_per_token(const Scenario& scenario);
+
+Workload workload_of(const Scenario& scenario);
+
+nlohmann::json workload_to_json(const Workload& w);
+Workload workload_from_json(const nlohmann::json& j, const std::string& path);  // InputError on bad fields
+
+}  // namespace shardline
