@@ -10,7 +10,8 @@ namespace {
 
 // Sources for every number: docs/scenario.md, section "Cluster presets". A preset's cluster name
 // is its key. h100-sxm-dgx: DGX H100 (8x H100 SXM5 80GB, NVLink 4, 8x 400 Gb/s InfiniBand NDR);
-// a100-80gb-dgx: DGX A100 (8x A100 SXM4 80GB, NVLink 3, 8x 200 Gb/s InfiniBand HDR); host-cpu: MPI
+// a100-80gb-dgx / a100-40gb-dgx: DGX A100 (8x A100 SXM4 80GB / 40GB, NVLink 3, 8x 200 Gb/s
+// InfiniBand HDR); host-cpu: MPI
 // ranks on one host as devices, shared-memory transport.
 constexpr const char* kPresets = R"json({
   "h100-sxm-dgx": {
@@ -18,8 +19,12 @@ constexpr const char* kPresets = R"json({
       "name": "H100 SXM5 80GB",
       "peak_tflops": {"bf16": 989, "fp16": 989, "fp8": 1979, "fp32": 67},
       "efficiency": 0.45,
-      "memory": "80GiB",
-      "copy_bandwidth": "1.6TB/s"
+      "memory": "81559MiB",
+      "copy_bandwidth": "1.6TB/s",
+      "hbm_bandwidth": "3.35TB/s",
+      "gemm_efficiency": 0.8, "gemm_half_dim": 128, "attention_efficiency": 0.5, "memory_efficiency": 0.8,
+      "kernel_launch": "4us",
+      "context_memory": "1GiB", "nccl_memory": "512MiB", "allocator_fragmentation": 0.05
     },
     "nodes": 1,
     "gpus_per_node": 8,
@@ -34,8 +39,32 @@ constexpr const char* kPresets = R"json({
       "name": "A100 SXM4 80GB",
       "peak_tflops": {"bf16": 312, "fp16": 312, "fp32": 19.5},
       "efficiency": 0.5,
-      "memory": "80GiB",
-      "copy_bandwidth": "1.0TB/s"
+      "memory": "81920MiB",
+      "copy_bandwidth": "1.0TB/s",
+      "hbm_bandwidth": "2039GB/s",
+      "gemm_efficiency": 0.8, "gemm_half_dim": 128, "attention_efficiency": 0.6, "memory_efficiency": 0.8,
+      "kernel_launch": "4us",
+      "context_memory": "1GiB", "nccl_memory": "512MiB", "allocator_fragmentation": 0.05
+    },
+    "nodes": 1,
+    "gpus_per_node": 8,
+    "intra_node": {"bandwidth": "300GB/s", "latency": "2.5us"},
+    "inter_node": {"bandwidth": "200Gbps", "latency": "6us"},
+    "launch_overhead": "5us",
+    "compute_slowdown_during_comm": 1.1,
+    "hierarchical_collectives": false
+  },
+  "a100-40gb-dgx": {
+    "gpu": {
+      "name": "A100 SXM4 40GB",
+      "peak_tflops": {"bf16": 312, "fp16": 312, "fp32": 19.5},
+      "efficiency": 0.5,
+      "memory": "40960MiB",
+      "copy_bandwidth": "1.0TB/s",
+      "hbm_bandwidth": "1555GB/s",
+      "gemm_efficiency": 0.8, "gemm_half_dim": 128, "attention_efficiency": 0.6, "memory_efficiency": 0.8,
+      "kernel_launch": "4us",
+      "context_memory": "1GiB", "nccl_memory": "512MiB", "allocator_fragmentation": 0.05
     },
     "nodes": 1,
     "gpus_per_node": 8,
@@ -51,7 +80,10 @@ constexpr const char* kPresets = R"json({
       "peak_tflops": {"fp32": 0.05, "bf16": 0.05, "fp16": 0.05},
       "efficiency": 0.5,
       "memory": "2GiB",
-      "copy_bandwidth": "5GB/s"
+      "copy_bandwidth": "5GB/s",
+      "hbm_bandwidth": "10GB/s",
+      "gemm_efficiency": 0.5, "gemm_half_dim": 16, "attention_efficiency": 0.25, "memory_efficiency": 0.5,
+      "kernel_launch": "20us"
     },
     "nodes": 1,
     "gpus_per_node": 2,

@@ -18,6 +18,10 @@ struct TensorSpec {
   int64_t numel = 0;
 };
 
+// Which part of a transformer shorthand model a unit is (None: an explicit unit). The
+// op-level compute model (core/compute_model.h) derives its kernels from it.
+enum class TransformerPart { None, Embedding, Block, Head };
+
 // What fully_shard wraps: a transformer block, the embedding, the output head.
 struct UnitSpec {
   std::string name;
@@ -27,7 +31,11 @@ struct UnitSpec {
   std::optional<double> forward_time_us;    // measured times replace FLOPs when given
   std::optional<double> backward_time_us;
   int64_t activation_bytes = 0;             // saved for backward per micro-batch (after checkpointing)
+  int64_t forward_transient_bytes = 0;      // live only while its forward runs (e.g. fp32 logits)
+  int64_t backward_transient_bytes = 0;     // live only while its backward runs (recomputed
+                                            // activations, activation gradients)
   bool recompute_forward = false;           // full checkpointing: backward re-runs forward first
+  TransformerPart part = TransformerPart::None;
   std::optional<int64_t> bucket_bytes;      // per-unit bucket override: this unit is bucketed alone
 
   int64_t params() const {
@@ -44,6 +52,8 @@ enum class Checkpointing { None, Selective, Full };
 enum class MlpKind { SwiGlu, Gelu };           // SwiGLU: gate, up, down; GELU: up (ffn_hidden), down
 enum class NormKind { RmsNorm, LayerNorm };
 enum class PositionKind { Rope, Alibi, Learned };
+enum class LossKind { Fp32, Fused };           // fp32: PyTorch cross-entropy over fp32 logits;
+                                               // fused: one kernel over 16-bit logits (flash-attn's)
 
 struct TransformerSpec {
   int64_t layers = 0, hidden = 0, ffn_hidden = 0, heads = 0, kv_heads = 0, vocab = 0;
@@ -54,7 +64,8 @@ struct TransformerSpec {
   PositionKind position = PositionKind::Rope;
   bool bias = false;             // biases on every linear layer and norm
   bool tied_embeddings = false;  // the output head reuses the token embedding
-  double dropout = 0;            // probability of the residual / attention / embedding dropouts
+  double dropout = 0;            // probability of the residual and embedding dropouts
+  LossKind loss = LossKind::Fp32;
   int64_t head_dim() const { return hidden / heads; }
   int64_t kv_dim() const { return kv_heads * head_dim(); }
 };
@@ -82,7 +93,15 @@ struct LinkSpec {
 struct GpuSpec {
   std::string name;
   std::map<DType, double> peak_tflops;  // dense peak per dtype
-  double efficiency = 0.5;              // achievable fraction of peak (MFU-like)
+  double efficiency = 0.5;              // explicit units: achievable fraction of peak (MFU-like)
+  // The op-level compute model of the transformer shorthand (core/compute_model.h); every
+  // value is documented with its source in docs/scenario.md.
+  double hbm_bandwidth_bytes_per_s = 0;  // datasheet memory bandwidth
+  double gemm_efficiency = 0;            // fraction of dense peak a large GEMM reaches
+  double gemm_half_dim = 0;              // smallest GEMM dimension at which it reaches half of that
+  double attention_efficiency = 0;       // fraction of dense peak FlashAttention reaches
+  double memory_efficiency = 0;          // fraction of hbm_bandwidth memory-bound kernels reach
+  double kernel_launch_us = 0;           // per kernel: launch gap and tail
   int64_t memory_bytes = 0;
   double copy_bandwidth_bytes_per_s = 0;  // achieved device-local copy rate (copy-in / copy-out)
   // Memory held beyond the tensors the memory tracker counts (core/memory_reserve.h).

@@ -1,5 +1,6 @@
 #include "core/scenario_parse.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -14,6 +15,7 @@
 #include "core/cluster_presets.h"
 #include "core/error.h"
 #include "core/suggest.h"
+#include "core/transformer.h"
 #include "core/units.h"
 
 namespace shardline {
@@ -32,8 +34,11 @@ constexpr const char* kSchema = R"json({
     "transformer": {
       "layers": "int", "hidden": "int", "ffn_hidden": "int", "heads": "int", "kv_heads": "int",
       "vocab": "int", "seq_len": "int", "micro_batch_size": "int",
-      "activation_checkpointing": "none|selective|full", "tied_embeddings": "bool"
+      "activation_checkpointing": "none|selective|full", "tied_embeddings": "bool",
+      "attention": "mha|gqa", "mlp": "swiglu|gelu", "norm": "rmsnorm|layernorm", "position": "rope|alibi|learned",
+      "bias": "bool", "dropout": "number", "loss": "fp32|fused"
     },
+    "seq_len": "int", "micro_batch_size": "int",
     "units": [{
       "name": "string", "params": "int", "tensors": [{"name": "string", "numel": "int"}],
       "forward_flops": "flops", "forward_time": "time", "backward_flops": "flops", "backward_time": "time",
@@ -45,7 +50,10 @@ constexpr const char* kSchema = R"json({
     "gpu": {
       "name": "string",
       "peak_tflops": {"fp32": "number", "bf16": "number", "fp16": "number", "fp8": "number"},
-      "efficiency": "number", "memory": "size", "copy_bandwidth": "rate"
+      "efficiency": "number", "memory": "size", "copy_bandwidth": "rate",
+      "hbm_bandwidth": "rate", "gemm_efficiency": "number", "gemm_half_dim": "number", "attention_efficiency": "number",
+      "memory_efficiency": "number", "kernel_launch": "time",
+      "context_memory": "size", "nccl_memory": "size", "allocator_fragmentation": "number"
     },
     "nodes": "int", "gpus_per_node": "int",
     "intra_node": {"bandwidth": "rate", "latency": "time"},
@@ -189,75 +197,23 @@ class Obj {
 
 // ---- model ------------------------------------------------------------------------------------
 
-struct TransformerShape {
-  int64_t layers, hidden, ffn_hidden, heads, kv_heads, vocab, seq_len, micro_batch_size;
-  std::string checkpointing;
-  bool tied_embeddings;
-};
-
-std::vector<UnitSpec> derive_transformer(const TransformerShape& t) {
-  const int64_t h = t.hidden, s = t.seq_len, b = t.micro_batch_size;
-  const int64_t head_dim = h / t.heads;
-  const int64_t kv_dim = t.kv_heads * head_dim;
-  const double tokens = static_cast<double>(s) * static_cast<double>(b);
-  std::vector<UnitSpec> units;
-
-  UnitSpec embedding;
-  embedding.name = "embedding";
-  embedding.tensors = {{"tok_embeddings.weight", t.vocab * h}};
-  embedding.forward_flops = 0;        // a gather, no matmul
-  embedding.backward_flops = 0;       // a scatter-add, no matmul
-  embedding.activation_bytes = 8 * s * b;  // int64 token ids
-  units.push_back(std::move(embedding));
-
-  for (int64_t layer = 0; layer < t.layers; ++layer) {
-    UnitSpec block;
-    block.name = "layers." + std::to_string(layer);
-    block.tensors = {
-        {"attention.wq.weight", h * h},
-        {"attention.wk.weight", h * kv_dim},
-        {"attention.wv.weight", h * kv_dim},
-        {"attention.wo.weight", h * h},
-        {"feed_forward.w1.weight", h * t.ffn_hidden},  // gate
-        {"feed_forward.w3.weight", h * t.ffn_hidden},  // up
-        {"feed_forward.w2.weight", t.ffn_hidden * h},  // down
-        {"attention_norm.weight", h},
-        {"ffn_norm.weight", h},
-    };
-    // Scores QK^T and context AV: 2 matmuls of 2*b*s*s*h FLOPs each, halved for the causal mask.
-    const double attention_core = 4.0 * static_cast<double>(b) * static_cast<double>(s) * static_cast<double>(s) *
-                                  static_cast<double>(h) / 2.0;
-    block.forward_flops = 2.0 * static_cast<double>(block.params()) * tokens + attention_core;
-    block.backward_flops = 2.0 * block.forward_flops;
-    // Korthikanti et al. 2022, 16-bit activations, bytes per block per micro-batch.
-    if (t.checkpointing == "none") {
-      block.activation_bytes = s * b * (34 * h + 5 * t.heads * s);
-    } else if (t.checkpointing == "selective") {
-      block.activation_bytes = 34 * s * b * h;
-      block.backward_flops += attention_core;  // the attention core is recomputed in backward
-    } else {
-      block.activation_bytes = 2 * s * b * h;  // only the block input
-      block.recompute_forward = true;
-    }
-    units.push_back(std::move(block));
+// An enumerated string knob: the value must be one of `names`; the error names them all (and
+// the closest one).
+template <typename E>
+E as_choice(const json& v, const std::string& path, const std::vector<std::pair<std::string, E>>& names) {
+  const std::string text = as_string(v, path);
+  std::vector<std::string> known;
+  for (const auto& [name, value] : names) {
+    if (name == text) return value;
+    known.push_back(name);
   }
-
-  UnitSpec head;
-  head.name = "norm+output";
-  head.tensors = {{"norm.weight", h}};
-  if (!t.tied_embeddings) head.tensors.push_back({"output.weight", t.vocab * h});
-  head.forward_flops = 2.0 * tokens * static_cast<double>(t.vocab) * static_cast<double>(h);
-  head.backward_flops = 2.0 * head.forward_flops;
-  // Norm input and head input (bf16), plus the fp32 log-softmax the loss keeps for backward.
-  head.activation_bytes = 4 * s * b * h + 4 * s * b * t.vocab;
-  units.push_back(std::move(head));
-  return units;
+  throw InputError(path, "unknown value \"" + text + "\";" + suggestion_tail(text, known));
 }
 
-std::vector<UnitSpec> parse_transformer(const json& j, const std::string& path, const json& sch) {
+TransformerSpec parse_transformer(const json& j, const std::string& path, const json& sch) {
   const Obj o(j, path, sch);
   const auto positive = [&](const char* key) { return as_int64(o.req(key, "a positive integer"), o.at(key), 1); };
-  TransformerShape t{};
+  TransformerSpec t;
   t.layers = positive("layers");
   t.hidden = positive("hidden");
   t.ffn_hidden = positive("ffn_hidden");
@@ -266,24 +222,54 @@ std::vector<UnitSpec> parse_transformer(const json& j, const std::string& path, 
   t.vocab = positive("vocab");
   t.seq_len = positive("seq_len");
   t.micro_batch_size = positive("micro_batch_size");
-  t.checkpointing = "none";
   if (const json* v = o.opt("activation_checkpointing")) {
-    t.checkpointing = as_string(*v, o.at("activation_checkpointing"));
-    if (t.checkpointing != "none" && t.checkpointing != "selective" && t.checkpointing != "full") {
-      throw InputError(o.at("activation_checkpointing"), "unknown checkpointing \"" + t.checkpointing +
-                                                              "\"; expected \"none\", \"selective\" or \"full\"");
-    }
+    t.checkpointing = as_choice<Checkpointing>(*v, o.at("activation_checkpointing"),
+                                               {{"none", Checkpointing::None},
+                                                {"selective", Checkpointing::Selective},
+                                                {"full", Checkpointing::Full}});
   }
-  t.tied_embeddings = o.has("tied_embeddings") ? as_bool(*o.opt("tied_embeddings"), o.at("tied_embeddings")) : false;
+  if (const json* v = o.opt("tied_embeddings")) t.tied_embeddings = as_bool(*v, o.at("tied_embeddings"));
+  if (const json* v = o.opt("mlp")) t.mlp = as_choice<MlpKind>(*v, o.at("mlp"), {{"swiglu", MlpKind::SwiGlu}, {"gelu", MlpKind::Gelu}});
+  if (const json* v = o.opt("norm"))
+    t.norm = as_choice<NormKind>(*v, o.at("norm"), {{"rmsnorm", NormKind::RmsNorm}, {"layernorm", NormKind::LayerNorm}});
+  if (const json* v = o.opt("position")) {
+    t.position = as_choice<PositionKind>(
+        *v, o.at("position"), {{"rope", PositionKind::Rope}, {"alibi", PositionKind::Alibi}, {"learned", PositionKind::Learned}});
+  }
+  if (const json* v = o.opt("bias")) t.bias = as_bool(*v, o.at("bias"));
+  if (const json* v = o.opt("loss")) t.loss = as_choice<LossKind>(*v, o.at("loss"), {{"fp32", LossKind::Fp32}, {"fused", LossKind::Fused}});
+  if (const json* v = o.opt("dropout")) {
+    t.dropout = as_number(*v, o.at("dropout"));
+    if (!(t.dropout >= 0 && t.dropout < 1)) throw InputError(o.at("dropout"), show(*v) + " is out of range; expected a probability in [0, 1)");
+  }
   if (t.hidden % t.heads != 0) {
     throw InputError(o.at("heads"), std::to_string(t.heads) + " heads do not divide hidden " +
                                         std::to_string(t.hidden) + "; expected hidden = heads * head_dim");
   }
-  if (t.heads % t.kv_heads != 0) {
+  if (t.kv_heads > t.heads || t.heads % t.kv_heads != 0) {
     throw InputError(o.at("kv_heads"), std::to_string(t.kv_heads) + " kv_heads do not divide heads " +
                                            std::to_string(t.heads) + "; expected a divisor (grouped-query attention)");
   }
-  return derive_transformer(t);
+  if (const json* v = o.opt("attention")) {
+    const bool gqa = as_choice<bool>(*v, o.at("attention"), {{"mha", false}, {"gqa", true}});
+    if (!gqa && t.kv_heads != t.heads) {
+      throw InputError(o.at("attention"), "\"mha\" (multi-head attention) needs kv_heads = heads, but kv_heads is " +
+                                              std::to_string(t.kv_heads) + " and heads " + std::to_string(t.heads) +
+                                              "; expected \"gqa\" or kv_heads = heads");
+    }
+    if (gqa && t.kv_heads == t.heads) {
+      throw InputError(o.at("attention"), "\"gqa\" (grouped-query attention) needs fewer kv_heads than heads (" +
+                                              std::to_string(t.heads) + "); set kv_heads, or use \"mha\"");
+    }
+  }
+  // Sizes that must stay far from int64 overflow in the memory model (bytes = tokens x width x 20).
+  const double tokens = static_cast<double>(t.seq_len) * static_cast<double>(t.micro_batch_size);
+  const double widest = static_cast<double>(std::max({t.hidden, t.ffn_hidden, t.vocab}));
+  if (tokens * widest * 64.0 > 9e18) {
+    throw InputError(path, "seq_len x micro_batch_size x the widest dimension (" + std::to_string(static_cast<int64_t>(widest)) +
+                               ") is too large: one activation would exceed 2^63 bytes");
+  }
+  return t;
 }
 
 void parse_unit_list(const json& j, const std::string& path, const json& sch, std::vector<UnitSpec>& units) {
@@ -363,13 +349,19 @@ ModelSpec parse_model(const json& j, const json& sch) {
                               "(an explicit list)");
   }
   if (const json* v = o.opt("transformer")) {
-    m.units = parse_transformer(*v, o.at("transformer"), sch.at("transformer"));
+    m.transformer = parse_transformer(*v, o.at("transformer"), sch.at("transformer"));
+    // Units are derived once the activation dtype is known (parse_scenario); the names are fixed.
     m.name = "transformer";
-    m.seq_len = v->at("seq_len").get<int64_t>();
-    m.micro_batch_size = v->at("micro_batch_size").get<int64_t>();
+    m.seq_len = m.transformer->seq_len;
+    m.micro_batch_size = m.transformer->micro_batch_size;
+    for (const char* key : {"seq_len", "micro_batch_size"}) {
+      if (o.has(key)) throw InputError(o.at(key), std::string("give it inside model.transformer (a transformer states its own ") + key + ")");
+    }
   } else {
     parse_unit_list(*o.opt("units"), o.at("units"), sch.at("units"), m.units);
     m.name = "custom";
+    if (const json* v = o.opt("seq_len")) m.seq_len = as_int64(*v, o.at("seq_len"), 1);
+    if (const json* v = o.opt("micro_batch_size")) m.micro_batch_size = as_int64(*v, o.at("micro_batch_size"), 1);
   }
   if (const json* v = o.opt("name")) m.name = as_string(*v, o.at("name"));
   std::set<std::string> names;
@@ -444,6 +436,32 @@ ClusterSpec parse_cluster(const json& j, const json& sch, const std::string& bas
     if (!(c.gpu.efficiency > 0 && c.gpu.efficiency <= 1)) {
       throw InputError(g.at("efficiency"), show(*v) + " is out of range; expected a fraction in (0, 1]");
     }
+  }
+  const auto fraction = [&](const char* key, double& out) {
+    if (const json* v = g.opt(key)) {
+      out = as_number(*v, g.at(key));
+      if (!(out > 0 && out <= 1)) throw InputError(g.at(key), show(*v) + " is out of range; expected a fraction in (0, 1]");
+    }
+  };
+  fraction("gemm_efficiency", c.gpu.gemm_efficiency);
+  fraction("attention_efficiency", c.gpu.attention_efficiency);
+  fraction("memory_efficiency", c.gpu.memory_efficiency);
+  if (const json* v = g.opt("hbm_bandwidth")) c.gpu.hbm_bandwidth_bytes_per_s = as_rate(*v, g.at("hbm_bandwidth"));
+  if (const json* v = g.opt("gemm_half_dim")) {
+    c.gpu.gemm_half_dim = as_number(*v, g.at("gemm_half_dim"));
+    if (!(c.gpu.gemm_half_dim >= 0 && c.gpu.gemm_half_dim <= 1e6))
+      throw InputError(g.at("gemm_half_dim"), show(*v) + " is out of range; expected a GEMM dimension in [0, 1e6]");
+  }
+  if (const json* v = g.opt("kernel_launch")) {
+    c.gpu.kernel_launch_us = as_time_us(*v, g.at("kernel_launch"));
+    if (c.gpu.kernel_launch_us > 1e6) throw InputError(g.at("kernel_launch"), show(*v) + " is over a second; expected a per-kernel cost of microseconds");
+  }
+  if (const json* v = g.opt("context_memory")) c.gpu.context_memory_bytes = as_size(*v, g.at("context_memory"));
+  if (const json* v = g.opt("nccl_memory")) c.gpu.nccl_memory_bytes = as_size(*v, g.at("nccl_memory"));
+  if (const json* v = g.opt("allocator_fragmentation")) {
+    c.gpu.allocator_fragmentation = as_number(*v, g.at("allocator_fragmentation"));
+    if (!(c.gpu.allocator_fragmentation >= 0 && c.gpu.allocator_fragmentation <= 1))
+      throw InputError(g.at("allocator_fragmentation"), show(*v) + " is out of range; expected a fraction in [0, 1] of the allocated bytes");
   }
   c.gpu.memory_bytes = as_size(g.req("memory", "a size such as \"80GiB\""), g.at("memory"));
   if (c.gpu.memory_bytes <= 0) throw InputError(g.at("memory"), "0 bytes; expected a positive memory size");
@@ -686,8 +704,22 @@ Scenario parse_scenario(const nlohmann::json& scenario_json, const std::string& 
   s.model = parse_model(top.req("model", "an object with \"transformer\" or \"units\""), sch.at("model"));
   s.cluster = parse_cluster(top.req("cluster", "an object with \"preset\" or explicit fields"), sch.at("cluster"), base_dir);
   s.mesh = parse_mesh(top.req("mesh", "an object {shard, replicate}"), sch.at("mesh"), s.cluster);
-  s.policy = top.has("policy") ? parse_policy(*top.opt("policy"), sch.at("policy"), s.mesh, s.model.units.size())
-                               : PolicySpec{};
+  const size_t unit_count = s.model.transformer ? static_cast<size_t>(s.model.transformer->layers) + 2 : s.model.units.size();
+  s.policy = top.has("policy") ? parse_policy(*top.opt("policy"), sch.at("policy"), s.mesh, unit_count) : PolicySpec{};
+  if (s.model.transformer) {
+    s.model.units = transformer_units(*s.model.transformer, dtype_bytes(s.policy.param_dtype));
+    // The op-level compute model needs the GPU's memory bandwidth and efficiencies.
+    const GpuSpec& gpu = s.cluster.gpu;
+    for (auto [key, value] : {std::pair{"hbm_bandwidth", gpu.hbm_bandwidth_bytes_per_s}, std::pair{"gemm_efficiency", gpu.gemm_efficiency},
+                              std::pair{"attention_efficiency", gpu.attention_efficiency},
+                              std::pair{"memory_efficiency", gpu.memory_efficiency}}) {
+      if (!(value > 0)) {
+        throw InputError(std::string("cluster.gpu.") + key,
+                         "missing; the transformer shorthand times each kernel with a roofline and needs the GPU's hbm_bandwidth, "
+                         "gemm_efficiency, attention_efficiency and memory_efficiency (the presets carry them; docs/compute-model.md)");
+      }
+    }
+  }
   s.run = top.has("run") ? parse_run(*top.opt("run"), sch.at("run")) : RunSpec{};
 
   // Cross-checks that need more than one section.

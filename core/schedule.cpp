@@ -17,17 +17,6 @@ namespace {
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-// Peak dense throughput of the GPU for the param dtype, in FLOP/s, times achievable efficiency.
-double achieved_flops_per_s(const Scenario& s) {
-  const auto it = s.cluster.gpu.peak_tflops.find(s.policy.param_dtype);
-  if (it == s.cluster.gpu.peak_tflops.end()) {
-    throw InputError("cluster.gpu.peak_tflops", "no peak throughput for the param dtype \"" +
-                                                    std::string(dtype_name(s.policy.param_dtype)) +
-                                                    "\"; add it or give units forward/backward times");
-  }
-  return it->second * 1e12 * s.cluster.gpu.efficiency;
-}
-
 // A communication bucket: what one fused collective moves. Slices are in shard-local element
 // space; `units` lists every unit with a slice in it, in forward order.
 struct Bucket {
@@ -203,6 +192,24 @@ class Scheduler {
                        "bucketing packs groups into fused collectives; it needs policy.comm_fusion=true "
                        "(set bucket_bytes to 0 or enable comm_fusion)");
     }
+    // Compute durations per unit: transformer units of one part share their kernels, so each
+    // part is timed once.
+    std::array<std::pair<double, double>, 4> part_us{};
+    std::array<bool, 4> part_done{};
+    for (const UnitSpec& unit : s_.model.units) {
+      const int part = static_cast<int>(unit.part);
+      if (unit.part != TransformerPart::None && part_done[part]) {
+        forward_us_.push_back(part_us[part].first);
+        backward_us_.push_back(part_us[part].second);
+        continue;
+      }
+      forward_us_.push_back(forward_compute_us(s_, unit));
+      backward_us_.push_back(backward_compute_us(s_, unit));
+      if (unit.part != TransformerPart::None) {
+        part_us[part] = {forward_us_.back(), backward_us_.back()};
+        part_done[part] = true;
+      }
+    }
     const int64_t per_param_static = dtype_bytes(p_.master_dtype) * 2 + s_.policy.optimizer_bytes_per_param;
     for (int u = 0; u < static_cast<int>(s_.model.units.size()); ++u) {
       const UnitSpec& unit = s_.model.units[u];
@@ -365,7 +372,7 @@ class Scheduler {
     const UnitSpec& u = s_.model.units[unit];
     Op op = make(OpKind::Compute, StreamId::Compute, std::string(backward ? "bwd " : "fwd ") + u.name);
     op.unit = unit;
-    op.compute_us = backward ? backward_compute_us(s_, u) : forward_compute_us(s_, u);
+    op.compute_us = backward ? backward_us_[unit] : forward_us_[unit];
     op.recompute = backward && u.recompute_forward;
     last_compute_ = em_.emit(std::move(op));
     return last_compute_;
@@ -389,7 +396,11 @@ class Scheduler {
       const UnitSpec& u = s_.model.units[i];
       if (u.activation_bytes > 0)
         memory_op(OpKind::Alloc, StreamId::Compute, MemoryKind::Activations, u.activation_bytes, "act " + u.name);
+      if (u.forward_transient_bytes > 0)
+        memory_op(OpKind::Alloc, StreamId::Compute, MemoryKind::Activations, u.forward_transient_bytes, "fwd tmp " + u.name);
       compute(i, false);
+      if (u.forward_transient_bytes > 0)
+        memory_op(OpKind::Free, StreamId::Compute, MemoryKind::Activations, u.forward_transient_bytes, "fwd tmp " + u.name);
       // post-forward(i): reshard each bucket whose last user this was.
       for (int b : ag_of_unit_[i])
         if (ag_[b].units.back() == i) reshard(b, true);
@@ -423,7 +434,11 @@ class Scheduler {
         }
       }
       const UnitSpec& u = s_.model.units[i];
+      if (u.backward_transient_bytes > 0)
+        memory_op(OpKind::Alloc, StreamId::Compute, MemoryKind::Activations, u.backward_transient_bytes, "bwd tmp " + u.name);
       compute(i, true);
+      if (u.backward_transient_bytes > 0)
+        memory_op(OpKind::Free, StreamId::Compute, MemoryKind::Activations, u.backward_transient_bytes, "bwd tmp " + u.name);
       if (u.activation_bytes > 0)
         memory_op(OpKind::Free, StreamId::Compute, MemoryKind::Activations, u.activation_bytes, "act " + u.name);
 
@@ -525,10 +540,24 @@ class Scheduler {
               prev_rs_op_ >= 0 ? bucket_label("rs_buf rb", prev_rs_bucket_) : std::string("step end"), deps);
     // Parameters kept unsharded (reshard_after_forward=false with no backward) never exist
     // here: backward always reshards; so every allocation is matched by now.
+    // Transformer shorthand: gradient clipping, then the optimizer step over this rank's shard,
+    // on the compute stream once every gradient is reduced.
+    int64_t shard_params = 0;
+    for (const ParamInfo& param : p_.params) shard_params += param.shard_numel;
+    end_of_step_compute("clip_grad_norm", total_us(grad_clip_compute(s_, shard_params)));
+    end_of_step_compute("optimizer_step", total_us(optimizer_step_compute(s_, shard_params)));
+  }
+
+  void end_of_step_compute(const char* name, double compute_us) {
+    if (!s_.model.transformer) return;
+    Op op = make(OpKind::Compute, StreamId::Compute, name);
+    op.compute_us = compute_us;
+    last_compute_ = em_.emit(std::move(op));
   }
 
   const Scenario& s_;
   Program p_;
+  std::vector<double> forward_us_, backward_us_;  // per unit, per micro-batch
   Emitter em_;
   std::vector<Bucket> ag_, rs_;
   std::vector<std::vector<int>> ag_of_unit_;
@@ -548,17 +577,6 @@ class Scheduler {
 };
 
 }  // namespace
-
-double forward_compute_us(const Scenario& s, const UnitSpec& unit) {
-  if (unit.forward_time_us) return *unit.forward_time_us;
-  return unit.forward_flops / achieved_flops_per_s(s) * 1e6;
-}
-
-double backward_compute_us(const Scenario& s, const UnitSpec& unit) {
-  const double backward =
-      unit.backward_time_us ? *unit.backward_time_us : unit.backward_flops / achieved_flops_per_s(s) * 1e6;
-  return backward + (unit.recompute_forward ? forward_compute_us(s, unit) : 0.0);
-}
 
 Program schedule(const Scenario& scenario) { return Scheduler(scenario).run(); }
 

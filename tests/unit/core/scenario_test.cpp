@@ -43,6 +43,9 @@ json llama(int64_t layers, int64_t hidden, int64_t ffn, int64_t heads, int64_t k
   j["model"] = {{"transformer",
                  {{"layers", layers}, {"hidden", hidden}, {"ffn_hidden", ffn}, {"heads", heads}, {"kv_heads", kv},
                   {"vocab", 128256}, {"seq_len", 8192}, {"micro_batch_size", 1}, {"activation_checkpointing", ckpt}}}};
+  // The op-level compute model's GPU numbers (any valid values: these tests check the derivation).
+  j["cluster"]["gpu"].update({{"hbm_bandwidth", "2TB/s"}, {"gemm_efficiency", 0.8}, {"gemm_half_dim", 128},
+                              {"attention_efficiency", 0.5}, {"memory_efficiency", 0.8}, {"kernel_launch", "4us"}});
   return j;
 }
 
@@ -100,31 +103,65 @@ TEST(Transformer, Llama3_70BAnd405BParameterCounts) {
   EXPECT_NEAR(static_cast<double>(parse_scenario(j).model.total_params()), 405e9, 405e9 * 0.005);
 }
 
-TEST(Transformer, FlopsAndActivationsPerCheckpointingMode) {
-  const double s = 8192, h = 4096, b = 1;
-  const Scenario none = parse_scenario(llama(2, 4096, 14336, 32, 8, "none"));
-  const UnitSpec& blk = none.model.units[1];
-  const double attention_core = 2 * b * s * s * h;  // 4bs^2h halved for the causal mask
-  EXPECT_DOUBLE_EQ(blk.forward_flops, 2.0 * blk.params() * s * b + attention_core);
-  EXPECT_DOUBLE_EQ(blk.backward_flops, 2 * blk.forward_flops);
-  EXPECT_FALSE(blk.recompute_forward);
-  EXPECT_EQ(blk.activation_bytes, static_cast<int64_t>(s * b * h * (34 + 5 * 32 * s / h)));
+TEST(Transformer, SavedActivationsPerCheckpointingModeWithFlashAttention) {
+  // Llama shape: RMSNorm (one fp32 statistic per row), SwiGLU, RoPE, GQA; 16-bit activations.
+  const int64_t T = 8192, h = 4096, kv = 8 * 128, f = 14336, a = 32, V = 128256, e = 2;
+  const int64_t none_bytes = 2 * e * T * h + 4 * T      // attention norm input and output, 1/rms
+                             + e * T * (h + 2 * kv)     // q, k, v after RoPE (FlashAttention's inputs)
+                             + e * T * h + 4 * T * a    // its output and fp32 log-sum-exp (no s x s scores)
+                             + 2 * e * T * h + 4 * T    // MLP norm input and output, 1/rms
+                             + 4 * e * T * f;           // gate, up, SiLU(gate), product
+  const int64_t workspace = e * T * (2 * h + 3 * f);
 
-  const Scenario selective = parse_scenario(llama(2, 4096, 14336, 32, 8, "selective"));
-  const UnitSpec& sel = selective.model.units[1];
-  EXPECT_EQ(sel.activation_bytes, static_cast<int64_t>(34 * s * b * h));
-  EXPECT_DOUBLE_EQ(sel.backward_flops, 2 * sel.forward_flops + attention_core);
+  const Scenario none = parse_scenario(llama(2, h, f, a, 8, "none"));
+  const UnitSpec& blk = none.model.units[1];
+  EXPECT_EQ(blk.part, TransformerPart::Block);
+  EXPECT_EQ(blk.activation_bytes, none_bytes);
+  EXPECT_EQ(blk.backward_transient_bytes, workspace);
+  EXPECT_FALSE(blk.recompute_forward);
+
+  const UnitSpec& sel = parse_scenario(llama(2, h, f, a, 8, "selective")).model.units[1];
+  EXPECT_EQ(sel.activation_bytes, none_bytes - 4 * T * a);
   EXPECT_FALSE(sel.recompute_forward);
 
-  const Scenario full_ckpt = parse_scenario(llama(2, 4096, 14336, 32, 8, "full"));
-  const UnitSpec& full = full_ckpt.model.units[1];
-  EXPECT_EQ(full.activation_bytes, static_cast<int64_t>(2 * s * b * h));
+  const UnitSpec& full = parse_scenario(llama(2, h, f, a, 8, "full")).model.units[1];
+  EXPECT_EQ(full.activation_bytes, e * T * h);  // only the block input
+  EXPECT_EQ(full.backward_transient_bytes, none_bytes + workspace);
   EXPECT_TRUE(full.recompute_forward);
-  EXPECT_DOUBLE_EQ(full.backward_flops, 2 * full.forward_flops);
 
+  // The head keeps its norm's input and output, the 16-bit logits (held by the model output) and
+  // the fp32 log-softmax; the fp32 copy of the logits lives through its forward, the fp32 and
+  // 16-bit logit gradients through its backward.
   const UnitSpec& head = none.model.units.back();
-  EXPECT_DOUBLE_EQ(head.forward_flops, 2 * s * b * 128256 * h);
-  EXPECT_EQ(head.activation_bytes, static_cast<int64_t>(4 * s * b * h + 4 * s * b * 128256));
+  EXPECT_EQ(head.part, TransformerPart::Head);
+  EXPECT_EQ(head.activation_bytes, 2 * e * T * h + 4 * T + e * T * V + 4 * T * V);
+  EXPECT_EQ(head.forward_transient_bytes, 4 * T * V);
+  EXPECT_EQ(head.backward_transient_bytes, 4 * T * V + e * T * V + e * T * h);
+  json fused = llama(2, h, f, a, 8, "none");
+  fused["model"]["transformer"]["loss"] = "fused";
+  const UnitSpec& fused_head = parse_scenario(fused).model.units.back();
+  EXPECT_EQ(fused_head.activation_bytes, 2 * e * T * h + 4 * T + e * T * V + 4 * T);
+  EXPECT_EQ(fused_head.forward_transient_bytes, 0);
+  EXPECT_EQ(fused_head.backward_transient_bytes, e * T * V + e * T * h);
+}
+
+// MosaicML's MPT-7B as llm-foundry benchmarks it: GELU MLP of 4h, LayerNorm and linear biases,
+// learned positions (max_seq_len = seq_len), tied embeddings. llm-foundry's README reports
+// 6,658,859,008 parameters at sequence 2048 and 6,918,905,856 at 65536.
+TEST(Transformer, MptKnobsReproduceLlmFoundryParameterCounts) {
+  json j = llama(32, 4096, 16384, 32, 32, "full");
+  j["model"]["transformer"].update({{"vocab", 50368}, {"seq_len", 2048}, {"mlp", "gelu"}, {"norm", "layernorm"},
+                                    {"position", "learned"}, {"bias", true}, {"tied_embeddings", true}, {"attention", "mha"}});
+  EXPECT_EQ(parse_scenario(j).model.total_params(), 6658859008);
+  j["model"]["transformer"]["seq_len"] = 65536;
+  EXPECT_EQ(parse_scenario(j).model.total_params(), 6918905856);
+  // MPT's GELU block saves the norms' inputs, outputs and mean / 1/std, q, k, v, the attention
+  // output and log-sum-exp, and the GELU's input and output: 16 activations of width h.
+  j["model"]["transformer"]["activation_checkpointing"] = "none";
+  const Scenario s = parse_scenario(j);
+  const int64_t T = 65536, h = 4096;
+  EXPECT_EQ(s.model.units[1].activation_bytes, 2 * 16 * T * h + 2 * 8 * T + 4 * T * 32);
+  EXPECT_EQ(s.model.units[1].backward_transient_bytes, 2 * T * (2 * h + 2 * 4 * h));
 }
 
 TEST(Transformer, TiedEmbeddingsDropTheOutputWeightAndMicroBatchScales) {
@@ -136,8 +173,60 @@ TEST(Transformer, TiedEmbeddingsDropTheOutputWeightAndMicroBatchScales) {
   j["model"]["transformer"]["tied_embeddings"] = false;
   const Scenario two = parse_scenario(j);
   const Scenario one = parse_scenario(llama(2, 4096, 14336, 32, 8, "full"));
-  EXPECT_DOUBLE_EQ(two.model.units[1].forward_flops, 2 * one.model.units[1].forward_flops);
-  EXPECT_EQ(two.model.units[1].activation_bytes, 2 * one.model.units[1].activation_bytes);
+  for (size_t u = 0; u < one.model.units.size(); ++u) {
+    EXPECT_EQ(two.model.units[u].activation_bytes, 2 * one.model.units[u].activation_bytes) << u;
+    EXPECT_EQ(two.model.units[u].backward_transient_bytes, 2 * one.model.units[u].backward_transient_bytes) << u;
+  }
+  EXPECT_EQ(two.model.micro_batch_size, 2);
+  EXPECT_EQ(two.model.seq_len, 8192);
+}
+
+TEST(Transformer, KnobsHaveDefaultsAndBadValuesNameTheAcceptedOnes) {
+  const TransformerSpec t = *parse_scenario(llama(2, 4096, 14336, 32, 8, "none")).model.transformer;
+  EXPECT_EQ(t.mlp, MlpKind::SwiGlu);
+  EXPECT_EQ(t.norm, NormKind::RmsNorm);
+  EXPECT_EQ(t.position, PositionKind::Rope);
+  EXPECT_EQ(t.loss, LossKind::Fp32);
+  EXPECT_FALSE(t.bias);
+  EXPECT_EQ(t.dropout, 0);
+  json j = llama(2, 4096, 14336, 32, 8, "none");
+  j["model"]["transformer"]["mlp"] = "swigl";
+  expect_bad(j, "model.transformer.mlp", {"\"swigl\"", "did you mean \"swiglu\"?"});
+  j = llama(2, 4096, 14336, 32, 8, "none");
+  j["model"]["transformer"]["position"] = "sinusoidal";
+  expect_bad(j, "model.transformer.position", {"\"sinusoidal\"", "rope", "alibi", "learned"});
+  j = llama(2, 4096, 14336, 32, 8, "none");
+  j["model"]["transformer"]["mpl"] = "gelu";
+  expect_bad(j, "model.transformer.mpl", {"unknown key", "did you mean \"mlp\"?"});
+  j = llama(2, 4096, 14336, 32, 8, "none");
+  j["model"]["transformer"]["attention"] = "mha";
+  expect_bad(j, "model.transformer.attention", {"kv_heads = heads", "is 8"});
+  j = llama(2, 4096, 14336, 32, 32, "none");
+  j["model"]["transformer"]["attention"] = "gqa";
+  expect_bad(j, "model.transformer.attention", {"fewer kv_heads"});
+  j = llama(2, 4096, 14336, 32, 8, "none");
+  j["model"]["transformer"]["dropout"] = 1.5;
+  expect_bad(j, "model.transformer.dropout", {"1.5", "[0, 1)"});
+  j = llama(2, 4096, 14336, 32, 8, "none");
+  j["model"]["transformer"]["activation_checkpointing"] = "partial";
+  expect_bad(j, "model.transformer.activation_checkpointing", {"\"partial\"", "none", "selective", "full"});
+  j = llama(2, 4096, 14336, 32, 8, "none");
+  j["model"]["seq_len"] = 4096;
+  expect_bad(j, "model.seq_len", {"inside model.transformer"});
+}
+
+TEST(Transformer, TheComputeModelNeedsTheGpusBandwidthAndEfficiencies) {
+  json j = llama(2, 4096, 14336, 32, 8, "none");
+  j["cluster"]["gpu"].erase("hbm_bandwidth");
+  expect_bad(j, "cluster.gpu.hbm_bandwidth", {"missing", "roofline"});
+  j = llama(2, 4096, 14336, 32, 8, "none");
+  j["cluster"]["gpu"]["gemm_efficiency"] = 1.5;
+  expect_bad(j, "cluster.gpu.gemm_efficiency", {"1.5", "(0, 1]"});
+  j = llama(2, 4096, 14336, 32, 8, "none");
+  j["cluster"]["gpu"]["allocator_fragmentation"] = -0.1;
+  expect_bad(j, "cluster.gpu.allocator_fragmentation", {"-0.1", "[0, 1]"});
+  // Explicit units keep the flat model: no kernel numbers needed.
+  EXPECT_NO_THROW(parse_scenario(tiny()));
 }
 
 // ---- explicit units, cluster, mesh, policy ----------------------------------------------------
@@ -168,7 +257,8 @@ TEST(Cluster, PresetsCarryRealNumbers) {
   EXPECT_EQ(s.cluster.name, "h100-sxm-dgx");
   EXPECT_EQ(s.cluster.gpus_per_node, 8);
   EXPECT_DOUBLE_EQ(s.cluster.gpu.peak_tflops.at(DType::bf16), 989);
-  EXPECT_EQ(s.cluster.gpu.memory_bytes, 80LL << 30);
+  EXPECT_EQ(s.cluster.gpu.memory_bytes, 81559LL << 20);  // what nvidia-smi reports for an H100 SXM5 80GB
+  EXPECT_DOUBLE_EQ(s.cluster.gpu.hbm_bandwidth_bytes_per_s, 3.35e12);
   EXPECT_DOUBLE_EQ(s.cluster.intra_node.bandwidth_bytes_per_s, 450e9);
   EXPECT_DOUBLE_EQ(s.cluster.inter_node.bandwidth_bytes_per_s, 50e9);  // 400 Gb/s
   EXPECT_DOUBLE_EQ(s.cluster.launch_overhead_us, 5);
@@ -179,6 +269,7 @@ TEST(Cluster, PresetsCarryRealNumbers) {
   EXPECT_DOUBLE_EQ(a.cluster.gpu.peak_tflops.at(DType::bf16), 312);
   EXPECT_DOUBLE_EQ(a.cluster.gpu.efficiency, 0.4);      // overridden
   EXPECT_EQ(a.cluster.gpu.memory_bytes, 80LL << 30);  // kept from the preset
+  EXPECT_DOUBLE_EQ(a.cluster.gpu.hbm_bandwidth_bytes_per_s, 2.039e12);
   EXPECT_DOUBLE_EQ(a.cluster.inter_node.bandwidth_bytes_per_s, 25e9);
   EXPECT_EQ(a.mesh.world(), 16);
   for (const auto& name : cluster_preset_names()) {
@@ -187,7 +278,7 @@ TEST(Cluster, PresetsCarryRealNumbers) {
     j["mesh"] = {{"shard", preset["nodes"].get<int>() * preset["gpus_per_node"].get<int>()}};
     EXPECT_NO_THROW(parse_scenario(j)) << name;
   }
-  EXPECT_EQ(cluster_preset_names().size(), 3u);
+  EXPECT_EQ(cluster_preset_names().size(), 4u);
 }
 
 TEST(Cluster, FileRelativeToTheScenario) {

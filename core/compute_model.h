@@ -1,0 +1,52 @@
+// The compute model shared by the simulator and the executors: how long a unit's forward and
+// backward take on the scenario's GPU. Transformer shorthand units: the sum of their kernels
+// (core/kernels.h), each timed by a roofline — max(FLOPs / (peak x efficiency), bytes /
+// (HBM bandwidth x memory efficiency)) + a per-kernel launch cost, where a GEMM's efficiency
+// grows with its smallest dimension d as gemm_efficiency x d / (d + gemm_half_dim) and
+// FlashAttention runs at attention_efficiency. Explicit units: given times, or FLOPs /
+// (peak x gpu.efficiency). docs/compute-model.md has the formulas and where each GPU number
+// comes from.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "core/kernels.h"
+#include "core/scenario.h"
+
+namespace shardline {
+
+struct TimedKernel {
+  std::string name;
+  KernelKind kind = KernelKind::Memory;
+  double flops = 0;
+  double bytes = 0;
+  double time_us = 0;         // roofline + launch
+  bool memory_bound = false;  // the bytes term was the larger
+};
+
+// A unit's kernels with their times; backward includes the recomputed forward (names
+// "recompute.*") first, as the checkpointed backward runs it.
+struct UnitCompute {
+  std::vector<TimedKernel> forward, backward;
+  double forward_us = 0, backward_us = 0;
+};
+
+// Dense peak FLOP/s of the compute dtype (policy.param_dtype). InputError when the GPU lacks it.
+double peak_flops_per_s(const Scenario& scenario);
+
+TimedKernel time_kernel(const Kernel& kernel, const GpuSpec& gpu, double peak_flops_per_s);
+
+// Transformer parts only (asserts unit.part != None).
+UnitCompute unit_compute(const Scenario& scenario, const UnitSpec& unit);
+
+// Requested duration of a unit's compute, per micro-batch.
+double forward_compute_us(const Scenario& scenario, const UnitSpec& unit);
+double backward_compute_us(const Scenario& scenario, const UnitSpec& unit);  // incl. recompute
+
+// End-of-step compute of this rank for a transformer shorthand model: AdamW over the local
+// shard and gradient clipping (empty for explicit units).
+std::vector<TimedKernel> optimizer_step_compute(const Scenario& scenario, int64_t shard_params);
+std::vector<TimedKernel> grad_clip_compute(const Scenario& scenario, int64_t shard_params);
+double total_us(const std::vector<TimedKernel>& kernels);
+
+}  // namespace shardline

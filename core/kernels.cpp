@@ -1,0 +1,201 @@
+#include "core/kernels.h"
+
+#include <algorithm>
+#include <cassert>
+
+namespace shardline {
+namespace {
+
+using D = double;
+
+// Collects a phase's kernels; sizes are per micro-batch, T = tokens, e = activation bytes.
+class KernelList {
+ public:
+  explicit KernelList(int e) : e_(e) {}
+
+  // One GEMM (m x k) . (k x n): 2mnk FLOPs; reads both operands, writes the result.
+  void gemm(std::string name, int64_t m, int64_t n, int64_t k) {
+    Kernel g;
+    g.name = std::move(name);
+    g.kind = KernelKind::Gemm;
+    g.flops = 2.0 * D(m) * D(n) * D(k);
+    g.bytes = D(e_) * (D(m) * D(k) + D(k) * D(n) + D(m) * D(n));
+    g.min_dim = std::min({m, n, k});
+    out_.push_back(std::move(g));
+  }
+  // A linear layer of `in` -> `out` features over `tokens` rows, forward.
+  void linear_forward(const std::string& name, int64_t tokens, int64_t in, int64_t out) { gemm(name, tokens, out, in); }
+  // Its backward: input gradient, weight gradient (reduces over the tokens), bias gradient.
+  void linear_backward(const std::string& name, int64_t tokens, int64_t in, int64_t out, bool bias) {
+    gemm(name + ".dgrad", tokens, in, out);
+    gemm(name + ".wgrad", out, in, tokens);
+    if (bias) memory(name + ".bias_grad", D(e_) * D(tokens) * D(out));
+  }
+  void memory(std::string name, double bytes) {
+    Kernel k;
+    k.name = std::move(name);
+    k.kind = KernelKind::Memory;
+    k.bytes = bytes;
+    out_.push_back(std::move(k));
+  }
+  void attention(std::string name, double flops, double bytes) {
+    Kernel k;
+    k.name = std::move(name);
+    k.kind = KernelKind::Attention;
+    k.flops = flops;
+    k.bytes = bytes;
+    out_.push_back(std::move(k));
+  }
+  std::vector<Kernel> take() { return std::move(out_); }
+  int e() const { return e_; }
+
+ private:
+  int e_;
+  std::vector<Kernel> out_;
+};
+
+struct Shape {
+  int64_t T, h, kv, f, V, heads;
+  D e;
+};
+
+Shape shape_of(const TransformerSpec& t, int e) {
+  return Shape{t.seq_len * t.micro_batch_size, t.hidden, t.kv_dim(), t.ffn_hidden, t.vocab, t.heads, D(e)};
+}
+
+// Forward FLOPs of the attention core (scores and context) over the causal part of the square.
+double attention_forward_flops(const TransformerSpec& t) {
+  return 4.0 * D(t.micro_batch_size) * D(t.seq_len) * D(t.seq_len) * D(t.hidden) * causal_attention_fraction(t.seq_len);
+}
+
+void block_forward(KernelList& k, const TransformerSpec& t, const Shape& s) {
+  const D Th = D(s.T) * D(s.h), Tf = D(s.T) * D(s.f);
+  const int64_t up_width = t.mlp == MlpKind::SwiGlu ? 2 * s.f : s.f;
+  k.memory("attention_norm", 2 * s.e * Th);
+  k.linear_forward("qkv", s.T, s.h, s.h + 2 * s.kv);
+  if (t.position == PositionKind::Rope) k.memory("rope", 2 * s.e * D(s.T) * D(s.h + s.kv));
+  k.attention("attention", attention_forward_flops(t), s.e * D(s.T) * D(2 * s.h + 2 * s.kv) + 4.0 * D(s.T) * D(s.heads));
+  k.linear_forward("attention_out", s.T, s.h, s.h);
+  if (t.dropout > 0) k.memory("attention_dropout", (2 * s.e + 1) * Th);
+  k.memory("residual_add", 3 * s.e * Th);
+  k.memory("ffn_norm", 2 * s.e * Th);
+  k.linear_forward(t.mlp == MlpKind::SwiGlu ? "mlp_gate_up" : "mlp_up", s.T, s.h, up_width);
+  if (t.mlp == MlpKind::SwiGlu) k.memory("swiglu", 5 * s.e * Tf);   // SiLU(gate), then x up
+  else k.memory("gelu", 2 * s.e * Tf);
+  k.linear_forward("mlp_down", s.T, s.f, s.h);
+  if (t.dropout > 0) k.memory("mlp_dropout", (2 * s.e + 1) * Th);
+  k.memory("residual_add", 3 * s.e * Th);
+}
+
+void block_backward(KernelList& k, const TransformerSpec& t, const Shape& s) {
+  const D Th = D(s.T) * D(s.h), Tf = D(s.T) * D(s.f);
+  const int64_t up_width = t.mlp == MlpKind::SwiGlu ? 2 * s.f : s.f;
+  if (t.dropout > 0) k.memory("mlp_dropout.bwd", (2 * s.e + 1) * Th);
+  k.linear_backward("mlp_down", s.T, s.f, s.h, t.bias);
+  if (t.mlp == MlpKind::SwiGlu) k.memory("swiglu.bwd", 9 * s.e * Tf);
+  else k.memory("gelu.bwd", 3 * s.e * Tf);
+  k.linear_backward(t.mlp == MlpKind::SwiGlu ? "mlp_gate_up" : "mlp_up", s.T, s.h, up_width, t.bias);
+  k.memory("ffn_norm.bwd", 3 * s.e * Th);
+  k.memory("residual_grad_add", 3 * s.e * Th);
+  if (t.dropout > 0) k.memory("attention_dropout.bwd", (2 * s.e + 1) * Th);
+  k.linear_backward("attention_out", s.T, s.h, s.h, t.bias);
+  k.attention("attention.bwd", 2.5 * attention_forward_flops(t),
+              s.e * D(s.T) * D(2 * (s.h + 2 * s.kv) + 2 * s.h) + 4.0 * D(s.T) * D(s.heads));
+  if (t.position == PositionKind::Rope) k.memory("rope.bwd", 2 * s.e * D(s.T) * D(s.h + s.kv));
+  k.linear_backward("qkv", s.T, s.h, s.h + 2 * s.kv, t.bias);
+  k.memory("attention_norm.bwd", 3 * s.e * Th);
+  k.memory("residual_grad_add", 3 * s.e * Th);
+}
+
+void embedding_forward(KernelList& k, const TransformerSpec& t, const Shape& s) {
+  const D Th = D(s.T) * D(s.h);
+  k.memory("embedding_gather", 2 * s.e * Th + 8.0 * D(s.T));
+  if (t.position == PositionKind::Learned) k.memory("position_add", 3 * s.e * Th);
+  if (t.dropout > 0) k.memory("embedding_dropout", (2 * s.e + 1) * Th);
+}
+
+void embedding_backward(KernelList& k, const TransformerSpec& t, const Shape& s) {
+  const D Th = D(s.T) * D(s.h);
+  if (t.dropout > 0) k.memory("embedding_dropout.bwd", (2 * s.e + 1) * Th);
+  if (t.position == PositionKind::Learned) k.memory("position_grad", s.e * Th + s.e * D(t.seq_len) * D(s.h));
+  k.memory("embedding_grad_zero", s.e * D(s.V) * D(s.h));
+  k.memory("embedding_scatter_add", 2 * s.e * Th + 8.0 * D(s.T));
+}
+
+void head_forward(KernelList& k, const TransformerSpec& t, const Shape& s) {
+  const D Th = D(s.T) * D(s.h), TV = D(s.T) * D(s.V);
+  k.memory("norm", 2 * s.e * Th);
+  k.linear_forward("output", s.T, s.h, s.V);
+  // fp32: cast the logits to fp32, log-softmax (read, write); fused: read the 16-bit logits once.
+  k.memory("loss", t.loss == LossKind::Fp32 ? (s.e + 12) * TV : s.e * TV);
+}
+
+void head_backward(KernelList& k, const TransformerSpec& t, const Shape& s) {
+  const D Th = D(s.T) * D(s.h), TV = D(s.T) * D(s.V);
+  // fp32: the NLL gradient (write), log-softmax backward (read 2, write 1), cast to 16-bit;
+  // fused: read the logits, write their gradient.
+  k.memory("loss.bwd", t.loss == LossKind::Fp32 ? (20 + s.e) * TV : 2 * s.e * TV);
+  k.linear_backward("output", s.T, s.h, s.V, false);
+  k.memory("norm.bwd", 3 * s.e * Th);
+}
+
+}  // namespace
+
+double causal_attention_fraction(int64_t seq_len) {
+  assert(seq_len > 0);
+  return std::min(1.0, 0.5 * (1.0 + 128.0 / D(seq_len)));
+}
+
+UnitKernels transformer_unit_kernels(const TransformerSpec& t, TransformerPart part, int e) {
+  const Shape s = shape_of(t, e);
+  KernelList fwd(e), bwd(e);
+  UnitKernels out;
+  switch (part) {
+    case TransformerPart::None:
+      return out;
+    case TransformerPart::Embedding:
+      embedding_forward(fwd, t, s);
+      embedding_backward(bwd, t, s);
+      break;
+    case TransformerPart::Block:
+      block_forward(fwd, t, s);
+      block_backward(bwd, t, s);
+      break;
+    case TransformerPart::Head:
+      head_forward(fwd, t, s);
+      head_backward(bwd, t, s);
+      break;
+  }
+  out.forward = fwd.take();
+  out.backward = bwd.take();
+  if (part == TransformerPart::Block) {
+    if (t.checkpointing == Checkpointing::Full) {
+      out.recompute = out.forward;
+    } else if (t.checkpointing == Checkpointing::Selective) {
+      for (const Kernel& k : out.forward)
+        if (k.kind == KernelKind::Attention) out.recompute.push_back(k);
+    }
+    for (Kernel& k : out.recompute) k.name = "recompute." + k.name;
+  }
+  return out;
+}
+
+std::vector<Kernel> optimizer_step_kernels(int64_t shard_params, int master_bytes, int64_t optimizer_bytes_per_param) {
+  Kernel k;
+  k.name = "adamw";
+  k.kind = KernelKind::Memory;
+  // parameter read + write, gradient read, optimizer state read + write
+  k.bytes = D(shard_params) * (3.0 * D(master_bytes) + 2.0 * D(optimizer_bytes_per_param));
+  return {k};
+}
+
+std::vector<Kernel> grad_clip_kernels(int64_t shard_params, int master_bytes) {
+  Kernel norm, scale;
+  norm.name = "grad_norm";
+  norm.bytes = D(shard_params) * D(master_bytes);
+  scale.name = "grad_scale";
+  scale.bytes = 2.0 * D(shard_params) * D(master_bytes);
+  return {norm, scale};
+}
+
+}  // namespace shardline

@@ -1,0 +1,43 @@
+// The kernels a transformer shorthand unit runs per micro-batch — GEMMs with their shapes, the
+// FlashAttention core, memory-bound kernels with the bytes they move — and the end-of-step
+// optimizer kernels. Pure counting: FLOPs and HBM bytes; core/compute_model.h times them.
+// docs/compute-model.md lists every kernel and its formula.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/scenario.h"
+
+namespace shardline {
+
+enum class KernelKind { Gemm, Attention, Memory };
+
+struct Kernel {
+  std::string name;      // "qkv", "qkv.dgrad", "attention.bwd", "norm", ...
+  KernelKind kind = KernelKind::Memory;
+  double flops = 0;      // floating-point operations it executes
+  double bytes = 0;      // HBM bytes it reads and writes
+  int64_t min_dim = 0;   // GEMM: the smallest of m, n, k (what its efficiency depends on)
+};
+
+struct UnitKernels {
+  std::vector<Kernel> forward;
+  std::vector<Kernel> backward;   // without recomputation
+  std::vector<Kernel> recompute;  // re-run at the start of backward (checkpointing)
+};
+
+// The kernels of one unit of a transformer model; `e` is the activation width in bytes.
+// Empty for TransformerPart::None.
+UnitKernels transformer_unit_kernels(const TransformerSpec& t, TransformerPart part, int e);
+
+// FlashAttention's share of the s x s square it computes under a causal mask: the lower
+// triangle plus the diagonal tiles (128 x 128), 0.5 x (1 + 128 / s), at most 1.
+double causal_attention_fraction(int64_t seq_len);
+
+// AdamW over this rank's shard (read parameter, gradient and both states, write parameter and
+// states) and gradient-norm clipping (one pass to take the norm, one to scale).
+std::vector<Kernel> optimizer_step_kernels(int64_t shard_params, int master_bytes, int64_t optimizer_bytes_per_param);
+std::vector<Kernel> grad_clip_kernels(int64_t shard_params, int master_bytes);
+
+}  // namespace shardline
