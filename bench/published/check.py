@@ -1,0 +1,201 @@
+#!/usr/bin/env python3
+"""Published-runs check: simulates every row of bench/published/runs.json (public measured FSDP
+training runs) with `shardline simulate` and prints predicted vs published tokens/s per GPU and MFU,
+with the error, then the median, p90 and worst absolute error of the fit rows and of the check rows
+separately, and whether every published run is predicted to fit in its GPU's memory (they ran).
+
+    bench/published/check.py [--binary build/release/cli/shardline] [--rows check|fit|all]
+                             [--gate] [--json OUT] [--set PATH=VALUE ...]
+
+--gate exits 1 when the check rows miss a target (TARGETS below) or a run is predicted not to
+fit; CTest runs it that way. --set applies a scenario override to every row (e.g. to try a GPU
+parameter); bench/published/fit.py uses it. Only the Python standard library is needed.
+"""
+import argparse
+import concurrent.futures
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+TARGETS = {"median": 0.05, "p90": 0.12, "worst": 0.25}  # |error| of tokens/s per GPU, check rows
+
+# The cluster preset each GPU of the tables maps to (docs/scenario.md "Cluster presets").
+PRESETS = {"h100_80gb": "h100-sxm-dgx", "a100_80gb": "a100-80gb-dgx", "a100_40gb": "a100-40gb-dgx"}
+
+
+def scenario_of(row, models):
+    """The shardline scenario a published row becomes (docs: bench/published/README.md)."""
+    m = models[row["model"]]
+    gpus = row["gpus"]
+    # Composer's FSDP mixed precision: DEFAULT reduces in fp32, PURE in the 16-bit dtype
+    # (composer/distributed/mosaic_parallelism.py); parameters compute in bf16, master weights
+    # and AdamW states are fp32 in both.
+    reduce_dtype = "fp32" if row["mp_mode"] == "DEFAULT" else "bf16"
+    return {
+        "name": row["id"],
+        "description": f"llm-foundry MPT-{row['model']}, {row['table']} row {row['table_row']}",
+        "model": {
+            "name": "mpt-" + row["model"],
+            "transformer": {
+                "layers": m["n_layers"], "hidden": m["d_model"], "ffn_hidden": m["expansion_ratio"] * m["d_model"],
+                "heads": m["n_heads"], "kv_heads": m["n_heads"], "attention": "mha", "vocab": m["vocab_size"],
+                "seq_len": row["seq_len"], "micro_batch_size": row["micro_batch_size"],
+                "activation_checkpointing": "full" if row["activation_checkpointing"] else "none",
+                # MPT: GELU MLP, low-precision LayerNorm, biases, learned positions, tied
+                # embeddings, no dropout; llm-foundry's default loss is flash-attn's fused
+                # cross-entropy.
+                "mlp": "gelu", "norm": "layernorm", "bias": True, "position": "learned",
+                "tied_embeddings": True, "dropout": 0, "loss": "fused",
+            },
+        },
+        "cluster": {"preset": PRESETS[row["gpu"]], "nodes": gpus // 8},
+        "mesh": {"shard": gpus, "replicate": 1},
+        "policy": {
+            "comm_fusion": True, "bucket_bytes": "unit", "reshard_after_forward": True,
+            "forward_prefetch": 1, "backward_prefetch": 1,
+            "param_dtype": "bf16", "reduce_dtype": reduce_dtype, "master_dtype": "fp32",
+            "optimizer_bytes_per_param": 8, "micro_batches": row["grad_accum"], "grad_sync": "every",
+        },
+        # They ran: judged against the whole GPU, no extra margin.
+        "run": {"memory_margin": 0},
+    }
+
+
+def simulate(binary, row, models, sets):
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+        json.dump(scenario_of(row, models), f)
+        path = f.name
+    try:
+        cmd = [binary, "simulate", path, "--json"]
+        for s in sets:
+            cmd += ["--set", s]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode != 0:
+            return {"error": (proc.stderr or proc.stdout).strip()}
+        return json.loads(proc.stdout)
+    finally:
+        os.unlink(path)
+
+
+def predicted_tokens_per_s_per_gpu(row, metrics):
+    tokens_per_gpu_per_step = row["micro_batch_size"] * row["grad_accum"] * row["seq_len"]
+    return tokens_per_gpu_per_step / (metrics["step_time_us"] * 1e-6)
+
+
+def peak_reserved_bytes(metrics):
+    return metrics.get("peak_reserved_bytes", metrics["peak_memory_bytes"])
+
+
+def evaluate(binary, rows, models, sets, jobs=2):
+    """One result per row: predicted and published tokens/s/GPU and MFU, error, memory."""
+    with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
+        metrics = list(pool.map(lambda r: simulate(binary, r, models, sets), rows))
+    results = []
+    for row, m in zip(rows, metrics):
+        res = {"id": row["id"], "split": row["split"], "row": row}
+        if "error" in m:
+            res["error"] = m["error"]
+        else:
+            pub = row["published"]["tokens_per_s_per_gpu"]
+            pred = predicted_tokens_per_s_per_gpu(row, m)
+            res.update(predicted=pred, published=pub, error_rel=pred / pub - 1,
+                       # MFU: the same formula as the source (6 N + 12 L d s per token, peak of the GPU),
+                       # so the predicted MFU is the published one scaled by the throughput ratio.
+                       mfu_predicted=row["published"]["mfu"] * pred / pub, mfu_published=row["published"]["mfu"],
+                       peak_reserved_bytes=peak_reserved_bytes(m), capacity_bytes=m["memory_capacity_bytes"],
+                       fits=peak_reserved_bytes(m) <= m["memory_capacity_bytes"])
+        results.append(res)
+    return results
+
+
+def quantile(values, p):
+    v = sorted(values)
+    if not v:
+        return float("nan")
+    pos = p * (len(v) - 1)
+    lo = int(pos)
+    hi = min(lo + 1, len(v) - 1)
+    return v[lo] + (v[hi] - v[lo]) * (pos - lo)
+
+
+def summary(results, split):
+    errs = [abs(r["error_rel"]) for r in results if r["split"] == split and "error_rel" in r]
+    bad = [r for r in results if r["split"] == split and "error" in r]
+    return {"rows": len(errs), "failed": len(bad), "median": quantile(errs, 0.5), "p90": quantile(errs, 0.9),
+            "worst": max(errs) if errs else float("nan"),
+            "not_fitting": sum(1 for r in results if r["split"] == split and r.get("fits") is False)}
+
+
+def load(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+def table_text(results):
+    lines = [f"{'row':<20} {'split':<5} {'model':>5} {'seq':>6} {'gpus':>4} {'mbs':>3} {'acc':>3} {'ckpt':>4}  "
+             f"{'pred tok/s/GPU':>14} {'published':>9} {'error':>7}  {'MFU pred/pub':>12}  {'reserved/GPU mem':>16}"]
+    for r in results:
+        row = r["row"]
+        head = (f"{r['id']:<20} {r['split']:<5} {row['model']:>5} {row['seq_len']:>6} {row['gpus']:>4} "
+                f"{row['micro_batch_size']:>3} {row['grad_accum']:>3} {'full' if row['activation_checkpointing'] else 'none':>4}  ")
+        if "error" in r:
+            lines.append(head + "ERROR " + r["error"])
+            continue
+        mem = f"{r['peak_reserved_bytes'] / 2**30:5.1f}/{r['capacity_bytes'] / 2**30:4.1f} GiB" + ("" if r["fits"] else " NO FIT")
+        lines.append(head + f"{r['predicted']:>14.0f} {r['published']:>9} {100 * r['error_rel']:>+6.1f}%  "
+                            f"{100 * r['mfu_predicted']:>5.1f}/{100 * r['mfu_published']:>4.1f}%  {mem:>16}")
+    return "\n".join(lines)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--binary", default=os.environ.get("SHARDLINE", os.path.join(ROOT, "build/release/cli/shardline")))
+    ap.add_argument("--runs", default=os.path.join(HERE, "runs.json"))
+    ap.add_argument("--rows", choices=["check", "fit", "all"], default="all")
+    ap.add_argument("--set", action="append", default=[], help="PATH=VALUE override applied to every row")
+    ap.add_argument("--gate", action="store_true", help="exit 1 when a check-row target is missed or a run does not fit")
+    ap.add_argument("--json", help="write the per-row results and summaries to this file")
+    ap.add_argument("--jobs", type=int, default=2)
+    args = ap.parse_args()
+    if not os.access(args.binary, os.X_OK):
+        print(f"check.py: no shardline binary at {args.binary}", file=sys.stderr)
+        return 2
+    data = load(args.runs)
+    rows = [r for r in data["rows"] if args.rows == "all" or r["split"] == args.rows]
+    results = evaluate(args.binary, rows, data["models"], args.set, args.jobs)
+    print(table_text(results))
+    print()
+    summaries = {}
+    for split in ("fit", "check"):
+        if not any(r["split"] == split for r in results):
+            continue
+        s = summaries[split] = summary(results, split)
+        print(f"{split} rows: {s['rows']}, |error| of tokens/s/GPU: median {100 * s['median']:.1f}%, "
+              f"p90 {100 * s['p90']:.1f}%, worst {100 * s['worst']:.1f}%; "
+              f"predicted not to fit: {s['not_fitting']}; failed to simulate: {s['failed']}")
+    print(f"targets (check rows): median <= {100 * TARGETS['median']:.0f}%, p90 <= {100 * TARGETS['p90']:.0f}%, "
+          f"worst <= {100 * TARGETS['worst']:.0f}%, every run fits")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"summaries": summaries, "targets": TARGETS,
+                       "results": [{k: v for k, v in r.items() if k != "row"} for r in results]}, f, indent=1)
+    if args.gate:
+        s = summaries.get("check")
+        missed = [k for k in ("median", "p90", "worst") if s is None or not s[k] <= TARGETS[k]]
+        not_fitting = sum(1 for r in results if r.get("fits") is False)
+        failed = sum(1 for r in results if "error" in r)
+        if missed or not_fitting or failed:
+            print(f"GATE FAILED: missed {missed or 'no target'}; {not_fitting} runs predicted not to fit; "
+                  f"{failed} failed to simulate", file=sys.stderr)
+            return 1
+        print("gate: passed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

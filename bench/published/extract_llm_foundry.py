@@ -1,0 +1,121 @@
+#!/usr/bin/env python3
+"""Turns MosaicML llm-foundry's published MPT training benchmarks into bench/published/runs.json.
+
+Reads scripts/train/benchmarking/README.md and the model yamls (scripts/train/yamls/pretrain/mpt-*.yaml)
+from a git clone of mosaicml/llm-foundry at COMMIT and writes one row per table row, with its source
+(table, row), its configuration and its measured throughput. Which rows are fit rows and which are
+check rows is decided here, by a rule fixed before any fitting (SPLIT_RULE).
+
+    bench/published/extract_llm_foundry.py --repo PATH/TO/llm-foundry [--commit C] > bench/published/runs.json
+"""
+import argparse
+import json
+import re
+import subprocess
+import sys
+
+REPO = "mosaicml/llm-foundry"
+README = "scripts/train/benchmarking/README.md"
+YAML = "scripts/train/yamls/pretrain/mpt-{}.yaml"
+# The tables this check uses. The "H100 80GB FP8" table is left out: its runs use
+# TransformerEngine FP8 GEMMs, which shardline's compute model does not describe.
+TABLES = {
+    "## H100 80GB BF16": "h100_80gb_bf16",
+    "## A100 80GB with 1600 Gbps node-node interconnect (RoCE)": "a100_80gb",
+    "## A100 40GB with 1600 Gbps node-node interconnect (RoCE)": "a100_40gb",
+}
+SPLIT_RULE = ("Rows are numbered 1, 2, 3, ... in README order within each table; odd rows are fit rows, "
+              "even rows are check rows. Fixed before any parameter was fitted; model parameters are "
+              "fitted on fit rows only and the targets are measured on check rows.")
+
+
+def git_show(repo, commit, path):
+    return subprocess.run(["git", "-C", repo, "show", f"{commit}:{path}"], check=True,
+                          capture_output=True, text=True).stdout
+
+
+def yaml_int(text, key):
+    m = re.search(rf"^\s*{key}:\s*(\d+)", text, re.M)
+    if not m:
+        raise SystemExit(f"no {key} in yaml")
+    return int(m.group(1))
+
+
+def parse_tables(text):
+    rows, table, header = [], None, None
+    for line in text.splitlines():
+        if line.startswith("## "):
+            table = TABLES.get(line.strip())
+            header = None
+            continue
+        if table is None or not line.startswith("|"):
+            continue
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if header is None:
+            header = cells
+            continue
+        if set("".join(cells)) <= set("- "):
+            continue
+        row = dict(zip(header, cells))
+        if len(cells) != len(header):
+            raise SystemExit(f"{table}: a row with {len(cells)} cells under {len(header)} headers: {line}")
+        rows.append((table, row))
+    return rows
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--repo", required=True, help="a git clone of mosaicml/llm-foundry")
+    ap.add_argument("--commit", default="HEAD")
+    args = ap.parse_args()
+    commit = subprocess.run(["git", "-C", args.repo, "rev-parse", args.commit], check=True,
+                            capture_output=True, text=True).stdout.strip()
+    readme = git_show(args.repo, commit, README)
+    models = {}
+    out_rows = []
+    index_in_table = {}
+    for table, r in parse_tables(readme):
+        name = r["Model"]
+        if name not in models:
+            y = git_show(args.repo, commit, YAML.format(name))
+            models[name] = {"source": YAML.format(name), "d_model": yaml_int(y, "d_model"),
+                            "n_heads": yaml_int(y, "n_heads"), "n_layers": yaml_int(y, "n_layers"),
+                            "expansion_ratio": yaml_int(y, "expansion_ratio"), "vocab_size": yaml_int(y, "vocab_size")}
+        index_in_table[table] = index_in_table.get(table, 0) + 1
+        n = index_in_table[table]
+        out_rows.append({
+            "id": f"{table}-{n:02d}",
+            "table": table,
+            "table_row": n,
+            "split": "fit" if n % 2 == 1 else "check",
+            "model": name,
+            "seq_len": int(r["SeqLen (T)"]),
+            "gpus": int(r["# GPUs"]),
+            "gpu": r["GPU"],
+            "micro_batch_size": int(r["MicroBatchSize"]),
+            "grad_accum": int(r["GradAccum"]),
+            "global_batch_size": int(r["GlobalBatchSize"]),
+            "precision": r["Precision"],
+            "mp_mode": r["MP Mode"],
+            "sharding": r["Sharding Strategy"],
+            "activation_checkpointing": r["Activation Checkpointing"] == "True",
+            "activation_cpu_offload": r["Activation CPUOffload"] == "True",
+            "num_params": int(r["NumParams"]),
+            "published": {"mfu": float(r["MFU"]) / 100, "hfu": float(r["HFU"]) / 100,
+                          "tokens_per_s": int(r["Throughput (T/s)"]),
+                          "tokens_per_s_per_gpu": int(r["Throughput (T/s/GPU)"])},
+        })
+    doc = {
+        "source": {"repository": REPO, "path": README, "commit": commit,
+                   "tables": list(TABLES.keys()),
+                   "left_out": "the 'H100 80GB FP8' table (TransformerEngine FP8 GEMMs)"},
+        "split_rule": SPLIT_RULE,
+        "models": models,
+        "rows": out_rows,
+    }
+    json.dump(doc, sys.stdout, indent=1)
+    sys.stdout.write("\n")
+
+
+if __name__ == "__main__":
+    main()

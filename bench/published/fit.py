@@ -1,0 +1,108 @@
+#!/usr/bin/env python3
+"""Fits the op-level compute model's per-GPU parameters on the FIT rows of bench/published/runs.json
+(never on check rows) and prints the values to put in core/cluster_presets.cpp.
+
+One parameter set per GPU chip: the H100 rows fit the H100 SXM5 numbers; the A100 80GB and 40GB
+rows fit one A100 set together (same SM and tensor cores; only the HBM bandwidth, a datasheet
+number, differs). The objective is the mean |log(predicted / published)| of tokens/s per GPU
+over the chip's fit rows, minimised by Nelder-Mead within physical bounds.
+
+    bench/published/fit.py [--binary build/release/cli/shardline] [--chip h100|a100] [--iterations N]
+"""
+import argparse
+import math
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import check  # noqa: E402
+
+CHIPS = {"h100": ["h100_80gb"], "a100": ["a100_80gb", "a100_40gb"]}
+# name, scenario key, lower bound, upper bound, unit suffix for --set
+PARAMS = [
+    ("gemm_efficiency", "cluster.gpu.gemm_efficiency", 0.2, 1.0, ""),
+    ("gemm_half_dim", "cluster.gpu.gemm_half_dim", 0.0, 4096.0, ""),
+    ("attention_efficiency", "cluster.gpu.attention_efficiency", 0.05, 1.0, ""),
+    ("memory_efficiency", "cluster.gpu.memory_efficiency", 0.2, 1.0, ""),
+    ("kernel_launch_us", "cluster.gpu.kernel_launch", 0.0, 100.0, "us"),
+]
+
+
+def clamp(x):
+    return [min(max(v, lo), hi) for v, (_, _, lo, hi, _) in zip(x, PARAMS)]
+
+
+def sets_of(x):
+    return [f"{key}={v:.6g}{unit}" if unit else f"{key}={v:.6g}" for v, (_, key, _, _, unit) in zip(x, PARAMS)]
+
+
+def objective(binary, rows, models, x, cache):
+    key = tuple(round(v, 6) for v in x)
+    if key in cache:
+        return cache[key]
+    results = check.evaluate(binary, rows, models, sets_of(x))
+    errs = [abs(math.log(1 + r["error_rel"])) for r in results if "error_rel" in r]
+    value = sum(errs) / len(errs) if len(errs) == len(rows) else float("inf")
+    cache[key] = value
+    return value
+
+
+def nelder_mead(f, x0, steps, iterations):
+    n = len(x0)
+    simplex = [clamp(x0)]
+    for i in range(n):
+        x = list(x0)
+        x[i] += steps[i]
+        simplex.append(clamp(x))
+    values = [f(x) for x in simplex]
+    for _ in range(iterations):
+        order = sorted(range(n + 1), key=lambda i: values[i])
+        simplex = [simplex[i] for i in order]
+        values = [values[i] for i in order]
+        centroid = [sum(p[i] for p in simplex[:-1]) / n for i in range(n)]
+        worst = simplex[-1]
+        reflected = clamp([c + (c - w) for c, w in zip(centroid, worst)])
+        fr = f(reflected)
+        if fr < values[0]:
+            expanded = clamp([c + 2 * (c - w) for c, w in zip(centroid, worst)])
+            fe = f(expanded)
+            simplex[-1], values[-1] = (expanded, fe) if fe < fr else (reflected, fr)
+        elif fr < values[-2]:
+            simplex[-1], values[-1] = reflected, fr
+        else:
+            contracted = clamp([c + 0.5 * (w - c) for c, w in zip(centroid, worst)])
+            fc = f(contracted)
+            if fc < values[-1]:
+                simplex[-1], values[-1] = contracted, fc
+            else:
+                best = simplex[0]
+                simplex = [best] + [clamp([b + 0.5 * (p - b) for b, p in zip(best, q)]) for q in simplex[1:]]
+                values = [values[0]] + [f(x) for x in simplex[1:]]
+    i = min(range(n + 1), key=lambda k: values[k])
+    return simplex[i], values[i]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--binary", default=os.environ.get("SHARDLINE", os.path.join(check.ROOT, "build/release/cli/shardline")))
+    ap.add_argument("--runs", default=os.path.join(check.HERE, "runs.json"))
+    ap.add_argument("--chip", choices=sorted(CHIPS), action="append")
+    ap.add_argument("--iterations", type=int, default=120)
+    ap.add_argument("--start", nargs=len(PARAMS), type=float, default=[0.7, 256, 0.4, 0.7, 5],
+                    metavar=tuple(p[0] for p in PARAMS))
+    args = ap.parse_args()
+    data = check.load(args.runs)
+    for chip in args.chip or sorted(CHIPS):
+        rows = [r for r in data["rows"] if r["split"] == "fit" and r["gpu"] in CHIPS[chip]]
+        cache = {}
+        f = lambda x: objective(args.binary, rows, data["models"], x, cache)  # noqa: E731
+        x, value = nelder_mead(f, args.start, [0.1, 256, 0.1, 0.1, 5], args.iterations)
+        print(f"{chip}: {len(rows)} fit rows, {len(cache)} evaluations, mean |log error| {value:.4f}")
+        for v, (name, key, _, _, unit) in zip(x, PARAMS):
+            print(f"  {name:<22} {v:.4g}{unit}")
+        print("  --set " + " --set ".join(sets_of(x)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
