@@ -22,9 +22,9 @@ constexpr const char* kPresets = R"json({
       "memory": "81559MiB",
       "copy_bandwidth": "1.6TB/s",
       "hbm_bandwidth": "3.35TB/s",
-      "gemm_efficiency": 0.615, "gemm_half_dim": 328, "attention_efficiency": 0.186, "memory_efficiency": 0.674,
-      "kernel_launch": "20.7us",
-      "context_memory": "1GiB", "nccl_memory": "512MiB", "allocator_fragmentation": 0.05
+      "gemm_efficiency": 0.678, "gemm_half_dim": 675, "attention_efficiency": 0.186, "memory_efficiency": 0.774,
+      "kernel_launch": "5us",
+      "context_memory": "768MiB", "nccl_memory": "656MiB", "allocator_fragmentation": 0.1
     },
     "nodes": 1,
     "gpus_per_node": 8,
@@ -42,9 +42,9 @@ constexpr const char* kPresets = R"json({
       "memory": "81920MiB",
       "copy_bandwidth": "1.0TB/s",
       "hbm_bandwidth": "2039GB/s",
-      "gemm_efficiency": 0.829, "gemm_half_dim": 351, "attention_efficiency": 0.312, "memory_efficiency": 0.451,
-      "kernel_launch": "7.9us",
-      "context_memory": "1GiB", "nccl_memory": "512MiB", "allocator_fragmentation": 0.05
+      "gemm_efficiency": 0.834, "gemm_half_dim": 333, "attention_efficiency": 0.312, "memory_efficiency": 0.42,
+      "kernel_launch": "5us",
+      "context_memory": "768MiB", "nccl_memory": "656MiB", "allocator_fragmentation": 0.1
     },
     "nodes": 1,
     "gpus_per_node": 8,
@@ -62,9 +62,9 @@ constexpr const char* kPresets = R"json({
       "memory": "40960MiB",
       "copy_bandwidth": "1.0TB/s",
       "hbm_bandwidth": "1555GB/s",
-      "gemm_efficiency": 0.829, "gemm_half_dim": 351, "attention_efficiency": 0.312, "memory_efficiency": 0.451,
-      "kernel_launch": "7.9us",
-      "context_memory": "1GiB", "nccl_memory": "512MiB", "allocator_fragmentation": 0.05
+      "gemm_efficiency": 0.834, "gemm_half_dim": 333, "attention_efficiency": 0.312, "memory_efficiency": 0.42,
+      "kernel_launch": "5us",
+      "context_memory": "768MiB", "nccl_memory": "656MiB", "allocator_fragmentation": 0.1
     },
     "nodes": 1,
     "gpus_per_node": 8,

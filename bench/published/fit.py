@@ -18,13 +18,15 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import check  # noqa: E402
 
 CHIPS = {"h100": ["h100_80gb"], "a100": ["a100_80gb", "a100_40gb"]}
-# name, scenario key, lower bound, upper bound, unit suffix for --set
+# name, scenario key, lower bound, upper bound, unit suffix for --set. kernel_launch is not
+# fitted: the published throughputs cannot tell a slower memory-bound kernel from a larger
+# per-kernel cost (fits with both free traded one for the other at equal error, up to 80 us per
+# kernel), so it stays at the preset's documented value (docs/compute-model.md).
 PARAMS = [
     ("gemm_efficiency", "cluster.gpu.gemm_efficiency", 0.2, 1.0, ""),
     ("gemm_half_dim", "cluster.gpu.gemm_half_dim", 0.0, 4096.0, ""),
     ("attention_efficiency", "cluster.gpu.attention_efficiency", 0.05, 1.0, ""),
     ("memory_efficiency", "cluster.gpu.memory_efficiency", 0.2, 1.0, ""),
-    ("kernel_launch_us", "cluster.gpu.kernel_launch", 0.0, 100.0, "us"),
 ]
 
 
@@ -88,7 +90,7 @@ def main():
     ap.add_argument("--runs", default=os.path.join(check.HERE, "runs.json"))
     ap.add_argument("--chip", choices=sorted(CHIPS), action="append")
     ap.add_argument("--iterations", type=int, default=120)
-    ap.add_argument("--start", nargs=len(PARAMS), type=float, default=[0.7, 256, 0.4, 0.7, 5],
+    ap.add_argument("--start", nargs=len(PARAMS), type=float, default=[0.7, 256, 0.4, 0.7],
                     metavar=tuple(p[0] for p in PARAMS))
     args = ap.parse_args()
     data = check.load(args.runs)
@@ -96,7 +98,7 @@ def main():
         rows = [r for r in data["rows"] if r["split"] == "fit" and r["gpu"] in CHIPS[chip]]
         cache = {}
         f = lambda x: objective(args.binary, rows, data["models"], x, cache)  # noqa: E731
-        x, value = nelder_mead(f, args.start, [0.1, 256, 0.1, 0.1, 5], args.iterations)
+        x, value = nelder_mead(f, args.start, [0.1, 256, 0.1, 0.1], args.iterations)
         print(f"{chip}: {len(rows)} fit rows, {len(cache)} evaluations, mean |log error| {value:.4f}")
         for v, (name, key, _, _, unit) in zip(x, PARAMS):
             print(f"  {name:<22} {v:.4g}{unit}")
