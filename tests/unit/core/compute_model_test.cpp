@@ -1,0 +1,251 @@
+// The op-level compute model of the transformer shorthand: kernel FLOPs and bytes from the
+// shapes, roofline times, recomputation per checkpointing mode, the end-of-step ops the
+// scheduler emits, the transient memory around compute, and the workload / reserve facts the
+// throughput and memory metrics use.
+#include <algorithm>
+#include <numeric>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "core/compute_model.h"
+#include "core/memory_reserve.h"
+#include "core/scenario_parse.h"
+#include "core/schedule.h"
+#include "core/workload.h"
+
+namespace shardline {
+namespace {
+
+using nlohmann::json;
+
+// A 2-layer Llama-shaped model on a custom GPU with round numbers: peak 100 TFLOP/s, HBM 1 TB/s.
+json scenario_json(const std::string& ckpt = "none") {
+  return json::parse(R"({
+    "name": "cm",
+    "model": {"transformer": {"layers": 2, "hidden": 1024, "ffn_hidden": 4096, "heads": 8, "kv_heads": 2,
+                              "vocab": 32000, "seq_len": 2048, "micro_batch_size": 2,
+                              "activation_checkpointing": ")" + ckpt + R"("}},
+    "cluster": {
+      "gpu": {"name": "g", "peak_tflops": {"bf16": 100}, "memory": "80GiB", "copy_bandwidth": "500GB/s",
+              "hbm_bandwidth": "1TB/s", "gemm_efficiency": 0.8, "gemm_half_dim": 256, "attention_efficiency": 0.5,
+              "memory_efficiency": 0.5, "kernel_launch": "4us",
+              "context_memory": "1GiB", "nccl_memory": "256MiB", "allocator_fragmentation": 0.1},
+      "nodes": 1, "gpus_per_node": 8, "intra_node": {"bandwidth": "100GB/s", "latency": "2us"}
+    },
+    "mesh": {"shard": 8}
+  })");
+}
+
+Scenario parse(const json& j) { return parse_scenario(j); }
+
+double flops_of(const std::vector<Kernel>& ks, KernelKind kind) {
+  double sum = 0;
+  for (const Kernel& k : ks)
+    if (k.kind == kind) sum += k.flops;
+  return sum;
+}
+
+const Kernel* find(const std::vector<Kernel>& ks, const std::string& name) {
+  for (const Kernel& k : ks)
+    if (k.name == name) return &k;
+  return nullptr;
+}
+
+TEST(Kernels, GemmFlopsAreTwiceTokensTimesTheMatmulParametersAndBackwardDoublesThem) {
+  const Scenario s = parse(scenario_json());
+  const TransformerSpec& t = *s.model.transformer;
+  const UnitKernels k = transformer_unit_kernels(t, TransformerPart::Block, 2);
+  const double T = 2048 * 2, h = 1024, kv = 256, f = 4096;
+  const double matmul_params = h * (h + 2 * kv) + h * h + h * 2 * f + f * h;
+  EXPECT_DOUBLE_EQ(flops_of(k.forward, KernelKind::Gemm), 2 * T * matmul_params);
+  EXPECT_DOUBLE_EQ(flops_of(k.backward, KernelKind::Gemm), 4 * T * matmul_params);
+  const Kernel* qkv = find(k.forward, "qkv");
+  ASSERT_NE(qkv, nullptr);
+  EXPECT_EQ(qkv->min_dim, 1024);
+  EXPECT_DOUBLE_EQ(qkv->bytes, 2 * (T * h + h * (h + 2 * kv) + T * (h + 2 * kv)));
+  const Kernel* wgrad = find(k.backward, "qkv.wgrad");
+  ASSERT_NE(wgrad, nullptr);
+  EXPECT_EQ(wgrad->min_dim, 1024);  // (h + 2kv) x T . T x h: the tokens are the reduction
+  const Kernel* head = find(transformer_unit_kernels(t, TransformerPart::Head, 2).forward, "output");
+  ASSERT_NE(head, nullptr);
+  EXPECT_DOUBLE_EQ(head->flops, 2 * T * h * 32000);
+}
+
+TEST(Kernels, FlashAttentionCountsTheCausalPartAndABackwardOfTwoAndAHalf) {
+  EXPECT_DOUBLE_EQ(causal_attention_fraction(2048), 0.5 * (1 + 128.0 / 2048));
+  EXPECT_DOUBLE_EQ(causal_attention_fraction(128), 1.0);
+  EXPECT_DOUBLE_EQ(causal_attention_fraction(64), 1.0);
+  const Scenario s = parse(scenario_json());
+  const UnitKernels k = transformer_unit_kernels(*s.model.transformer, TransformerPart::Block, 2);
+  const double fwd = 4.0 * 2 * 2048.0 * 2048.0 * 1024 * causal_attention_fraction(2048);
+  EXPECT_DOUBLE_EQ(flops_of(k.forward, KernelKind::Attention), fwd);
+  EXPECT_DOUBLE_EQ(flops_of(k.backward, KernelKind::Attention), 2.5 * fwd);
+}
+
+TEST(Kernels, KnobsAddAndRemoveKernels) {
+  json j = scenario_json();
+  const UnitKernels llama = transformer_unit_kernels(*parse(j).model.transformer, TransformerPart::Block, 2);
+  EXPECT_NE(find(llama.forward, "rope"), nullptr);
+  EXPECT_NE(find(llama.forward, "swiglu"), nullptr);
+  EXPECT_EQ(find(llama.backward, "qkv.bias_grad"), nullptr);
+  EXPECT_EQ(find(llama.forward, "attention_dropout"), nullptr);
+  j["model"]["transformer"].update({{"mlp", "gelu"}, {"position", "learned"}, {"bias", true}, {"dropout", 0.1}});
+  const Scenario mpt = parse(j);
+  const UnitKernels gelu = transformer_unit_kernels(*mpt.model.transformer, TransformerPart::Block, 2);
+  EXPECT_EQ(find(gelu.forward, "rope"), nullptr);
+  EXPECT_NE(find(gelu.forward, "gelu"), nullptr);
+  EXPECT_NE(find(gelu.backward, "qkv.bias_grad"), nullptr);
+  EXPECT_NE(find(gelu.forward, "attention_dropout"), nullptr);
+  EXPECT_NE(find(transformer_unit_kernels(*mpt.model.transformer, TransformerPart::Embedding, 2).forward, "position_add"), nullptr);
+}
+
+TEST(Kernels, TheLossOverTheVocabularyMovesFp32BytesUnlessFused) {
+  json j = scenario_json();
+  const double TV = 4096.0 * 32000;
+  const Kernel* fp32 = find(transformer_unit_kernels(*parse(j).model.transformer, TransformerPart::Head, 2).forward, "loss");
+  ASSERT_NE(fp32, nullptr);
+  EXPECT_DOUBLE_EQ(fp32->bytes, (2 + 12) * TV);
+  j["model"]["transformer"]["loss"] = "fused";
+  const UnitKernels fused = transformer_unit_kernels(*parse(j).model.transformer, TransformerPart::Head, 2);
+  EXPECT_DOUBLE_EQ(find(fused.forward, "loss")->bytes, 2 * TV);
+  EXPECT_DOUBLE_EQ(find(fused.backward, "loss.bwd")->bytes, 4 * TV);
+}
+
+TEST(Roofline, AKernelTakesTheLargerOfItsComputeAndMemoryTimesPlusTheLaunch) {
+  GpuSpec gpu;
+  gpu.hbm_bandwidth_bytes_per_s = 1e12;
+  gpu.memory_efficiency = 0.5;
+  gpu.gemm_efficiency = 0.8;
+  gpu.gemm_half_dim = 256;
+  gpu.attention_efficiency = 0.5;
+  gpu.kernel_launch_us = 4;
+  const double peak = 100e12;
+  Kernel gemm{"g", KernelKind::Gemm, 1e12, 1e6, 256};  // efficiency 0.8 x 256 / 512 = 0.4
+  const TimedKernel g = time_kernel(gemm, gpu, peak);
+  EXPECT_DOUBLE_EQ(g.time_us, 1e12 / (100e12 * 0.4) * 1e6 + 4);
+  EXPECT_FALSE(g.memory_bound);
+  Kernel big{"b", KernelKind::Gemm, 1e12, 1e6, 1 << 30};
+  EXPECT_NEAR(time_kernel(big, gpu, peak).time_us, 1e12 / (100e12 * 0.8) * 1e6 + 4, 0.01);  // d / (d + 256) -> 1
+  Kernel mem{"m", KernelKind::Memory, 0, 5e8, 0};
+  const TimedKernel m = time_kernel(mem, gpu, peak);
+  EXPECT_DOUBLE_EQ(m.time_us, 5e8 / (1e12 * 0.5) * 1e6 + 4);
+  EXPECT_TRUE(m.memory_bound);
+  Kernel thin{"t", KernelKind::Gemm, 1e9, 1e9, 4096};  // 10 us of compute, 2000 us of bytes
+  EXPECT_TRUE(time_kernel(thin, gpu, peak).memory_bound);
+  Kernel attn{"a", KernelKind::Attention, 1e12, 1e6, 0};
+  EXPECT_DOUBLE_EQ(time_kernel(attn, gpu, peak).time_us, 1e12 / (100e12 * 0.5) * 1e6 + 4);
+}
+
+TEST(Recompute, FullReRunsTheBlockForwardAndSelectiveTheAttention) {
+  const Scenario none = parse(scenario_json("none"));
+  const Scenario full = parse(scenario_json("full"));
+  const Scenario sel = parse(scenario_json("selective"));
+  const UnitCompute n = unit_compute(none, none.model.units[1]);
+  const UnitCompute f = unit_compute(full, full.model.units[1]);
+  const UnitCompute s = unit_compute(sel, sel.model.units[1]);
+  EXPECT_NEAR(f.backward_us, n.backward_us + n.forward_us, 1e-9 * f.backward_us);
+  EXPECT_EQ(f.backward.front().name, "recompute.attention_norm");
+  const auto attention = std::find_if(n.forward.begin(), n.forward.end(), [](const TimedKernel& k) { return k.name == "attention"; });
+  ASSERT_NE(attention, n.forward.end());
+  EXPECT_NEAR(s.backward_us, n.backward_us + attention->time_us, 1e-9 * s.backward_us);
+  // The scheduler's compute ops carry these durations.
+  EXPECT_DOUBLE_EQ(forward_compute_us(full, full.model.units[1]), f.forward_us);
+  EXPECT_DOUBLE_EQ(backward_compute_us(full, full.model.units[1]), f.backward_us);
+}
+
+TEST(Schedule, ATransformerStepEndsWithClippingThenTheOptimizerStepOnTheComputeStream) {
+  const Scenario s = parse(scenario_json());
+  const Program p = schedule(s);
+  ASSERT_GE(p.ops.size(), 2u);
+  const Op& clip = p.ops[p.ops.size() - 2];
+  const Op& adam = p.ops.back();
+  EXPECT_EQ(clip.kind, OpKind::Compute);
+  EXPECT_EQ(clip.phase, Phase::Finalize);
+  EXPECT_EQ(clip.stream, StreamId::Compute);
+  EXPECT_EQ(clip.name.rfind("clip_grad_norm", 0), 0u);
+  EXPECT_EQ(adam.name.rfind("optimizer_step", 0), 0u);
+  int64_t shard = 0;
+  for (const ParamInfo& param : p.params) shard += param.shard_numel;
+  // AdamW reads and writes the fp32 master shard and the two fp32 states and reads the gradient:
+  // 28 bytes per parameter at 1 TB/s x 0.5, plus one launch.
+  EXPECT_DOUBLE_EQ(adam.compute_us, static_cast<double>(shard) * 28 / 0.5e12 * 1e6 + 4);
+  EXPECT_DOUBLE_EQ(clip.compute_us, static_cast<double>(shard) * 4 / 0.5e12 * 1e6 + 4 +
+                                        static_cast<double>(shard) * 8 / 0.5e12 * 1e6 + 4);
+  // Both come after the last reduce-scatter in program order (the compute stream waits for it).
+  int last_rs = -1;
+  for (const Op& op : p.ops)
+    if (op.kind == OpKind::ReduceScatter) last_rs = op.id;
+  EXPECT_LT(last_rs, clip.id);
+}
+
+TEST(Schedule, TransientBytesAreAllocatedAroundTheComputeThatNeedsThem) {
+  const Scenario s = parse(scenario_json("full"));
+  const Program p = schedule(s);
+  const UnitSpec& head = s.model.units.back();
+  const UnitSpec& block = s.model.units[1];
+  int checked = 0;
+  for (size_t i = 1; i + 1 < p.ops.size(); ++i) {
+    const Op& op = p.ops[i];
+    if (op.kind != OpKind::Compute || op.unit < 0) continue;
+    const UnitSpec& u = s.model.units[op.unit];
+    const int64_t transient = op.phase == Phase::Forward ? u.forward_transient_bytes : u.backward_transient_bytes;
+    if (transient == 0) continue;
+    EXPECT_EQ(p.ops[i - 1].kind, OpKind::Alloc) << op.name;
+    EXPECT_EQ(p.ops[i - 1].bytes, transient) << op.name;
+    EXPECT_EQ(p.ops[i + 1].kind, OpKind::Free) << op.name;
+    EXPECT_EQ(p.ops[i + 1].bytes, transient) << op.name;
+    ++checked;
+  }
+  EXPECT_GT(head.forward_transient_bytes, 0);
+  EXPECT_GT(block.backward_transient_bytes, 0);
+  EXPECT_EQ(checked, 1 + 1 + 2);  // head forward, head backward, two block backwards
+}
+
+TEST(Schedule, ExplicitUnitsGetNoEndOfStepOps) {
+  json j = scenario_json();
+  j["model"] = json::parse(R"({"units": [{"name": "a", "params": 1000, "forward_flops": 1e9}]})");
+  const Program p = schedule(parse(j));
+  for (const Op& op : p.ops) EXPECT_NE(op.phase == Phase::Finalize && op.kind == OpKind::Compute, true) << op.name;
+}
+
+TEST(Workload, TokensFlopsAndPeakFollowTheDocumentedFormulas) {
+  json j = scenario_json("full");
+  j["policy"] = {{"micro_batches", 3}};
+  const Scenario s = parse(j);
+  const Workload w = workload_of(s);
+  EXPECT_EQ(w.gpus, 8);
+  EXPECT_DOUBLE_EQ(w.samples_per_step, 3.0 * 2 * 8);
+  EXPECT_DOUBLE_EQ(w.tokens_per_step, 3.0 * 2 * 8 * 2048);
+  const double N = static_cast<double>(s.model.total_params());
+  const double per_token = 6 * N + 12.0 * 2 * 1024 * 2048;
+  EXPECT_DOUBLE_EQ(transformer_model_flops_per_token(s), per_token);
+  EXPECT_DOUBLE_EQ(w.model_flops_per_step, per_token * w.tokens_per_step);
+  // Full checkpointing re-runs each block's forward: 2 x block parameters + the attention, per token.
+  const double block_params = static_cast<double>(s.model.units[1].params() + s.model.units[2].params());
+  EXPECT_DOUBLE_EQ(w.hardware_flops_per_step, w.model_flops_per_step + (2 * block_params + 4.0 * 2 * 1024 * 2048) * w.tokens_per_step);
+  EXPECT_DOUBLE_EQ(w.peak_flops_per_gpu, 100e12);
+
+  json units = scenario_json();
+  units["model"] = json::parse(R"({"units": [{"name": "a", "params": 1000, "forward_flops": 1e9, "recompute": true}],
+                                   "seq_len": 512, "micro_batch_size": 4})");
+  const Workload u = workload_of(parse(units));
+  EXPECT_DOUBLE_EQ(u.tokens_per_step, 512.0 * 4 * 8);
+  EXPECT_DOUBLE_EQ(u.model_flops_per_step, (1e9 + 2e9) * 8);
+  EXPECT_DOUBLE_EQ(u.hardware_flops_per_step, (1e9 + 2e9 + 1e9) * 8);
+  units["model"].erase("seq_len");
+  EXPECT_DOUBLE_EQ(workload_of(parse(units)).tokens_per_step, 0);  // unknown
+}
+
+TEST(MemoryReserve, ContextNcclPerCommunicatorAndFragmentation) {
+  json j = scenario_json();
+  const MemoryReserve fsdp = memory_reserve_of(parse(j));
+  EXPECT_EQ(fsdp.fixed_bytes, (int64_t{1} << 30) + (int64_t{256} << 20));
+  EXPECT_DOUBLE_EQ(fsdp.fragmentation, 0.1);
+  EXPECT_EQ(reserved_bytes(fsdp, 1000), 1100 + fsdp.fixed_bytes);
+  j["mesh"] = {{"shard", 4}, {"replicate", 2}};
+  EXPECT_EQ(memory_reserve_of(parse(j)).fixed_bytes, (int64_t{1} << 30) + 2 * (int64_t{256} << 20));
+}
+
+}  // namespace
+}  // namespace shardline
