@@ -159,7 +159,7 @@ struct PolicySpec {
 struct RunSpec {
   int iterations = 1;
   int warmup = 0;
-  double memory_margin = 0.1;  // fraction of GPU memory kept free when judging "fits"
+  double memory_margin = 0.0;  // extra fraction of GPU memory kept free beyond the reserve when judging "fits"
 };
 
 struct Scenario {
