@@ -354,9 +354,11 @@ std::string signed_time(double us) {
   return out += format_time_us(std::abs(us));
 }
 
+// "12.3%"; below 1%, two significant digits ("0.058%"), so a small gain never reads "0.0%".
 std::string percent_text(double fraction) {
   char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f%%", 100.0 * fraction);
+  const double pct = 100.0 * fraction;
+  std::snprintf(buf, sizeof buf, std::fabs(pct) >= 1 || pct == 0 ? "%.1f%%" : "%.2g%%", pct);
   return buf;
 }
 
