@@ -1,6 +1,7 @@
 // `shardline sweep SCENARIO --vary PATH=VALUES ...`: evaluates the cartesian grid of overrides
 // with the simulator on all cores (and across ranks under mpirun), writes sweep.csv, sweep.json
-// and report.html, and prints the recommendation last. docs/sweep.md.
+// and report.html, and prints the recommendation by --objective (throughput, step_time or
+// memory) last. docs/sweep.md.
 #include <unistd.h>
 
 #include <chrono>
@@ -66,7 +67,7 @@ void write_file(const fs::path& path, const std::string& text) {
 int run_sweep_command(const std::vector<std::string>& args) {
   SweepMpi mpi;
   std::vector<std::string> vary, sets;
-  std::string scenario_path, out_dir;
+  std::string scenario_path, out_dir, objective_text = "throughput";
   int jobs = 0;
   double margin = 0.1;
   po::options_description flags("shardline sweep SCENARIO --vary PATH=VALUES [--vary ...] [flags]");
@@ -79,6 +80,9 @@ int run_sweep_command(const std::vector<std::string>& args) {
       ("jobs,j", po::value(&jobs)->default_value(0), "worker threads per process (0: all cores)")
       ("memory-margin", po::value(&margin)->default_value(0.1),
        "fraction of GPU memory kept free when recommending (0.1 = 10%)")
+      ("objective", po::value(&objective_text)->default_value("throughput"),
+       "what the recommendation, Pareto front and plots rank by: throughput (tokens/s per GPU, highest), "
+       "step_time (shortest) or memory (lowest peak reserved)")
       ("scenario", po::value(&scenario_path), "scenario JSON file");
   po::positional_options_description pos;
   pos.add("scenario", 1);
@@ -93,6 +97,7 @@ int run_sweep_command(const std::vector<std::string>& args) {
   if (vary.empty()) throw InputError("--vary", "give at least one --vary PATH=VALUES");
   if (jobs < 0) throw InputError("--jobs", "must be >= 0");
   if (!(margin >= 0 && margin < 1)) throw InputError("--memory-margin", "must be in [0, 1)");
+  const SweepObjective objective = parse_sweep_objective(objective_text);
 
   nlohmann::json base = load_scenario_json(scenario_path);
   if (!sets.empty()) apply_overrides(base, sets);
@@ -148,8 +153,9 @@ int run_sweep_command(const std::vector<std::string>& args) {
   result.scenario = stem;
   result.axes = axes;
   result.memory_margin = margin;
-  result.pareto = pareto_front(result.rows);
-  result.recommendation = recommend(result.rows, paths, margin);
+  result.ranked_by = resolve_objective(result.rows, objective);
+  result.pareto = pareto_front(result.rows, result.ranked_by.used);
+  result.recommendation = recommend(result.rows, paths, margin, result.ranked_by);
 
   fs::create_directories(out_dir);
   write_file(fs::path(out_dir) / "sweep.csv", sweep_csv(result.rows, paths));

@@ -13,9 +13,20 @@
 //   start for the first) to the end of m's last forward compute; summed. With one micro-batch
 //   this is "step start to end of the last forward compute". backward = step - forward.
 // - by_kind: every kind except alloc/free (always all six keys): count, bytes, union busy.
-// - peak memory: the largest MemorySample over the whole timeline; 0 when the timeline has no
-//   memory samples (e.g. a measured run without an allocator tracker). fits: peak <= capacity *
-//   (1 - margin).
+// - peak memory (allocated): the largest MemorySample over the whole timeline; 0 when the
+//   timeline has no memory samples (e.g. a measured run without an allocator tracker).
+// - peak reserved (estimate) = reserved_bytes(memory_reserve, peak allocated)
+//   = ceil(peak allocated x (1 + fragmentation)) + fixed bytes (context + NCCL per communicator);
+//   0 when there are no memory samples. fits: peak reserved <= capacity x (1 - margin).
+// - throughput, from the timeline's workload (global per-step counts; 0 = unknown) and the
+//   step time in seconds, step_s = step_time_us / 1e6; each unknown when its inputs are 0:
+//     samples/s            = samples_per_step / step_s
+//     tokens/s             = tokens_per_step / step_s
+//     tokens/s per GPU     = tokens/s / gpus
+//     model TFLOP/s per GPU = model_flops_per_step / step_s / gpus / 1e12
+//     MFU                  = model_flops_per_step / step_s / (gpus x peak_flops_per_gpu)
+//     HFU                  = hardware_flops_per_step / step_s / (gpus x peak_flops_per_gpu)
+//   (model FLOPs count no recomputation; hardware FLOPs add it; docs/outputs.md "Throughput").
 // - rank -1: the rank with the largest step time (lowest rank on ties) among the ranks that have
 //   intervals in that iteration (a simulated timeline may carry one representative rank). iteration -1: the
 //   timeline's reported_iteration.
@@ -157,9 +168,22 @@ Metrics metrics_for(const Timeline& t, int rank, int iteration) {
   m.backward_us = m.step_time_us - m.forward_us;
 
   for (const MemorySample& s : t.memory) m.peak_memory_bytes = std::max(m.peak_memory_bytes, s.bytes);
+  m.peak_reserved_bytes = t.memory.empty() ? 0 : reserved_bytes(t.memory_reserve, m.peak_memory_bytes);
   m.memory_capacity_bytes = t.memory_capacity_bytes;
-  m.fits_memory = static_cast<double>(m.peak_memory_bytes) <= static_cast<double>(t.memory_capacity_bytes) * (1.0 - t.memory_margin);
+  m.fits_memory = static_cast<double>(m.peak_reserved_bytes) <= static_cast<double>(t.memory_capacity_bytes) * (1.0 - t.memory_margin);
+  m.throughput = throughput_of(t.workload, m.step_time_us);
   return m;
+}
+
+// A throughput value in JSON: a number, or null when unknown.
+nlohmann::json optional_to_json(const std::optional<double>& v) { return v ? json(*v) : json(nullptr); }
+
+std::optional<double> optional_from_json(const json& object, const char* key, const std::string& path) {
+  const json& v = jf::member(object, key, path);
+  if (v.is_null()) return std::nullopt;
+  const double x = jf::as_number(v, jf::join_path(path, key));
+  if (!(x >= 0) || !std::isfinite(x)) throw InputError(jf::join_path(path, key), "must be a number >= 0 or null (unknown)");
+  return x;
 }
 
 KindStats kind_stats_from_json(const json& j, const std::string& path) {
@@ -171,6 +195,25 @@ KindStats kind_stats_from_json(const json& j, const std::string& path) {
 }
 
 }  // namespace
+
+Throughput throughput_of(const Workload& w, double step_time_us) {
+  Throughput tp;
+  if (!(step_time_us > 0) || w.gpus < 1) return tp;
+  const double step_s = step_time_us / 1e6;
+  const double gpus = static_cast<double>(w.gpus);
+  if (w.samples_per_step > 0) tp.samples_per_s = w.samples_per_step / step_s;
+  if (w.tokens_per_step > 0) {
+    tp.tokens_per_s = w.tokens_per_step / step_s;
+    tp.tokens_per_s_per_gpu = *tp.tokens_per_s / gpus;
+  }
+  if (w.model_flops_per_step > 0) {
+    tp.model_tflops_per_gpu = w.model_flops_per_step / step_s / gpus / 1e12;
+    if (w.peak_flops_per_gpu > 0) tp.mfu = w.model_flops_per_step / step_s / (gpus * w.peak_flops_per_gpu);
+  }
+  if (w.hardware_flops_per_step > 0 && w.peak_flops_per_gpu > 0)
+    tp.hfu = w.hardware_flops_per_step / step_s / (gpus * w.peak_flops_per_gpu);
+  return tp;
+}
 
 double union_length_us(std::vector<std::pair<double, double>> intervals) {
   std::sort(intervals.begin(), intervals.end());
@@ -230,8 +273,16 @@ json metrics_to_json(const Metrics& m) {
   j["forward_us"] = m.forward_us;
   j["backward_us"] = m.backward_us;
   j["peak_memory_bytes"] = m.peak_memory_bytes;
+  j["peak_reserved_bytes"] = m.peak_reserved_bytes;
   j["memory_capacity_bytes"] = m.memory_capacity_bytes;
   j["fits_memory"] = m.fits_memory;
+  const Throughput& tp = m.throughput;
+  j["throughput"] = {{"samples_per_s", optional_to_json(tp.samples_per_s)},
+                     {"tokens_per_s", optional_to_json(tp.tokens_per_s)},
+                     {"tokens_per_s_per_gpu", optional_to_json(tp.tokens_per_s_per_gpu)},
+                     {"model_tflops_per_gpu", optional_to_json(tp.model_tflops_per_gpu)},
+                     {"mfu", optional_to_json(tp.mfu)},
+                     {"hfu", optional_to_json(tp.hfu)}};
   json kinds = json::object();
   for (const auto& [name, ks] : m.by_kind) kinds[name] = {{"count", ks.count}, {"bytes", ks.bytes}, {"busy_us", ks.busy_us}};
   j["by_kind"] = std::move(kinds);
@@ -249,8 +300,20 @@ Metrics metrics_from_json(const json& j) {
   m.forward_us = jf::get_number(j, "forward_us", "");
   m.backward_us = jf::get_number(j, "backward_us", "");
   m.peak_memory_bytes = jf::get_int(j, "peak_memory_bytes", "");
+  // Files written before the reserved estimate and throughput existed: the reserve is taken as
+  // none (reserved = allocated) and every throughput value as unknown.
+  m.peak_reserved_bytes = jf::has_member(j, "peak_reserved_bytes") ? jf::get_int(j, "peak_reserved_bytes", "") : m.peak_memory_bytes;
   m.memory_capacity_bytes = jf::get_int(j, "memory_capacity_bytes", "");
   m.fits_memory = jf::get_bool(j, "fits_memory", "");
+  if (jf::has_member(j, "throughput")) {
+    const json& tp = jf::require_object(j.at("throughput"), "throughput");
+    m.throughput.samples_per_s = optional_from_json(tp, "samples_per_s", "throughput");
+    m.throughput.tokens_per_s = optional_from_json(tp, "tokens_per_s", "throughput");
+    m.throughput.tokens_per_s_per_gpu = optional_from_json(tp, "tokens_per_s_per_gpu", "throughput");
+    m.throughput.model_tflops_per_gpu = optional_from_json(tp, "model_tflops_per_gpu", "throughput");
+    m.throughput.mfu = optional_from_json(tp, "mfu", "throughput");
+    m.throughput.hfu = optional_from_json(tp, "hfu", "throughput");
+  }
   const json& kinds = jf::require_object(jf::member(j, "by_kind", ""), "by_kind");
   for (const auto& [name, value] : kinds.items()) m.by_kind[name] = kind_stats_from_json(value, jf::join_path("by_kind", name));
   return m;

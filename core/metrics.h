@@ -2,6 +2,7 @@
 #pragma once
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 
 #include <nlohmann/json_fwd.hpp>
@@ -16,6 +17,21 @@ struct KindStats {
   double busy_us = 0;  // union of this kind's intervals
 };
 
+// What the step achieves (docs/outputs.md "Throughput"; formulas in metrics.cpp). Each value is
+// unknown (nullopt; null in metrics.json) when the timeline's workload lacks what it needs
+// (tokens, samples, FLOPs or the dense peak are 0) or the step time is 0.
+struct Throughput {
+  std::optional<double> samples_per_s;         // global
+  std::optional<double> tokens_per_s;          // global
+  std::optional<double> tokens_per_s_per_gpu;
+  std::optional<double> model_tflops_per_gpu;  // model FLOPs (no recomputation) per second per GPU / 1e12
+  std::optional<double> mfu;                   // model FLOPs utilisation, a fraction of the dense peak
+  std::optional<double> hfu;                   // hardware FLOPs utilisation: the same with recomputation
+};
+
+// The throughput of a step of `step_time_us` processing `workload`.
+Throughput throughput_of(const Workload& workload, double step_time_us);
+
 struct Metrics {
   double step_time_us = 0;       // first op issued to last op finished (max over ranks)
   double compute_busy_us = 0;    // union of compute-stream compute intervals
@@ -24,9 +40,11 @@ struct Metrics {
   double overlap_efficiency = 1; // 1 - exposed / comm busy (1 when no comm)
   double forward_us = 0;         // step start to end of the last forward compute
   double backward_us = 0;        // the rest of the step
-  int64_t peak_memory_bytes = 0;
+  int64_t peak_memory_bytes = 0;    // peak allocated (what the memory tracker counts)
+  int64_t peak_reserved_bytes = 0;  // estimate: reserved_bytes(memory_reserve, peak allocated); 0 without samples
   int64_t memory_capacity_bytes = 0;
-  bool fits_memory = true;       // peak <= capacity * (1 - margin)
+  bool fits_memory = true;          // peak reserved <= capacity * (1 - margin)
+  Throughput throughput;
   std::map<std::string, KindStats> by_kind;  // keyed by op_kind_name, collectives and copies
 };
 

@@ -44,6 +44,8 @@ json timeline_to_json(const Timeline& t) {
   j["scale"] = t.scale;
   j["memory_capacity_bytes"] = t.memory_capacity_bytes;
   j["memory_margin"] = t.memory_margin;
+  j["workload"] = workload_to_json(t.workload);
+  j["memory_reserve"] = memory_reserve_to_json(t.memory_reserve);
   json ops = json::array();
   for (const Op& op : t.ops) ops.push_back(op_to_json(op, false));
   j["ops"] = std::move(ops);
@@ -82,6 +84,9 @@ Timeline timeline_from_json(const json& j) {
   if (t.memory_capacity_bytes < 0) throw InputError("memory_capacity_bytes", "must be >= 0");
   t.memory_margin = jf::get_number(j, "memory_margin", "");
   if (t.memory_margin < 0 || t.memory_margin >= 1) throw InputError("memory_margin", "must be in [0, 1)");
+  // Both optional: timelines written before they existed read as unknown throughput and no reserve.
+  if (j.contains("workload")) t.workload = workload_from_json(j.at("workload"), "workload");
+  if (j.contains("memory_reserve")) t.memory_reserve = memory_reserve_from_json(j.at("memory_reserve"), "memory_reserve");
 
   const json& ops = jf::require_array(jf::member(j, "ops", ""), "ops");
   t.ops.reserve(ops.size());

@@ -1,6 +1,7 @@
 // A timeline: when each op of a Program ran, per rank and iteration, predicted (simulator) or
 // measured (executor), with one schema so every tool reads both. Self-contained: it carries
-// the ops' metadata so reports need no Program.
+// the ops' metadata, and the workload and memory reserve of its scenario, so reports (metrics,
+// throughput, reserved memory) need neither the Program nor the Scenario.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -8,7 +9,9 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "core/memory_reserve.h"
 #include "core/program.h"
+#include "core/workload.h"
 
 namespace shardline {
 
@@ -36,6 +39,8 @@ struct Timeline {
   double scale = 1.0;                 // buffer divisor used by exec --scale
   int64_t memory_capacity_bytes = 0;  // the GPU's memory
   double memory_margin = 0.1;
+  Workload workload;                  // tokens, samples and FLOPs per step (default: unknown)
+  MemoryReserve memory_reserve;       // allocated -> reserved estimate (default: none)
   std::vector<Op> ops;                // metadata (slices and deps dropped)
   std::vector<OpInterval> intervals;
   std::vector<MemorySample> memory;   // in time order

@@ -13,6 +13,7 @@
 #include "core/error.h"
 #include "reports/html.h"
 #include "reports/svg_timeline.h"
+#include "reports/throughput_text.h"
 
 namespace shardline {
 namespace {
@@ -50,6 +51,18 @@ nlohmann::json op_json(const OpComparison& o) {
 }
 
 std::string pad(const std::string& s, size_t w) { return s.size() >= w ? s + " " : s + std::string(w - s.size(), ' '); }
+
+nlohmann::json optional_json(const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); }
+
+// The throughput rows of the table and the page: {label, predicted, measured, error}.
+std::vector<std::vector<std::string>> throughput_rows(const Comparison& c) {
+  const Throughput& p = c.predicted.throughput;
+  const Throughput& m = c.measured.throughput;
+  return {{"tokens/s per GPU", format_or_na(p.tokens_per_s_per_gpu, format_per_s), format_or_na(m.tokens_per_s_per_gpu, format_per_s),
+           c.tokens_per_s_per_gpu_error ? pct(*c.tokens_per_s_per_gpu_error) : std::string("n/a")},
+          {"MFU", format_or_na(p.mfu, format_utilisation), format_or_na(m.mfu, format_utilisation),
+           c.mfu_error ? fmt("%+.1f pp", 100.0 * *c.mfu_error) : std::string("n/a")}};
+}
 
 }  // namespace
 
@@ -90,6 +103,11 @@ Comparison compare_timelines(const Timeline& predicted, const Timeline& measured
   if (!(c.measured.step_time_us > 0)) throw InputError("timelines", "the measured step time is zero");
   c.step_error = (c.predicted.step_time_us - c.measured.step_time_us) / c.measured.step_time_us;
   c.within_tolerance = std::abs(c.step_error) <= tolerance;
+  const Throughput& pt = c.predicted.throughput;
+  const Throughput& mt = c.measured.throughput;
+  if (pt.tokens_per_s_per_gpu && mt.tokens_per_s_per_gpu)
+    c.tokens_per_s_per_gpu_error = (*pt.tokens_per_s_per_gpu - *mt.tokens_per_s_per_gpu) / *mt.tokens_per_s_per_gpu;
+  if (pt.mfu && mt.mfu) c.mfu_error = *pt.mfu - *mt.mfu;
 
   const auto pivs = intervals_by_op(predicted, pw.rank, pw.iteration);
   const auto mivs = intervals_by_op(measured, mw.rank, mw.iteration);
@@ -159,6 +177,12 @@ nlohmann::json comparison_to_json(const Comparison& c) {
           {"measured_overlap_efficiency", c.measured.overlap_efficiency},
           {"predicted_exposed_comm_us", c.predicted.exposed_comm_us},
           {"measured_exposed_comm_us", c.measured.exposed_comm_us},
+          {"predicted_tokens_per_s_per_gpu", optional_json(c.predicted.throughput.tokens_per_s_per_gpu)},
+          {"measured_tokens_per_s_per_gpu", optional_json(c.measured.throughput.tokens_per_s_per_gpu)},
+          {"tokens_per_s_per_gpu_error", optional_json(c.tokens_per_s_per_gpu_error)},
+          {"predicted_mfu", optional_json(c.predicted.throughput.mfu)},
+          {"measured_mfu", optional_json(c.measured.throughput.mfu)},
+          {"mfu_error", optional_json(c.mfu_error)},
           {"predicted", metrics_to_json(c.predicted)},
           {"measured", metrics_to_json(c.measured)},
           {"by_kind", kinds},
@@ -177,7 +201,9 @@ std::string comparison_table(const Comparison& c) {
     << pad(fmt("%.3f", c.measured.overlap_efficiency), 14)
     << fmt("%+.3f", c.predicted.overlap_efficiency - c.measured.overlap_efficiency) << "\n";
   o << pad("exposed comm (us)", 22) << pad(us(c.predicted.exposed_comm_us), 14) << pad(us(c.measured.exposed_comm_us), 14)
-    << fmt("%+.1f", c.predicted.exposed_comm_us - c.measured.exposed_comm_us) << "\n\n";
+    << fmt("%+.1f", c.predicted.exposed_comm_us - c.measured.exposed_comm_us) << "\n";
+  for (const auto& row : throughput_rows(c)) o << pad(row[0], 22) << pad(row[1], 14) << pad(row[2], 14) << row[3] << "\n";
+  o << "\n";
   o << "absolute errors per op kind (us):\n"
     << pad("kind", 16) << pad("ops", 6) << pad("dur median", 12) << pad("dur p90", 12) << pad("start median", 14)
     << "start p90\n";
@@ -205,7 +231,11 @@ std::string comparison_html(const Comparison& c, const Timeline& predicted, cons
     << fmt("%+.3f", c.predicted.overlap_efficiency - c.measured.overlap_efficiency) << "</td></tr>\n"
     << "<tr><td>exposed comm (us)</td><td>" << us(c.predicted.exposed_comm_us) << "</td><td>"
     << us(c.measured.exposed_comm_us) << "</td><td>" << fmt("%+.1f", c.predicted.exposed_comm_us - c.measured.exposed_comm_us)
-    << "</td></tr>\n</table>\n";
+    << "</td></tr>\n";
+  for (const auto& row : throughput_rows(c))
+    b << "<tr><td>" << html_escape(row[0]) << "</td><td>" << html_escape(row[1]) << "</td><td>" << html_escape(row[2])
+      << "</td><td>" << html_escape(row[3]) << "</td></tr>\n";
+  b << "</table>\n";
   b << "<h2>Absolute errors per op kind (us)</h2>\n<table>\n<tr><th>kind</th><th>ops</th><th>duration median</th>"
        "<th>duration p90</th><th>start median</th><th>start p90</th></tr>\n";
   for (const auto& k : c.by_kind)

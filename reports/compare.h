@@ -1,6 +1,6 @@
 // Predicted vs measured: joins two Timelines of the same Program op by op and reports how far
-// the prediction is off (step time, overlap efficiency, exposed comm, per-kind duration and
-// start-time errors, the ops that disagree most), as a terminal table, compare.json and
+// the prediction is off (step time, overlap efficiency, exposed comm, tokens/s per GPU and MFU,
+// per-kind duration and start-time errors, the ops that disagree most), as a terminal table, compare.json and
 // compare.html (the predicted timeline drawn directly above the measured one, same time axis).
 //
 // Which measured intervals: the step that metrics define (core/metrics.h step_window with
@@ -8,6 +8,7 @@
 // interval is that rank's interval in that iteration; start times on both sides are relative
 // to their own step start (the first op issued). Errors are predicted minus measured.
 #pragma once
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -53,6 +54,9 @@ struct Comparison {
   double step_error = 0;       // (predicted - measured) / measured step time
   double tolerance = 0.10;
   bool within_tolerance = true;  // |step_error| <= tolerance
+  // Throughput errors; unknown when either side's value is (the timeline carries no workload).
+  std::optional<double> tokens_per_s_per_gpu_error;  // (predicted - measured) / measured, relative
+  std::optional<double> mfu_error;                   // predicted - measured, absolute (MFU is a fraction)
   std::vector<KindErrors> by_kind;   // compute, copies and collectives (markers left out), kind order
   std::vector<OpComparison> ops;     // every op but alloc/free markers, op order
   std::vector<OpComparison> worst;   // up to ten, largest disagreement first (ties: lower op id)

@@ -15,6 +15,7 @@
 #include "core/program_json.h"
 #include "core/units.h"
 #include "reports/html.h"
+#include "reports/throughput_text.h"
 #include "reports/trace.h"
 
 namespace shardline {
@@ -99,13 +100,35 @@ std::string summary_table(const Scenario& scenario, const Timeline& timeline, co
   char eff[32];
   std::snprintf(eff, sizeof eff, "%.1f%%", 100.0 * m.overlap_efficiency);
   out += printf_line("%-20s %12s  %s", "overlap efficiency", eff, "1 - exposed / comm busy");
+
+  // Throughput (docs/outputs.md "Throughput"): unknown values say which scenario key is missing.
+  const Workload& w = timeline.workload;
+  const Throughput& tp = m.throughput;
+  auto rate_row = [&](const char* label, const std::optional<double>& v, std::string (*format)(double), ThroughputValue which,
+                      const std::string& note) {
+    if (v) out += printf_line("%-20s %12s  %s", label, format(*v).c_str(), note.c_str());
+    else out += printf_line("%-20s %12s  %s", label, "n/a", throughput_unknown_reason(w, step, which).c_str());
+  };
+  const std::string gpus = std::to_string(w.gpus) + (w.gpus == 1 ? " GPU" : " GPUs");
+  rate_row("tokens/s", tp.tokens_per_s, format_per_s, ThroughputValue::Tokens,
+           "global: " + format_per_s(w.tokens_per_step) + " tokens per step / step time");
+  rate_row("  per GPU", tp.tokens_per_s_per_gpu, format_per_s, ThroughputValue::Tokens, "over " + gpus);
+  rate_row("samples/s", tp.samples_per_s, format_per_s, ThroughputValue::Samples,
+           "global: " + format_per_s(w.samples_per_step) + " samples per step");
+  rate_row("model TFLOP/s / GPU", tp.model_tflops_per_gpu, format_tflops, ThroughputValue::ModelFlops,
+           "model FLOPs per step / step time / GPUs");
+  rate_row("MFU", tp.mfu, format_utilisation, ThroughputValue::Mfu,
+           "model FLOPs / (" + gpus + " x " + format_tflops(w.peak_flops_per_gpu / 1e12) + " TFLOP/s dense peak)");
+  rate_row("HFU", tp.hfu, format_utilisation, ThroughputValue::Hfu, "the same with the recomputed FLOPs");
+
   if (timeline.memory.empty()) {
     out += printf_line("%-20s %12s  %s", "peak memory", "-", "not recorded by this timeline");
   } else {
     const int64_t limit = static_cast<int64_t>(static_cast<double>(m.memory_capacity_bytes) * (1.0 - timeline.memory_margin));
-    const std::string note = "of " + format_bytes(m.memory_capacity_bytes) + " (limit " + format_bytes(limit) + " with " +
-                             percent(timeline.memory_margin, 1.0) + " margin)  " + (m.fits_memory ? "fits" : "DOES NOT FIT");
-    out += printf_line("%-20s %12s  %s", "peak memory", format_bytes(m.peak_memory_bytes).c_str(), note.c_str());
+    out += printf_line("%-20s allocated %s, reserved (estimate) %s of %s (limit %s with %s margin)  %s", "peak memory",
+                       format_bytes(m.peak_memory_bytes).c_str(), format_bytes(m.peak_reserved_bytes).c_str(),
+                       format_bytes(m.memory_capacity_bytes).c_str(), format_bytes(limit).c_str(),
+                       percent(timeline.memory_margin, 1.0).c_str(), m.fits_memory ? "fits" : "DOES NOT FIT");
   }
   return out;
 }

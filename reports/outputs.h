@@ -15,8 +15,10 @@ namespace shardline {
 void write_run_outputs(const std::string& dir, const Scenario& scenario, const Program& program,
                        const Timeline& timeline, const Metrics& metrics);
 
-// The human summary table (step time, compute busy, comm busy per kind, exposed comm, overlap
-// efficiency, peak memory vs capacity, forward/backward split, collectives and bytes per kind).
+// The human summary table (step time, forward/backward split, compute busy, comm busy and
+// collectives, ops and bytes per kind, exposed comm, overlap efficiency, throughput: tokens/s
+// global and per GPU, samples/s, model TFLOP/s per GPU, MFU, HFU, each "n/a" with the missing
+// scenario key when unknown; peak memory allocated and reserved (estimate) against capacity).
 std::string summary_table(const Scenario& scenario, const Timeline& timeline, const Metrics& metrics);
 
 }  // namespace shardline

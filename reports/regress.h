@@ -40,8 +40,10 @@ bool efficiency_regressed(const Metrics& baseline, const Metrics& current, doubl
 // file and the other a directory.
 RegressReport regress_compare(const std::string& baseline, const std::string& current, double tolerance);
 
-// The table printed by `shardline regress`: step time, exposed comm and overlap efficiency, each
-// baseline -> current with its delta, and the status per scenario.
+// The table printed by `shardline regress`: step time, tokens/s per GPU (shown, not judged: for a
+// fixed scenario it is the step time's inverse; "n/a" for metrics files written before
+// throughput existed), exposed comm and overlap efficiency, each baseline -> current with its
+// delta, and the status per scenario.
 std::string regress_table(const RegressReport& report);
 
 // Rewrites the baseline from the current metrics (a file, or <baseline>/<name>.json per

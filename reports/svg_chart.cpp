@@ -54,6 +54,43 @@ std::string html_escape(const std::string& text) {
   return out;
 }
 
+double chart_text_width(const std::string& text) {
+  size_t chars = 0;
+  for (unsigned char c : text) chars += (c & 0xC0) != 0x80 ? 1 : 0;  // UTF-8: count characters, not bytes
+  return 7.0 * static_cast<double>(chars);
+}
+
+std::vector<std::string> wrap_label(const std::string& text, size_t max_chars) {
+  max_chars = std::max<size_t>(max_chars, 8);
+  // Pieces that end with their ", " so that joining them gives the text back.
+  std::vector<std::string> pieces;
+  for (size_t start = 0; start < text.size();) {
+    const size_t comma = text.find(", ", start);
+    const size_t end = comma == std::string::npos ? text.size() : comma + 2;
+    std::string piece = text.substr(start, end - start);
+    while (piece.size() > max_chars) {  // one setting longer than a line: cut it
+      pieces.push_back(piece.substr(0, max_chars));
+      piece.erase(0, max_chars);
+    }
+    if (!piece.empty()) pieces.push_back(std::move(piece));
+    start = end;
+  }
+  std::vector<std::string> lines;
+  std::string line;
+  for (const auto& piece : pieces) {
+    const size_t visible = piece.find_last_not_of(' ') + 1;  // a line's trailing ", " space is dropped
+    if (!line.empty() && line.size() + visible > max_chars) {
+      while (!line.empty() && line.back() == ' ') line.pop_back();
+      lines.push_back(std::move(line));
+      line.clear();
+    }
+    line += piece;
+  }
+  while (!line.empty() && line.back() == ' ') line.pop_back();
+  if (!line.empty() || lines.empty()) lines.push_back(std::move(line));
+  return lines;
+}
+
 std::string chart_color(size_t i) {
   static const char* palette[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b",
                                   "#e377c2", "#7f7f7f", "#bcbd22", "#17becf", "#393b79", "#ad494a"};
@@ -61,10 +98,24 @@ std::string chart_color(size_t i) {
 }
 
 std::string render_svg_chart(const Chart& chart) {
-  const double W = chart.width, H = chart.height;
-  const double left = 78, right = 16, top = 34, bottom = 52;
-  const double legend_w = chart.series.size() > 1 ? 230 : 0;
-  const double pw = W - left - right - legend_w, ph = H - top - bottom;
+  const double W = chart.width;
+  const double left = 78, margin = 16, top = 34, bottom = 52;
+  const double ph = chart.height - top - bottom;
+  // The legend, below the plot: one entry per series (swatch, then the name wrapped to fit).
+  constexpr double kLegendLine = 15, kLegendGap = 4, kSwatch = 14;
+  const double legend_x = left;
+  const size_t legend_chars =
+      static_cast<size_t>(std::max(1.0, std::floor((W - margin - legend_x - kSwatch) / chart_text_width("x"))));
+  std::vector<std::vector<std::string>> legend;
+  double legend_h = 0;
+  if (chart.series.size() > 1) {
+    for (const auto& s : chart.series) {
+      legend.push_back(wrap_label(s.name, legend_chars));
+      legend_h += kLegendLine * static_cast<double>(legend.back().size()) + kLegendGap;
+    }
+    legend_h += 8;
+  }
+  const double H = chart.height + legend_h;
   auto xf = chart.x_format ? chart.x_format : default_format;
   auto yf = chart.y_format ? chart.y_format : default_format;
 
@@ -105,6 +156,17 @@ std::string render_svg_chart(const Chart& chart) {
     lx0 -= 1;
     lx1 += 1;
   }
+  std::vector<double> xticks;
+  if (chart.log_x) {
+    const int e0 = static_cast<int>(std::ceil(lx0 - 1e-9)), e1 = static_cast<int>(std::floor(lx1 + 1e-9));
+    const int stride = std::max(1, (e1 - e0 + 1 + 9) / 10);
+    for (int e = e0; e <= e1; e += stride) xticks.push_back(std::pow(2.0, e));
+  } else {
+    xticks = linear_ticks(lx0, lx1, 8);
+  }
+  // Room on the right for half the last x tick label, which is centred on its tick.
+  const double right = xticks.empty() ? margin : std::max(margin, chart_text_width(xf(xticks.back())) / 2 + 4);
+  const double pw = W - left - right;
   auto px = [&](double x) { return left + ((chart.log_x ? std::log2(x) : x) - lx0) / (lx1 - lx0) * pw; };
   auto py = [&](double y) { return top + ph - (y - ymin) / (ymax - ymin) * ph; };
 
@@ -116,21 +178,13 @@ std::string render_svg_chart(const Chart& chart) {
         << "\" stroke=\"#ddd\"/><text x=\"" << left - 6 << "\" y=\"" << fmt(py(t) + 4) << "\" text-anchor=\"end\">"
         << html_escape(yf(t)) << "</text>\n";
   }
-  std::vector<double> xticks;
-  if (chart.log_x) {
-    const int e0 = static_cast<int>(std::ceil(lx0 - 1e-9)), e1 = static_cast<int>(std::floor(lx1 + 1e-9));
-    const int stride = std::max(1, (e1 - e0 + 1 + 9) / 10);
-    for (int e = e0; e <= e1; e += stride) xticks.push_back(std::pow(2.0, e));
-  } else {
-    xticks = linear_ticks(lx0, lx1, 8);
-  }
   for (double t : xticks) {
     svg << "<line x1=\"" << fmt(px(t)) << "\" x2=\"" << fmt(px(t)) << "\" y1=\"" << top << "\" y2=\"" << fmt(top + ph)
         << "\" stroke=\"#eee\"/><text x=\"" << fmt(px(t)) << "\" y=\"" << fmt(top + ph + 16)
         << "\" text-anchor=\"middle\">" << html_escape(xf(t)) << "</text>\n";
   }
-  svg << "<text x=\"" << fmt(left + pw / 2) << "\" y=\"" << H - 12 << "\" text-anchor=\"middle\">" << html_escape(chart.x_label)
-      << "</text>\n";
+  svg << "<text x=\"" << fmt(left + pw / 2) << "\" y=\"" << fmt(top + ph + bottom - 12) << "\" text-anchor=\"middle\">"
+      << html_escape(chart.x_label) << "</text>\n";
   svg << "<text transform=\"translate(16," << fmt(top + ph / 2) << ") rotate(-90)\" text-anchor=\"middle\">"
       << html_escape(chart.y_label) << "</text>\n";
   if (chart.y_reference) {
@@ -159,12 +213,18 @@ std::string render_svg_chart(const Chart& chart) {
         svg << "</circle>\n";
       }
     }
-    if (legend_w > 0) {
-      const double ly = top + 8 + 16.0 * static_cast<double>(s);
-      const double lx = left + pw + 12;
-      svg << "<rect x=\"" << fmt(lx) << "\" y=\"" << fmt(ly - 8) << "\" width=\"10\" height=\"10\" fill=\"" << color
-          << "\"/><text x=\"" << fmt(lx + 14) << "\" y=\"" << fmt(ly + 1) << "\">" << html_escape(ser.name) << "</text>\n";
+  }
+  double ly = top + ph + bottom + 4 + 11;  // the first legend line's baseline
+  for (size_t s = 0; s < legend.size(); ++s) {
+    const auto& ser = chart.series[s];
+    const std::string color = ser.color.empty() ? chart_color(s) : ser.color;
+    svg << "<rect x=\"" << fmt(legend_x) << "\" y=\"" << fmt(ly - 9) << "\" width=\"10\" height=\"10\" fill=\"" << color << "\"/>";
+    for (const auto& line : legend[s]) {
+      svg << "<text x=\"" << fmt(legend_x + kSwatch) << "\" y=\"" << fmt(ly) << "\">" << html_escape(line) << "</text>";
+      ly += kLegendLine;
     }
+    svg << "\n";
+    ly += kLegendGap;
   }
   svg << "</svg>\n";
   return svg.str();

@@ -14,6 +14,7 @@
 
 #include "core/error.h"
 #include "core/units.h"
+#include "reports/throughput_text.h"
 
 namespace shardline {
 namespace {
@@ -245,33 +246,89 @@ void mark_memory_fit(SweepRow& row, double memory_margin) {
     row.fits_memory = row.fits_with_margin = false;
     return;
   }
-  const double peak = static_cast<double>(row.metrics.peak_memory_bytes);
+  const double reserved = static_cast<double>(row.metrics.peak_reserved_bytes);
   const double cap = static_cast<double>(row.metrics.memory_capacity_bytes);
-  row.fits_memory = peak <= cap;
-  row.fits_with_margin = peak <= cap * (1.0 - memory_margin);
+  row.fits_memory = reserved <= cap;
+  row.fits_with_margin = reserved <= cap * (1.0 - memory_margin);
 }
 
-std::vector<size_t> pareto_front(const std::vector<SweepRow>& rows) {
+SweepObjective parse_sweep_objective(const std::string& text) {
+  if (text == "throughput") return SweepObjective::Throughput;
+  if (text == "step_time") return SweepObjective::StepTime;
+  if (text == "memory") return SweepObjective::Memory;
+  throw InputError("--objective", "unknown objective \"" + text + "\"; expected throughput, step_time or memory");
+}
+
+std::string_view sweep_objective_name(SweepObjective objective) {
+  switch (objective) {
+    case SweepObjective::Throughput: return "throughput";
+    case SweepObjective::StepTime: return "step_time";
+    case SweepObjective::Memory: return "memory";
+  }
+  return "?";
+}
+
+RankedBy resolve_objective(const std::vector<SweepRow>& rows, SweepObjective requested) {
+  RankedBy by{requested, requested, ""};
+  if (requested != SweepObjective::Throughput) return by;
+  size_t unknown = 0, valid = 0;
+  for (const auto& r : rows) {
+    if (!r.valid) continue;
+    ++valid;
+    if (!r.metrics.throughput.tokens_per_s_per_gpu) ++unknown;
+  }
+  if (unknown == 0) return by;
+  by.used = SweepObjective::StepTime;
+  by.note = "tokens/s is unknown for " + std::string(unknown == valid ? "every" : std::to_string(unknown) + " of " + std::to_string(valid)) +
+            " valid configuration" + (unknown == valid ? "" : "s") +
+            " (the scenario gives no model.seq_len / model.micro_batch_size), so they are ranked by step time instead; "
+            "give both to rank by throughput.";
+  return by;
+}
+
+double objective_value(const SweepRow& row, SweepObjective objective) {
+  switch (objective) {
+    case SweepObjective::Throughput: return row.metrics.throughput.tokens_per_s_per_gpu.value_or(0.0);
+    case SweepObjective::StepTime: return row.metrics.step_time_us;
+    case SweepObjective::Memory: return static_cast<double>(row.metrics.peak_reserved_bytes);
+  }
+  return 0;
+}
+
+namespace {
+
+// The two ranking keys of a row under an objective, both lower-is-better: the objective itself,
+// then peak reserved memory (step time for the memory objective).
+double primary_key(const SweepRow& r, SweepObjective o) {
+  return o == SweepObjective::Throughput ? -objective_value(r, o) : objective_value(r, o);
+}
+double secondary_key(const SweepRow& r, SweepObjective o) {
+  return o == SweepObjective::Memory ? r.metrics.step_time_us : static_cast<double>(r.metrics.peak_reserved_bytes);
+}
+
+}  // namespace
+
+std::vector<size_t> pareto_front(const std::vector<SweepRow>& rows, SweepObjective objective) {
   std::vector<size_t> order;
   for (size_t i = 0; i < rows.size(); ++i)
     if (rows[i].valid) order.push_back(i);
-  auto step = [&](size_t i) { return rows[i].metrics.step_time_us; };
-  auto peak = [&](size_t i) { return rows[i].metrics.peak_memory_bytes; };
+  auto first = [&](size_t i) { return primary_key(rows[i], objective); };
+  auto second = [&](size_t i) { return secondary_key(rows[i], objective); };
   std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    if (step(a) != step(b)) return step(a) < step(b);
-    if (peak(a) != peak(b)) return peak(a) < peak(b);
+    if (first(a) != first(b)) return first(a) < first(b);
+    if (second(a) != second(b)) return second(a) < second(b);
     return a < b;
   });
   std::vector<size_t> front;
   bool have_best = false;
-  int64_t best_peak = 0;  // lowest peak among rows with a strictly smaller step time
+  double best_second = 0;  // lowest second key among rows with a strictly better first key
   for (size_t g = 0; g < order.size();) {
     size_t end = g;
-    while (end < order.size() && step(order[end]) == step(order[g])) ++end;
-    const int64_t group_min = peak(order[g]);  // sorted by peak within equal step
-    if (!have_best || group_min < best_peak)
-      for (size_t k = g; k < end && peak(order[k]) == group_min; ++k) front.push_back(order[k]);
-    if (!have_best || group_min < best_peak) best_peak = group_min;
+    while (end < order.size() && first(order[end]) == first(order[g])) ++end;
+    const double group_min = second(order[g]);  // sorted by the second key within an equal first
+    if (!have_best || group_min < best_second)
+      for (size_t k = g; k < end && second(order[k]) == group_min; ++k) front.push_back(order[k]);
+    if (!have_best || group_min < best_second) best_second = group_min;
     have_best = true;
     g = end;
   }
@@ -292,12 +349,128 @@ std::string settings_text(const SweepRow& row, const std::vector<std::string>& p
   return out.empty() ? "(base scenario)" : out;
 }
 
-std::string signed_time(double us) { return (us < 0 ? "-" : "+") + format_time_us(std::abs(us)); }
+std::string signed_time(double us) {
+  std::string out = us < 0 ? "-" : "+";  // appended, not const char* + string: GCC 12 warns falsely (-Wrestrict) on that
+  return out += format_time_us(std::abs(us));
+}
+
+// "12.3%"; below 1%, two significant digits ("0.058%"), so a small gain never reads "0.0%".
+std::string percent_text(double fraction) {
+  char buf[32];
+  const double pct = 100.0 * fraction;
+  std::snprintf(buf, sizeof buf, std::fabs(pct) >= 1 || pct == 0 ? "%.1f%%" : "%.2g%%", pct);
+  return buf;
+}
+
+std::string ratio_text(double ratio) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2fx", ratio);
+  return buf;
+}
+
+// The objective's value of a row as the recommendation prints it.
+std::string objective_text(const SweepRow& r, SweepObjective o) {
+  switch (o) {
+    case SweepObjective::Throughput: return format_or_na(r.metrics.throughput.tokens_per_s_per_gpu, format_per_s) + " tokens/s per GPU";
+    case SweepObjective::StepTime: return format_time_us(r.metrics.step_time_us);
+    case SweepObjective::Memory: return format_bytes(r.metrics.peak_reserved_bytes) + " peak reserved";
+  }
+  return "";
+}
+
+// Step time = compute busy + exposed comm: which term makes the winner's step shorter.
+std::string step_gain_text(const Metrics& mb, const Metrics& ms) {
+  const double d_exposed = ms.exposed_comm_us - mb.exposed_comm_us;
+  const double d_compute = ms.compute_busy_us - mb.compute_busy_us;
+  std::ostringstream out;
+  out << "Step time = compute busy + exposed comm;";
+  if (d_exposed >= d_compute) {
+    out << " the gain is mostly exposed communication: " << format_time_us(ms.exposed_comm_us) << " -> "
+        << format_time_us(mb.exposed_comm_us) << " (" << signed_time(-d_exposed) << "), while compute busy changes by "
+        << signed_time(-d_compute) << ".";
+  } else {
+    out << " the gain is mostly compute busy time: " << format_time_us(ms.compute_busy_us) << " -> "
+        << format_time_us(mb.compute_busy_us) << " (" << signed_time(-d_compute) << "), while exposed comm changes by "
+        << signed_time(-d_exposed) << ".";
+  }
+  char effs[128];
+  std::snprintf(effs, sizeof effs, " Overlap efficiency %.3f vs %.3f; comm busy %s vs %s.", mb.overlap_efficiency,
+                ms.overlap_efficiency, format_time_us(mb.comm_busy_us).c_str(), format_time_us(ms.comm_busy_us).c_str());
+  return out.str() + effs;
+}
+
+// Why the best row beats the runner-up, in the objective's terms (one "why: ..." line).
+std::string why_text(const Metrics& mb, const Metrics& ms, SweepObjective o) {
+  std::ostringstream out;
+  out << "  why: ";
+  const std::string peak_b = format_bytes(mb.peak_reserved_bytes), peak_s = format_bytes(ms.peak_reserved_bytes);
+  const bool same_peak = mb.peak_reserved_bytes == ms.peak_reserved_bytes;
+  switch (o) {
+    case SweepObjective::StepTime: {
+      const double d_step = ms.step_time_us - mb.step_time_us;
+      if (d_step == 0 && same_peak) {
+        out << "it ties with the runner-up on step time and on peak memory (" << peak_b
+            << " reserved); it comes first in grid order, and either serves.";
+      } else if (d_step == 0) {
+        out << "it ties with the runner-up on step time and is chosen for its lower peak memory (" << peak_b << " vs " << peak_s
+            << " reserved).";
+      } else {
+        out << "it is " << format_time_us(d_step) << " (" << percent_text(d_step / ms.step_time_us) << ") faster. "
+            << step_gain_text(mb, ms);
+      }
+      break;
+    }
+    case SweepObjective::Throughput: {
+      const double tb = mb.throughput.tokens_per_s_per_gpu.value_or(0), ts = ms.throughput.tokens_per_s_per_gpu.value_or(0);
+      if (tb == ts && same_peak) {
+        out << "it ties with the runner-up on tokens/s per GPU and on peak memory (" << peak_b
+            << " reserved); it comes first in grid order, and either serves.";
+      } else if (tb == ts) {
+        out << "it ties with the runner-up on tokens/s per GPU and is chosen for its lower peak memory (" << peak_b << " vs "
+            << peak_s << " reserved).";
+      } else {
+        // Tokens/s per GPU = tokens per GPU per step / step time.
+        const double step_b = mb.step_time_us / 1e6, step_s = ms.step_time_us / 1e6;
+        const double tokens_b = tb * step_b, tokens_s = ts * step_s;
+        out << "it moves " << percent_text(tb / ts - 1) << " more tokens/s per GPU (" << format_per_s(tb) << " vs "
+            << format_per_s(ts) << "). Tokens/s per GPU = tokens per GPU per step / step time;";
+        if (std::abs(tokens_b - tokens_s) <= 1e-9 * std::max(tokens_b, tokens_s)) {
+          out << " both carry " << format_per_s(tokens_b) << " tokens per GPU per step, so the gain is the shorter step ("
+              << format_time_us(mb.step_time_us) << " vs " << format_time_us(ms.step_time_us) << "). " << step_gain_text(mb, ms);
+        } else {
+          out << " it carries " << ratio_text(tokens_b / tokens_s) << " the tokens per GPU per step (" << format_per_s(tokens_b)
+              << " vs " << format_per_s(tokens_s) << ") in " << ratio_text(step_b / step_s) << " the step time ("
+              << format_time_us(mb.step_time_us) << " vs " << format_time_us(ms.step_time_us) << ").";
+          if (mb.step_time_us > ms.step_time_us)
+            out << " Its step is longer, but each token costs less: a shorter step is not a higher throughput.";
+        }
+      }
+      break;
+    }
+    case SweepObjective::Memory: {
+      if (same_peak && mb.step_time_us == ms.step_time_us) {
+        out << "it ties with the runner-up on peak memory (" << peak_b
+            << " reserved) and on step time; it comes first in grid order, and either serves.";
+      } else if (same_peak) {
+        out << "it ties with the runner-up on peak memory (" << peak_b << " reserved) and is chosen for its shorter step ("
+            << format_time_us(mb.step_time_us) << " vs " << format_time_us(ms.step_time_us) << ").";
+      } else {
+        out << "it needs " << format_bytes(ms.peak_reserved_bytes - mb.peak_reserved_bytes) << " less peak memory (reserved "
+            << peak_b << " vs " << peak_s << "; allocated " << format_bytes(mb.peak_memory_bytes) << " vs "
+            << format_bytes(ms.peak_memory_bytes) << "), at a step time of " << format_time_us(mb.step_time_us) << " vs "
+            << format_time_us(ms.step_time_us) << ".";
+      }
+      break;
+    }
+  }
+  return out.str() + "\n";
+}
 
 }  // namespace
 
 Recommendation recommend(const std::vector<SweepRow>& rows, const std::vector<std::string>& paths,
-                         double memory_margin) {
+                         double memory_margin, const RankedBy& ranked_by) {
+  const SweepObjective o = ranked_by.used;
   Recommendation rec;
   std::vector<size_t> fitting;
   size_t invalid = 0, over_capacity = 0, over_margin = 0;
@@ -309,16 +482,20 @@ Recommendation recommend(const std::vector<SweepRow>& rows, const std::vector<st
     else fitting.push_back(i);
   }
   std::sort(fitting.begin(), fitting.end(), [&](size_t a, size_t b) {
-    const auto& ma = rows[a].metrics;
-    const auto& mb = rows[b].metrics;
-    if (ma.step_time_us != mb.step_time_us) return ma.step_time_us < mb.step_time_us;
-    if (ma.peak_memory_bytes != mb.peak_memory_bytes) return ma.peak_memory_bytes < mb.peak_memory_bytes;
+    const double pa = primary_key(rows[a], o), pb = primary_key(rows[b], o);
+    if (pa != pb) return pa < pb;
+    const double sa = secondary_key(rows[a], o), sb = secondary_key(rows[b], o);
+    if (sa != sb) return sa < sb;
     return a < b;
   });
   std::ostringstream out;
   char margin[32];
   std::snprintf(margin, sizeof margin, "%g%%", memory_margin * 100);
-  out << "Recommendation (fastest configuration that fits memory with a " << margin << " margin):\n";
+  const char* goal = o == SweepObjective::Throughput ? "highest tokens/s per GPU"
+                     : o == SweepObjective::StepTime ? "fastest configuration"
+                                                     : "lowest peak reserved memory";
+  out << "Recommendation (" << goal << " that fits memory with a " << margin << " margin):\n";
+  if (!ranked_by.note.empty()) out << "  note: " << ranked_by.note << "\n";
   if (fitting.empty()) {
     out << "  none: no valid configuration fits memory with the margin (" << invalid << " invalid, " << over_capacity
         << " over capacity, " << over_margin << " within capacity but inside the margin).\n";
@@ -328,47 +505,25 @@ Recommendation recommend(const std::vector<SweepRow>& rows, const std::vector<st
   rec.best = fitting[0];
   const auto& best = rows[fitting[0]];
   const auto& mb = best.metrics;
-  char eff[64];
+  const Throughput& tp = mb.throughput;
   out << "  " << settings_text(best, paths) << "\n";
+  if (tp.tokens_per_s_per_gpu)
+    out << "  " << format_per_s(*tp.tokens_per_s_per_gpu) << " tokens/s per GPU (" << format_or_na(tp.tokens_per_s, format_per_s)
+        << " tokens/s, " << format_or_na(tp.samples_per_s, format_per_s) << " samples/s), MFU "
+        << format_or_na(tp.mfu, format_utilisation) << ", HFU " << format_or_na(tp.hfu, format_utilisation) << "\n";
+  char eff[64];
   std::snprintf(eff, sizeof eff, "%.3f", mb.overlap_efficiency);
   out << "  step time " << format_time_us(mb.step_time_us) << " (compute busy " << format_time_us(mb.compute_busy_us)
       << " + exposed comm " << format_time_us(mb.exposed_comm_us) << "), overlap efficiency " << eff << ", peak memory "
-      << format_bytes(mb.peak_memory_bytes) << " of " << format_bytes(mb.memory_capacity_bytes) << "\n";
+      << format_bytes(mb.peak_memory_bytes) << " allocated, " << format_bytes(mb.peak_reserved_bytes) << " reserved (estimate) of "
+      << format_bytes(mb.memory_capacity_bytes) << "\n";
   if (fitting.size() < 2) {
     out << "  it is the only configuration that fits; no runner-up to compare with.\n";
   } else {
     rec.runner_up = fitting[1];
     const auto& second = rows[fitting[1]];
-    const auto& ms = second.metrics;
-    const double d_step = ms.step_time_us - mb.step_time_us;
-    const double d_exposed = ms.exposed_comm_us - mb.exposed_comm_us;
-    const double d_compute = ms.compute_busy_us - mb.compute_busy_us;
-    out << "  runner-up: " << settings_text(second, paths) << " at " << format_time_us(ms.step_time_us) << "\n";
-    if (d_step == 0 && mb.peak_memory_bytes == ms.peak_memory_bytes) {
-      out << "  why: it ties with the runner-up on step time and on peak memory (" << format_bytes(mb.peak_memory_bytes)
-          << "); it comes first in grid order, and either serves.\n";
-    } else if (d_step == 0) {
-      out << "  why: it ties with the runner-up on step time and is chosen for its lower peak memory ("
-          << format_bytes(mb.peak_memory_bytes) << " vs " << format_bytes(ms.peak_memory_bytes) << ").\n";
-    } else {
-      char pct[32];
-      std::snprintf(pct, sizeof pct, "%.1f%%", 100.0 * d_step / ms.step_time_us);
-      out << "  why: it is " << format_time_us(d_step) << " (" << pct << ") faster. Step time = compute busy + exposed comm;";
-      const bool exposed_dominates = d_exposed >= d_compute;
-      if (exposed_dominates) {
-        out << " the gain is mostly exposed communication: " << format_time_us(ms.exposed_comm_us) << " -> "
-            << format_time_us(mb.exposed_comm_us) << " (" << signed_time(-d_exposed) << "), while compute busy changes by "
-            << signed_time(-d_compute) << ".";
-      } else {
-        out << " the gain is mostly compute busy time: " << format_time_us(ms.compute_busy_us) << " -> "
-            << format_time_us(mb.compute_busy_us) << " (" << signed_time(-d_compute) << "), while exposed comm changes by "
-            << signed_time(-d_exposed) << ".";
-      }
-      char effs[96];
-      std::snprintf(effs, sizeof effs, " Overlap efficiency %.3f vs %.3f; comm busy %s vs %s.", mb.overlap_efficiency,
-                    ms.overlap_efficiency, format_time_us(mb.comm_busy_us).c_str(), format_time_us(ms.comm_busy_us).c_str());
-      out << effs << "\n";
-    }
+    out << "  runner-up: " << settings_text(second, paths) << " at " << objective_text(second, o) << "\n";
+    out << why_text(mb, second.metrics, o);
   }
   out << "  (" << fitting.size() << " of " << rows.size() << " configurations fit with the margin; " << over_capacity
       << " exceed GPU memory, " << over_margin << " fit only without the margin, " << invalid << " invalid)\n";
@@ -443,7 +598,8 @@ std::string sweep_csv(const std::vector<SweepRow>& rows, const std::vector<std::
   out << "index";
   for (const auto& p : paths) out << "," << csv_cell(p);
   out << ",valid,fits_memory,fits_with_margin,step_time_us,compute_busy_us,comm_busy_us,exposed_comm_us,"
-         "overlap_efficiency,forward_us,backward_us,peak_memory_bytes,memory_capacity_bytes";
+         "overlap_efficiency,forward_us,backward_us,peak_memory_bytes,peak_reserved_bytes,memory_capacity_bytes,"
+         "samples_per_s,tokens_per_s,tokens_per_s_per_gpu,model_tflops_per_gpu,mfu,hfu";
   for (const auto& k : kinds) out << "," << k << "_count," << k << "_bytes," << k << "_busy_us";
   out << ",error\n";
   for (const auto& r : rows) {
@@ -455,7 +611,10 @@ std::string sweep_csv(const std::vector<SweepRow>& rows, const std::vector<std::
       out << "," << (r.fits_memory ? "true" : "false") << "," << (r.fits_with_margin ? "true" : "false") << ","
           << num(m.step_time_us) << "," << num(m.compute_busy_us) << "," << num(m.comm_busy_us) << ","
           << num(m.exposed_comm_us) << "," << num(m.overlap_efficiency) << "," << num(m.forward_us) << ","
-          << num(m.backward_us) << "," << m.peak_memory_bytes << "," << m.memory_capacity_bytes;
+          << num(m.backward_us) << "," << m.peak_memory_bytes << "," << m.peak_reserved_bytes << "," << m.memory_capacity_bytes;
+      const Throughput& tp = m.throughput;
+      for (const auto* v : {&tp.samples_per_s, &tp.tokens_per_s, &tp.tokens_per_s_per_gpu, &tp.model_tflops_per_gpu, &tp.mfu, &tp.hfu})
+        out << "," << (*v ? num(**v) : std::string());  // empty: unknown
       for (const auto& k : kinds) {
         auto it = m.by_kind.find(k);
         if (it == m.by_kind.end()) out << ",0,0,0";
@@ -463,7 +622,7 @@ std::string sweep_csv(const std::vector<SweepRow>& rows, const std::vector<std::
       }
       out << ",";
     } else {
-      for (int i = 0; i < 11; ++i) out << ",";  // fits_memory, fits_with_margin and the 9 metrics
+      for (int i = 0; i < 18; ++i) out << ",";  // fits_memory, fits_with_margin, the 10 metrics and 6 throughput values
       for (size_t i = 0; i < kinds.size() * 3; ++i) out << ",";
       out << "," << csv_cell(r.error);
     }
@@ -484,7 +643,9 @@ nlohmann::json sweep_json(const SweepResult& result) {
       result.recommendation.runner_up ? nlohmann::json(result.rows[*result.recommendation.runner_up].index) : nlohmann::json();
   nlohmann::json pareto = nlohmann::json::array();
   for (size_t i : result.pareto) pareto.push_back(result.rows[i].index);
-  return {{"scenario", result.scenario}, {"memory_margin", result.memory_margin}, {"axes", axes},
+  return {{"scenario", result.scenario}, {"memory_margin", result.memory_margin},
+          {"objective", std::string(sweep_objective_name(result.ranked_by.requested))},
+          {"ranked_by", std::string(sweep_objective_name(result.ranked_by.used))}, {"ranked_by_note", result.ranked_by.note}, {"axes", axes},
           {"points", result.rows.size()}, {"pareto_front", pareto}, {"recommendation", rec}, {"rows", rows}};
 }
 

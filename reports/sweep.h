@@ -1,11 +1,13 @@
 // Capacity-planning sweeps: the --vary grammar (ranges, lists, joint axes), the cartesian grid
-// of override points, one result row per point, the Pareto front (step time vs peak memory)
-// and the recommendation. Pure logic; running the points lives in reports/sweep_run.h.
+// of override points, one result row per point, the objective rows are ranked by (--objective:
+// tokens/s per GPU, step time or peak reserved memory), the Pareto front (objective vs peak
+// memory) and the recommendation. Pure logic; running the points lives in reports/sweep_run.h.
 #pragma once
 #include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json_fwd.hpp>
@@ -57,27 +59,55 @@ struct SweepRow {
   bool valid = false;               // false: the combination was rejected; see `error`
   std::string error;                // why it is invalid (the parser's message)
   Metrics metrics;                  // meaningful only when valid
-  bool fits_memory = false;         // peak <= capacity
-  bool fits_with_margin = false;    // peak <= capacity * (1 - margin)
+  bool fits_memory = false;         // peak reserved <= capacity
+  bool fits_with_margin = false;    // peak reserved <= capacity * (1 - margin)
 };
 
-// Sets fits_memory / fits_with_margin of a valid row from its metrics.
+// Sets fits_memory / fits_with_margin of a valid row from its metrics' peak reserved estimate.
 void mark_memory_fit(SweepRow& row, double memory_margin);
 
-// Indices (into `rows`) of the valid rows on the Pareto front of (step time, peak memory), both
-// minimised: no other valid row is at least as good in both and better in one. Sorted by step
-// time.
-std::vector<size_t> pareto_front(const std::vector<SweepRow>& rows);
+// What a sweep ranks configurations by (--objective; docs/sweep.md).
+enum class SweepObjective {
+  Throughput,  // tokens/s per GPU, maximised (the default: what a planner buys GPUs for)
+  StepTime,    // step time, minimised
+  Memory,      // peak reserved memory (estimate), minimised
+};
+// "throughput" | "step_time" | "memory"; anything else throws InputError("--objective", ...).
+SweepObjective parse_sweep_objective(const std::string& text);
+std::string_view sweep_objective_name(SweepObjective objective);
 
-// The fastest valid configuration that fits memory with the margin, the runner-up, and why the
-// winner is faster (which term of step time = compute busy + exposed comm shrinks).
+// The objective the rows are ranked by: the requested one, except that throughput falls back to
+// step time when any valid row's tokens/s per GPU is unknown (explicit units without
+// model.seq_len / model.micro_batch_size): rows cannot be ranked by a number some lack. `note`
+// says so (empty when nothing fell back).
+struct RankedBy {
+  SweepObjective requested = SweepObjective::Throughput;
+  SweepObjective used = SweepObjective::Throughput;
+  std::string note;
+};
+RankedBy resolve_objective(const std::vector<SweepRow>& rows, SweepObjective requested);
+
+// A valid row's value of `objective` in its own unit: tokens/s per GPU (0 when unknown), step
+// time in us, peak reserved bytes.
+double objective_value(const SweepRow& row, SweepObjective objective);
+
+// Indices (into `rows`) of the valid rows on the Pareto front of (objective, peak reserved
+// memory), or (peak reserved memory, step time) for the memory objective: no other valid row is
+// at least as good in both and better in one. Sorted best objective first.
+std::vector<size_t> pareto_front(const std::vector<SweepRow>& rows, SweepObjective objective);
+
+// The best valid configuration by the objective that fits memory with the margin (ties: lower
+// peak reserved memory, or shorter step for the memory objective, then grid order), the
+// runner-up, and why the winner is better, in the objective's terms: for throughput, whether
+// it carries more tokens per step or takes a shorter step; for step time, which term of
+// step time = compute busy + exposed comm shrinks; for memory, how much less it reserves.
 struct Recommendation {
   std::optional<size_t> best;       // index into rows; empty when nothing fits
   std::optional<size_t> runner_up;
   std::string text;                 // the human explanation printed last
 };
 Recommendation recommend(const std::vector<SweepRow>& rows, const std::vector<std::string>& paths,
-                         double memory_margin);
+                         double memory_margin, const RankedBy& ranked_by);
 
 // All axis paths flattened, in axis order (the column names of the settings).
 std::vector<std::string> sweep_paths(const std::vector<SweepAxis>& axes);
@@ -92,8 +122,9 @@ struct SweepResult {
   std::string scenario;
   std::vector<SweepAxis> axes;
   double memory_margin = 0.1;
+  RankedBy ranked_by;          // resolve_objective(rows, --objective)
   std::vector<SweepRow> rows;  // in grid order
-  std::vector<size_t> pareto;  // pareto_front(rows)
+  std::vector<size_t> pareto;  // pareto_front(rows, ranked_by.used)
   Recommendation recommendation;
 };
 nlohmann::json sweep_json(const SweepResult& result);

@@ -10,6 +10,7 @@
 
 #include "core/units.h"
 #include "reports/svg_chart.h"
+#include "reports/throughput_text.h"
 
 namespace shardline {
 namespace {
@@ -57,7 +58,30 @@ std::string settings(const SweepRow& r, const std::vector<std::string>& paths, i
   return out;
 }
 
-// Step time and overlap efficiency against the x path, one series per setting of the others.
+// How the objective is drawn: its name, axis label, and a row's value in the axis unit.
+struct ObjectiveAxis {
+  std::string name;   // "Tokens/s per GPU"
+  std::string label;  // "tokens/s per GPU"
+  double (*value)(const SweepRow&);
+  std::string (*text)(const SweepRow&);
+};
+
+ObjectiveAxis objective_axis(SweepObjective o) {
+  switch (o) {
+    case SweepObjective::Throughput:
+      return {"Tokens/s per GPU", "tokens/s per GPU", [](const SweepRow& r) { return objective_value(r, SweepObjective::Throughput); },
+              [](const SweepRow& r) { return format_or_na(r.metrics.throughput.tokens_per_s_per_gpu, format_per_s) + " tokens/s per GPU"; }};
+    case SweepObjective::Memory:
+      return {"Peak reserved memory", "peak reserved memory (GiB)",
+              [](const SweepRow& r) { return static_cast<double>(r.metrics.peak_reserved_bytes) / kGiB; },
+              [](const SweepRow& r) { return format_bytes(r.metrics.peak_reserved_bytes) + " reserved"; }};
+    case SweepObjective::StepTime: break;
+  }
+  return {"Step time", "step time (ms)", [](const SweepRow& r) { return r.metrics.step_time_us / 1000.0; },
+          [](const SweepRow& r) { return format_time_us(r.metrics.step_time_us); }};
+}
+
+// The objective and overlap efficiency against the x path, one series per setting of the others.
 std::string line_plots(const SweepResult& res, const std::vector<std::string>& paths, int xp) {
   std::map<std::string, std::vector<size_t>> groups;  // setting label -> rows
   std::vector<std::string> order;
@@ -75,11 +99,12 @@ std::string line_plots(const SweepResult& res, const std::vector<std::string>& p
       xmin = std::min(xmin, *x);
       xmax = std::max(xmax, *x);
     }
+  const ObjectiveAxis axis = objective_axis(res.ranked_by.used);
   Chart step, eff;
-  step.title = "Step time against " + paths[static_cast<size_t>(xp)];
+  step.title = axis.name + " against " + paths[static_cast<size_t>(xp)];
   eff.title = "Overlap efficiency against " + paths[static_cast<size_t>(xp)];
   step.x_label = eff.x_label = paths[static_cast<size_t>(xp)];
-  step.y_label = "step time (ms)";
+  step.y_label = axis.label;
   eff.y_label = "overlap efficiency";
   // Sizes read best on a log-2 axis (ticks at powers of two).
   step.log_x = eff.log_x = xmin > 0 && xmax / xmin >= (sizes ? 2 : 16);
@@ -102,8 +127,8 @@ std::string line_plots(const SweepResult& res, const std::vector<std::string>& p
       const double x = *as_number(r.values[static_cast<size_t>(xp)]);
       const std::string title = settings(r, paths) + (r.fits_memory ? "" : " (does not fit memory)");
       a.x.push_back(x);
-      a.y.push_back(r.metrics.step_time_us / 1000.0);
-      a.titles.push_back(title + ": " + format_time_us(r.metrics.step_time_us));
+      a.y.push_back(axis.value(r));
+      a.titles.push_back(title + ": " + axis.text(r));
       b.x.push_back(x);
       b.y.push_back(r.metrics.overlap_efficiency);
       char e[32];
@@ -117,10 +142,15 @@ std::string line_plots(const SweepResult& res, const std::vector<std::string>& p
 }
 
 std::string pareto_plot(const SweepResult& res, const std::vector<std::string>& paths) {
+  // x: the objective (step time for the memory objective, whose value is already on y); y: peak
+  // reserved memory.
+  const ObjectiveAxis axis = objective_axis(res.ranked_by.used == SweepObjective::Memory ? SweepObjective::StepTime : res.ranked_by.used);
   Chart c;
-  c.title = "Peak memory against step time (Pareto front marked)";
-  c.x_label = "step time (ms)";
-  c.y_label = "peak memory (GiB)";
+  c.title = "Peak reserved memory against " + (res.ranked_by.used == SweepObjective::Throughput ? std::string("tokens/s per GPU")
+                                                                                                 : std::string("step time")) +
+            " (Pareto front marked)";
+  c.x_label = axis.label;
+  c.y_label = "peak reserved memory (GiB)";
   ChartSeries fit, tight, over, front;
   fit.name = "fits with margin";
   tight.name = "fits, inside the margin";
@@ -132,29 +162,28 @@ std::string pareto_plot(const SweepResult& res, const std::vector<std::string>& 
   over.color = "#d62728";
   front.color = "#222";
   front.marker_radius = 5;
+  auto title = [&](const SweepRow& r) { return settings(r, paths) + ": " + axis.text(r) + ", " + format_bytes(r.metrics.peak_reserved_bytes) + " reserved"; };
   int64_t capacity = 0;
   for (const auto& r : res.rows) {
     if (!r.valid) continue;
     capacity = std::max(capacity, r.metrics.memory_capacity_bytes);
     ChartSeries& s = !r.fits_memory ? over : (r.fits_with_margin ? fit : tight);
-    s.x.push_back(r.metrics.step_time_us / 1000.0);
-    s.y.push_back(static_cast<double>(r.metrics.peak_memory_bytes) / kGiB);
-    s.titles.push_back(settings(r, paths) + ": " + format_time_us(r.metrics.step_time_us) + ", " +
-                       format_bytes(r.metrics.peak_memory_bytes));
+    s.x.push_back(axis.value(r));
+    s.y.push_back(static_cast<double>(r.metrics.peak_reserved_bytes) / kGiB);
+    s.titles.push_back(title(r));
   }
   for (size_t i : res.pareto) {
     const auto& r = res.rows[i];
-    front.x.push_back(r.metrics.step_time_us / 1000.0);
-    front.y.push_back(static_cast<double>(r.metrics.peak_memory_bytes) / kGiB);
-    front.titles.push_back("Pareto: " + settings(r, paths) + ": " + format_time_us(r.metrics.step_time_us) + ", " +
-                           format_bytes(r.metrics.peak_memory_bytes));
+    front.x.push_back(axis.value(r));
+    front.y.push_back(static_cast<double>(r.metrics.peak_reserved_bytes) / kGiB);
+    front.titles.push_back("Pareto: " + title(r));
   }
   for (auto* s : {&fit, &tight, &over, &front})
     if (!s->x.empty()) c.series.push_back(*s);
   // The capacity line, unless it would squash every point to the bottom of the plot.
   int64_t max_peak = 0;
   for (const auto& r : res.rows)
-    if (r.valid) max_peak = std::max(max_peak, r.metrics.peak_memory_bytes);
+    if (r.valid) max_peak = std::max(max_peak, r.metrics.peak_reserved_bytes);
   if (capacity > 0 && max_peak * 4 >= capacity) {
     c.y_reference = static_cast<double>(capacity) / kGiB;
     c.y_reference_label = "GPU memory " + format_bytes(capacity);
@@ -187,20 +216,25 @@ std::string sweep_html(const SweepResult& res) {
   for (size_t a = 0; a < res.axes.size(); ++a)
     h << (a ? ", " : "") << "<code>" << html_escape(res.axes[a].label()) << "</code> (" << res.axes[a].values.size() << ")";
   h << "; " << over << " exceed GPU memory, " << invalid << " invalid. Memory margin " << res.memory_margin * 100
-    << "%.</p>\n";
+    << "%. Ranked by <b>" << html_escape(objective_axis(res.ranked_by.used).label) << "</b> (--objective "
+    << sweep_objective_name(res.ranked_by.requested) << ").</p>\n";
+  if (!res.ranked_by.note.empty()) h << "<p class=\"note\">" << html_escape(res.ranked_by.note) << "</p>\n";
   h << "<h2>Recommendation</h2>\n<pre>" << html_escape(res.recommendation.text) << "</pre>\n";
   const int xp = choose_x_path(paths, res.rows);
-  if (xp >= 0) h << "<h2>Step time and overlap</h2>\n" << line_plots(res, paths, xp);
-  h << "<h2>Memory against speed</h2>\n" << pareto_plot(res, paths);
-  h << "<h2>Pareto front</h2>\n<table><tr><th>#</th><th>settings</th><th>step time</th><th>exposed comm</th>"
-       "<th>overlap efficiency</th><th>peak memory</th><th>fits</th></tr>\n";
+  if (xp >= 0) h << "<h2>" << html_escape(objective_axis(res.ranked_by.used).name) << " and overlap</h2>\n" << line_plots(res, paths, xp);
+  h << "<h2>Memory against " << (res.ranked_by.used == SweepObjective::Throughput ? "throughput" : "speed") << "</h2>\n"
+    << pareto_plot(res, paths);
+  h << "<h2>Pareto front</h2>\n<table><tr><th>#</th><th>settings</th><th>tokens/s per GPU</th><th>MFU</th><th>step time</th>"
+       "<th>exposed comm</th><th>overlap efficiency</th><th>peak allocated</th><th>peak reserved (estimate)</th><th>fits</th></tr>\n";
   for (size_t i : res.pareto) {
     const auto& r = res.rows[i];
     char e[32];
     std::snprintf(e, sizeof e, "%.3f", r.metrics.overlap_efficiency);
     h << "<tr><td>" << r.index << "</td><td>" << html_escape(settings(r, paths)) << "</td><td>"
-      << format_time_us(r.metrics.step_time_us) << "</td><td>" << format_time_us(r.metrics.exposed_comm_us) << "</td><td>"
-      << e << "</td><td>" << format_bytes(r.metrics.peak_memory_bytes) << "</td><td>"
+      << format_or_na(r.metrics.throughput.tokens_per_s_per_gpu, format_per_s) << "</td><td>"
+      << format_or_na(r.metrics.throughput.mfu, format_utilisation) << "</td><td>" << format_time_us(r.metrics.step_time_us)
+      << "</td><td>" << format_time_us(r.metrics.exposed_comm_us) << "</td><td>" << e << "</td><td>"
+      << format_bytes(r.metrics.peak_memory_bytes) << "</td><td>" << format_bytes(r.metrics.peak_reserved_bytes) << "</td><td>"
       << (r.fits_with_margin ? "yes" : r.fits_memory ? "inside margin" : "no") << "</td></tr>\n";
   }
   h << "</table>\n";

@@ -340,6 +340,8 @@ Timeline simulate(const Scenario& given, const Program& program, const SimOption
   t.reported_iteration = 0;
   t.scale = 1.0;
   t.memory_capacity_bytes = scenario.cluster.gpu.memory_bytes;
+  t.workload = workload_of(scenario);
+  t.memory_reserve = memory_reserve_of(scenario);
   t.memory_margin = scenario.run.memory_margin;
   t.ops = timeline_ops(program);
   t.intervals = sim.take_intervals();

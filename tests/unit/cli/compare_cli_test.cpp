@@ -66,6 +66,28 @@ TEST_F(CompareCli, WithinToleranceExitsZeroAndWritesToOut) {
   EXPECT_TRUE(fs::exists(dir_ / "cmp" / "compare.html"));
 }
 
+// 1,000 us predicted, 1,250 us measured, 4 GPUs and 4,000 tokens per step: 1,000,000 vs 800,000
+// tokens/s per GPU (+25.0%); 4e12 model FLOPs on a 1000 TFLOP/s peak: MFU 100.0% vs 80.0%.
+TEST_F(CompareCli, PrintsThroughputPredictedMeasuredAndError) {
+  Timeline p = timeline(1000, "predicted"), m = timeline(1250, "measured");
+  for (Timeline* t : {&p, &m}) {
+    t->workload.gpus = 4;
+    t->workload.samples_per_step = 4;
+    t->workload.tokens_per_step = 4000;
+    t->workload.model_flops_per_step = 4e12;
+    t->workload.hardware_flops_per_step = 4e12;
+    t->workload.peak_flops_per_gpu = 1000e12;
+  }
+  write("pred", p);
+  write("meas", m);
+  EXPECT_EQ(run("compare pred meas --tolerance 0.5").code, 0) << out_ << err_;
+  EXPECT_NE(out_.find("tokens/s per GPU      1,000,000     800,000       +25.0%"), std::string::npos) << out_;
+  EXPECT_NE(out_.find("MFU                   100.0%        80.0%         +20.0 pp"), std::string::npos) << out_;
+  const nlohmann::json j = nlohmann::json::parse(slurp(dir_ / "meas" / "compare.json"));
+  EXPECT_DOUBLE_EQ(j.at("tokens_per_s_per_gpu_error").get<double>(), 0.25);
+  EXPECT_DOUBLE_EQ(j.at("measured_mfu").get<double>(), 0.8);
+}
+
 TEST_F(CompareCli, MissingFolderExitsTwoNamingIt) {
   write("pred", timeline(1000, "predicted"));
   EXPECT_EQ(run("compare pred nowhere").code, 2);

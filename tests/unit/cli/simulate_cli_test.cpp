@@ -18,7 +18,8 @@ size_t lines(const std::string& text) { return static_cast<size_t>(std::count(te
 
 const char* const kOutputs[] = {"metrics.json", "program.json", "timeline.json", "trace.json", "report.html"};
 const char* const kMetricKeys[] = {"step_time_us", "compute_busy_us", "comm_busy_us", "exposed_comm_us", "overlap_efficiency",
-                                   "peak_memory_bytes", "memory_capacity_bytes", "fits_memory", "forward_us", "backward_us", "by_kind"};
+                                   "peak_memory_bytes", "peak_reserved_bytes", "memory_capacity_bytes", "fits_memory",
+                                   "forward_us", "backward_us", "by_kind", "throughput"};
 
 using shardline::clitest::Result;
 using shardline::clitest::scenario;
@@ -42,7 +43,8 @@ TEST_F(SimulateCli, DefaultScenarioWritesEveryOutputAndPrintsTheSummary) {
   const fs::path out = dir_ / "default";
   const Result r = run("simulate " + scenario("llama3-8b-fsdp-h100x8.json") + " --out " + out.string());
   ASSERT_EQ(r.code, 0) << r.out << r.err;
-  for (const char* label : {"step time", "compute busy", "comm busy", "exposed comm", "overlap efficiency", "peak memory", "forward"}) {
+  for (const char* label : {"step time", "compute busy", "comm busy", "exposed comm", "overlap efficiency", "peak memory", "forward",
+                            "tokens/s", "samples/s", "model TFLOP/s / GPU", "MFU", "HFU", "reserved (estimate)"}) {
     EXPECT_NE(r.out.find(label), std::string::npos) << label << "\n" << r.out;
   }
   EXPECT_TRUE(r.out.find(" fits") != std::string::npos || r.out.find("DOES NOT FIT") != std::string::npos) << r.out;
@@ -56,6 +58,18 @@ TEST_F(SimulateCli, DefaultScenarioWritesEveryOutputAndPrintsTheSummary) {
   const json timeline = json::parse(slurp(out / "timeline.json"));
   EXPECT_EQ(timeline["format"], "shardline.timeline");
   EXPECT_EQ(timeline["source"], "predicted");
+  // seq 8192 x micro-batch 1 x 1 micro-batch x 8 data-parallel ranks.
+  EXPECT_EQ(timeline["workload"]["tokens_per_step"].get<double>(), 65536.0);
+  EXPECT_EQ(timeline["workload"]["gpus"].get<int>(), 8);
+  EXPECT_TRUE(timeline.contains("memory_reserve"));
+  const double step_s = metrics["step_time_us"].get<double>() / 1e6;
+  EXPECT_DOUBLE_EQ(metrics["throughput"]["tokens_per_s"].get<double>(), 65536.0 / step_s);
+  EXPECT_DOUBLE_EQ(metrics["throughput"]["tokens_per_s_per_gpu"].get<double>(), 65536.0 / step_s / 8);
+  const double mfu = metrics["throughput"]["mfu"].get<double>();
+  EXPECT_GT(mfu, 0.0);
+  EXPECT_LT(mfu, 1.0);
+  EXPECT_GE(metrics["throughput"]["hfu"].get<double>(), mfu);
+  EXPECT_GE(metrics["peak_reserved_bytes"].get<double>(), metrics["peak_memory_bytes"].get<double>());
   const json trace = json::parse(slurp(out / "trace.json"));
   EXPECT_FALSE(trace["traceEvents"].empty());
   const std::string html = slurp(out / "report.html");

@@ -59,6 +59,60 @@ TEST_F(SweepCli, TinyGridWritesEveryRowAndRecommends) {
   EXPECT_NE(r.out.find("why:", rec), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("invalid: "), std::string::npos) << r.out;
   EXPECT_LT(r.out.find("invalid: "), rec);
+  // The tiny model's explicit units give no model.seq_len: the default throughput objective
+  // cannot rank them and falls back to step time, saying so.
+  EXPECT_NE(r.out.find("note: tokens/s is unknown for every valid configuration", rec), std::string::npos) << r.out;
+  EXPECT_EQ(j["objective"], "throughput");
+  EXPECT_EQ(j["ranked_by"], "step_time");
+}
+
+// The case: over micro-batch size the larger batch takes a longer step but moves more
+// tokens per second; the default objective (throughput) recommends it, step_time does not.
+TEST_F(SweepCli, ObjectiveThroughputRecommendsTheLargerMicroBatch) {
+  const std::string base = "sweep " + scenario("llama3-8b-fsdp-h100x8.json") +
+                           " --set model.transformer.seq_len=2048 --vary model.transformer.micro_batch_size=1,2 --jobs 2 --out ";
+  const Result tp = run(base + (dir_ / "tp").string());
+  ASSERT_EQ(tp.code, 0) << tp.out << tp.err;
+  const auto j = nlohmann::json::parse(slurp(dir_ / "tp" / "sweep.json"));
+  ASSERT_EQ(j["rows"].size(), 2u);
+  const auto& small = j["rows"][0]["metrics"];
+  const auto& large = j["rows"][1]["metrics"];
+  ASSERT_TRUE(j["rows"][0]["fits_with_margin"].get<bool>() && j["rows"][1]["fits_with_margin"].get<bool>()) << j.dump();
+  // The premise: the larger batch's step is longer, yet it moves more tokens per GPU per second.
+  ASSERT_GT(large["step_time_us"].get<double>(), small["step_time_us"].get<double>());
+  ASSERT_GT(large["throughput"]["tokens_per_s_per_gpu"].get<double>(), small["throughput"]["tokens_per_s_per_gpu"].get<double>());
+  EXPECT_EQ(j["objective"], "throughput");
+  EXPECT_EQ(j["ranked_by"], "throughput");
+  EXPECT_EQ(j["recommendation"]["best"], 1);
+  const size_t rec = tp.out.rfind("Recommendation (highest tokens/s per GPU");
+  ASSERT_NE(rec, std::string::npos) << tp.out;
+  EXPECT_NE(tp.out.find("  model.transformer.micro_batch_size=2\n", rec), std::string::npos) << tp.out;
+  EXPECT_NE(tp.out.find("more tokens/s per GPU", rec), std::string::npos) << tp.out;
+  const std::string csv = slurp(dir_ / "tp" / "sweep.csv");
+  EXPECT_NE(csv.find(",tokens_per_s,tokens_per_s_per_gpu,model_tflops_per_gpu,mfu,hfu,"), std::string::npos) << csv;
+  EXPECT_NE(slurp(dir_ / "tp" / "report.html").find("Tokens/s per GPU against model.transformer.micro_batch_size"), std::string::npos);
+
+  const Result st = run(base + (dir_ / "st").string() + " --objective step_time");
+  ASSERT_EQ(st.code, 0) << st.out << st.err;
+  const auto js = nlohmann::json::parse(slurp(dir_ / "st" / "sweep.json"));
+  EXPECT_EQ(js["recommendation"]["best"], 0);
+  EXPECT_NE(st.out.find("Recommendation (fastest configuration"), std::string::npos) << st.out;
+
+  const Result mem = run(base + (dir_ / "mem").string() + " --objective memory");
+  ASSERT_EQ(mem.code, 0) << mem.out << mem.err;
+  const auto jm = nlohmann::json::parse(slurp(dir_ / "mem" / "sweep.json"));
+  const size_t least = jm["rows"][0]["metrics"]["peak_reserved_bytes"] <= jm["rows"][1]["metrics"]["peak_reserved_bytes"] ? 0 : 1;
+  EXPECT_EQ(jm["recommendation"]["best"], least);
+  EXPECT_NE(mem.out.find("Recommendation (lowest peak reserved memory"), std::string::npos) << mem.out;
+}
+
+TEST_F(SweepCli, BadObjectiveExitsTwoBeforeAnythingRuns) {
+  const Result r = run("sweep " + scenario("host-tiny-fsdp.json") + " --vary policy.forward_prefetch=0,1 --objective tokens --out " +
+                       (dir_ / "o").string());
+  EXPECT_EQ(r.code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("--objective"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("expected throughput, step_time or memory"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(dir_ / "o"));
 }
 
 TEST_F(SweepCli, ConfigurationsOverMemoryAreMarkedNotDropped) {

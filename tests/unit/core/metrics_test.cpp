@@ -204,13 +204,158 @@ TEST(MetricsJson, RoundTripsAndHasEveryKey) {
   Metrics m = compute_metrics(basic_timeline());
   nlohmann::json j = metrics_to_json(m);
   for (const char* key : {"step_time_us", "compute_busy_us", "comm_busy_us", "exposed_comm_us", "overlap_efficiency",
-                          "peak_memory_bytes", "memory_capacity_bytes", "fits_memory", "forward_us", "backward_us", "by_kind"}) {
+                          "peak_memory_bytes", "peak_reserved_bytes", "memory_capacity_bytes", "fits_memory", "forward_us",
+                          "backward_us", "by_kind", "throughput"}) {
     EXPECT_TRUE(j.contains(key)) << key;
   }
   EXPECT_EQ(j["by_kind"]["all_gather"]["bytes"], 150);
   Metrics back = metrics_from_json(nlohmann::json::parse(j.dump()));
   EXPECT_EQ(metrics_to_json(back), j);
   EXPECT_DOUBLE_EQ(back.overlap_efficiency, m.overlap_efficiency);
+}
+
+// One compute op of 0.5 s; 4 GPUs, 8 samples of 1024 tokens per step, 4e15 model FLOPs and 5e15
+// hardware FLOPs per step, a dense peak of 4e15 FLOP/s per GPU.
+Timeline half_second_step() {
+  Timeline t;
+  t.ops = {make_op(0, OpKind::Compute, Phase::Forward)};
+  t.intervals = {iv(0, 0, 0, 500000)};
+  t.workload.gpus = 4;
+  t.workload.samples_per_step = 8;
+  t.workload.tokens_per_step = 8192;
+  t.workload.model_flops_per_step = 4e15;
+  t.workload.hardware_flops_per_step = 5e15;
+  t.workload.peak_flops_per_gpu = 4e15;
+  return t;
+}
+
+TEST(Throughput, HandComputedFromTheWorkloadAndTheStepTime) {
+  const Metrics m = compute_metrics(half_second_step());
+  ASSERT_DOUBLE_EQ(m.step_time_us, 500000.0);
+  const Throughput& tp = m.throughput;
+  ASSERT_TRUE(tp.samples_per_s && tp.tokens_per_s && tp.tokens_per_s_per_gpu && tp.model_tflops_per_gpu && tp.mfu && tp.hfu);
+  EXPECT_DOUBLE_EQ(*tp.samples_per_s, 16.0);           // 8 / 0.5 s
+  EXPECT_DOUBLE_EQ(*tp.tokens_per_s, 16384.0);         // 8192 / 0.5 s
+  EXPECT_DOUBLE_EQ(*tp.tokens_per_s_per_gpu, 4096.0);  // / 4 GPUs
+  EXPECT_DOUBLE_EQ(*tp.model_tflops_per_gpu, 2000.0);  // 4e15 / 0.5 / 4 / 1e12
+  EXPECT_DOUBLE_EQ(*tp.mfu, 0.5);                      // 8e15 FLOP/s / (4 x 4e15)
+  EXPECT_DOUBLE_EQ(*tp.hfu, 0.625);                    // 1e16 FLOP/s / (4 x 4e15)
+}
+
+TEST(Throughput, EachValueIsUnknownWithoutItsInputs) {
+  Timeline t = half_second_step();
+  t.workload.tokens_per_step = 0;  // explicit units without model.seq_len
+  Throughput tp = compute_metrics(t).throughput;
+  EXPECT_FALSE(tp.tokens_per_s.has_value());
+  EXPECT_FALSE(tp.tokens_per_s_per_gpu.has_value());
+  ASSERT_TRUE(tp.samples_per_s.has_value());
+  EXPECT_DOUBLE_EQ(*tp.samples_per_s, 16.0);
+  EXPECT_TRUE(tp.mfu.has_value());
+
+  t = half_second_step();
+  t.workload.model_flops_per_step = 0;  // units given as times
+  t.workload.hardware_flops_per_step = 0;
+  tp = compute_metrics(t).throughput;
+  EXPECT_FALSE(tp.model_tflops_per_gpu.has_value());
+  EXPECT_FALSE(tp.mfu.has_value());
+  EXPECT_FALSE(tp.hfu.has_value());
+  EXPECT_TRUE(tp.tokens_per_s.has_value());
+
+  t = half_second_step();
+  t.workload.peak_flops_per_gpu = 0;  // no dense peak for the compute dtype
+  tp = compute_metrics(t).throughput;
+  EXPECT_FALSE(tp.mfu.has_value());
+  EXPECT_FALSE(tp.hfu.has_value());
+  ASSERT_TRUE(tp.model_tflops_per_gpu.has_value());
+  EXPECT_DOUBLE_EQ(*tp.model_tflops_per_gpu, 2000.0);
+
+  tp = throughput_of(half_second_step().workload, 0.0);  // no step time: nothing is known
+  EXPECT_FALSE(tp.samples_per_s || tp.tokens_per_s || tp.tokens_per_s_per_gpu || tp.model_tflops_per_gpu || tp.mfu || tp.hfu);
+  tp = compute_metrics(basic_timeline()).throughput;  // a timeline that says nothing of its workload
+  EXPECT_FALSE(tp.samples_per_s || tp.tokens_per_s || tp.tokens_per_s_per_gpu || tp.model_tflops_per_gpu || tp.mfu || tp.hfu);
+}
+
+// The slowest rank defines the step, and so the throughput.
+TEST(Throughput, UsesTheReportedStepOfTheSlowestRank) {
+  Timeline t = half_second_step();
+  t.ranks = 2;
+  t.intervals.push_back(iv(0, 0, 0, 1000000, 1));
+  EXPECT_DOUBLE_EQ(*compute_metrics(t).throughput.tokens_per_s, 8192.0);
+  EXPECT_DOUBLE_EQ(*compute_metrics(t, 0).throughput.tokens_per_s, 16384.0);
+}
+
+TEST(Metrics, FitIsJudgedOnTheReservedEstimate) {
+  Timeline t = basic_timeline();  // peak allocated 900 of 1000, margin 0.1
+  Metrics m = compute_metrics(t);
+  EXPECT_EQ(m.peak_reserved_bytes, 900);  // no reserve: reserved = allocated
+  EXPECT_TRUE(m.fits_memory);
+  t.memory_reserve.fragmentation = 0.05;
+  t.memory_reserve.fixed_bytes = 50;
+  m = compute_metrics(t);
+  EXPECT_EQ(m.peak_memory_bytes, 900);      // allocated is unchanged
+  EXPECT_EQ(m.peak_reserved_bytes, 995);    // 900 x 1.05 + 50
+  EXPECT_FALSE(m.fits_memory);              // 995 > 1000 x 0.9
+  t.memory_margin = 0;
+  EXPECT_TRUE(compute_metrics(t).fits_memory);  // 995 <= 1000
+  t.memory.clear();
+  m = compute_metrics(t);
+  EXPECT_EQ(m.peak_reserved_bytes, 0);  // no samples: nothing to estimate from
+  EXPECT_TRUE(m.fits_memory);
+}
+
+TEST(MetricsJson, ThroughputRoundTripsWithUnknownsAsNull) {
+  Timeline t = half_second_step();
+  t.workload.tokens_per_step = 0;
+  t.workload.peak_flops_per_gpu = 0;
+  const Metrics m = compute_metrics(t);
+  const nlohmann::json j = metrics_to_json(m);
+  EXPECT_TRUE(j["throughput"]["tokens_per_s"].is_null());
+  EXPECT_TRUE(j["throughput"]["tokens_per_s_per_gpu"].is_null());
+  EXPECT_TRUE(j["throughput"]["mfu"].is_null());
+  EXPECT_TRUE(j["throughput"]["hfu"].is_null());
+  EXPECT_DOUBLE_EQ(j["throughput"]["samples_per_s"].get<double>(), 16.0);
+  EXPECT_DOUBLE_EQ(j["throughput"]["model_tflops_per_gpu"].get<double>(), 2000.0);
+  const Metrics back = metrics_from_json(nlohmann::json::parse(j.dump()));
+  EXPECT_EQ(metrics_to_json(back), j);
+  EXPECT_FALSE(back.throughput.tokens_per_s.has_value());
+  ASSERT_TRUE(back.throughput.samples_per_s.has_value());
+  EXPECT_DOUBLE_EQ(*back.throughput.samples_per_s, 16.0);
+}
+
+// metrics.json files written before the reserved estimate and throughput existed (the shipped
+// baselines, tracked histories) still read: throughput unknown, reserved = allocated.
+TEST(MetricsJson, OlderFilesWithoutTheNewFieldsRead) {
+  Timeline t = half_second_step();
+  t.memory = {{0, 700}};
+  t.memory_reserve.fixed_bytes = 10;
+  nlohmann::json j = metrics_to_json(compute_metrics(t));
+  j.erase("throughput");
+  j.erase("peak_reserved_bytes");
+  const Metrics back = metrics_from_json(j);
+  EXPECT_EQ(back.peak_memory_bytes, 700);
+  EXPECT_EQ(back.peak_reserved_bytes, 700);
+  EXPECT_FALSE(back.throughput.tokens_per_s.has_value());
+  EXPECT_FALSE(back.throughput.mfu.has_value());
+  EXPECT_DOUBLE_EQ(back.step_time_us, 500000.0);
+}
+
+TEST(MetricsJson, BadThroughputValueNamesItsPath) {
+  nlohmann::json j = metrics_to_json(compute_metrics(half_second_step()));
+  j["throughput"]["mfu"] = -0.5;
+  try {
+    metrics_from_json(j);
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where(), "throughput.mfu");
+  }
+  j = metrics_to_json(compute_metrics(half_second_step()));
+  j["throughput"].erase("hfu");
+  try {
+    metrics_from_json(j);
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where(), "throughput.hfu");
+  }
 }
 
 TEST(MetricsJson, BadFieldNamesItsPath) {

@@ -166,6 +166,14 @@ Timeline sample_timeline() {
   t.ops = timeline_ops(sample_program());
   t.intervals = {{0, 0, 1, 0.5, 1.0, 2.25}, {1, 1, 2, 3.0, 4.0, 9.5}};
   t.memory = {{0, 10}, {2.5, 300}};
+  t.workload.gpus = 2;
+  t.workload.samples_per_step = 4;
+  t.workload.tokens_per_step = 4096;
+  t.workload.model_flops_per_step = 3e12;
+  t.workload.hardware_flops_per_step = 4e12;
+  t.workload.peak_flops_per_gpu = 989e12;
+  t.memory_reserve.fixed_bytes = 12345;
+  t.memory_reserve.fragmentation = 0.07;
   return t;
 }
 
@@ -195,6 +203,28 @@ TEST(TimelineJson, RoundTripKeepsEveryField) {
   ASSERT_EQ(back.memory.size(), 2u);
   EXPECT_EQ(back.memory[1].bytes, 300);
   EXPECT_EQ(back.ops[1].kind, OpKind::AllGather);
+  EXPECT_EQ(back.workload.gpus, 2);
+  EXPECT_DOUBLE_EQ(back.workload.tokens_per_step, 4096);
+  EXPECT_DOUBLE_EQ(back.workload.hardware_flops_per_step, 4e12);
+  EXPECT_EQ(back.memory_reserve.fixed_bytes, 12345);
+  EXPECT_DOUBLE_EQ(back.memory_reserve.fragmentation, 0.07);
+}
+
+// Timelines written before the workload and the memory reserve existed still read: throughput
+// unknown (every per-step count 0), no reserve.
+TEST(TimelineJson, FilesWithoutWorkloadOrReserveReadAsUnknown) {
+  json j = timeline_to_json(sample_timeline());
+  ASSERT_TRUE(j.contains("workload"));
+  ASSERT_TRUE(j.contains("memory_reserve"));
+  j.erase("workload");
+  j.erase("memory_reserve");
+  const Timeline back = timeline_from_json(j);
+  EXPECT_EQ(back.workload.gpus, 1);
+  EXPECT_EQ(back.workload.tokens_per_step, 0);
+  EXPECT_EQ(back.workload.model_flops_per_step, 0);
+  EXPECT_EQ(back.memory_reserve.fixed_bytes, 0);
+  EXPECT_EQ(back.memory_reserve.fragmentation, 0);
+  EXPECT_EQ(back.intervals.size(), 2u);
 }
 
 TEST(TimelineJson, BadFilesNameTheJsonPath) {
@@ -223,6 +253,12 @@ TEST(TimelineJson, BadFilesNameTheJsonPath) {
   j = good;
   j["ops"][2]["phase"] = 1;
   EXPECT_EQ(error_path([&] { timeline_from_json(j); }), "ops[2].phase");
+  j = good;
+  j["workload"]["tokens_per_step"] = -1;
+  EXPECT_EQ(error_path([&] { timeline_from_json(j); }), "workload.tokens_per_step");
+  j = good;
+  j["memory_reserve"]["fixed_bytes"] = "lots";
+  EXPECT_EQ(error_path([&] { timeline_from_json(j); }), "memory_reserve.fixed_bytes");
 }
 
 }  // namespace

@@ -141,6 +141,58 @@ TEST(Compare, HtmlStacksBothTimelines) {
   EXPECT_LT(pred, meas);
 }
 
+// 2 GPUs, 3000 tokens and 3e9 model FLOPs per step, a 100 TFLOP/s peak, on both sides.
+Workload hand_workload() {
+  Workload w;
+  w.gpus = 2;
+  w.samples_per_step = 3;
+  w.tokens_per_step = 3000;
+  w.model_flops_per_step = 3e9;
+  w.hardware_flops_per_step = 3e9;
+  w.peak_flops_per_gpu = 100e12;
+  return w;
+}
+
+// Step 150 us predicted, 200 us measured: tokens/s per GPU 10,000,000 vs 7,500,000 (+33.3%),
+// MFU 10.0% vs 7.5% (+2.5 points).
+TEST(Compare, ThroughputErrorsOnBothSides) {
+  Timeline p = predicted(), m = measured();
+  p.workload = m.workload = hand_workload();
+  const Comparison c = compare_timelines(p, m);
+  ASSERT_TRUE(c.predicted.throughput.tokens_per_s_per_gpu.has_value());
+  EXPECT_DOUBLE_EQ(*c.predicted.throughput.tokens_per_s_per_gpu, 1e7);
+  EXPECT_DOUBLE_EQ(*c.measured.throughput.tokens_per_s_per_gpu, 7.5e6);
+  ASSERT_TRUE(c.tokens_per_s_per_gpu_error.has_value());
+  EXPECT_DOUBLE_EQ(*c.tokens_per_s_per_gpu_error, 1.0 / 3.0);
+  ASSERT_TRUE(c.mfu_error.has_value());
+  EXPECT_NEAR(*c.mfu_error, 0.025, 1e-15);
+
+  const std::string table = comparison_table(c);
+  EXPECT_NE(table.find("tokens/s per GPU      10,000,000    7,500,000     +33.3%"), std::string::npos) << table;
+  EXPECT_NE(table.find("MFU                   10.0%         7.5%          +2.5 pp"), std::string::npos) << table;
+  const nlohmann::json j = comparison_to_json(c);
+  EXPECT_DOUBLE_EQ(j.at("predicted_tokens_per_s_per_gpu").get<double>(), 1e7);
+  EXPECT_DOUBLE_EQ(j.at("measured_tokens_per_s_per_gpu").get<double>(), 7.5e6);
+  EXPECT_DOUBLE_EQ(j.at("tokens_per_s_per_gpu_error").get<double>(), 1.0 / 3.0);
+  EXPECT_NEAR(j.at("mfu_error").get<double>(), 0.025, 1e-15);
+  const std::string html = comparison_html(c, p, m);
+  EXPECT_NE(html.find("<tr><td>tokens/s per GPU</td><td>10,000,000</td><td>7,500,000</td><td>+33.3%</td></tr>"), std::string::npos);
+  EXPECT_NE(html.find("<tr><td>MFU</td><td>10.0%</td><td>7.5%</td><td>+2.5 pp</td></tr>"), std::string::npos);
+}
+
+// Timelines that carry no workload (older files): the throughput rows say n/a, JSON null.
+TEST(Compare, UnknownThroughputIsNotAnError) {
+  Timeline p = predicted(), m = measured();
+  p.workload = hand_workload();
+  const Comparison c = compare_timelines(p, m);
+  EXPECT_FALSE(c.tokens_per_s_per_gpu_error.has_value());
+  EXPECT_FALSE(c.mfu_error.has_value());
+  EXPECT_NE(comparison_table(c).find("tokens/s per GPU      10,000,000    n/a           n/a"), std::string::npos) << comparison_table(c);
+  const nlohmann::json j = comparison_to_json(c);
+  EXPECT_TRUE(j.at("measured_tokens_per_s_per_gpu").is_null());
+  EXPECT_TRUE(j.at("tokens_per_s_per_gpu_error").is_null());
+}
+
 TEST(Compare, DifferentProgramsAreRejected) {
   Timeline m = measured();
   m.ops[2].name = "fwd u9";

@@ -126,12 +126,68 @@ TEST(SummaryTable, ReportsTheMetricsAndTheMemoryVerdict) {
   Timeline big = tiny_timeline(950);  // above 1000 * (1 - 0.1)
   table = summary_table(tiny_scenario(), big, compute_metrics(big));
   EXPECT_NE(table.find("DOES NOT FIT"), std::string::npos) << table;
-  EXPECT_TRUE(std::regex_search(table, std::regex("peak memory +950 B +of 1000 B"))) << table;
+  EXPECT_TRUE(std::regex_search(table, std::regex("peak memory +allocated 950 B, reserved \\(estimate\\) 950 B of 1000 B"))) << table;
 
   Timeline none = tiny_timeline();
   none.memory.clear();
   table = summary_table(tiny_scenario(), none, compute_metrics(none));
   EXPECT_NE(table.find("not recorded"), std::string::npos) << table;
+}
+
+// Step 75 us; 2 GPUs, 2 samples of 1500 tokens, 3e9 model and 4.5e9 hardware FLOPs per step,
+// a 100 TFLOP/s dense peak.
+Timeline timeline_with_workload() {
+  Timeline t = tiny_timeline();
+  t.workload.gpus = 2;
+  t.workload.samples_per_step = 2;
+  t.workload.tokens_per_step = 3000;
+  t.workload.model_flops_per_step = 3e9;
+  t.workload.hardware_flops_per_step = 4.5e9;
+  t.workload.peak_flops_per_gpu = 100e12;
+  return t;
+}
+
+TEST(SummaryTable, ShowsEveryThroughputValue) {
+  const Timeline t = timeline_with_workload();
+  const std::string table = summary_table(tiny_scenario(), t, compute_metrics(t));
+  EXPECT_TRUE(std::regex_search(table, std::regex("\ntokens/s +40,000,000  global: 3,000 tokens per step"))) << table;
+  EXPECT_TRUE(std::regex_search(table, std::regex("\n  per GPU +20,000,000  over 2 GPUs"))) << table;
+  EXPECT_TRUE(std::regex_search(table, std::regex("\nsamples/s +26,667 "))) << table;
+  EXPECT_TRUE(std::regex_search(table, std::regex("\nmodel TFLOP/s / GPU +20\\.0 "))) << table;
+  EXPECT_TRUE(std::regex_search(table, std::regex("\nMFU +20\\.0%  model FLOPs / \\(2 GPUs x 100\\.0 TFLOP/s dense peak\\)"))) << table;
+  EXPECT_TRUE(std::regex_search(table, std::regex("\nHFU +30\\.0% "))) << table;
+  EXPECT_EQ(table.find("n/a"), std::string::npos) << table;
+}
+
+TEST(SummaryTable, UnknownThroughputSaysWhichKeyIsMissing) {
+  Timeline t = timeline_with_workload();
+  t.workload.tokens_per_step = 0;
+  t.workload.samples_per_step = 0;
+  t.workload.peak_flops_per_gpu = 0;
+  const std::string table = summary_table(tiny_scenario(), t, compute_metrics(t));
+  EXPECT_TRUE(std::regex_search(table, std::regex("\ntokens/s +n/a  give model.seq_len and model.micro_batch_size"))) << table;
+  EXPECT_TRUE(std::regex_search(table, std::regex("\nsamples/s +n/a  give model.micro_batch_size"))) << table;
+  EXPECT_TRUE(std::regex_search(table, std::regex("\nmodel TFLOP/s / GPU +20\\.0 "))) << table;  // FLOPs are still known
+  EXPECT_TRUE(std::regex_search(table, std::regex("\nMFU +n/a  the GPU has no dense peak"))) << table;
+}
+
+// The verdict follows the reserved estimate: 600 B allocated fits under 900 B, but reserved
+// 600 x 1.5 + 50 = 950 B does not.
+TEST(SummaryTable, MemoryVerdictIsOnTheReservedEstimate) {
+  Timeline t = tiny_timeline(600);
+  t.memory_reserve.fragmentation = 0.5;
+  t.memory_reserve.fixed_bytes = 50;
+  const std::string table = summary_table(tiny_scenario(), t, compute_metrics(t));
+  EXPECT_NE(table.find("peak memory          allocated 600 B, reserved (estimate) 950 B of 1000 B (limit 900 B with 10.0% margin)  DOES NOT FIT"),
+            std::string::npos) << table;
+}
+
+TEST(HtmlReport, ShowsTheThroughputOfTheSummary) {
+  const Timeline t = timeline_with_workload();
+  const std::string html = html_report(tiny_scenario(), t, compute_metrics(t));
+  EXPECT_NE(html.find("20,000,000"), std::string::npos);
+  EXPECT_NE(html.find("MFU"), std::string::npos);
+  EXPECT_NE(html.find("reserved (estimate)"), std::string::npos);
 }
 
 }  // namespace

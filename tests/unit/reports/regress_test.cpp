@@ -86,6 +86,29 @@ TEST(Regress, InjectedRegressionFailsInDirectories) {
   EXPECT_NE(table.find("1 of 2 scenarios fail"), std::string::npos) << table;
 }
 
+// Tokens/s per GPU is in the table, baseline -> current, but the verdict stays on step time and
+// overlap: a baseline written before throughput existed reads n/a.
+TEST(Regress, TableShowsTokensPerGpuWithoutJudgingIt) {
+  TempDir t;
+  Metrics base = metrics(1000, 100, 0.8), cur = metrics(1000, 100, 0.8);
+  base.throughput.tokens_per_s_per_gpu = 8000;
+  cur.throughput.tokens_per_s_per_gpu = 6000;  // e.g. a file edited by hand: only step time decides
+  write_metrics(t / "base/a.json", base);
+  write_metrics(t / "cur/a.json", cur);
+  nlohmann::json old = metrics_to_json(metrics(1000, 100, 0.8));
+  old.erase("throughput");
+  old.erase("peak_reserved_bytes");
+  write(t / "base/b.json", old);
+  write_metrics(t / "cur/b.json", cur);
+  const RegressReport r = regress_compare((t / "base").string(), (t / "cur").string(), 0.0);
+  EXPECT_FALSE(r.failed());
+  const std::string table = regress_table(r);
+  EXPECT_NE(table.find("tokens/s/GPU"), std::string::npos) << table;
+  EXPECT_NE(table.find("8,000 -> 6,000  -25.00%"), std::string::npos) << table;
+  EXPECT_NE(table.find("n/a -> 6,000"), std::string::npos) << table;
+  EXPECT_NE(table.find("tokens/s per GPU is shown, not judged"), std::string::npos) << table;
+}
+
 TEST(Regress, ImprovementPasses) {
   TempDir t;
   write_metrics(t / "base.json", metrics(1000, 100, 0.8));

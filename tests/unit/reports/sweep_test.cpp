@@ -139,6 +139,7 @@ SweepRow row(size_t index, double step_us, int64_t peak, int64_t capacity = 1000
   r.metrics.comm_busy_us = exposed_us + 10;
   r.metrics.overlap_efficiency = 1 - exposed_us / (exposed_us + 10);
   r.metrics.peak_memory_bytes = peak;
+  r.metrics.peak_reserved_bytes = peak;  // no reserve: the tests below that need one set it
   r.metrics.memory_capacity_bytes = capacity;
   return r;
 }
@@ -172,6 +173,143 @@ TEST(SweepMemory, FitMarking) {
   EXPECT_FALSE(bad.fits_memory);
 }
 
+// The fit is judged on the reserved estimate, not on what the tracker allocates.
+TEST(SweepMemory, FitIsJudgedOnPeakReserved) {
+  SweepRow r = row(0, 10, 800);  // 800 allocated: would fit with the margin
+  r.metrics.peak_reserved_bytes = 950;
+  mark_memory_fit(r, 0.1);
+  EXPECT_TRUE(r.fits_memory);
+  EXPECT_FALSE(r.fits_with_margin);
+  r.metrics.peak_reserved_bytes = 1001;
+  mark_memory_fit(r, 0.1);
+  EXPECT_FALSE(r.fits_memory);
+}
+
+TEST(SweepObjectiveFlag, ParsesTheThreeNamesAndRejectsOthers) {
+  EXPECT_EQ(parse_sweep_objective("throughput"), SweepObjective::Throughput);
+  EXPECT_EQ(parse_sweep_objective("step_time"), SweepObjective::StepTime);
+  EXPECT_EQ(parse_sweep_objective("memory"), SweepObjective::Memory);
+  for (SweepObjective o : {SweepObjective::Throughput, SweepObjective::StepTime, SweepObjective::Memory})
+    EXPECT_EQ(parse_sweep_objective(std::string(sweep_objective_name(o))), o);
+  try {
+    parse_sweep_objective("tokens");
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where(), "--objective");
+    EXPECT_NE(std::string(e.what()).find("\"tokens\""), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("expected throughput, step_time or memory"), std::string::npos) << e.what();
+  }
+}
+
+// A row that knows its throughput: `tokens` per GPU per step over a step of `step_us`.
+SweepRow tp_row(size_t index, double step_us, double tokens, int64_t peak, double exposed_us = 0) {
+  SweepRow r = row(index, step_us, peak, 1000, exposed_us);
+  r.metrics.throughput.tokens_per_s_per_gpu = tokens / (step_us / 1e6);
+  r.metrics.throughput.tokens_per_s = *r.metrics.throughput.tokens_per_s_per_gpu * 8;
+  r.metrics.throughput.mfu = 0.4;
+  return r;
+}
+
+// The case: over micro-batch size, the larger batch takes a longer step but moves more
+// tokens per second. A planner wants it; the step-time objective still picks the short step.
+TEST(SweepRecommend, MicroBatchSweepRecommendsTheLargerBatchForThroughput) {
+  std::vector<SweepRow> rows = {
+      tp_row(0, 100000, 8192, 500),   // micro_batch_size=1: 81,920 tokens/s per GPU
+      tp_row(1, 180000, 16384, 700),  // micro_batch_size=2: 91,022 tokens/s per GPU, step 1.8x longer
+  };
+  rows[0].values = {"1"};
+  rows[1].values = {"2"};
+  for (auto& r : rows) mark_memory_fit(r, 0.1);
+  const std::vector<std::string> paths = {"model.transformer.micro_batch_size"};
+
+  const RankedBy by_throughput = resolve_objective(rows, SweepObjective::Throughput);
+  EXPECT_EQ(by_throughput.used, SweepObjective::Throughput);
+  EXPECT_TRUE(by_throughput.note.empty());
+  const Recommendation tp = recommend(rows, paths, 0.1, by_throughput);
+  ASSERT_EQ(tp.best, std::optional<size_t>(1));
+  EXPECT_EQ(tp.runner_up, std::optional<size_t>(0));
+  EXPECT_NE(tp.text.find("highest tokens/s per GPU"), std::string::npos) << tp.text;
+  EXPECT_NE(tp.text.find("  model.transformer.micro_batch_size=2\n"), std::string::npos) << tp.text;
+  EXPECT_NE(tp.text.find("it moves 11.1% more tokens/s per GPU (91,022 vs 81,920)"), std::string::npos) << tp.text;
+  EXPECT_NE(tp.text.find("2.00x the tokens per GPU per step (16,384 vs 8,192) in 1.80x the step time"), std::string::npos) << tp.text;
+  EXPECT_EQ(pareto_front(rows, SweepObjective::Throughput), (std::vector<size_t>{1, 0}));  // best throughput first
+
+  const Recommendation st = recommend(rows, paths, 0.1, resolve_objective(rows, SweepObjective::StepTime));
+  ASSERT_EQ(st.best, std::optional<size_t>(0));
+  EXPECT_NE(st.text.find("fastest configuration"), std::string::npos) << st.text;
+  // On (step time, memory) the larger batch is dominated and drops off the front entirely.
+  EXPECT_EQ(pareto_front(rows, SweepObjective::StepTime), (std::vector<size_t>{0}));
+}
+
+// Same tokens per step (a bucket-size sweep): the throughput gain is the shorter step, and the
+// explanation splits it into compute busy and exposed comm as the step-time objective does.
+TEST(SweepRecommend, ThroughputWithEqualTokensExplainsTheShorterStep) {
+  std::vector<SweepRow> rows = {tp_row(0, 130, 1000, 500, 40), tp_row(1, 100, 1000, 600, 10)};
+  for (auto& r : rows) mark_memory_fit(r, 0.1);
+  const Recommendation rec = recommend(rows, {"x"}, 0.1, resolve_objective(rows, SweepObjective::Throughput));
+  ASSERT_EQ(rec.best, std::optional<size_t>(1));
+  EXPECT_NE(rec.text.find("both carry 1,000 tokens per GPU per step, so the gain is the shorter step"), std::string::npos) << rec.text;
+  EXPECT_NE(rec.text.find("mostly exposed communication"), std::string::npos) << rec.text;
+}
+
+TEST(SweepRecommend, ThroughputTiesGoToLowerMemory) {
+  std::vector<SweepRow> rows = {tp_row(0, 100, 1000, 600), tp_row(1, 100, 1000, 500)};
+  for (auto& r : rows) mark_memory_fit(r, 0.1);
+  const Recommendation rec = recommend(rows, {"x"}, 0.1, resolve_objective(rows, SweepObjective::Throughput));
+  ASSERT_EQ(rec.best, std::optional<size_t>(1));
+  EXPECT_NE(rec.text.find("ties with the runner-up on tokens/s per GPU and is chosen for its lower peak memory"), std::string::npos)
+      << rec.text;
+}
+
+// Explicit units without model.seq_len: tokens/s is unknown, so throughput cannot rank the rows;
+// they are ranked by step time and the recommendation says so.
+TEST(SweepRecommend, UnknownTokensFallBackToStepTimeWithANote) {
+  std::vector<SweepRow> rows = {row(0, 120, 500), row(1, 100, 500), invalid_row(2, "bad")};
+  for (auto& r : rows) mark_memory_fit(r, 0.1);
+  const RankedBy by = resolve_objective(rows, SweepObjective::Throughput);
+  EXPECT_EQ(by.requested, SweepObjective::Throughput);
+  EXPECT_EQ(by.used, SweepObjective::StepTime);
+  EXPECT_NE(by.note.find("tokens/s is unknown for every valid configuration"), std::string::npos) << by.note;
+  const Recommendation rec = recommend(rows, {"x"}, 0.1, by);
+  ASSERT_EQ(rec.best, std::optional<size_t>(1));
+  EXPECT_NE(rec.text.find("fastest configuration"), std::string::npos) << rec.text;
+  EXPECT_NE(rec.text.find("  note: tokens/s is unknown"), std::string::npos) << rec.text;
+  EXPECT_NE(rec.text.find("model.seq_len"), std::string::npos) << rec.text;
+  // One row that knows is not enough: every valid row must.
+  rows[0] = tp_row(0, 120, 1000, 500);
+  EXPECT_EQ(resolve_objective(rows, SweepObjective::Throughput).used, SweepObjective::StepTime);
+  EXPECT_NE(resolve_objective(rows, SweepObjective::Throughput).note.find("1 of 2 valid configurations"), std::string::npos);
+}
+
+TEST(SweepRecommend, MemoryObjectivePicksTheLowestReservedThenTheShorterStep) {
+  std::vector<SweepRow> rows = {tp_row(0, 100, 1000, 700), tp_row(1, 150, 1000, 400), tp_row(2, 140, 1000, 400)};
+  rows[1].metrics.peak_reserved_bytes = rows[2].metrics.peak_reserved_bytes = 450;
+  rows[0].metrics.peak_reserved_bytes = 800;
+  for (auto& r : rows) mark_memory_fit(r, 0.1);
+  const Recommendation rec = recommend(rows, {"x"}, 0.1, resolve_objective(rows, SweepObjective::Memory));
+  ASSERT_EQ(rec.best, std::optional<size_t>(2));
+  EXPECT_EQ(rec.runner_up, std::optional<size_t>(1));
+  EXPECT_NE(rec.text.find("lowest peak reserved memory"), std::string::npos) << rec.text;
+  EXPECT_NE(rec.text.find("ties with the runner-up on peak memory (450 B reserved) and is chosen for its shorter step"),
+            std::string::npos) << rec.text;
+  EXPECT_EQ(pareto_front(rows, SweepObjective::Memory), (std::vector<size_t>{2, 0}));  // least memory first
+  rows = {tp_row(0, 100, 1000, 700), tp_row(1, 150, 1000, 400)};
+  for (auto& r : rows) mark_memory_fit(r, 0.1);
+  const Recommendation less = recommend(rows, {"x"}, 0.1, resolve_objective(rows, SweepObjective::Memory));
+  ASSERT_EQ(less.best, std::optional<size_t>(1));
+  EXPECT_NE(less.text.find("it needs 300 B less peak memory (reserved 400 B vs 700 B"), std::string::npos) << less.text;
+}
+
+// Throughput Pareto front: most tokens/s per GPU and least reserved memory.
+TEST(SweepPareto, ThroughputAgainstMemory) {
+  std::vector<SweepRow> rows = {tp_row(0, 100, 1000, 500),   // 10,000 tokens/s: front
+                                tp_row(1, 100, 900, 400),    // 9,000: front (less memory)
+                                tp_row(2, 100, 800, 450),    // dominated by 1
+                                tp_row(3, 100, 1000, 600),   // dominated by 0
+                                invalid_row(4, "bad")};
+  EXPECT_EQ(pareto_front(rows, SweepObjective::Throughput), (std::vector<size_t>{0, 1}));
+}
+
 TEST(SweepPareto, HandMadePoints) {
   std::vector<SweepRow> rows = {
       row(0, 10, 100),  // front: fastest
@@ -183,12 +321,12 @@ TEST(SweepPareto, HandMadePoints) {
       invalid_row(6, "rejected"),
       row(7, 11, 80),   // front
   };
-  EXPECT_EQ(pareto_front(rows), (std::vector<size_t>{0, 7, 1, 5}));
+  EXPECT_EQ(pareto_front(rows, SweepObjective::StepTime), (std::vector<size_t>{0, 7, 1, 5}));
 }
 
 TEST(SweepPareto, IdenticalPointsBothStay) {
   std::vector<SweepRow> rows = {row(0, 10, 100), row(1, 10, 100), row(2, 9, 200)};
-  EXPECT_EQ(pareto_front(rows), (std::vector<size_t>{2, 0, 1}));
+  EXPECT_EQ(pareto_front(rows, SweepObjective::StepTime), (std::vector<size_t>{2, 0, 1}));
 }
 
 TEST(SweepRecommend, FastestThatFitsWithMarginAndWhy) {
@@ -200,7 +338,7 @@ TEST(SweepRecommend, FastestThatFitsWithMarginAndWhy) {
       invalid_row(4, "bad"),
   };
   for (auto& r : rows) mark_memory_fit(r, 0.1);
-  const Recommendation rec = recommend(rows, {"policy.bucket_bytes"}, 0.1);
+  const Recommendation rec = recommend(rows, {"policy.bucket_bytes"}, 0.1, resolve_objective(rows, SweepObjective::StepTime));
   ASSERT_TRUE(rec.best.has_value());
   EXPECT_EQ(*rec.best, 2u);
   ASSERT_TRUE(rec.runner_up.has_value());
@@ -213,7 +351,7 @@ TEST(SweepRecommend, FastestThatFitsWithMarginAndWhy) {
 TEST(SweepRecommend, ComputeTermNamedWhenItShrinks) {
   std::vector<SweepRow> rows = {row(0, 100, 500, 1000, 10), row(1, 120, 500, 1000, 10)};
   for (auto& r : rows) mark_memory_fit(r, 0.1);
-  const Recommendation rec = recommend(rows, {"x"}, 0.1);
+  const Recommendation rec = recommend(rows, {"x"}, 0.1, resolve_objective(rows, SweepObjective::StepTime));
   ASSERT_EQ(rec.best, std::optional<size_t>(0));
   EXPECT_NE(rec.text.find("mostly compute busy"), std::string::npos) << rec.text;
 }
@@ -223,12 +361,12 @@ TEST(SweepRecommend, ComputeTermNamedWhenItShrinks) {
 TEST(SweepRecommend, TiesAreBrokenByMemoryThenGridOrder) {
   std::vector<SweepRow> rows = {row(0, 100, 600, 1000, 10), row(1, 100, 500, 1000, 10)};
   for (auto& r : rows) mark_memory_fit(r, 0.1);
-  Recommendation rec = recommend(rows, {"x"}, 0.1);
+  Recommendation rec = recommend(rows, {"x"}, 0.1, resolve_objective(rows, SweepObjective::StepTime));
   ASSERT_EQ(rec.best, std::optional<size_t>(1));
   EXPECT_NE(rec.text.find("chosen for its lower peak memory"), std::string::npos) << rec.text;
   rows = {row(0, 100, 500, 1000, 10), row(1, 100, 500, 1000, 10)};
   for (auto& r : rows) mark_memory_fit(r, 0.1);
-  rec = recommend(rows, {"x"}, 0.1);
+  rec = recommend(rows, {"x"}, 0.1, resolve_objective(rows, SweepObjective::StepTime));
   ASSERT_EQ(rec.best, std::optional<size_t>(0));
   EXPECT_NE(rec.text.find("ties with the runner-up on step time and on peak memory"), std::string::npos) << rec.text;
   EXPECT_EQ(rec.text.find("lower peak memory"), std::string::npos) << rec.text;
@@ -237,7 +375,7 @@ TEST(SweepRecommend, TiesAreBrokenByMemoryThenGridOrder) {
 TEST(SweepRecommend, NothingFits) {
   std::vector<SweepRow> rows = {row(0, 100, 2000), invalid_row(1, "bad")};
   for (auto& r : rows) mark_memory_fit(r, 0.1);
-  const Recommendation rec = recommend(rows, {"x"}, 0.1);
+  const Recommendation rec = recommend(rows, {"x"}, 0.1, resolve_objective(rows, SweepObjective::StepTime));
   EXPECT_FALSE(rec.best.has_value());
   EXPECT_NE(rec.text.find("none"), std::string::npos);
 }
@@ -256,6 +394,9 @@ TEST(SweepOutput, CsvHasOneRowPerConfigurationWithReasons) {
   }
   ASSERT_EQ(lines.size(), 3u);
   EXPECT_EQ(lines[0].rfind("index,mesh.shard,valid,fits_memory", 0), 0u) << lines[0];
+  EXPECT_NE(lines[0].find(",peak_memory_bytes,peak_reserved_bytes,memory_capacity_bytes,samples_per_s,tokens_per_s,"
+                          "tokens_per_s_per_gpu,model_tflops_per_gpu,mfu,hfu,"), std::string::npos) << lines[0];
+  EXPECT_NE(lines[1].find(",500,500,1000,,,,,,,"), std::string::npos) << lines[1];  // unknown throughput: empty cells
   EXPECT_NE(lines[0].find("all_gather_busy_us"), std::string::npos);
   EXPECT_NE(lines[1].find(",12.5,"), std::string::npos) << lines[1];
   // Same column count on every line (quoted cells count once).
