@@ -69,7 +69,7 @@ int run_sweep_command(const std::vector<std::string>& args) {
   std::vector<std::string> vary, sets;
   std::string scenario_path, out_dir, objective_text = "throughput";
   int jobs = 0;
-  double margin = 0.1;
+  double margin = 0.0;
   po::options_description flags("shardline sweep SCENARIO --vary PATH=VALUES [--vary ...] [flags]");
   flags.add_options()("help,h", "this help")
       ("vary", po::value(&vary)->composing(),
@@ -78,8 +78,9 @@ int run_sweep_command(const std::vector<std::string>& args) {
       ("set", po::value(&sets)->composing(), "PATH=VALUE override applied to the base scenario")
       ("out", po::value(&out_dir), "output folder (default: sweep-<scenario>)")
       ("jobs,j", po::value(&jobs)->default_value(0), "worker threads per process (0: all cores)")
-      ("memory-margin", po::value(&margin)->default_value(0.1),
-       "fraction of GPU memory kept free when recommending (0.1 = 10%)")
+      ("memory-margin", po::value(&margin)->default_value(0.0),
+       "extra fraction of GPU memory kept free when recommending, beyond the peak-reserved estimate "
+       "(which already counts the CUDA context, NCCL buffers and fragmentation); 0.1 = 10%")
       ("objective", po::value(&objective_text)->default_value("throughput"),
        "what the recommendation, Pareto front and plots rank by: throughput (tokens/s per GPU, highest), "
        "step_time (shortest) or memory (lowest peak reserved)")
