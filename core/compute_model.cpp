@@ -69,6 +69,23 @@ UnitCompute unit_compute(const Scenario& s, const UnitSpec& unit) {
   return out;
 }
 
+std::vector<UnitCompute> unit_breakdowns(const Scenario& s) {
+  std::vector<UnitCompute> out(s.model.units.size());
+  std::vector<int> first_of_part(4, -1);
+  for (size_t u = 0; u < s.model.units.size(); ++u) {
+    const UnitSpec& unit = s.model.units[u];
+    if (unit.part == TransformerPart::None) continue;
+    int& first = first_of_part[static_cast<int>(unit.part)];
+    if (first >= 0) {
+      out[u] = out[static_cast<size_t>(first)];
+    } else {
+      out[u] = unit_compute(s, unit);
+      first = static_cast<int>(u);
+    }
+  }
+  return out;
+}
+
 double forward_compute_us(const Scenario& s, const UnitSpec& unit) {
   if (unit.forward_time_us) return *unit.forward_time_us;
   if (unit.part != TransformerPart::None) return unit_compute(s, unit).forward_us;

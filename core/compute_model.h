@@ -39,6 +39,10 @@ TimedKernel time_kernel(const Kernel& kernel, const GpuSpec& gpu, double peak_fl
 // Transformer parts only (asserts unit.part != None).
 UnitCompute unit_compute(const Scenario& scenario, const UnitSpec& unit);
 
+// Every unit's kernels (index = unit; empty for explicit units): what the report and the trace
+// show as each unit's kernel breakdown. Units of one part share their kernels (timed once).
+std::vector<UnitCompute> unit_breakdowns(const Scenario& scenario);
+
 // Requested duration of a unit's compute, per micro-batch.
 double forward_compute_us(const Scenario& scenario, const UnitSpec& unit);
 double backward_compute_us(const Scenario& scenario, const UnitSpec& unit);  // incl. recompute

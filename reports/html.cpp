@@ -1,5 +1,6 @@
 #include "reports/html.h"
 
+#include "reports/kernel_breakdown.h"
 #include "reports/outputs.h"
 #include "reports/svg_timeline.h"
 
@@ -50,6 +51,7 @@ std::string html_report(const Scenario& scenario, const Timeline& timeline, cons
             "orange: capacity less the margin. The fit verdict in the summary judges the reserved estimate (allocated plus "
             "fragmentation, context and NCCL buffers), which lies at or above this curve.</p>\n";
   }
+  body += kernel_breakdown_html(scenario, unit_breakdowns(scenario));
   return html_page("shardline: " + scenario.name, body);
 }
 

@@ -148,11 +148,12 @@ void write_run_outputs(const std::string& dir, const Scenario& scenario, const P
   fs::remove_all(tmp, ec);
   if (!fs::create_directory(tmp, ec) || ec) throw InputError("--out", "cannot create " + tmp.string() + ": " + ec.message());
 
+  const std::vector<UnitCompute> kernels = unit_breakdowns(scenario);
   const std::vector<std::pair<const char*, std::function<std::string()>>> files = {
       {"metrics.json", [&] { return metrics_to_json(metrics).dump(2) + "\n"; }},
       {"program.json", [&] { return program_to_json(program).dump(1) + "\n"; }},
       {"timeline.json", [&] { return timeline_to_json(timeline).dump() + "\n"; }},
-      {"trace.json", [&] { return trace_to_json(timeline).dump() + "\n"; }},
+      {"trace.json", [&] { return trace_to_json(timeline, &kernels).dump() + "\n"; }},
       {"report.html", [&] { return html_report(scenario, timeline, metrics); }},
   };
   try {

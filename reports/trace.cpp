@@ -4,6 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "reports/kernel_breakdown.h"
+
 namespace shardline {
 
 using nlohmann::json;
@@ -24,7 +26,7 @@ json sort_index(const char* what, int pid, int tid, int index) {
 
 }  // namespace
 
-json trace_to_json(const Timeline& t) {
+json trace_to_json(const Timeline& t, const std::vector<UnitCompute>* kernels) {
   json events = json::array();
   bool has_issue = false;
   std::set<int> ranks;
@@ -80,6 +82,9 @@ json trace_to_json(const Timeline& t) {
                         {"args", {{"op", op.id}, {"iteration", iv.iteration}}}});
     }
   }
+
+  if (kernels != nullptr)
+    for (json& e : kernel_trace_events(t, *kernels)) events.push_back(std::move(e));
 
   for (const MemorySample& m : t.memory) {
     events.push_back({{"ph", "C"}, {"name", "memory"}, {"pid", 0}, {"ts", m.time_us}, {"args", {{"live_bytes", m.bytes}}}});

@@ -4,6 +4,9 @@
 #pragma once
 #include <nlohmann/json_fwd.hpp>
 
+#include <vector>
+
+#include "core/compute_model.h"
 #include "core/timeline.h"
 
 namespace shardline {
@@ -15,6 +18,8 @@ inline constexpr int kTraceHostTid = kNumStreams;
 // becomes one "X" event (ts/dur in microseconds, args: op, kind, unit, bucket, bytes,
 // microbatch, phase, iteration). Issue times become "i" instants on the host lane when the
 // timeline records them (any issue_us != 0). Memory samples (rank 0) become a "C" counter.
-nlohmann::json trace_to_json(const Timeline& timeline);
+// `kernels` (optional, core/compute_model.h unit_breakdowns): each compute op of a predicted
+// timeline also gets its unit's kernels as child slices (reports/kernel_breakdown.h).
+nlohmann::json trace_to_json(const Timeline& timeline, const std::vector<UnitCompute>* kernels = nullptr);
 
 }  // namespace shardline

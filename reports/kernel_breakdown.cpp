@@ -1,0 +1,98 @@
+#include "reports/kernel_breakdown.h"
+
+#include <cstdio>
+
+#include <nlohmann/json.hpp>
+
+#include "reports/svg_timeline.h"
+
+namespace shardline {
+
+using nlohmann::json;
+
+namespace {
+
+const char* kind_name(KernelKind k) {
+  switch (k) {
+    case KernelKind::Gemm: return "gemm";
+    case KernelKind::Attention: return "attention";
+    case KernelKind::Memory: return "memory";
+  }
+  return "?";
+}
+
+std::string fmt(const char* format, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, format, v);
+  return buf;
+}
+
+void kernel_rows(std::string& out, const char* phase, const std::vector<TimedKernel>& kernels, double total_us) {
+  for (const TimedKernel& k : kernels) {
+    out += "<tr><td>" + std::string(phase) + "</td><td>" + html_escape(k.name) + "</td><td>" + kind_name(k.kind) + "</td><td class=\"num\">" +
+           fmt("%.1f", k.time_us) + "</td><td class=\"num\">" + fmt("%.1f%%", total_us > 0 ? 100.0 * k.time_us / total_us : 0.0) +
+           "</td><td class=\"num\">" + fmt("%.2f", k.flops / 1e9) + "</td><td class=\"num\">" + fmt("%.1f", k.bytes / 1e6) + "</td><td>" +
+           (k.flops == 0 ? "memory" : k.memory_bound ? "memory" : "compute") + "</td></tr>\n";
+  }
+}
+
+}  // namespace
+
+json kernel_trace_events(const Timeline& t, const std::vector<UnitCompute>& breakdowns) {
+  json events = json::array();
+  if (t.source != "predicted") return events;
+  for (const OpInterval& iv : t.intervals) {
+    const Op& op = t.ops.at(iv.op);
+    if (op.kind != OpKind::Compute || op.unit < 0 || static_cast<size_t>(op.unit) >= breakdowns.size()) continue;
+    const UnitCompute& unit = breakdowns[static_cast<size_t>(op.unit)];
+    const bool backward = op.phase == Phase::Backward;
+    const std::vector<TimedKernel>& kernels = backward ? unit.backward : unit.forward;
+    const double predicted_us = backward ? unit.backward_us : unit.forward_us;
+    if (kernels.empty() || !(predicted_us > 0)) continue;
+    const double scale = (iv.end_us - iv.start_us) / predicted_us;
+    double at = iv.start_us;
+    for (const TimedKernel& k : kernels) {
+      const double dur = k.time_us * scale;
+      events.push_back({{"ph", "X"},
+                        {"name", k.name},
+                        {"cat", "kernel"},
+                        {"pid", iv.rank},
+                        {"tid", static_cast<int>(op.stream)},
+                        {"ts", at},
+                        {"dur", dur},
+                        {"args", {{"kind", kind_name(k.kind)},
+                                  {"flops", k.flops},
+                                  {"bytes", k.bytes},
+                                  {"kernel_us", k.time_us},
+                                  {"memory_bound", k.memory_bound},
+                                  {"op", op.id}}}});
+      at += dur;
+    }
+  }
+  return events;
+}
+
+std::string kernel_breakdown_html(const Scenario& s, const std::vector<UnitCompute>& breakdowns) {
+  if (!s.model.transformer) return "";
+  std::string out = "<h2>Compute per unit (predicted kernels)</h2>\n<p class=\"note\">Each kernel is timed by a roofline on " +
+                    html_escape(s.cluster.gpu.name) +
+                    " (docs/compute-model.md): max(FLOPs / (peak x efficiency), bytes / (HBM bandwidth x memory efficiency)) + "
+                    "launch. Per micro-batch; every block is the same. Backward lists the recomputed forward first.</p>\n";
+  const char* titles[] = {"", "embedding", "each block", "norm + output head"};
+  std::vector<bool> shown(4, false);
+  for (size_t u = 0; u < s.model.units.size() && u < breakdowns.size(); ++u) {
+    const int part = static_cast<int>(s.model.units[u].part);
+    if (part == 0 || shown[part]) continue;
+    shown[part] = true;
+    const UnitCompute& c = breakdowns[u];
+    out += "<h3>" + std::string(titles[part]) + ": forward " + fmt("%.1f", c.forward_us) + " us, backward " + fmt("%.1f", c.backward_us) +
+           " us</h3>\n<table><tr><th>phase</th><th>kernel</th><th>kind</th><th>us</th><th>share</th><th>GFLOP</th><th>MB</th>"
+           "<th>bound</th></tr>\n";
+    kernel_rows(out, "forward", c.forward, c.forward_us);
+    kernel_rows(out, "backward", c.backward, c.backward_us);
+    out += "</table>\n";
+  }
+  return out;
+}
+
+}  // namespace shardline

@@ -1,0 +1,83 @@
+// The kernel breakdown of the run outputs: child slices that tile each predicted compute op, and
+// the per-part HTML table; nothing for measured timelines or explicit units.
+#include <string>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "core/scenario_parse.h"
+#include "core/schedule.h"
+#include "reports/kernel_breakdown.h"
+#include "reports/trace.h"
+#include "sim/simulator.h"
+
+namespace shardline {
+namespace {
+
+using nlohmann::json;
+
+Scenario transformer() {
+  return parse_scenario(json::parse(R"({
+    "name": "kb",
+    "model": {"transformer": {"layers": 2, "hidden": 512, "ffn_hidden": 2048, "heads": 4, "vocab": 1000,
+                              "seq_len": 256, "micro_batch_size": 1, "activation_checkpointing": "full"}},
+    "cluster": {"preset": "a100-80gb-dgx"},
+    "mesh": {"shard": 8}
+  })"));
+}
+
+TEST(KernelBreakdown, KernelSlicesTileEveryPredictedComputeOpOfAUnit) {
+  const Scenario s = transformer();
+  const Program p = schedule(s);
+  const Timeline t = simulate(s, p);
+  const std::vector<UnitCompute> kernels = unit_breakdowns(s);
+  const json events = kernel_trace_events(t, kernels);
+  int compute_ops = 0;
+  size_t next = 0;
+  for (const OpInterval& iv : t.intervals) {
+    const Op& op = t.ops[iv.op];
+    if (op.kind != OpKind::Compute || op.unit < 0) continue;
+    ++compute_ops;
+    const UnitCompute& u = kernels[op.unit];
+    const auto& list = op.phase == Phase::Backward ? u.backward : u.forward;
+    ASSERT_LE(next + list.size(), events.size());
+    EXPECT_DOUBLE_EQ(events[next]["ts"].get<double>(), iv.start_us) << op.name;
+    double end = 0;
+    for (size_t k = 0; k < list.size(); ++k) {
+      const json& e = events[next + k];
+      EXPECT_EQ(e["name"], list[k].name);
+      EXPECT_EQ(e["cat"], "kernel");
+      EXPECT_EQ(e["tid"], static_cast<int>(StreamId::Compute));
+      end = e["ts"].get<double>() + e["dur"].get<double>();
+    }
+    EXPECT_NEAR(end, iv.end_us, 1e-6 * iv.end_us) << op.name;
+    next += list.size();
+  }
+  EXPECT_EQ(next, events.size());
+  EXPECT_EQ(compute_ops, 2 * 4);  // 4 units, forward and backward
+  EXPECT_EQ(kernels[1].backward.front().name, "recompute.attention_norm");
+
+  // The Chrome trace carries them next to the ops; a measured timeline gets none.
+  size_t in_trace = 0;
+  const json trace = trace_to_json(t, &kernels);
+  for (const json& e : trace["traceEvents"]) in_trace += e.value("cat", "") == "kernel";
+  EXPECT_EQ(in_trace, events.size());
+  Timeline measured = t;
+  measured.source = "measured";
+  EXPECT_TRUE(kernel_trace_events(measured, kernels).empty());
+}
+
+TEST(KernelBreakdown, ReportTableListsEachPartsKernelsAndNothingForExplicitUnits) {
+  const Scenario s = transformer();
+  const std::string html = kernel_breakdown_html(s, unit_breakdowns(s));
+  for (const char* text : {"Compute per unit", "each block", "embedding", "norm + output head", "attention.bwd", "qkv.wgrad",
+                           "recompute.attention", "A100 SXM4 80GB"}) {
+    EXPECT_NE(html.find(text), std::string::npos) << text;
+  }
+  Scenario explicit_units = s;
+  explicit_units.model.transformer.reset();
+  EXPECT_EQ(kernel_breakdown_html(explicit_units, {}), "");
+}
+
+}  // namespace
+}  // namespace shardline
