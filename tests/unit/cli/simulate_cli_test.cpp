@@ -184,6 +184,22 @@ TEST_F(SimulateCli, BadSetExits2NamingThePath) {
   expect_input_error("simulate " + scenario("host-tiny-fsdp.json") + " --set mesh.shard=0", "mesh.shard");
 }
 
+TEST_F(SimulateCli, BadArchitectureKnobsAndGpuNumbersExit2NamingPathValueAndChoices) {
+  const std::string base = "simulate " + scenario("llama3-8b-fsdp-h100x8.json");
+  const Result knob = run(base + " --set model.transformer.mlp=swigl");
+  EXPECT_EQ(knob.code, 2);
+  EXPECT_NE(knob.err.find("model.transformer.mlp"), std::string::npos) << knob.err;
+  EXPECT_NE(knob.err.find("\"swigl\""), std::string::npos) << knob.err;
+  EXPECT_NE(knob.err.find("did you mean \"swiglu\"?"), std::string::npos) << knob.err;
+  const Result key = run(base + " --set model.transformer.posiiton=rope");
+  EXPECT_EQ(key.code, 2);
+  EXPECT_NE(key.err.find("did you mean \"position\"?"), std::string::npos) << key.err;
+  const Result gpu = run(base + " --set cluster.gpu.attention_efficiency=2");
+  EXPECT_EQ(gpu.code, 2);
+  EXPECT_NE(gpu.err.find("cluster.gpu.attention_efficiency"), std::string::npos) << gpu.err;
+  EXPECT_NE(gpu.err.find("(0, 1]"), std::string::npos) << gpu.err;
+}
+
 TEST_F(SimulateCli, UnknownFlagAndMissingScenarioExit2) {
   expect_input_error("simulate " + scenario("host-tiny-fsdp.json") + " --bogus", "--bogus");
   expect_input_error("simulate", "SCENARIO");
