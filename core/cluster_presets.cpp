@@ -55,24 +55,8 @@ constexpr const char* kPresets = R"json({
     "hierarchical_collectives": true
   },
   "a100-40gb-dgx": {
-    "gpu": {
-      "name": "A100 SXM4 40GB",
-      "peak_tflops": {"bf16": 312, "fp16": 312, "fp32": 19.5},
-      "efficiency": 0.5,
-      "memory": "40960MiB",
-      "copy_bandwidth": "1.0TB/s",
-      "hbm_bandwidth": "1555GB/s",
-      "gemm_efficiency": 0.834, "gemm_half_dim": 333, "attention_efficiency": 0.312, "memory_efficiency": 0.42,
-      "kernel_launch": "5us",
-      "context_memory": "768MiB", "nccl_memory": "656MiB", "allocator_fragmentation": 0.1
-    },
-    "nodes": 1,
-    "gpus_per_node": 8,
-    "intra_node": {"bandwidth": "300GB/s", "latency": "2.5us"},
-    "inter_node": {"bandwidth": "200Gbps", "latency": "6us"},
-    "launch_overhead": "5us",
-    "compute_slowdown_during_comm": 1.1,
-    "hierarchical_collectives": true
+    "same_as": "a100-80gb-dgx",
+    "gpu": {"name": "A100 SXM4 40GB", "memory": "40960MiB", "hbm_bandwidth": "1555GB/s"}
   },
   "host-cpu": {
     "gpu": {
@@ -95,9 +79,21 @@ constexpr const char* kPresets = R"json({
   }
 })json";
 
+// A preset with "same_as" is that preset with its own fields merged over it (the A100 40GB is the
+// 80GB chip with less, slower HBM).
 const nlohmann::json& presets() {
-  static const nlohmann::json parsed = nlohmann::json::parse(kPresets);
-  return parsed;
+  static const nlohmann::json resolved = [] {
+    nlohmann::json all = nlohmann::json::parse(kPresets);
+    for (auto& [name, preset] : all.items()) {
+      if (!preset.contains("same_as")) continue;
+      nlohmann::json merged = all.at(preset.at("same_as").get<std::string>());
+      preset.erase("same_as");
+      merged.merge_patch(preset);
+      preset = std::move(merged);
+    }
+    return all;
+  }();
+  return resolved;
 }
 
 }  // namespace

@@ -279,6 +279,15 @@ TEST(Cluster, PresetsCarryRealNumbers) {
     EXPECT_NO_THROW(parse_scenario(j)) << name;
   }
   EXPECT_EQ(cluster_preset_names().size(), 4u);
+  // The A100 40GB is the 80GB preset with less, slower HBM.
+  j["cluster"] = {{"preset", "a100-40gb-dgx"}};
+  j["mesh"] = {{"shard", 8}};
+  const Scenario forty = parse_scenario(j);
+  EXPECT_EQ(forty.cluster.gpu.memory_bytes, 40LL << 30);
+  EXPECT_DOUBLE_EQ(forty.cluster.gpu.hbm_bandwidth_bytes_per_s, 1.555e12);
+  EXPECT_EQ(forty.cluster.gpu.name, "A100 SXM4 40GB");
+  EXPECT_DOUBLE_EQ(forty.cluster.gpu.gemm_efficiency, a.cluster.gpu.gemm_efficiency);
+  EXPECT_DOUBLE_EQ(forty.cluster.inter_node.bandwidth_bytes_per_s, 25e9);
 }
 
 TEST(Cluster, FileRelativeToTheScenario) {
