@@ -67,7 +67,8 @@ TEST(Kernels, GemmFlopsAreTwiceTokensTimesTheMatmulParametersAndBackwardDoublesT
   const Kernel* wgrad = find(k.backward, "qkv.wgrad");
   ASSERT_NE(wgrad, nullptr);
   EXPECT_EQ(wgrad->min_dim, 1024);  // (h + 2kv) x T . T x h: the tokens are the reduction
-  const Kernel* head = find(transformer_unit_kernels(t, TransformerPart::Head, 2).forward, "output");
+  const UnitKernels head_kernels = transformer_unit_kernels(t, TransformerPart::Head, 2);
+  const Kernel* head = find(head_kernels.forward, "output");
   ASSERT_NE(head, nullptr);
   EXPECT_DOUBLE_EQ(head->flops, 2 * T * h * 32000);
 }
@@ -97,13 +98,15 @@ TEST(Kernels, KnobsAddAndRemoveKernels) {
   EXPECT_NE(find(gelu.forward, "gelu"), nullptr);
   EXPECT_NE(find(gelu.backward, "qkv.bias_grad"), nullptr);
   EXPECT_NE(find(gelu.forward, "attention_dropout"), nullptr);
-  EXPECT_NE(find(transformer_unit_kernels(*mpt.model.transformer, TransformerPart::Embedding, 2).forward, "position_add"), nullptr);
+  const UnitKernels embedding = transformer_unit_kernels(*mpt.model.transformer, TransformerPart::Embedding, 2);
+  EXPECT_NE(find(embedding.forward, "position_add"), nullptr);
 }
 
 TEST(Kernels, TheLossOverTheVocabularyMovesFp32BytesUnlessFused) {
   json j = scenario_json();
   const double TV = 4096.0 * 32000;
-  const Kernel* fp32 = find(transformer_unit_kernels(*parse(j).model.transformer, TransformerPart::Head, 2).forward, "loss");
+  const UnitKernels fp32_kernels = transformer_unit_kernels(*parse(j).model.transformer, TransformerPart::Head, 2);
+  const Kernel* fp32 = find(fp32_kernels.forward, "loss");
   ASSERT_NE(fp32, nullptr);
   EXPECT_DOUBLE_EQ(fp32->bytes, (2 + 12) * TV);
   j["model"]["transformer"]["loss"] = "fused";

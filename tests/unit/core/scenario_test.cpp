@@ -120,11 +120,13 @@ TEST(Transformer, SavedActivationsPerCheckpointingModeWithFlashAttention) {
   EXPECT_EQ(blk.backward_transient_bytes, workspace);
   EXPECT_FALSE(blk.recompute_forward);
 
-  const UnitSpec& sel = parse_scenario(llama(2, h, f, a, 8, "selective")).model.units[1];
+  const Scenario selective = parse_scenario(llama(2, h, f, a, 8, "selective"));
+  const UnitSpec& sel = selective.model.units[1];
   EXPECT_EQ(sel.activation_bytes, none_bytes - 4 * T * a);
   EXPECT_FALSE(sel.recompute_forward);
 
-  const UnitSpec& full = parse_scenario(llama(2, h, f, a, 8, "full")).model.units[1];
+  const Scenario full_ckpt = parse_scenario(llama(2, h, f, a, 8, "full"));
+  const UnitSpec& full = full_ckpt.model.units[1];
   EXPECT_EQ(full.activation_bytes, e * T * h);  // only the block input
   EXPECT_EQ(full.backward_transient_bytes, none_bytes + workspace);
   EXPECT_TRUE(full.recompute_forward);
@@ -139,7 +141,8 @@ TEST(Transformer, SavedActivationsPerCheckpointingModeWithFlashAttention) {
   EXPECT_EQ(head.backward_transient_bytes, 4 * T * V + e * T * V + e * T * h);
   json fused = llama(2, h, f, a, 8, "none");
   fused["model"]["transformer"]["loss"] = "fused";
-  const UnitSpec& fused_head = parse_scenario(fused).model.units.back();
+  const Scenario fused_scenario = parse_scenario(fused);
+  const UnitSpec& fused_head = fused_scenario.model.units.back();
   EXPECT_EQ(fused_head.activation_bytes, 2 * e * T * h + 4 * T + e * T * V + 4 * T);
   EXPECT_EQ(fused_head.forward_transient_bytes, 0);
   EXPECT_EQ(fused_head.backward_transient_bytes, e * T * V + e * T * h);
