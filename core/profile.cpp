@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/json_load.h"
 
 namespace shardline {
 
@@ -154,14 +155,7 @@ ClusterProfile profile_from_json(const nlohmann::json& j) {
 }
 
 ClusterProfile load_profile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw InputError("--profile", "cannot open \"" + path + "\"");
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw InputError("--profile", "\"" + path + "\" is not valid JSON: " + e.what());
-  }
+  const nlohmann::json j = load_json_file(path, "--profile", kMaxInputJsonBytes);
   try {
     return profile_from_json(j);
   } catch (const InputError& e) {

@@ -14,6 +14,7 @@
 
 #include "core/cluster_presets.h"
 #include "core/error.h"
+#include "core/json_load.h"
 #include "core/suggest.h"
 #include "core/transformer.h"
 #include "core/units.h"
@@ -375,8 +376,6 @@ ModelSpec parse_model(const json& j, const json& sch) {
 
 // ---- cluster ----------------------------------------------------------------------------------
 
-json load_json_file(const std::string& path, const std::string& where);
-
 LinkSpec parse_link(const json& j, const std::string& path, const json& sch) {
   const Obj o(j, path, sch);
   LinkSpec l;
@@ -400,7 +399,7 @@ ClusterSpec parse_cluster(const json& j, const json& sch, const std::string& bas
     const std::string file = as_string(*f, raw.at("file"));
     std::filesystem::path resolved(file);
     if (resolved.is_relative()) resolved = std::filesystem::path(base_dir) / resolved;
-    merged = load_json_file(resolved.string(), raw.at("file"));
+    merged = load_json_file(resolved.string(), raw.at("file"), kMaxInputJsonBytes);
     if (!merged.is_object()) type_error(merged, raw.at("file"), "a file holding a cluster object");
     if (merged.contains("preset") || merged.contains("file")) {
       throw InputError(raw.at("file"), "the cluster file \"" + file + "\" must be fully explicit (no preset or file)");
@@ -590,45 +589,13 @@ RunSpec parse_run(const json& j, const json& sch) {
 
 // ---- files ------------------------------------------------------------------------------------
 
-json load_json_file(const std::string& path, const std::string& where) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    throw InputError(where, "cannot open \"" + path + "\" (" + std::strerror(errno) + "); expected a readable JSON file");
-  }
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  const std::string text = buffer.str();
-  try {
-    return json::parse(text);
-  } catch (const json::parse_error& e) {
-    // e.byte is 1-based: the position of the offending character.
-    const size_t end = std::min<size_t>(e.byte > 0 ? e.byte - 1 : 0, text.size());
-    size_t line = 1, column = 1;
-    for (size_t i = 0; i < end; ++i) {
-      if (text[i] == '\n') {
-        ++line;
-        column = 1;
-      } else {
-        ++column;
-      }
-    }
-    std::string detail = e.what();
-    // nlohmann's what(): "[json.exception.parse_error.101] parse error at line L, column C: <why>".
-    const auto at_column = detail.find(", column ");
-    const auto why = at_column == std::string::npos ? std::string::npos : detail.find(": ", at_column);
-    if (why != std::string::npos) detail = detail.substr(why + 2);
-    throw InputError(where, "malformed JSON at line " + std::to_string(line) + ", column " +
-                                std::to_string(column) + ": " + detail);
-  }
-}
-
 bool is_index(const std::string& s) {
   return !s.empty() && s.size() < 10 && s.find_first_not_of("0123456789") == std::string::npos;
 }
 
 }  // namespace
 
-nlohmann::json load_scenario_json(const std::string& path) { return load_json_file(path, path); }
+nlohmann::json load_scenario_json(const std::string& path) { return load_json_file(path, path, kMaxInputJsonBytes); }
 
 void apply_overrides(nlohmann::json& scenario_json, const std::vector<std::string>& overrides) {
   for (const std::string& item : overrides) {
@@ -639,8 +606,8 @@ void apply_overrides(nlohmann::json& scenario_json, const std::vector<std::strin
     }
     const std::string path = item.substr(0, eq);
     const std::string text = item.substr(eq + 1);
-    json value = json::parse(text, nullptr, /*allow_exceptions=*/false);
-    if (value.is_discarded()) value = text;
+    const std::optional<json> parsed = parse_json_text_if_json(text, "--set");
+    json value = parsed ? *parsed : json(text);
 
     std::vector<std::string> segments;
     for (size_t start = 0;;) {

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/json_load.h"
 #include "reports/html.h"
 #include "reports/svg_timeline.h"
 #include "reports/throughput_text.h"
@@ -266,14 +267,9 @@ namespace {
 
 Timeline read_timeline_dir(const std::string& dir, const char* which) {
   const std::string path = (std::filesystem::path(dir) / "timeline.json").string();
-  std::ifstream in(path);
-  if (!in) throw InputError(which, "cannot open \"" + path + "\" (expected an output folder of simulate or exec)");
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw InputError(which, "\"" + path + "\" is not valid JSON: " + e.what());
-  }
+  if (!std::filesystem::exists(path))
+    throw InputError(which, "cannot open \"" + path + "\" (expected an output folder of simulate or exec)");
+  const nlohmann::json j = load_json_file(path, which, kMaxOutputJsonBytes);
   try {
     return timeline_from_json(j);
   } catch (const InputError& e) {

@@ -10,6 +10,8 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/json_fields.h"
+#include "core/json_load.h"
 #include "core/units.h"
 #include "reports/svg_chart.h"
 
@@ -38,16 +40,15 @@ std::vector<HistoryRecord> read_history(const std::string& path) {
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     const std::string where = path + ":" + std::to_string(n);
     try {
-      const nlohmann::json j = nlohmann::json::parse(line);
+      const nlohmann::json j = parse_json_text(line, "");
+      json_fields::require_object(j, "");
       HistoryRecord r;
-      r.scenario = j.at("scenario").get<std::string>();
-      r.commit = j.at("commit").get<std::string>();
-      r.time_utc = j.at("time").get<std::string>();
-      r.backend = j.at("backend").get<std::string>();
-      r.metrics = metrics_from_json(j.at("metrics"));
+      r.scenario = json_fields::get_string(j, "scenario", "");
+      r.commit = json_fields::get_string(j, "commit", "");
+      r.time_utc = json_fields::get_string(j, "time", "");
+      r.backend = json_fields::get_string(j, "backend", "");
+      r.metrics = metrics_from_json(json_fields::member(j, "metrics", ""));
       out.push_back(std::move(r));
-    } catch (const nlohmann::json::exception& e) {
-      throw InputError(where, std::string("is not a history record: ") + e.what());
     } catch (const InputError& e) {
       throw InputError(where, std::string("is not a history record: ") + e.what());
     }

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/json_load.h"
 #include "core/units.h"
 #include "reports/throughput_text.h"
 
@@ -20,15 +21,7 @@ namespace fs = std::filesystem;
 namespace shardline {
 namespace {
 
-nlohmann::json read_json_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw InputError(path, "cannot open the file");
-  try {
-    return nlohmann::json::parse(in);
-  } catch (const nlohmann::json::exception& e) {
-    throw InputError(path, std::string("is not valid JSON: ") + e.what());
-  }
-}
+nlohmann::json read_json_file(const std::string& path) { return load_json_file(path, path, kMaxOutputJsonBytes); }
 
 // name -> metrics file inside a directory.
 std::map<std::string, std::string> metrics_files(const fs::path& dir) {

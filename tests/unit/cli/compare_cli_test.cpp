@@ -94,6 +94,19 @@ TEST_F(CompareCli, MissingFolderExitsTwoNamingIt) {
   EXPECT_NE(err_.find("MEASURED_DIR"), std::string::npos) << err_;
 }
 
+TEST_F(CompareCli, ATimelineThatIsADirectoryOrOutOfRangeExitsTwoNamingIt) {
+  write("pred", timeline(1000, "predicted"));
+  fs::create_directories(dir_ / "meas" / "timeline.json");
+  EXPECT_EQ(run("compare pred meas").code, 2);
+  EXPECT_NE(err_.find("is a directory"), std::string::npos) << err_;
+  fs::remove_all(dir_ / "meas");
+  fs::create_directories(dir_ / "meas");
+  std::ofstream(dir_ / "meas" / "timeline.json") << R"({"format": "shardline.timeline", "version": 1e999})";
+  EXPECT_EQ(run("compare pred meas").code, 2);
+  EXPECT_NE(err_.find("MEASURED_DIR"), std::string::npos) << err_;
+  EXPECT_EQ(err_.find("json.exception"), std::string::npos) << err_;
+}
+
 TEST_F(CompareCli, ValidateRunsTheWholeLoopOnTwoRanks) {
   const std::string scenario = std::string(SHARDLINE_SOURCE_DIR) + "/scenarios/host-tiny-fsdp.json";
   // Tiny calibration and few iterations keep CI short; a huge tolerance: accuracy is not asserted.

@@ -200,6 +200,27 @@ TEST_F(SimulateCli, BadArchitectureKnobsAndGpuNumbersExit2NamingPathValueAndChoi
   EXPECT_NE(gpu.err.find("(0, 1]"), std::string::npos) << gpu.err;
 }
 
+TEST_F(SimulateCli, HostileFilesExit2NamingThemInsteadOfCrashing) {
+  json j = json::parse(slurp(scenario("host-tiny-fsdp.json")));
+  std::string text = j.dump();
+  text.replace(text.find("\"micro_batches\":1"), 17, "\"micro_batches\":1e400");
+  const fs::path huge = dir_ / "huge.json";
+  std::ofstream(huge) << text;
+  expect_input_error("simulate " + huge.string(), "huge.json");
+  const fs::path deep = dir_ / "deep.json";
+  j["description"] = "x";
+  std::string nested = j.dump();
+  nested.replace(nested.find("\"x\""), 3, std::string(100000, '[') + std::string(100000, ']'));
+  std::ofstream(deep) << nested;
+  expect_input_error("simulate " + deep.string(), "deep.json");
+  expect_input_error("simulate " + dir_.string(), dir_.filename().string());
+  expect_input_error("simulate /dev/zero", "/dev/zero");
+  expect_input_error("simulate " + scenario("host-tiny-fsdp.json") + " --profile " + dir_.string(), "--profile");
+  expect_input_error("simulate " + scenario("host-tiny-fsdp.json") + " --set description=" + std::string(1000, '[') +
+                         std::string(1000, ']'),
+                     "--set");
+}
+
 TEST_F(SimulateCli, UnknownFlagAndMissingScenarioExit2) {
   expect_input_error("simulate " + scenario("host-tiny-fsdp.json") + " --bogus", "--bogus");
   expect_input_error("simulate", "SCENARIO");

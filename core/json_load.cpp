@@ -1,0 +1,116 @@
+#include "core/json_load.h"
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "core/error.h"
+
+namespace shardline {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+// Line and column (1-based) of byte offset `end` in `text`.
+std::string position(std::string_view text, size_t end) {
+  end = std::min(end, text.size());
+  size_t line = 1, column = 1;
+  for (size_t i = 0; i < end; ++i) {
+    if (text[i] == '\n') {
+      ++line;
+      column = 1;
+    } else {
+      ++column;
+    }
+  }
+  return "line " + std::to_string(line) + ", column " + std::to_string(column);
+}
+
+// Refuses nesting deeper than kMaxJsonDepth before nlohmann recurses into it (its parser and
+// dump() recurse once per level: 100,000 levels overflow the stack).
+void check_depth(std::string_view text, const std::string& where) {
+  int depth = 0;
+  bool in_string = false, escaped = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (escaped) escaped = false;
+      else if (c == '\\') escaped = true;
+      else if (c == '"') in_string = false;
+      continue;
+    }
+    if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > kMaxJsonDepth) {
+        throw InputError(where, "JSON nested deeper than " + std::to_string(kMaxJsonDepth) + " levels at " + position(text, i) +
+                                    "; expected a shardline document (a few levels)");
+      }
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+}
+
+// nlohmann's what() is "[json.exception.<kind>.<id>] <message>": keep the message.
+std::string reason(const json::exception& e) {
+  std::string what = e.what();
+  const auto close = what.find("] ");
+  if (what.rfind("[json.exception.", 0) == 0 && close != std::string::npos) what = what.substr(close + 2);
+  return what;
+}
+
+json parse_checked(std::string_view text, const std::string& where) {
+  check_depth(text, where);
+  try {
+    return json::parse(text.begin(), text.end());
+  } catch (const json::parse_error& e) {
+    // e.byte is 1-based: the offending character. Keep only nlohmann's "why".
+    std::string why = reason(e);
+    const auto at_column = why.find(", column ");
+    const auto colon = at_column == std::string::npos ? std::string::npos : why.find(": ", at_column);
+    if (colon != std::string::npos) why = why.substr(colon + 2);
+    throw InputError(where, "malformed JSON at " + position(text, e.byte > 0 ? e.byte - 1 : 0) + ": " + why);
+  } catch (const json::exception& e) {
+    throw InputError(where, "unreadable JSON: " + reason(e));
+  }
+}
+
+}  // namespace
+
+json load_json_file(const std::string& path, const std::string& where, int64_t max_bytes) {
+  std::error_code ec;
+  const fs::file_status status = fs::status(path, ec);
+  if (ec || !fs::exists(status)) {
+    throw InputError(where, "cannot open \"" + path + "\" (" + (ec ? ec.message() : std::string("no such file")) +
+                                "); expected a readable JSON file");
+  }
+  if (fs::is_directory(status)) throw InputError(where, "\"" + path + "\" is a directory; expected a JSON file");
+  if (!fs::is_regular_file(status)) {
+    throw InputError(where, "\"" + path + "\" is not a regular file (a device, pipe or socket); expected a JSON file");
+  }
+  const auto size = fs::file_size(path, ec);
+  if (!ec && static_cast<int64_t>(size) > max_bytes) {
+    throw InputError(where, "\"" + path + "\" is " + std::to_string(size) + " bytes, more than the " + std::to_string(max_bytes >> 20) +
+                                " MiB this kind of file may hold");
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(where, "cannot open \"" + path + "\" (" + std::strerror(errno) + "); expected a readable JSON file");
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  if (in.bad()) throw InputError(where, "reading \"" + path + "\" failed");
+  return parse_checked(buffer.str(), where);
+}
+
+json parse_json_text(std::string_view text, const std::string& where) { return parse_checked(text, where); }
+
+std::optional<json> parse_json_text_if_json(std::string_view text, const std::string& where) {
+  check_depth(text, where);
+  if (!json::accept(text.begin(), text.end())) return std::nullopt;
+  return parse_checked(text, where);
+}
+
+}  // namespace shardline
