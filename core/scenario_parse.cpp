@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -216,6 +217,12 @@ TransformerSpec parse_transformer(const json& j, const std::string& path, const 
   const auto positive = [&](const char* key) { return as_int64(o.req(key, "a positive integer"), o.at(key), 1); };
   TransformerSpec t;
   t.layers = positive("layers");
+  // Each unit makes at least ten ops a step and Programs stop at 10 million ops (core/schedule.h):
+  // refuse before the units are built.
+  if (t.layers > 1'000'000) {
+    throw InputError(o.at("layers"), std::to_string(t.layers) + " layers would make over 10 million ops per step, more than "
+                                                                 "shardline schedules; expected at most 1000000");
+  }
   t.hidden = positive("hidden");
   t.ffn_hidden = positive("ffn_hidden");
   t.heads = positive("heads");
@@ -261,6 +268,21 @@ TransformerSpec parse_transformer(const json& j, const std::string& path, const 
     if (gqa && t.kv_heads == t.heads) {
       throw InputError(o.at("attention"), "\"gqa\" (grouped-query attention) needs fewer kv_heads than heads (" +
                                               std::to_string(t.heads) + "); set kv_heads, or use \"mha\"");
+    }
+  }
+  // Parameter counts and bytes must stay far from int64 overflow (bytes = parameters x 16 and
+  // more): refuse models beyond 10^16 parameters, naming the shape.
+  {
+    const double h = static_cast<double>(t.hidden), f = static_cast<double>(t.ffn_hidden);
+    const double kv = static_cast<double>(t.kv_heads) * h / static_cast<double>(t.heads);
+    const double block = 2 * h * h + 2 * h * kv + 3 * h * f + 4 * h + 2 * f;
+    const double params = static_cast<double>(t.layers) * block + 2 * static_cast<double>(t.vocab) * h +
+                          static_cast<double>(t.seq_len) * h;
+    if (!(params <= 1e16)) {
+      char n[32];
+      std::snprintf(n, sizeof n, "%.3g", params);
+      throw InputError(path, std::string("this shape has about ") + n +
+                                 " parameters, beyond the 1e16 shardline can count in bytes; check layers, hidden, ffn_hidden and vocab");
     }
   }
   // Sizes that must stay far from int64 overflow in the memory model (bytes = tokens x width x 20).

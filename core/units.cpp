@@ -120,7 +120,10 @@ double parse_rate_bytes_per_s(std::string_view text, const std::string& where) {
   double scale = 0;
   if (!split_quantity(text, q) || !lookup(q.unit, kRateUnits, scale)) fail(text, where, "rate", kRateForms);
   if (q.value <= 0) throw InputError(where, "\"" + std::string(text) + "\" must be a positive rate");
-  return q.value * scale;
+  const double rate = q.value * scale;
+  // Beyond these, times derived from the rate overflow or round to nothing.
+  if (rate < 1.0 || rate > 1e18) throw InputError(where, "\"" + std::string(text) + "\" is out of range; expected 1 B/s to 1 EB/s");
+  return rate;
 }
 
 double parse_time_us(std::string_view text, const std::string& where) {

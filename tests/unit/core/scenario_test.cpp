@@ -10,6 +10,7 @@
 #include "core/cluster_presets.h"
 #include "core/error.h"
 #include "core/scenario_parse.h"
+#include "core/units.h"
 
 namespace shardline {
 namespace {
@@ -216,6 +217,17 @@ TEST(Transformer, KnobsHaveDefaultsAndBadValuesNameTheAcceptedOnes) {
   j = llama(2, 4096, 14336, 32, 8, "none");
   j["model"]["seq_len"] = 4096;
   expect_bad(j, "model.seq_len", {"inside model.transformer"});
+}
+
+TEST(Transformer, ShapesTooLargeToCountAreRefusedNamingTheShape) {
+  json j = llama(2, 1099511627776, 14336, 32, 8, "none");
+  expect_bad(j, "model.transformer", {"parameters", "hidden"});
+  j = llama(1000000, 65536, 262144, 128, 8, "none");
+  expect_bad(j, "model.transformer", {"parameters"});
+  j = llama(10000000, 256, 688, 4, 2, "none");  // tiny layers, but ten million of them
+  expect_bad(j, "model.transformer.layers", {"10000000", "10 million ops"});
+  expect_input_error([] { parse_rate_bytes_per_s("1e-300B/s", "cluster.intra_node.bandwidth"); }, "cluster.intra_node.bandwidth",
+                     {"out of range"});
 }
 
 TEST(Transformer, TheComputeModelNeedsTheGpusBandwidthAndEfficiencies) {
