@@ -1,6 +1,7 @@
 #include "core/compute_model.h"
 
 #include <algorithm>
+#include <array>
 #include <cassert>
 
 #include "core/error.h"
@@ -69,18 +70,50 @@ UnitCompute unit_compute(const Scenario& s, const UnitSpec& unit) {
   return out;
 }
 
+namespace {
+
+// For each unit, the first unit of the same transformer part (itself for the first one and for
+// explicit units): units of one part run the same kernels.
+std::vector<size_t> representative_units(const Scenario& s) {
+  std::vector<size_t> rep(s.model.units.size());
+  std::array<int, 4> first_of_part{-1, -1, -1, -1};
+  for (size_t u = 0; u < s.model.units.size(); ++u) {
+    rep[u] = u;
+    const TransformerPart part = s.model.units[u].part;
+    if (part == TransformerPart::None) continue;
+    int& first = first_of_part[static_cast<size_t>(part)];
+    if (first < 0) first = static_cast<int>(u);
+    rep[u] = static_cast<size_t>(first);
+  }
+  return rep;
+}
+
+}  // namespace
+
 std::vector<UnitCompute> unit_breakdowns(const Scenario& s) {
   std::vector<UnitCompute> out(s.model.units.size());
-  std::vector<int> first_of_part(4, -1);
-  for (size_t u = 0; u < s.model.units.size(); ++u) {
+  const std::vector<size_t> rep = representative_units(s);
+  for (size_t u = 0; u < out.size(); ++u) {
+    if (s.model.units[u].part == TransformerPart::None) continue;
+    out[u] = rep[u] == u ? unit_compute(s, s.model.units[u]) : out[rep[u]];
+  }
+  return out;
+}
+
+std::vector<UnitComputeTime> unit_compute_us(const Scenario& s) {
+  std::vector<UnitComputeTime> out(s.model.units.size());
+  const std::vector<size_t> rep = representative_units(s);
+  for (size_t u = 0; u < out.size(); ++u) {
+    if (rep[u] != u) {
+      out[u] = out[rep[u]];
+      continue;
+    }
     const UnitSpec& unit = s.model.units[u];
-    if (unit.part == TransformerPart::None) continue;
-    int& first = first_of_part[static_cast<int>(unit.part)];
-    if (first >= 0) {
-      out[u] = out[static_cast<size_t>(first)];
+    if (unit.part != TransformerPart::None) {
+      const UnitCompute c = unit_compute(s, unit);
+      out[u] = {c.forward_us, c.backward_us};
     } else {
-      out[u] = unit_compute(s, unit);
-      first = static_cast<int>(u);
+      out[u] = {forward_compute_us(s, unit), backward_compute_us(s, unit)};
     }
   }
   return out;

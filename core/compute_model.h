@@ -43,6 +43,13 @@ UnitCompute unit_compute(const Scenario& scenario, const UnitSpec& unit);
 // show as each unit's kernel breakdown. Units of one part share their kernels (timed once).
 std::vector<UnitCompute> unit_breakdowns(const Scenario& scenario);
 
+// Every unit's forward and backward (with recomputation) duration per micro-batch: what the
+// scheduler puts on its compute ops. Transformer units of one part are timed once.
+struct UnitComputeTime {
+  double forward_us = 0, backward_us = 0;
+};
+std::vector<UnitComputeTime> unit_compute_us(const Scenario& scenario);
+
 // Requested duration of a unit's compute, per micro-batch.
 double forward_compute_us(const Scenario& scenario, const UnitSpec& unit);
 double backward_compute_us(const Scenario& scenario, const UnitSpec& unit);  // incl. recompute

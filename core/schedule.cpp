@@ -192,24 +192,7 @@ class Scheduler {
                        "bucketing packs groups into fused collectives; it needs policy.comm_fusion=true "
                        "(set bucket_bytes to 0 or enable comm_fusion)");
     }
-    // Compute durations per unit: transformer units of one part share their kernels, so each
-    // part is timed once.
-    std::array<std::pair<double, double>, 4> part_us{};
-    std::array<bool, 4> part_done{};
-    for (const UnitSpec& unit : s_.model.units) {
-      const int part = static_cast<int>(unit.part);
-      if (unit.part != TransformerPart::None && part_done[part]) {
-        forward_us_.push_back(part_us[part].first);
-        backward_us_.push_back(part_us[part].second);
-        continue;
-      }
-      forward_us_.push_back(forward_compute_us(s_, unit));
-      backward_us_.push_back(backward_compute_us(s_, unit));
-      if (unit.part != TransformerPart::None) {
-        part_us[part] = {forward_us_.back(), backward_us_.back()};
-        part_done[part] = true;
-      }
-    }
+    unit_us_ = unit_compute_us(s_);
     const int64_t per_param_static = dtype_bytes(p_.master_dtype) * 2 + s_.policy.optimizer_bytes_per_param;
     for (int u = 0; u < static_cast<int>(s_.model.units.size()); ++u) {
       const UnitSpec& unit = s_.model.units[u];
@@ -372,7 +355,7 @@ class Scheduler {
     const UnitSpec& u = s_.model.units[unit];
     Op op = make(OpKind::Compute, StreamId::Compute, std::string(backward ? "bwd " : "fwd ") + u.name);
     op.unit = unit;
-    op.compute_us = backward ? backward_us_[unit] : forward_us_[unit];
+    op.compute_us = backward ? unit_us_[unit].backward_us : unit_us_[unit].forward_us;
     op.recompute = backward && u.recompute_forward;
     last_compute_ = em_.emit(std::move(op));
     return last_compute_;
@@ -557,7 +540,7 @@ class Scheduler {
 
   const Scenario& s_;
   Program p_;
-  std::vector<double> forward_us_, backward_us_;  // per unit, per micro-batch
+  std::vector<UnitComputeTime> unit_us_;  // per unit, per micro-batch
   Emitter em_;
   std::vector<Bucket> ag_, rs_;
   std::vector<std::vector<int>> ag_of_unit_;

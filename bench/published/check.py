@@ -86,13 +86,6 @@ def simulate(binary, row, models, sets):
         os.unlink(path)
 
 
-def predicted_tokens_per_s_per_gpu(row, metrics):
-    tokens_per_gpu_per_step = row["micro_batch_size"] * row["grad_accum"] * row["seq_len"]
-    return tokens_per_gpu_per_step / (metrics["step_time_us"] * 1e-6)
-
-
-def peak_reserved_bytes(metrics):
-    return metrics.get("peak_reserved_bytes", metrics["peak_memory_bytes"])
 
 
 def evaluate(binary, rows, models, sets, jobs=2):
@@ -106,13 +99,14 @@ def evaluate(binary, rows, models, sets, jobs=2):
             res["error"] = m["error"]
         else:
             pub = row["published"]["tokens_per_s_per_gpu"]
-            pred = predicted_tokens_per_s_per_gpu(row, m)
+            # shardline's own tokens/s per GPU: MicroBatchSize x GradAccum x SeqLen x GPUs / step / GPUs.
+            pred = m["throughput"]["tokens_per_s_per_gpu"]
             res.update(predicted=pred, published=pub, error_rel=pred / pub - 1,
                        # MFU: the same formula as the source (6 N + 12 L d s per token, peak of the GPU),
                        # so the predicted MFU is the published one scaled by the throughput ratio.
                        mfu_predicted=row["published"]["mfu"] * pred / pub, mfu_published=row["published"]["mfu"],
-                       peak_reserved_bytes=peak_reserved_bytes(m), capacity_bytes=m["memory_capacity_bytes"],
-                       fits=peak_reserved_bytes(m) <= m["memory_capacity_bytes"])
+                       peak_reserved_bytes=m["peak_reserved_bytes"], capacity_bytes=m["memory_capacity_bytes"],
+                       fits=m["fits_memory"])
         results.append(res)
     return results
 
