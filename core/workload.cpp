@@ -30,7 +30,7 @@ double transformer_recompute_flops_per_token(const Scenario& s) {
     case Checkpointing::Full: {
       double block_params = 0;
       for (const UnitSpec& u : s.model.units)
-        if (u.name.rfind("layers.", 0) == 0) block_params += static_cast<double>(u.params());
+        if (u.part == TransformerPart::Block) block_params += static_cast<double>(u.params());
       return 2.0 * block_params + attention;
     }
   }
