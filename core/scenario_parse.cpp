@@ -143,10 +143,16 @@ std::string as_string(const json& v, const std::string& path) {
 }
 
 // Sizes: a JSON integer (bytes) or a string with a unit ("64MiB").
-int64_t as_size(const json& v, const std::string& path) {
-  if (v.is_string()) return parse_bytes(v.get<std::string>(), path);
-  if (v.is_number()) return as_int64(v, path, 0);
-  type_error(v, path, "a size: a number of bytes or a string such as \"64MiB\"");
+// Sizes are at most 1 PiB: byte counts derived from them (times ranks, micro-batches, units)
+// then stay far from int64 overflow.
+constexpr int64_t kMaxScenarioBytes = int64_t{1} << 50;
+int64_t as_size(const json& v, const std::string& path, int64_t max_bytes = kMaxScenarioBytes) {
+  int64_t bytes = 0;
+  if (v.is_string()) bytes = parse_bytes(v.get<std::string>(), path);
+  else if (v.is_number()) bytes = as_int64(v, path, 0);
+  else type_error(v, path, "a size: a number of bytes or a string such as \"64MiB\"");
+  if (bytes > max_bytes) throw InputError(path, show(v) + " is too large; expected at most " + format_bytes(max_bytes));
+  return bytes;
 }
 
 // Rates and times need a unit, so they must be strings ("450GB/s", "2.5us").
@@ -155,19 +161,33 @@ double as_rate(const json& v, const std::string& path) {
   return parse_rate_bytes_per_s(v.get<std::string>(), path);
 }
 
-double as_time_us(const json& v, const std::string& path) {
+// Every time in a scenario is at most an hour (a unit's forward time; latencies and overheads
+// are capped lower where read): beyond that a value is a typo, and it would run as a step of
+// 1e300 us.
+constexpr double kMaxScenarioTimeUs = 3.6e9;
+double as_time_us(const json& v, const std::string& path, double max_us = kMaxScenarioTimeUs) {
   if (!v.is_string()) type_error(v, path, "a time string with a unit, such as \"2.5us\" or \"3ms\"");
-  return parse_time_us(v.get<std::string>(), path);
+  const double us = parse_time_us(v.get<std::string>(), path);
+  if (!(us <= max_us)) {
+    throw InputError(path, show(v) + " is too long; expected at most " + format_time_us(max_us));
+  }
+  return us;
 }
 
+// Latencies and per-op overheads: microseconds in real systems; a second is a generous cap.
+constexpr double kMaxOverheadUs = 1e6;
+
+// A unit's FLOPs per micro-batch: at most 1e21 (a 405B model's forward over a million tokens
+// is under 1e18).
+constexpr double kMaxUnitFlops = 1e21;
 double as_flops(const json& v, const std::string& path) {
-  if (v.is_string()) return parse_flops(v.get<std::string>(), path);
-  if (v.is_number()) {
-    const double f = v.get<double>();
-    if (f < 0) throw InputError(path, show(v) + " is negative; a FLOP count must be >= 0");
-    return f;
-  }
-  type_error(v, path, "a FLOP count: a number or a string such as \"1.2T\"");
+  double f = 0;
+  if (v.is_string()) f = parse_flops(v.get<std::string>(), path);
+  else if (v.is_number()) f = v.get<double>();
+  else type_error(v, path, "a FLOP count: a number or a string such as \"1.2T\"");
+  if (f < 0) throw InputError(path, show(v) + " is negative; a FLOP count must be >= 0");
+  if (!(f <= kMaxUnitFlops)) throw InputError(path, show(v) + " is too large; expected at most 1e21 FLOPs per unit and micro-batch");
+  return f;
 }
 
 // An object at `path` whose keys are checked against the schema node.
@@ -295,6 +315,11 @@ TransformerSpec parse_transformer(const json& j, const std::string& path, const 
   return t;
 }
 
+// Explicit units: at most a million of them, and 1e15 elements per tensor (parameter bytes,
+// times 16 and more, stay far from int64 overflow).
+constexpr int64_t kMaxUnits = 1'000'000;
+constexpr int64_t kMaxUnitElements = 1'000'000'000'000'000;
+
 void parse_unit_list(const json& j, const std::string& path, const json& sch, std::vector<UnitSpec>& units) {
   if (!j.is_array()) type_error(j, path, "an array of units");
   if (j.empty()) throw InputError(path, "the model has no units; expected at least one");
@@ -311,6 +336,9 @@ void parse_unit_list(const json& j, const std::string& path, const json& sch, st
     }
     if (const json* v = o.opt("params")) {
       u.tensors = {{"params", as_int64(*v, o.at("params"), 1)}};
+      if (u.tensors.front().numel > kMaxUnitElements) {
+        throw InputError(o.at("params"), show(*v) + " is too large; expected at most 1e15 parameters per unit");
+      }
     } else {
       const json& tensors = *o.opt("tensors");
       const std::string tpath = o.at("tensors");
@@ -321,6 +349,9 @@ void parse_unit_list(const json& j, const std::string& path, const json& sch, st
         TensorSpec spec;
         spec.name = as_string(t.req("name", "a tensor name"), t.at("name"));
         spec.numel = as_int64(t.req("numel", "a positive element count"), t.at("numel"), 1);
+        if (spec.numel > kMaxUnitElements) {
+          throw InputError(t.at("numel"), std::to_string(spec.numel) + " is too large; expected at most 1e15 elements per tensor");
+        }
         if (!seen.insert(spec.name).second) {
           throw InputError(t.at("name"), "duplicate tensor name \"" + spec.name + "\" in unit \"" + u.name + "\"");
         }
@@ -352,6 +383,10 @@ void parse_unit_list(const json& j, const std::string& path, const json& sch, st
       if (*u.bucket_bytes == 0) throw InputError(o.at("bucket_bytes"), "0 bytes; expected a positive bucket size");
     }
     const int repeat = o.has("repeat") ? as_int(*o.opt("repeat"), o.at("repeat"), 1) : 1;
+    if (static_cast<int64_t>(units.size()) + repeat > kMaxUnits) {
+      throw InputError(o.at("repeat"), "the model would have over " + std::to_string(kMaxUnits) +
+                                           " units, more than shardline schedules; expected fewer repeats");
+    }
     if (repeat == 1) {
       units.push_back(std::move(u));
     } else {
@@ -382,6 +417,13 @@ ModelSpec parse_model(const json& j, const json& sch) {
     }
   } else {
     parse_unit_list(*o.opt("units"), o.at("units"), sch.at("units"), m.units);
+    double total = 0;
+    for (const auto& u : m.units)
+      for (const auto& t : u.tensors) total += static_cast<double>(t.numel);
+    if (!(total <= 1e16)) {
+      throw InputError(o.at("units"), "the units hold about " + std::to_string(static_cast<long double>(total)).substr(0, 8) +
+                                          " parameters in all, beyond the 1e16 shardline can count in bytes");
+    }
     m.name = "custom";
     if (const json* v = o.opt("seq_len")) m.seq_len = as_int64(*v, o.at("seq_len"), 1);
     if (const json* v = o.opt("micro_batch_size")) m.micro_batch_size = as_int64(*v, o.at("micro_batch_size"), 1);
@@ -402,9 +444,16 @@ LinkSpec parse_link(const json& j, const std::string& path, const json& sch) {
   const Obj o(j, path, sch);
   LinkSpec l;
   l.bandwidth_bytes_per_s = as_rate(o.req("bandwidth", "a rate such as \"450GB/s\""), o.at("bandwidth"));
-  l.latency_us = as_time_us(o.req("latency", "a time such as \"2us\""), o.at("latency"));
+  l.latency_us = as_time_us(o.req("latency", "a time such as \"2us\""), o.at("latency"), kMaxOverheadUs);
   return l;
 }
+
+// Achieved fractions of a peak below 0.1% are typos (1e-300 ran as a step of 1e306 us).
+constexpr double kMinEfficiency = 1e-3;
+// Dense peak per GPU: at most 1e6 TFLOP/s (an exaFLOP/s).
+constexpr double kMaxPeakTflops = 1e6;
+// At most a million ranks: per-rank and per-group tables stay small.
+constexpr int64_t kMaxWorld = 1 << 20;
 
 ClusterSpec parse_cluster(const json& j, const json& sch, const std::string& base_dir) {
   const Obj raw(j, "cluster", sch);
@@ -448,20 +497,21 @@ ClusterSpec parse_cluster(const json& j, const json& sch, const std::string& bas
       const std::string vpath = join(path, key);
       const double tflops = as_number(value, vpath);
       if (!(tflops > 0)) throw InputError(vpath, show(value) + " is not positive; expected the dense peak in TFLOP/s");
+      if (!(tflops <= kMaxPeakTflops)) throw InputError(vpath, show(value) + " is too large; expected at most 1e6 TFLOP/s");
       c.gpu.peak_tflops[parse_dtype(key, vpath)] = tflops;
     }
     if (c.gpu.peak_tflops.empty()) throw InputError(path, "is empty; expected at least one dtype's peak TFLOP/s");
   }
   if (const json* v = g.opt("efficiency")) {
     c.gpu.efficiency = as_number(*v, g.at("efficiency"));
-    if (!(c.gpu.efficiency > 0 && c.gpu.efficiency <= 1)) {
-      throw InputError(g.at("efficiency"), show(*v) + " is out of range; expected a fraction in (0, 1]");
+    if (!(c.gpu.efficiency >= kMinEfficiency && c.gpu.efficiency <= 1)) {
+      throw InputError(g.at("efficiency"), show(*v) + " is out of range; expected a fraction in [0.001, 1]");
     }
   }
   const auto fraction = [&](const char* key, double& out) {
     if (const json* v = g.opt(key)) {
       out = as_number(*v, g.at(key));
-      if (!(out > 0 && out <= 1)) throw InputError(g.at(key), show(*v) + " is out of range; expected a fraction in (0, 1]");
+      if (!(out >= kMinEfficiency && out <= 1)) throw InputError(g.at(key), show(*v) + " is out of range; expected a fraction in [0.001, 1]");
     }
   };
   fraction("gemm_efficiency", c.gpu.gemm_efficiency);
@@ -490,6 +540,10 @@ ClusterSpec parse_cluster(const json& j, const json& sch, const std::string& bas
 
   c.nodes = as_int(o.req("nodes", "a positive integer"), o.at("nodes"), 1);
   c.gpus_per_node = as_int(o.req("gpus_per_node", "a positive integer"), o.at("gpus_per_node"), 1);
+  if (static_cast<int64_t>(c.nodes) * c.gpus_per_node > kMaxWorld) {
+    throw InputError(o.at("nodes"), std::to_string(c.nodes) + " nodes x " + std::to_string(c.gpus_per_node) +
+                                        " GPUs is over a million ranks; expected at most " + std::to_string(kMaxWorld));
+  }
   c.intra_node = parse_link(o.req("intra_node", "an object {bandwidth, latency}"), o.at("intra_node"), sch.at("intra_node"));
   if (o.has("inter_node")) {
     c.inter_node = parse_link(*o.opt("inter_node"), o.at("inter_node"), sch.at("inter_node"));
@@ -497,9 +551,9 @@ ClusterSpec parse_cluster(const json& j, const json& sch, const std::string& bas
     throw InputError(o.at("inter_node"), "missing required field: the cluster has " + std::to_string(c.nodes) +
                                              " nodes; expected an object {bandwidth, latency}");
   }
-  if (const json* v = o.opt("launch_overhead")) c.launch_overhead_us = as_time_us(*v, o.at("launch_overhead"));
-  if (const json* v = o.opt("event_latency")) c.event_latency_us = as_time_us(*v, o.at("event_latency"));
-  if (const json* v = o.opt("compute_overhead")) c.compute_overhead_us = as_time_us(*v, o.at("compute_overhead"));
+  if (const json* v = o.opt("launch_overhead")) c.launch_overhead_us = as_time_us(*v, o.at("launch_overhead"), kMaxOverheadUs);
+  if (const json* v = o.opt("event_latency")) c.event_latency_us = as_time_us(*v, o.at("event_latency"), kMaxOverheadUs);
+  if (const json* v = o.opt("compute_overhead")) c.compute_overhead_us = as_time_us(*v, o.at("compute_overhead"), kMaxOverheadUs);
   if (const json* v = o.opt("comm_slowdown_during_compute")) {
     c.comm_slowdown_during_compute = as_number(*v, o.at("comm_slowdown_during_compute"));
     if (!(c.comm_slowdown_during_compute >= 1.0))
@@ -582,7 +636,8 @@ PolicySpec parse_policy(const json& j, const json& sch, const MeshSpec& mesh, si
   if (const json* v = o.opt("reduce_dtype")) p.reduce_dtype = parse_dtype(as_string(*v, o.at("reduce_dtype")), o.at("reduce_dtype"));
   if (const json* v = o.opt("master_dtype")) p.master_dtype = parse_dtype(as_string(*v, o.at("master_dtype")), o.at("master_dtype"));
   if (const json* v = o.opt("optimizer_bytes_per_param")) {
-    p.optimizer_bytes_per_param = as_size(*v, o.at("optimizer_bytes_per_param"));
+    // AdamW keeps 8 bytes per parameter; 1 KiB per parameter is far beyond any optimizer.
+    p.optimizer_bytes_per_param = as_size(*v, o.at("optimizer_bytes_per_param"), 1024);
   }
   if (const json* v = o.opt("micro_batches")) p.micro_batches = as_int(*v, o.at("micro_batches"), 1);
   if (const json* v = o.opt("grad_sync")) {

@@ -32,13 +32,18 @@ int64_t bucket_capacity(const UnitSpec& u, int64_t bucket_bytes, int64_t bytes_p
 }
 
 // A lower bound of the number of buckets pack_buckets makes, without making them: a bucket
-// holds at most its capacity, so a unit needs at least floor(elements / capacity) of them.
+// holds at most its capacity, so a unit needs at least floor(elements / capacity) of them, and
+// a unit bucketed alone (its own bucket, or one bucket per unit) at least one.
 int64_t min_bucket_count(const Scenario& s, const Program& p, int64_t bucket_bytes, int elem_bytes) {
   const int64_t bytes_per_shard_elem = static_cast<int64_t>(p.shard_size) * elem_bytes;
   std::vector<int64_t> elems(s.model.units.size(), 0);
   for (const auto& param : p.params) elems[param.unit] += param.shard_numel;
   int64_t count = 0;
-  for (size_t u = 0; u < elems.size(); ++u) count += elems[u] / bucket_capacity(s.model.units[u], bucket_bytes, bytes_per_shard_elem);
+  for (size_t u = 0; u < elems.size(); ++u) {
+    const int64_t capacity = bucket_capacity(s.model.units[u], bucket_bytes, bytes_per_shard_elem);
+    const bool alone = s.model.units[u].bucket_bytes.has_value() || bucket_bytes == 0;
+    count += alone && elems[u] > 0 ? std::max<int64_t>(1, elems[u] / capacity) : elems[u] / capacity;
+  }
   return count;
 }
 
@@ -85,19 +90,25 @@ std::vector<Bucket> pack_buckets(const Scenario& s, const Program& p, const std:
   return buckets;
 }
 
-InputError too_many_ops(double ops) {
+// The refusal names the scenario key that made the Program large: micro-batches when one
+// micro-batch alone would fit, else the bucket size when there are buckets, else the model.
+InputError too_many_ops(const Scenario& s, double ops, double ops_one_micro_batch) {
   char n[32];
   std::snprintf(n, sizeof n, "%.1f", ops / 1e6);
-  return InputError("policy.bucket_bytes", std::string("these buckets make over ") + n + " million ops per step, more than the " +
-                                               std::to_string(kMaxProgramOps / 1'000'000) +
-                                               " million shardline schedules (each op takes memory); use larger buckets");
+  const std::string limit = std::to_string(kMaxProgramOps / 1'000'000) + " million";
+  const std::string what = std::string("this step makes at least ") + n + " million ops, more than the " + limit +
+                           " shardline schedules (about 500 bytes of memory each); ";
+  if (s.policy.micro_batches > 1 && ops_one_micro_batch <= static_cast<double>(kMaxProgramOps))
+    return InputError("policy.micro_batches", what + "use fewer micro-batches");
+  if (s.policy.bucket_bytes > 0) return InputError("policy.bucket_bytes", what + "use larger buckets");
+  return InputError(s.model.transformer ? "model.transformer.layers" : "model.units", what + "use fewer units");
 }
 
 // Emits ops into a Program, tracking per-stream state: the last op on each stream and the
 // event waits a stream has been told to honor (applied to its next op: streams are FIFO).
 class Emitter {
  public:
-  explicit Emitter(Program& p) : p_(p) { last_on_.fill(-1); }
+  Emitter(const Scenario& s, Program& p) : s_(s), p_(p) { last_on_.fill(-1); }
 
   int emit(Op op) {
     op.id = static_cast<int>(p_.ops.size());
@@ -112,7 +123,11 @@ class Emitter {
                                  [&](int d) { return d < 0 || (d <= prev && p_.ops[d].stream == op.stream); }),
                   op.deps.end());
     for ([[maybe_unused]] int d : op.deps) assert(d < op.id && "dependency on a later op");
-    if (static_cast<int64_t>(p_.ops.size()) >= kMaxProgramOps) throw too_many_ops(static_cast<double>(kMaxProgramOps));
+    // The estimate before building is a lower bound; the Program itself stops at the limit too.
+    if (static_cast<int64_t>(p_.ops.size()) >= kMaxProgramOps) {
+      const double ops = static_cast<double>(kMaxProgramOps);
+      throw too_many_ops(s_, ops, p_.micro_batches > 1 ? ops / p_.micro_batches : ops);
+    }
     last_on_[static_cast<int>(op.stream)] = op.id;
     p_.ops.push_back(std::move(op));
     return p_.ops.back().id;
@@ -124,6 +139,7 @@ class Emitter {
   int last_on(StreamId stream) const { return last_on_[static_cast<int>(stream)]; }
 
  private:
+  const Scenario& s_;
   Program& p_;
   std::array<int, kNumStreams> last_on_{};
   std::array<std::vector<int>, kNumStreams> pending_;
@@ -133,7 +149,7 @@ enum class ParamState { Sharded, Gathering, Unsharded, ReshardedToGroup };
 
 class Scheduler {
  public:
-  explicit Scheduler(const Scenario& s) : s_(s), em_(p_) {}
+  explicit Scheduler(const Scenario& s) : s_(s), em_(s, p_) {}
 
   Program run() {
     setup_program();
@@ -142,13 +158,21 @@ class Scheduler {
     for (int i = 0; i < U; ++i) forward_order[i] = i, backward_order[i] = U - 1 - i;
     const int param_bytes = dtype_bytes(p_.param_dtype);
     const int reduce_bytes = dtype_bytes(p_.reduce_dtype);
-    // Refuse before packing, on a lower bound of the op count: each micro-batch gathers every
-    // all-gather bucket (its buffer allocated, the all-gather, the buffer freed), and every
-    // reduce-scatter bucket is reduced at least once a step (likewise three ops).
-    const double at_least =
-        3.0 * static_cast<double>(min_bucket_count(s_, p_, s_.policy.bucket_bytes, param_bytes)) * p_.micro_batches +
-        3.0 * static_cast<double>(min_bucket_count(s_, p_, s_.policy.bucket_bytes, reduce_bytes));
-    if (at_least > static_cast<double>(kMaxProgramOps)) throw too_many_ops(at_least);
+    // Refuse before packing, on a lower bound of the op count: each micro-batch runs every
+    // unit forward and backward and gathers every all-gather bucket, twice when parameters
+    // are resharded after forward (each gather: buffer alloc, all-gather, free, and with
+    // fusion the copy-out, and without zero-copy the copy-in); every reduce-scatter bucket is
+    // reduced once per gradient sync (alloc, reduce-scatter, free, and with fusion the copy-in).
+    const bool fused = s_.policy.comm_fusion;
+    const double ops_per_gather = 3.0 + (fused ? 1.0 : 0.0) + (fused && !s_.policy.zero_copy ? 1.0 : 0.0);
+    const double gathers = s_.policy.reshard_after_forward.mode == ReshardAfterForward::Mode::Keep ? 1.0 : 2.0;
+    const double syncs = s_.policy.grad_sync == GradSync::Every ? p_.micro_batches : 1.0;
+    const double per_micro_batch =
+        gathers * ops_per_gather * static_cast<double>(min_bucket_count(s_, p_, s_.policy.bucket_bytes, param_bytes)) +
+        2.0 * static_cast<double>(U);
+    const double per_sync = (fused ? 4.0 : 3.0) * static_cast<double>(min_bucket_count(s_, p_, s_.policy.bucket_bytes, reduce_bytes));
+    const double at_least = per_micro_batch * p_.micro_batches + per_sync * syncs;
+    if (at_least > static_cast<double>(kMaxProgramOps)) throw too_many_ops(s_, at_least, per_micro_batch + per_sync);
     ag_ = pack_buckets(s_, p_, forward_order, s_.policy.bucket_bytes, param_bytes);
     rs_ = pack_buckets(s_, p_, backward_order, s_.policy.bucket_bytes, reduce_bytes);
     ag_of_unit_.assign(U, {});
@@ -560,6 +584,12 @@ class Scheduler {
 };
 
 }  // namespace
+
+std::string program_size_key(const Scenario& s) {
+  if (s.policy.micro_batches > 1) return "policy.micro_batches";
+  if (s.policy.bucket_bytes > 0) return "policy.bucket_bytes";
+  return s.model.transformer ? "model.transformer.layers" : "model.units";
+}
 
 Program schedule(const Scenario& scenario) { return Scheduler(scenario).run(); }
 

@@ -1,17 +1,26 @@
 // The shared scheduler: the ONLY place that knows FSDP/HSDP/ZeRO-3 semantics
 // (../shared/reference/fsdp-semantics.md). Turns a Scenario into the Program of one rank.
 #pragma once
+#include <string>
+
 #include "core/compute_model.h"
 #include "core/program.h"
 #include "core/scenario.h"
 
 namespace shardline {
 
-// Throws InputError("policy.bucket_bytes", ...) when the Program would exceed kMaxProgramOps:
-// small buckets on a large model make millions of ops (about 500 bytes each in memory), and
-// a sweep over bucket sizes would otherwise be killed for memory instead of marking the row.
+// Throws InputError naming the key (policy.bucket_bytes, policy.micro_batches, or the model)
+// when a lower bound of the op count, estimated before anything is built, exceeds
+// kMaxProgramOps: small buckets or many micro-batches make millions of ops (about 500 bytes
+// each in memory while simulated), so the limit keeps one run near 2 GB, and a sweep over
+// bucket sizes marks the row instead of being killed for memory.
 Program schedule(const Scenario& scenario);
-inline constexpr int64_t kMaxProgramOps = 10'000'000;
+inline constexpr int64_t kMaxProgramOps = 4'000'000;
+
+// The scenario key to name when a Program is too large for something (the scheduler's limit,
+// --out's): policy.micro_batches when there are several, else policy.bucket_bytes when the
+// policy buckets, else the model's units.
+std::string program_size_key(const Scenario& scenario);
 
 
 }  // namespace shardline

@@ -1,6 +1,7 @@
 // Scenario JSON -> validated Scenario: transformer derivation, presets, overrides, every class of
 // bad input, and every shipped scenario file.
 #include <filesystem>
+#include <functional>
 #include <fstream>
 
 #include <gmock/gmock.h>
@@ -236,7 +237,7 @@ TEST(Transformer, TheComputeModelNeedsTheGpusBandwidthAndEfficiencies) {
   expect_bad(j, "cluster.gpu.hbm_bandwidth", {"missing", "roofline"});
   j = llama(2, 4096, 14336, 32, 8, "none");
   j["cluster"]["gpu"]["gemm_efficiency"] = 1.5;
-  expect_bad(j, "cluster.gpu.gemm_efficiency", {"1.5", "(0, 1]"});
+  expect_bad(j, "cluster.gpu.gemm_efficiency", {"1.5", "[0.001, 1]"});
   j = llama(2, 4096, 14336, 32, 8, "none");
   j["cluster"]["gpu"]["allocator_fragmentation"] = -0.1;
   expect_bad(j, "cluster.gpu.allocator_fragmentation", {"-0.1", "[0, 1]"});
@@ -422,6 +423,40 @@ TEST(BadInput, NegativeOrZeroSizesAndCounts) {
   j = tiny();
   j["run"] = {{"memory_margin", 1.5}};
   expect_bad(j, "run.memory_margin", {"1.5", "[0, 1)"});
+}
+
+// Values far outside anything real are refused naming the key, instead of overflowing byte
+// counts (a numel of 2^62 reported 42 MB) or running as 1e306 us steps.
+TEST(BadInput, ValuesBeyondAnythingRealNameTheKey) {
+  const auto with = [](const std::function<void(json&)>& edit) {
+    json j = tiny();
+    edit(j);
+    return j;
+  };
+  expect_bad(with([](json& j) { j["model"]["units"][1]["tensors"][0]["numel"] = int64_t{1} << 62; }),
+             "model.units.1.tensors.0.numel", {"too large", "1e15"});
+  expect_bad(with([](json& j) { j["model"]["units"][0]["params"] = int64_t{1} << 62; }), "model.units.0.params", {"too large"});
+  expect_bad(with([](json& j) { j["policy"] = {{"optimizer_bytes_per_param", int64_t{1} << 62}}; }),
+             "policy.optimizer_bytes_per_param", {"too large", "1.0 KiB"});
+  expect_bad(with([](json& j) { j["cluster"]["gpu"]["efficiency"] = 1e-300; }), "cluster.gpu.efficiency", {"[0.001, 1]"});
+  expect_bad(with([](json& j) { j["cluster"]["intra_node"]["latency"] = "1e300s"; }), "cluster.intra_node.latency", {"too long"});
+  expect_bad(with([](json& j) { j["cluster"]["launch_overhead"] = "2s"; }), "cluster.launch_overhead", {"at most 1.000 s"});
+  expect_bad(with([](json& j) { j["model"]["units"][2]["forward_time"] = "7200s"; }), "model.units.2.forward_time", {"too long"});
+  expect_bad(with([](json& j) { j["model"]["units"][0]["forward_flops"] = 1e30; }), "model.units.0.forward_flops", {"1e21"});
+  expect_bad(with([](json& j) { j["model"]["units"][1]["repeat"] = 2000000000; }), "model.units.1.repeat", {"1000000 units"});
+  expect_bad(with([](json& j) { j["cluster"]["gpu"]["memory"] = "2048TiB"; }), "cluster.gpu.memory", {"too large"});
+  expect_bad(with([](json& j) { j["cluster"]["gpu"]["peak_tflops"]["bf16"] = 1e300; }), "cluster.gpu.peak_tflops.bf16", {"too large"});
+  expect_bad(with([](json& j) {
+               j["cluster"]["nodes"] = 2000000;
+               j["mesh"]["shard"] = 16000000;
+             }),
+             "cluster.nodes", {"million ranks"});
+  // Many units of the largest tensor: the total is refused even when each tensor passes.
+  expect_bad(with([](json& j) {
+               j["model"]["units"][1]["tensors"][0]["numel"] = int64_t{1'000'000'000'000'000};
+               j["model"]["units"][1]["repeat"] = 100;
+             }),
+             "model.units", {"1e16"});
 }
 
 TEST(BadInput, WorldSizeMismatchNamesBothValues) {

@@ -341,6 +341,23 @@ TEST(Schedule, ProgramsOverTheOpLimitAreAnInputError) {
   EXPECT_LT(static_cast<int64_t>(schedule(s).ops.size()), kMaxProgramOps);
 }
 
+// The op count is estimated before anything is built: a billion micro-batches is refused at
+// once naming policy.micro_batches (it used to build gigabytes first), and per-unit buckets
+// count too (the estimate saw none of them).
+TEST(Schedule, TooManyMicroBatchesAreRefusedBeforeBuildingNamingTheKey) {
+  Scenario s = make_scenario(4, 4, 1);
+  s.policy.micro_batches = 1'000'000'000;
+  try {
+    schedule(s);
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where(), "policy.micro_batches");
+    EXPECT_NE(std::string(e.what()).find("use fewer micro-batches"), std::string::npos) << e.what();
+  }
+  s.policy.micro_batches = 4;
+  EXPECT_NO_THROW(schedule(s));
+}
+
 TEST(Schedule, MemoryAllocationsBalanceAndStaticMemoryFollowsFormula) {
   Scenario s = make_scenario(3, 2, 2);
   s.policy.micro_batches = 2;
