@@ -24,6 +24,7 @@
 #include "core/schedule.h"
 #include "core/timeline.h"
 #include "exec/exec.h"
+#include "exec/mpi/mpi_env.h"
 #include "reports/outputs.h"
 
 namespace po = boost::program_options;
@@ -119,9 +120,15 @@ int run_exec(const std::vector<std::string>& args) {
     throw InputError("--compute", "kernel stand-ins need --backend nccl; use sleep or spin");
   if (scale < 1) throw InputError("--scale", "must be a positive integer, got " + std::to_string(scale));
   if (vm.count("np") && np < 1) throw InputError("--np", "must be at least 1");
+  // Checked here, before mpirun starts, so a bad flag is one message and not one per rank.
+  if (vm.count("iterations") && iterations < 1) throw InputError("--iterations", "must be at least 1, got " + std::to_string(iterations));
+  if (vm.count("warmup") && warmup < 0) throw InputError("--warmup", "must be 0 or more, got " + std::to_string(warmup));
+  if (!(opt.timeout_s > 0)) throw InputError("--timeout", "must be a positive number of seconds");
+  if (backend == "mpi") exec::mpi_poll_us_from_env();
 
   const Scenario scenario = load_scenario(scenario_path, sets);
   const Program program = schedule(scenario);
+  if (!out_dir.empty()) check_run_outputs_size(scenario, program);
   const int world = scenario.mesh.world();
   if (np > 0 && np != world)
     throw InputError("--np", "the scenario's mesh has " + std::to_string(world) + " ranks (shard " +

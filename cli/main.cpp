@@ -1,6 +1,7 @@
 // Entry point of `shardline`: dispatches to a registered subcommand and turns user-input
 // errors into exit code 2 with one clear message.
 #include <algorithm>
+#include <cstdlib>
 #include <exception>
 #include <iostream>
 
@@ -23,6 +24,14 @@ void print_usage(std::ostream& out) {
   std::sort(cmds.begin(), cmds.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
   out << "usage: shardline <command> [args...]   (shardline <command> --help for its flags)\n\ncommands:\n";
   for (const auto& c : cmds) out << "  " << c.name << std::string(c.name.size() < 12 ? 12 - c.name.size() : 1, ' ') << c.summary << "\n";
+}
+
+// Under mpirun every rank reads the same input and finds the same error: only rank 0 says it
+// (Open MPI sets OMPI_COMM_WORLD_RANK in each rank's environment).
+void report_once(const std::string& command, const char* what) {
+  const char* rank = std::getenv("OMPI_COMM_WORLD_RANK");
+  if (rank != nullptr && std::string(rank) != "0") return;
+  std::cerr << "shardline " << command << ": error: " << what << "\n";
 }
 
 }  // namespace
@@ -49,10 +58,10 @@ int main(int argc, char** argv) {
   try {
     return it->run(args);
   } catch (const InputError& e) {
-    std::cerr << "shardline " << name << ": error: " << e.what() << "\n";
+    report_once(name, e.what());
     return 2;
   } catch (const boost::program_options::error& e) {
-    std::cerr << "shardline " << name << ": error: " << e.what() << "\n";
+    report_once(name, e.what());
     return 2;
   }
 }

@@ -48,6 +48,7 @@ int run_simulate(const std::vector<std::string>& args) {
 
   const Scenario scenario = load_scenario(scenario_path, sets);
   const Program program = schedule(scenario);
+  if (!out_dir.empty()) check_run_outputs_size(scenario, program);  // before simulating, not after
   SimOptions options;
   std::optional<ClusterProfile> profile;
   if (!profile_path.empty()) options.profile = &profile.emplace(load_profile(profile_path));

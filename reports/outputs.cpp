@@ -1,6 +1,10 @@
 #include "reports/outputs.h"
 
 #include <atomic>
+#include <cassert>
+#include <csignal>
+#include <cstdlib>
+#include <cstring>
 #include <cstdarg>
 #include <cstdio>
 #include <filesystem>
@@ -13,6 +17,7 @@
 
 #include "core/error.h"
 #include "core/program_json.h"
+#include "core/schedule.h"
 #include "core/units.h"
 #include "reports/html.h"
 #include "reports/throughput_text.h"
@@ -133,12 +138,126 @@ std::string summary_table(const Scenario& scenario, const Timeline& timeline, co
   return out;
 }
 
+void check_run_outputs_size(const Scenario& scenario, const Program& program) {
+  const int64_t ops = static_cast<int64_t>(program.ops.size());
+  if (ops <= kMaxOutputOps) return;
+  char gb[32];
+  std::snprintf(gb, sizeof gb, "%.1f", static_cast<double>(ops) * kOutputBytesPerOp / 1e9);
+  throw InputError(program_size_key(scenario),
+                   "this step has " + std::to_string(ops) + " ops; --out writes every op to program.json, timeline.json and "
+                   "trace.json (about " + std::string(gb) + " GB here), and stops at " + std::to_string(kMaxOutputOps) +
+                   " ops; leave out --out (the summary and --json have every metric), or make fewer ops");
+}
+
+namespace {
+
+// What a signal handler may touch while an output folder is being written: fixed C strings
+// and unlink / rmdir / rename, which are async-signal-safe. SIGINT, SIGTERM and SIGHUP
+// during the write remove the temporary folder and end the process with the same signal.
+struct PendingOutput {
+  static constexpr int kMaxFiles = 8;
+  char tmp_dir[4096] = {};
+  char tmp_files[kMaxFiles][4096] = {};
+  int files = 0;
+};
+PendingOutput g_pending;
+volatile sig_atomic_t g_pending_active = 0;
+constexpr int kCleanupSignals[] = {SIGINT, SIGTERM, SIGHUP};
+
+extern "C" void remove_pending_output(int sig) {
+  if (g_pending_active) {
+    for (int i = 0; i < g_pending.files; ++i) ::unlink(g_pending.tmp_files[i]);
+    ::rmdir(g_pending.tmp_dir);
+  }
+  ::signal(sig, SIG_DFL);
+  ::raise(sig);
+}
+
+void copy_path(char (&dst)[4096], const fs::path& p) {
+  const std::string s = p.string();
+  if (s.size() >= sizeof dst) throw InputError("--out", "the output path is too long: " + s);
+  std::memcpy(dst, s.c_str(), s.size() + 1);
+}
+
+// Installs the clean-up handlers for one temporary folder; restores the previous ones when
+// the write ends (committed or failed).
+class CleanupOnSignal {
+ public:
+  CleanupOnSignal(const fs::path& tmp, const std::vector<std::string>& names) {
+    assert(names.size() <= PendingOutput::kMaxFiles && "more output files than the signal clean-up holds");
+    copy_path(g_pending.tmp_dir, tmp);
+    g_pending.files = static_cast<int>(names.size());
+    for (size_t i = 0; i < names.size(); ++i) copy_path(g_pending.tmp_files[i], tmp / names[i]);
+    struct sigaction action {};
+    action.sa_handler = remove_pending_output;
+    sigemptyset(&action.sa_mask);
+    for (size_t i = 0; i < std::size(kCleanupSignals); ++i) ::sigaction(kCleanupSignals[i], &action, &previous_[i]);
+    g_pending_active = 1;
+  }
+  ~CleanupOnSignal() {
+    g_pending_active = 0;
+    for (size_t i = 0; i < std::size(kCleanupSignals); ++i) ::sigaction(kCleanupSignals[i], &previous_[i], nullptr);
+  }
+  CleanupOnSignal(const CleanupOnSignal&) = delete;
+  CleanupOnSignal& operator=(const CleanupOnSignal&) = delete;
+
+ private:
+  struct sigaction previous_[std::size(kCleanupSignals)] {};
+};
+
+// Blocks the clean-up signals for a scope: the commit (a handful of renames) is not split.
+class SignalsHeld {
+ public:
+  SignalsHeld() {
+    sigset_t set;
+    sigemptyset(&set);
+    for (int sig : kCleanupSignals) sigaddset(&set, sig);
+    ::sigprocmask(SIG_BLOCK, &set, &previous_);
+  }
+  ~SignalsHeld() { ::sigprocmask(SIG_SETMASK, &previous_, nullptr); }
+
+ private:
+  sigset_t previous_{};
+};
+
+// Moves the new files from `tmp` into the existing folder `target`: the old versions go aside
+// first (into tmp/.old), then the new ones in; any failure puts everything back, so the folder
+// holds either all old files or all new ones. Other files in `target` are left alone.
+void commit_into_existing(const fs::path& tmp, const fs::path& target, const std::vector<std::string>& names) {
+  const fs::path old = tmp / ".old";
+  fs::create_directory(old);
+  std::vector<std::string> moved_aside, moved_in;
+  try {
+    for (const auto& name : names) {
+      if (fs::exists(fs::symlink_status(target / name))) {
+        fs::rename(target / name, old / name);
+        moved_aside.push_back(name);
+      }
+    }
+    for (const auto& name : names) {
+      fs::rename(tmp / name, target / name);
+      moved_in.push_back(name);
+    }
+  } catch (const fs::filesystem_error&) {
+    std::error_code ec;
+    for (const auto& name : moved_in) fs::rename(target / name, tmp / name, ec);
+    for (const auto& name : moved_aside) fs::rename(old / name, target / name, ec);
+    throw;
+  }
+}
+
+}  // namespace
+
 void write_run_outputs(const std::string& dir, const Scenario& scenario, const Program& program, const Timeline& timeline,
                        const Metrics& metrics) {
+  check_run_outputs_size(scenario, program);
   static std::atomic<int> counter{0};
   fs::path target = fs::path(dir).lexically_normal();
   if (target.empty()) throw InputError("--out", "empty output folder");
   if (!target.has_filename()) target = target.parent_path();
+  if (target.filename() == "." || target.filename() == "..") {
+    throw InputError("--out", "\"" + dir + "\" names the current or parent folder; give a folder of its own, e.g. out/run");
+  }
   std::error_code ec;
   if (fs::exists(target, ec) && !fs::is_directory(target, ec)) throw InputError("--out", target.string() + " exists and is not a folder");
   fs::path parent = target.has_parent_path() ? target.parent_path() : fs::path(".");
@@ -149,21 +268,26 @@ void write_run_outputs(const std::string& dir, const Scenario& scenario, const P
   if (!fs::create_directory(tmp, ec) || ec) throw InputError("--out", "cannot create " + tmp.string() + ": " + ec.message());
 
   const std::vector<UnitCompute> kernels = unit_breakdowns(scenario);
-  const std::vector<std::pair<const char*, std::function<std::string()>>> files = {
+  const std::vector<std::pair<std::string, std::function<std::string()>>> files = {
       {"metrics.json", [&] { return metrics_to_json(metrics).dump(2) + "\n"; }},
       {"program.json", [&] { return program_to_json(program).dump(1) + "\n"; }},
       {"timeline.json", [&] { return timeline_to_json(timeline).dump() + "\n"; }},
       {"trace.json", [&] { return trace_to_json(timeline, &kernels).dump() + "\n"; }},
       {"report.html", [&] { return html_report(scenario, timeline, metrics); }},
   };
+  std::vector<std::string> names;
+  for (const auto& file : files) names.push_back(file.first);
   try {
-    for (const auto& [name, render] : files) write_file(tmp / name, render());
-    if (!fs::exists(target)) {
-      fs::rename(tmp, target);
-    } else {
-      for (const auto& [name, render] : files) fs::rename(tmp / name, target / name);
-      fs::remove_all(tmp);
+    const CleanupOnSignal cleanup(tmp, names);
+    // Test hook (tests/unit/reports/outputs_test.cpp): a signal arrives after this file is written.
+    const char* signal_after = std::getenv("SHARDLINE_TEST_SIGNAL_AFTER_FILE");
+    for (const auto& [name, render] : files) {
+      write_file(tmp / name, render());
+      if (signal_after != nullptr && name == signal_after) ::raise(SIGTERM);
     }
+    const SignalsHeld held;
+    if (!fs::exists(target)) fs::rename(tmp, target);
+    else commit_into_existing(tmp, target, names);
   } catch (const fs::filesystem_error& e) {
     fs::remove_all(tmp, ec);
     throw InputError("--out", std::string("cannot write the run outputs: ") + e.what());
@@ -171,6 +295,19 @@ void write_run_outputs(const std::string& dir, const Scenario& scenario, const P
     fs::remove_all(tmp, ec);
     throw;
   }
+  fs::remove_all(tmp, ec);  // the old versions set aside, when an existing folder was updated
+}
+
+std::string path_component(const std::string& text) {
+  constexpr size_t kMaxBytes = 100;  // well inside NAME_MAX (255) with a prefix such as "validate-"
+  std::string out;
+  for (const char c : text.substr(0, kMaxBytes)) {
+    const bool safe = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
+    out += safe ? c : '_';
+  }
+  if (out.empty()) out = "_";
+  if (out == "." || out == "..") out = std::string(out.size(), '_');
+  return out;
 }
 
 }  // namespace shardline

@@ -10,8 +10,19 @@
 
 namespace shardline {
 
-// Writes every file into a temporary sibling folder first and renames it into place, so an
-// error never leaves a partial output folder behind. An existing DIR is replaced file by file.
+// Per-op files grow with the Program (about 4 KB per op over the three JSON files): --out is
+// refused, naming the scenario key that made the ops, beyond kMaxOutputOps (about 1 GB).
+inline constexpr int64_t kMaxOutputOps = 250'000;
+inline constexpr double kOutputBytesPerOp = 4200;
+void check_run_outputs_size(const Scenario& scenario, const Program& program);
+
+// Writes every file into a temporary sibling folder first, then puts it in place all at
+// once: a new DIR is the renamed folder; in an existing DIR the old versions of the five
+// files are set aside and the new ones moved in, all put back on any failure (other files
+// there are left alone). Signals are held during that commit; SIGINT / SIGTERM / SIGHUP while
+// the files are written remove the temporary folder before the process ends. So an error or a
+// signal never leaves a partial or mixed output folder, nor a temporary one. Refuses "." and
+// "..", which name no folder of the run's own.
 void write_run_outputs(const std::string& dir, const Scenario& scenario, const Program& program,
                        const Timeline& timeline, const Metrics& metrics);
 
@@ -20,5 +31,11 @@ void write_run_outputs(const std::string& dir, const Scenario& scenario, const P
 // global and per GPU, samples/s, model TFLOP/s per GPU, MFU, HFU, each "n/a" with the missing
 // scenario key when unknown; peak memory allocated and reserved (estimate) against capacity).
 std::string summary_table(const Scenario& scenario, const Timeline& timeline, const Metrics& metrics);
+
+// One file or folder name made from free text such as a scenario name (validate's default
+// output folder): every byte outside [A-Za-z0-9._-] becomes '_' (so '/' never survives and no
+// path can be formed), at most the first 100 bytes are used, and "", "." and ".." become
+// underscores. The result always names an entry inside the folder it is joined to.
+std::string path_component(const std::string& text);
 
 }  // namespace shardline

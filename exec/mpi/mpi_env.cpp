@@ -1,5 +1,6 @@
 #include "exec/mpi/mpi_env.h"
 
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <stdexcept>
@@ -59,9 +60,12 @@ int mpi_poll_us_from_env() {
   const char* text = std::getenv("SHARDLINE_MPI_POLL_US");
   if (text == nullptr || *text == '\0') return kDefaultMpiPollUs;
   char* end = nullptr;
+  errno = 0;
   const long v = std::strtol(text, &end, 10);
-  if (*end != '\0' || v > 1'000'000 || v < -1'000'000)
+  if (end == text || *end != '\0')
     throw InputError("SHARDLINE_MPI_POLL_US", std::string("\"") + text + "\" is not a whole number of microseconds (e.g. 100; 0 yields, -1 spins)");
+  if (errno == ERANGE || v > 1'000'000 || v < -1)
+    throw InputError("SHARDLINE_MPI_POLL_US", std::string("\"") + text + "\" is out of range; expected -1 (spin), 0 (yield) or 1..1000000 microseconds");
   return static_cast<int>(v);
 }
 

@@ -60,6 +60,23 @@ exec_bad_input(compute "--compute: kernel stand-ins need --backend nccl" ${_scen
 exec_bad_input(missing_scenario "error" ${CMAKE_CURRENT_SOURCE_DIR}/no-such-scenario.json)
 exec_bad_input(world_mismatch "mpirun -n: the scenario's mesh needs shard 2 x replicate 2 = 4 ranks, but the run has 1"
                ${_scen}/host-tiny-hsdp.json)
+# Negative or zero counts are refused, not replaced by the scenario's (exit 2 naming the flag),
+# before mpirun starts: with --np the message comes once, not once per rank.
+exec_bad_input(iterations "--iterations: must be at least 1, got -3" ${_scen}/host-tiny-fsdp.json --iterations -3)
+exec_bad_input(iterations_zero "--iterations: must be at least 1, got 0" ${_scen}/host-tiny-fsdp.json --iterations 0 --np 2)
+exec_bad_input(warmup "--warmup: must be 0 or more, got -3" ${_scen}/host-tiny-fsdp.json --warmup -3)
+exec_bad_input(timeout "--timeout: must be a positive number of seconds" ${_scen}/host-tiny-fsdp.json --timeout 0 --np 2)
+set_tests_properties(exec.cli.bad.iterations_zero exec.cli.bad.timeout PROPERTIES FAIL_REGULAR_EXPRESSION "error:.*error:|launching")
+# An error every rank finds under mpirun is printed once (by rank 0), not once per rank.
+add_test(NAME exec.cli.bad.once_under_mpirun
+         COMMAND ${CMAKE_COMMAND} "-DCMD=${_mpirun};-n;2;$<TARGET_FILE:shardline>;exec;${_scen}/host-tiny-fsdp.json;--set;policy.micro_batches=0"
+                 -DRC=2 "-DREGEX=policy.micro_batches" -P ${CMAKE_CURRENT_SOURCE_DIR}/expect_run.cmake)
+set_tests_properties(exec.cli.bad.once_under_mpirun PROPERTIES LABELS "exec;cli" TIMEOUT 60 ENVIRONMENT "${_env}"
+                     FAIL_REGULAR_EXPRESSION "error: policy.micro_batches.*error: policy.micro_batches")
 # A poll interval that is not a whole number of microseconds: exit 2 naming the variable.
 exec_bad_input(poll_env "SHARDLINE_MPI_POLL_US: \"soon\" is not a whole number of microseconds" ${_scen}/host-tiny-fsdp.json)
 set_tests_properties(exec.cli.bad.poll_env PROPERTIES ENVIRONMENT "${_env};SHARDLINE_MPI_POLL_US=soon")
+# One out of range is refused as out of range, before mpirun starts.
+exec_bad_input(poll_env_range "SHARDLINE_MPI_POLL_US: \"99999999999\" is out of range" ${_scen}/host-tiny-fsdp.json --np 2)
+set_tests_properties(exec.cli.bad.poll_env_range PROPERTIES ENVIRONMENT "${_env};SHARDLINE_MPI_POLL_US=99999999999"
+                     FAIL_REGULAR_EXPRESSION "launching")

@@ -2,6 +2,8 @@
 // folder updated file by file.
 #include "reports/outputs.h"
 
+#include <csignal>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -82,6 +84,39 @@ TEST(RunOutputs, ReplacesAnExistingFolderFileByFile) {
   EXPECT_EQ(slurp(out / "notes.txt"), "mine");
   for (const char* f : kFiles) EXPECT_TRUE(fs::is_regular_file(out / f)) << f;
   EXPECT_EQ(entries(scratch.path()), 1u);
+}
+
+// SIGTERM while the files are written: the process ends by that signal, the temporary folder
+// is removed, and an existing output folder keeps its old files.
+TEST(RunOutputs, ASignalDuringTheWriteLeavesNothingBehind) {
+  ScratchDir scratch;
+  const fs::path out = scratch.path() / "run";
+  fs::create_directories(out);
+  std::ofstream(out / "metrics.json") << "old";
+  Timeline t = tiny_timeline();
+  Metrics m = compute_metrics(t);
+  EXPECT_EXIT(
+      {
+        ::setenv("SHARDLINE_TEST_SIGNAL_AFTER_FILE", "timeline.json", 1);
+        write_run_outputs(out.string(), tiny_scenario(), tiny_program(), t, m);
+        std::exit(0);
+      },
+      ::testing::KilledBySignal(SIGTERM), "");
+  EXPECT_EQ(entries(scratch.path()), 1u);  // no .run.tmp-* beside it
+  EXPECT_EQ(entries(out), 1u);
+  EXPECT_EQ(slurp(out / "metrics.json"), "old");
+}
+
+TEST(RunOutputs, TheCurrentOrParentFolderIsAnInputError) {
+  Timeline t = tiny_timeline();
+  for (const char* dir : {".", "..", "a/.."}) {
+    try {
+      write_run_outputs(dir, tiny_scenario(), tiny_program(), t, compute_metrics(t));
+      FAIL() << "expected InputError for " << dir;
+    } catch (const InputError& e) {
+      EXPECT_EQ(e.where(), "--out");
+    }
+  }
 }
 
 TEST(RunOutputs, AFileInTheWayIsAnInputError) {
