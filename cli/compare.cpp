@@ -2,6 +2,7 @@
 // timeline.json of a simulate run and of an exec run op by op (reports/compare.h), prints the
 // error table, writes compare.json and compare.html (into --out, default MEASURED_DIR), and
 // exits 1 when the step-time error exceeds the tolerance. docs/calibrate.md.
+#include <cmath>
 #include <iostream>
 
 #include <boost/program_options.hpp>
@@ -35,7 +36,8 @@ int run_compare(const std::vector<std::string>& args) {
   }
   if (predicted_dir.empty()) throw InputError("PREDICTED_DIR", "give the output folder of `shardline simulate --out`");
   if (measured_dir.empty()) throw InputError("MEASURED_DIR", "give the output folder of `shardline exec --out`");
-  if (!(tolerance >= 0)) throw InputError("--tolerance", "must be a relative error >= 0, e.g. 0.10");
+  if (!(tolerance >= 0) || !std::isfinite(tolerance))
+    throw InputError("--tolerance", "must be a finite relative error >= 0, e.g. 0.10");
   if (out_dir.empty()) out_dir = measured_dir;
   const Comparison c = compare_run_dirs(predicted_dir, measured_dir, out_dir, tolerance);
   std::cout << comparison_table(c) << "\noutputs in " << out_dir << "/ (compare.json, compare.html)\n";

@@ -12,6 +12,7 @@
 
 #include "cli/command.h"
 #include "core/error.h"
+#include "core/timeline.h"
 #include "reports/history.h"
 #include "reports/regress.h"
 
@@ -81,6 +82,9 @@ int run_track(const std::vector<std::string>& args) {
     }
     if (rec.backend.empty())
       throw InputError("--backend", "cannot tell the backend from \"" + file.string() + "\" (no timeline.json beside it); give --backend");
+    if (!is_backend_name(rec.backend))
+      throw InputError("--backend", nlohmann::json(rec.backend).dump() + " is not a backend; expected sim, mpi or nccl" +
+                                        (backend.empty() ? " (read from \"" + file.string() + "\" or the timeline.json beside it)" : ""));
     rec.commit = commit.empty() ? git_head() : commit;
     if (rec.commit.empty()) throw InputError("--commit", "not in a git repository (git rev-parse HEAD failed); give --commit");
     rec.time_utc = utc_now_iso8601();

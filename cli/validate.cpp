@@ -4,8 +4,10 @@
 // ranks), and compare op by op. DIR gets profile.json (when calibrated), predicted/,
 // measured/, compare.json and compare.html. Exit 1 when the step-time error exceeds the
 // tolerance. docs/calibrate.md.
+#include <cmath>
 #include <filesystem>
 #include <iostream>
+#include <system_error>
 
 #include <boost/program_options.hpp>
 
@@ -57,7 +59,8 @@ int run_validate(const std::vector<std::string>& args) {
   if (scenario_path.empty()) throw InputError("SCENARIO", "give a scenario JSON file, e.g. scenarios/host-tiny-fsdp.json");
   if (exec::launched_by_mpirun())
     throw InputError("--np", "run validate without mpirun: it launches calibrate and exec under mpirun itself");
-  if (!(tolerance >= 0)) throw InputError("--tolerance", "must be a relative error >= 0, e.g. 0.10");
+  if (!(tolerance >= 0) || !std::isfinite(tolerance))
+    throw InputError("--tolerance", "must be a finite relative error >= 0, e.g. 0.10");
 
   const Scenario scenario = load_scenario(scenario_path, sets);
   const Program program = schedule(scenario);
@@ -66,9 +69,12 @@ int run_validate(const std::vector<std::string>& args) {
   if (np != world)
     throw InputError("--np", "the scenario's mesh has " + std::to_string(world) + " ranks, not " + std::to_string(np));
   if (np < 2) throw InputError("--np", "validate needs at least 2 ranks (calibration measures collectives)");
-  if (out_dir.empty()) out_dir = "validate-" + scenario.name;
+  // The scenario name is free text: made into one safe folder name, never a path.
+  if (out_dir.empty()) out_dir = "validate-" + path_component(scenario.name);
   namespace fs = std::filesystem;
-  fs::create_directories(out_dir);
+  std::error_code ec;
+  fs::create_directories(out_dir, ec);
+  if (ec) throw InputError("--out", "cannot create \"" + out_dir + "\": " + ec.message());
 
   std::vector<std::string> common{"--backend", backend};
   if (!compute.empty()) common.insert(common.end(), {"--compute", compute});

@@ -186,11 +186,32 @@ std::optional<double> optional_from_json(const json& object, const char* key, co
   return x;
 }
 
+std::string number_text(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
+// A time from a metrics file: finite and >= 0 (compute_metrics never writes anything else).
+double time_from_json(const json& object, const char* key, const std::string& path) {
+  const double v = jf::get_number(object, key, path);
+  if (!(v >= 0) || !std::isfinite(v)) throw InputError(jf::join_path(path, key), "must be a finite time >= 0 us, found " + number_text(v));
+  return v;
+}
+
+// A count (ops, bytes) from a metrics file: >= 0.
+int64_t count_from_json(const json& object, const char* key, const std::string& path) {
+  const int64_t v = jf::get_int(object, key, path);
+  if (v < 0) throw InputError(jf::join_path(path, key), "must be >= 0, found " + std::to_string(v));
+  return v;
+}
+
 KindStats kind_stats_from_json(const json& j, const std::string& path) {
   KindStats ks;
   ks.count = jf::get_int32(j, "count", path);
-  ks.bytes = jf::get_int(j, "bytes", path);
-  ks.busy_us = jf::get_number(j, "busy_us", path);
+  if (ks.count < 0) throw InputError(jf::join_path(path, "count"), "must be >= 0, found " + std::to_string(ks.count));
+  ks.bytes = count_from_json(j, "bytes", path);
+  ks.busy_us = time_from_json(j, "busy_us", path);
   return ks;
 }
 
@@ -292,18 +313,24 @@ json metrics_to_json(const Metrics& m) {
 Metrics metrics_from_json(const json& j) {
   jf::require_object(j, "");
   Metrics m;
+  // Values are checked as compute_metrics writes them, so a hand-edited or corrupt file (a
+  // negative step time, an efficiency of 2) is refused rather than judged "improved".
   m.step_time_us = jf::get_number(j, "step_time_us", "");
-  m.compute_busy_us = jf::get_number(j, "compute_busy_us", "");
-  m.comm_busy_us = jf::get_number(j, "comm_busy_us", "");
-  m.exposed_comm_us = jf::get_number(j, "exposed_comm_us", "");
+  if (!(m.step_time_us > 0) || !std::isfinite(m.step_time_us))
+    throw InputError("step_time_us", "must be a finite time > 0 us, found " + number_text(m.step_time_us));
+  m.compute_busy_us = time_from_json(j, "compute_busy_us", "");
+  m.comm_busy_us = time_from_json(j, "comm_busy_us", "");
+  m.exposed_comm_us = time_from_json(j, "exposed_comm_us", "");
   m.overlap_efficiency = jf::get_number(j, "overlap_efficiency", "");
-  m.forward_us = jf::get_number(j, "forward_us", "");
-  m.backward_us = jf::get_number(j, "backward_us", "");
-  m.peak_memory_bytes = jf::get_int(j, "peak_memory_bytes", "");
+  if (!(m.overlap_efficiency >= 0 && m.overlap_efficiency <= 1))
+    throw InputError("overlap_efficiency", "must be in [0, 1], found " + number_text(m.overlap_efficiency));
+  m.forward_us = time_from_json(j, "forward_us", "");
+  m.backward_us = time_from_json(j, "backward_us", "");
+  m.peak_memory_bytes = count_from_json(j, "peak_memory_bytes", "");
   // Files written before the reserved estimate and throughput existed: the reserve is taken as
   // none (reserved = allocated) and every throughput value as unknown.
-  m.peak_reserved_bytes = jf::has_member(j, "peak_reserved_bytes") ? jf::get_int(j, "peak_reserved_bytes", "") : m.peak_memory_bytes;
-  m.memory_capacity_bytes = jf::get_int(j, "memory_capacity_bytes", "");
+  m.peak_reserved_bytes = jf::has_member(j, "peak_reserved_bytes") ? count_from_json(j, "peak_reserved_bytes", "") : m.peak_memory_bytes;
+  m.memory_capacity_bytes = count_from_json(j, "memory_capacity_bytes", "");
   m.fits_memory = jf::get_bool(j, "fits_memory", "");
   if (jf::has_member(j, "throughput")) {
     const json& tp = jf::require_object(j.at("throughput"), "throughput");

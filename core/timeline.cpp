@@ -1,5 +1,8 @@
 #include "core/timeline.h"
 
+#include <algorithm>
+#include <tuple>
+
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
@@ -17,7 +20,33 @@ constexpr int kVersion = 1;
 // Intervals and memory samples are written as compact rows; these name the columns.
 const std::vector<std::string> kIntervalFields = {"op", "rank", "iteration", "issue_us", "start_us", "end_us"};
 const std::vector<std::string> kMemoryFields = {"time_us", "bytes"};
+
+// The first row (in file order) that repeats the (op, rank, iteration) of an earlier row:
+// throws InputError naming it and the earlier one. Sorts row indices, so the cost follows the
+// rows present, not the ranks or iterations claimed.
+void check_no_duplicate_intervals(const std::vector<OpInterval>& intervals) {
+  std::vector<size_t> order(intervals.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  auto key = [&](size_t i) { return std::tuple(intervals[i].op, intervals[i].rank, intervals[i].iteration, i); };
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return key(a) < key(b); });
+  size_t repeat = intervals.size(), first = 0;
+  for (size_t k = 1; k < order.size(); ++k) {
+    const OpInterval& a = intervals[order[k - 1]];
+    const OpInterval& b = intervals[order[k]];
+    if (a.op == b.op && a.rank == b.rank && a.iteration == b.iteration && order[k] < repeat) {
+      repeat = order[k];
+      first = order[k - 1];
+    }
+  }
+  if (repeat == intervals.size()) return;
+  const OpInterval& iv = intervals[repeat];
+  throw InputError(json_fields::index_path("intervals", repeat),
+                   "op " + std::to_string(iv.op) + " is recorded twice for rank " + std::to_string(iv.rank) + ", iteration " +
+                       std::to_string(iv.iteration) + " (first at " + json_fields::index_path("intervals", first) + ")");
+}
 }  // namespace
+
+bool is_backend_name(std::string_view name) { return name == "sim" || name == "mpi" || name == "nccl"; }
 
 std::vector<Op> timeline_ops(const Program& program) {
   std::vector<Op> ops;
@@ -71,6 +100,7 @@ Timeline timeline_from_json(const json& j) {
   t.source = jf::get_string(j, "source", "");
   if (t.source != "predicted" && t.source != "measured") throw InputError("source", "expected \"predicted\" or \"measured\", found \"" + t.source + "\"");
   t.backend = jf::get_string(j, "backend", "");
+  if (!is_backend_name(t.backend)) throw InputError("backend", "expected \"sim\", \"mpi\" or \"nccl\", found " + json(t.backend).dump());
   t.scenario = jf::get_string(j, "scenario", "");
   t.ranks = jf::get_int32(j, "ranks", "");
   if (t.ranks < 1) throw InputError("ranks", "must be >= 1");
@@ -118,9 +148,21 @@ Timeline timeline_from_json(const json& j) {
     if (iv.op < 0 || iv.op >= num_ops) throw InputError(jf::index_path(path, 0), "op " + std::to_string(iv.op) + " is not in [0, " + std::to_string(num_ops) + ")");
     if (iv.rank < 0 || iv.rank >= t.ranks) throw InputError(jf::index_path(path, 1), "rank " + std::to_string(iv.rank) + " is not in [0, " + std::to_string(t.ranks) + ")");
     if (iv.iteration < 0 || iv.iteration >= t.iterations) throw InputError(jf::index_path(path, 2), "iteration " + std::to_string(iv.iteration) + " is not in [0, " + std::to_string(t.iterations) + ")");
+    // Times count from the step origin: the simulator's 0, or the pass start read on rank 0's
+    // clock. So nothing on rank 0 (the only rank a predicted timeline carries) is negative. The
+    // other ranks' clocks are aligned to rank 0's only within the alignment error, so their times
+    // may all read early by that error (milliseconds on a loaded host); but on every rank an op
+    // starts no earlier than it was issued (one clock; an issue time of 0 also reads as "not
+    // recorded"). A start before either stretches the step window back past it.
+    if (iv.rank == 0 || t.source == "predicted") {
+      if (iv.issue_us < 0) throw InputError(jf::index_path(path, 3), "issue time " + std::to_string(iv.issue_us) + " us is negative, before the step origin");
+      if (iv.start_us < 0) throw InputError(jf::index_path(path, 4), "start time " + std::to_string(iv.start_us) + " us is negative, before the step origin");
+    }
+    if (iv.start_us < iv.issue_us) throw InputError(jf::index_path(path, 4), "starts (" + std::to_string(iv.start_us) + " us) before it is issued (" + std::to_string(iv.issue_us) + " us)");
     if (iv.end_us < iv.start_us) throw InputError(path, "ends (" + std::to_string(iv.end_us) + " us) before it starts (" + std::to_string(iv.start_us) + " us)");
     t.intervals.push_back(iv);
   }
+  check_no_duplicate_intervals(t.intervals);
 
   const json& mfields = jf::member(j, "memory_fields", "");
   if (mfields != json(kMemoryFields)) throw InputError("memory_fields", "expected " + json(kMemoryFields).dump() + ", found " + mfields.dump());

@@ -5,6 +5,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json_fwd.hpp>
@@ -49,7 +50,13 @@ struct Timeline {
 // Copies the op metadata (without slices) a Timeline carries.
 std::vector<Op> timeline_ops(const Program& program);
 
+// "sim", "mpi" or "nccl": the backends a timeline (and a history record) may name.
+bool is_backend_name(std::string_view name);
+
 nlohmann::json timeline_to_json(const Timeline& timeline);
-Timeline timeline_from_json(const nlohmann::json& j);  // throws InputError on bad files
+// Throws InputError naming the JSON path on bad files: besides types and ranges, an unknown
+// backend, a negative time on rank 0 (or in a predicted timeline), an op that starts before it
+// is issued, and an op recorded twice for one rank and iteration.
+Timeline timeline_from_json(const nlohmann::json& j);
 
 }  // namespace shardline

@@ -21,6 +21,34 @@ namespace {
 
 bool is_marker(OpKind k) { return k == OpKind::Alloc || k == OpKind::Free; }
 
+// Compare reads complete timelines: the simulator and the executors record every op once per
+// rank and iteration, so ranks x iterations x ops must equal the rows present. Checked in O(1)
+// before the metrics allocate anything per rank, so a file claiming 2147483647 ranks or
+// iterations is refused instead of exhausting memory. The reader has already refused rows that
+// repeat an (op, rank, iteration) or fall outside the claimed ranges, so fewer rows than claimed
+// means some are missing. Throws InputError naming the JSON key.
+void check_complete(const Timeline& t) {
+  if (t.ops.empty()) throw InputError("ops", "the timeline has no ops");
+  const double ops = static_cast<double>(t.ops.size());
+  const double rows = static_cast<double>(t.intervals.size());
+  const std::string held = "but the file holds " + std::to_string(t.intervals.size()) + " intervals";
+  if (static_cast<double>(t.iterations) * ops > rows)
+    throw InputError("iterations", std::to_string(t.iterations) + " iterations of " + std::to_string(t.ops.size()) + " ops claimed, " + held);
+  if (static_cast<double>(t.ranks) * ops > rows)
+    throw InputError("ranks", std::to_string(t.ranks) + " ranks running " + std::to_string(t.ops.size()) + " ops claimed, " + held);
+  if (static_cast<double>(t.ranks) * static_cast<double>(t.iterations) * ops != rows)
+    throw InputError("intervals", std::to_string(t.ranks) + " ranks x " + std::to_string(t.iterations) + " iterations x " +
+                                      std::to_string(t.ops.size()) + " ops need one interval each, " + held);
+}
+
+void check_complete(const Timeline& t, const char* which) {
+  try {
+    check_complete(t);
+  } catch (const InputError& e) {
+    throw InputError("timelines", std::string("the ") + which + " timeline: " + e.what());
+  }
+}
+
 // op id -> interval of (rank, iteration); nullptr where the op did not run there.
 std::vector<const OpInterval*> intervals_by_op(const Timeline& t, int rank, int iteration) {
   std::vector<const OpInterval*> by_op(t.ops.size(), nullptr);
@@ -79,6 +107,8 @@ double quantile(std::vector<double> values, double p) {
 }
 
 Comparison compare_timelines(const Timeline& predicted, const Timeline& measured, double tolerance) {
+  check_complete(predicted, "predicted");
+  check_complete(measured, "measured");
   if (predicted.ops.size() != measured.ops.size())
     throw InputError("timelines", "the predicted timeline has " + std::to_string(predicted.ops.size()) +
                                       " ops and the measured one " + std::to_string(measured.ops.size()) +
@@ -271,7 +301,9 @@ Timeline read_timeline_dir(const std::string& dir, const char* which) {
     throw InputError(which, "cannot open \"" + path + "\" (expected an output folder of simulate or exec)");
   const nlohmann::json j = load_json_file(path, which, kMaxOutputJsonBytes);
   try {
-    return timeline_from_json(j);
+    Timeline t = timeline_from_json(j);
+    check_complete(t);
+    return t;
   } catch (const InputError& e) {
     throw InputError(which, "\"" + path + "\": " + e.what());
   }

@@ -66,7 +66,8 @@ struct Comparison {
 double quantile(std::vector<double> values, double p);
 
 // Throws InputError("timelines", ...) when the two timelines do not describe the same Program
-// (op count, kinds and names must match).
+// (op count, kinds and names must match), or when either is incomplete: compare needs every op
+// recorded once per rank and iteration (ranks x iterations x ops intervals).
 Comparison compare_timelines(const Timeline& predicted, const Timeline& measured, double tolerance = 0.10);
 
 nlohmann::json comparison_to_json(const Comparison& c);
@@ -76,7 +77,8 @@ std::string comparison_table(const Comparison& c);
 std::string comparison_html(const Comparison& c, const Timeline& predicted, const Timeline& measured);
 
 // Reads DIR/timeline.json of both folders, compares, writes OUT_DIR/compare.json and
-// OUT_DIR/compare.html (OUT_DIR is created when missing). Throws InputError naming the folder.
+// OUT_DIR/compare.html (OUT_DIR is created when missing). Throws InputError naming the folder,
+// the file and the JSON key (an incomplete timeline names "iterations", "ranks" or "intervals").
 Comparison compare_run_dirs(const std::string& predicted_dir, const std::string& measured_dir, const std::string& out_dir,
                             double tolerance);
 

@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <ctime>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -17,21 +18,51 @@
 
 namespace shardline {
 
+namespace fs = std::filesystem;
+
 std::string history_record_to_line(const HistoryRecord& r) {
   const nlohmann::json j = {{"scenario", r.scenario}, {"commit", r.commit}, {"time", r.time_utc},
                             {"backend", r.backend}, {"metrics", metrics_to_json(r.metrics)}};
   return j.dump();
 }
 
+namespace {
+
+// A history is a regular file (or not there yet): a directory, a FIFO or a device is refused.
+void check_history_path(const std::string& path) {
+  std::error_code ec;
+  const fs::file_status st = fs::status(path, ec);
+  if (fs::is_directory(st)) throw InputError("--history", "\"" + path + "\" is a directory; expected a JSON-lines history file");
+  if (fs::exists(st) && !fs::is_regular_file(st))
+    throw InputError("--history", "\"" + path + "\" is not a regular file; expected a JSON-lines history file");
+}
+
+// Whether a non-empty file lacks its final newline (a line cut short, or written by hand).
+bool lacks_final_newline(const std::string& path) {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (!in || in.tellg() <= 0) return false;
+  in.seekg(-1, std::ios::end);
+  return in.get() != '\n';
+}
+
+}  // namespace
+
 void append_history(const std::string& path, const HistoryRecord& record) {
+  check_history_path(path);
+  // Every existing line must read back: appending to a damaged history would bury the damage
+  // (read_history names the file and the line, and nothing is written).
+  if (fs::exists(path)) read_history(path);
+  const bool newline_first = lacks_final_newline(path);
   std::ofstream out(path, std::ios::app);
   if (!out) throw InputError("--history", "cannot open \"" + path + "\" for appending");
+  if (newline_first) out << "\n";
   out << history_record_to_line(record) << "\n";
   out.flush();
   if (!out) throw InputError("--history", "writing \"" + path + "\" failed");
 }
 
 std::vector<HistoryRecord> read_history(const std::string& path) {
+  check_history_path(path);
   std::ifstream in(path);
   if (!in) throw InputError("--history", "cannot open \"" + path + "\"");
   std::vector<HistoryRecord> out;

@@ -18,9 +18,12 @@ struct HistoryRecord {
 };
 
 std::string history_record_to_line(const HistoryRecord& record);  // one JSON line, no newline
-// Appends one line (creating the file). Throws InputError("--history", ...) when unwritable.
+// Appends one line (creating the file). Throws InputError("--history", ...) when the path is a
+// directory or another non-regular file, or unwritable; an existing file is read first and a
+// malformed line refused as read_history does, leaving the file untouched.
 void append_history(const std::string& path, const HistoryRecord& record);
-// Every record in file order; throws InputError("<path>:<line>", ...) on a malformed line.
+// Every record in file order; throws InputError("<path>:<line>", ...) on a malformed line and
+// InputError("--history", ...) when the path is missing, a directory or not a regular file.
 std::vector<HistoryRecord> read_history(const std::string& path);
 
 std::string utc_now_iso8601();

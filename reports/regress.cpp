@@ -23,10 +23,13 @@ namespace {
 
 nlohmann::json read_json_file(const std::string& path) { return load_json_file(path, path, kMaxOutputJsonBytes); }
 
-// name -> metrics file inside a directory.
-std::map<std::string, std::string> metrics_files(const fs::path& dir) {
+// name -> metrics file inside a directory. `flag` names the directory in errors.
+std::map<std::string, std::string> metrics_files(const fs::path& dir, const char* flag) {
   std::map<std::string, std::string> out;
-  for (const auto& entry : fs::directory_iterator(dir)) {
+  std::error_code ec;
+  fs::directory_iterator it(dir, ec);
+  if (ec) throw InputError(flag, "cannot list \"" + dir.string() + "\": " + ec.message());
+  for (const auto& entry : it) {
     const fs::path p = entry.path();
     if (entry.is_regular_file() && p.extension() == ".json") {
       out[p.stem().string()] = p.string();
@@ -112,8 +115,11 @@ RegressReport regress_compare(const std::string& baseline, const std::string& cu
     report.entries.push_back(std::move(e));
     return report;
   }
-  const auto base_files = metrics_files(baseline);
-  const auto cur_files = metrics_files(current);
+  const auto base_files = metrics_files(baseline, "--baseline");
+  const auto cur_files = metrics_files(current, "--current");
+  if (base_files.empty() && cur_files.empty())
+    throw InputError("--current", "neither \"" + baseline + "\" nor \"" + current +
+                                      "\" holds a metrics file (<scenario>.json or <scenario>/metrics.json); nothing was compared");
   std::map<std::string, RegressEntry> by_name;
   for (const auto& [name, path] : base_files) {
     by_name[name].name = name;
@@ -194,7 +200,7 @@ std::vector<std::string> update_baseline(const std::string& baseline, const std:
   }
   if (fs::exists(baseline) && !fs::is_directory(baseline))
     throw InputError("--baseline", "\"" + baseline + "\" is a file but --current is a directory");
-  for (const auto& [name, path] : metrics_files(current)) copy_metrics(path, fs::path(baseline) / (name + ".json"));
+  for (const auto& [name, path] : metrics_files(current, "--current")) copy_metrics(path, fs::path(baseline) / (name + ".json"));
   return written;
 }
 

@@ -36,8 +36,10 @@ struct RegressReport {
 bool step_time_regressed(const Metrics& baseline, const Metrics& current, double tolerance);
 bool efficiency_regressed(const Metrics& baseline, const Metrics& current, double tolerance);
 
-// Throws InputError("--baseline"/"--current", ...) when a path does not exist, or when one is a
-// file and the other a directory.
+// Throws InputError("--baseline"/"--current", ...) when a path does not exist, when one is a
+// file and the other a directory, or when two directories hold no metrics file at all (nothing
+// would be compared). A metrics file with impossible values (metrics_from_json: step time <= 0,
+// overlap efficiency outside [0, 1], a negative time) is an InputError naming the file and key.
 RegressReport regress_compare(const std::string& baseline, const std::string& current, double tolerance);
 
 // The table printed by `shardline regress`: step time, tokens/s per GPU (shown, not judged: for a

@@ -1,0 +1,129 @@
+// `shardline regress` and `shardline track` on bad input: impossible metrics values, two empty
+// folders, an unknown backend, a damaged history file and a history path that is a folder.
+// Each is exit 2 with one line naming the file and key (or the flag), and nothing is written.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include <nlohmann/json.hpp>
+
+#include "cli_test_support.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+using shardline::clitest::slurp;
+
+nlohmann::json metrics(double step_us, double exposed_us, double efficiency) {
+  return {{"step_time_us", step_us},
+          {"compute_busy_us", step_us - exposed_us},
+          {"comm_busy_us", 1000.0},
+          {"exposed_comm_us", exposed_us},
+          {"overlap_efficiency", efficiency},
+          {"forward_us", step_us / 3},
+          {"backward_us", step_us * 2 / 3},
+          {"peak_memory_bytes", 1 << 30},
+          {"memory_capacity_bytes", 80LL << 30},
+          {"fits_memory", true},
+          {"by_kind", nlohmann::json::object()}};
+}
+
+class RobustCli : public shardline::clitest::CliTest {
+ protected:
+  void write(const std::string& rel, const std::string& text) {
+    fs::create_directories((dir_ / rel).parent_path());
+    std::ofstream(dir_ / rel) << text;
+  }
+  void write(const std::string& rel, const nlohmann::json& j) { write(rel, j.dump(1)); }
+  // Exit 2 and exactly one error line that starts with `prefix`.
+  void expect_error(const shardline::clitest::Result& r, const std::string& prefix) {
+    EXPECT_EQ(r.code, 2) << out_ << err_;
+    EXPECT_EQ(err_.rfind(prefix, 0), 0u) << err_;
+    EXPECT_EQ(std::count(err_.begin(), err_.end(), '\n'), 1) << err_;
+  }
+};
+
+using RegressRobustCli = RobustCli;
+using TrackRobustCli = RobustCli;
+
+// Used to be "improved" (exit 0): a faster-than-possible step and an efficiency above 1.
+TEST_F(RegressRobustCli, ImpossibleCurrentMetricsExitTwoNamingFileAndKey) {
+  write("base/a.json", metrics(1000, 100, 0.9));
+  write("cur/a.json", metrics(-5, 0, 0.9));
+  expect_error(run("regress --baseline base --current cur"), "shardline regress: error: cur/a.json: ");
+  EXPECT_NE(err_.find("step_time_us: must be a finite time > 0 us, found -5"), std::string::npos) << err_;
+
+  write("cur/a.json", metrics(1000, 100, 2));
+  expect_error(run("regress --baseline base --current cur"), "shardline regress: error: cur/a.json: ");
+  EXPECT_NE(err_.find("overlap_efficiency: must be in [0, 1], found 2"), std::string::npos) << err_;
+
+  nlohmann::json m = metrics(1000, 100, 0.9);
+  m["exposed_comm_us"] = -1;
+  write("cur/a.json", m);
+  expect_error(run("regress --baseline base --current cur"), "shardline regress: error: cur/a.json: ");
+  EXPECT_NE(err_.find("exposed_comm_us"), std::string::npos) << err_;
+
+  m = metrics(1000, 100, 0.9);
+  m["by_kind"]["all_gather"] = {{"count", 2}, {"bytes", 64}, {"busy_us", -3}};
+  write("cur.json", m);
+  write("base.json", metrics(1000, 100, 0.9));
+  expect_error(run("regress --baseline base.json --current cur.json"), "shardline regress: error: cur.json: ");
+  EXPECT_NE(err_.find("by_kind.all_gather.busy_us"), std::string::npos) << err_;
+}
+
+TEST_F(RegressRobustCli, ImpossibleBaselineMetricsExitTwoToo) {
+  write("base.json", metrics(0, 0, 0.9));
+  write("cur.json", metrics(1000, 100, 0.9));
+  expect_error(run("regress --baseline base.json --current cur.json"), "shardline regress: error: base.json: ");
+  EXPECT_NE(err_.find("step_time_us"), std::string::npos) << err_;
+}
+
+TEST_F(RegressRobustCli, TwoEmptyFoldersExitTwoSayingNothingWasCompared) {
+  fs::create_directories(dir_ / "base");
+  fs::create_directories(dir_ / "cur");
+  write("cur/notes.txt", std::string("not metrics\n"));
+  expect_error(run("regress --baseline base --current cur"), "shardline regress: error: --current: ");
+  EXPECT_NE(err_.find("nothing was compared"), std::string::npos) << err_;
+  EXPECT_EQ(out_.find("pass"), std::string::npos) << out_;
+}
+
+TEST_F(TrackRobustCli, UnknownBackendExitsTwoAndRecordsNothing) {
+  write("run/metrics.json", metrics(1000, 100, 0.9));
+  expect_error(run("track run --history h.jsonl --commit abc --backend tcp"), "shardline track: error: --backend: ");
+  EXPECT_NE(err_.find("\"tcp\" is not a backend"), std::string::npos) << err_;
+  EXPECT_FALSE(fs::exists(dir_ / "h.jsonl"));
+  // The same from the run folder's timeline.json.
+  write("run/timeline.json", nlohmann::json{{"scenario", "tiny"}, {"backend", "tcp"}});
+  expect_error(run("track run --history h.jsonl --commit abc"), "shardline track: error: --backend: ");
+  EXPECT_NE(err_.find("run/metrics.json"), std::string::npos) << err_;
+  EXPECT_FALSE(fs::exists(dir_ / "h.jsonl"));
+  EXPECT_EQ(run("track run --history h.jsonl --commit abc --backend nccl").code, 0) << err_;
+}
+
+TEST_F(TrackRobustCli, AMalformedHistoryLineIsRefusedAndTheFileLeftAlone) {
+  write("run/metrics.json", metrics(1000, 100, 0.9));
+  ASSERT_EQ(run("track run --history h.jsonl --commit abc --backend sim").code, 0) << err_;
+  const std::string damaged = slurp(dir_ / "h.jsonl") + "{\"scenario\": \"cut short\n";
+  write("h.jsonl", damaged);
+  expect_error(run("track run --history h.jsonl --commit def --backend sim"), "shardline track: error: h.jsonl:2: ");
+  EXPECT_EQ(slurp(dir_ / "h.jsonl"), damaged);
+  // A valid line with no final newline is completed, not glued to the next record.
+  const std::string one = slurp(dir_ / "h.jsonl").substr(0, damaged.find('\n'));
+  write("h.jsonl", one);
+  ASSERT_EQ(run("track run --history h.jsonl --commit def --backend sim").code, 0) << err_;
+  EXPECT_EQ(run("track --history h.jsonl --html trend.html").code, 0) << err_;
+  EXPECT_NE(out_.find("(2 records)"), std::string::npos) << out_;
+}
+
+TEST_F(TrackRobustCli, AHistoryThatIsAFolderExitsTwo) {
+  fs::create_directories(dir_ / "hist");
+  expect_error(run("track --history hist --html trend.html"), "shardline track: error: --history: ");
+  EXPECT_NE(err_.find("is a directory"), std::string::npos) << err_;
+  EXPECT_FALSE(fs::exists(dir_ / "trend.html"));
+  write("run/metrics.json", metrics(1000, 100, 0.9));
+  expect_error(run("track run --history hist --commit abc --backend sim"), "shardline track: error: --history: ");
+  EXPECT_TRUE(fs::is_empty(dir_ / "hist"));
+}
+
+}  // namespace
