@@ -117,8 +117,8 @@ ClusterProfile profile_from_json(const nlohmann::json& j) {
     throw InputError("profile.format", "expected \"shardline-profile-1\"");
   ClusterProfile p;
   p.backend = get<std::string>(j, "backend", "profile");
-  p.machine = j.value("machine", "");
-  p.created = j.value("created", "");
+  if (j.contains("machine")) p.machine = get<std::string>(j, "machine", "profile");
+  if (j.contains("created")) p.created = get<std::string>(j, "created", "profile");
   p.copy_bandwidth_bytes_per_s = get<double>(j, "copy_bandwidth_bytes_per_s", "profile");
   if (j.contains("copy_latency_us")) p.copy_latency_us = get<double>(j, "copy_latency_us", "profile");
   if (!(p.copy_latency_us >= 0)) throw InputError("profile.copy_latency_us", "must be >= 0");
@@ -160,6 +160,9 @@ ClusterProfile load_profile(const std::string& path) {
     return profile_from_json(j);
   } catch (const InputError& e) {
     throw InputError("--profile", "\"" + path + "\": " + e.what());
+  } catch (const nlohmann::json::exception&) {
+    // Every field is read through get<> above; this is the net under it, without nlohmann's text.
+    throw InputError("--profile", "\"" + path + "\": a field has the wrong type; expected a profile written by shardline calibrate");
   }
 }
 

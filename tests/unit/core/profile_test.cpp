@@ -109,6 +109,18 @@ TEST(Profile, BadFilesNameThePath) {
   }
   j.erase("collectives");
   EXPECT_THROW(profile_from_json(j), InputError);
+  // Optional text fields of the wrong type are an InputError naming them (a number as
+  // "created" aborted the program, found by tests/fuzz/fuzz_cli.py).
+  for (const char* key : {"created", "machine"}) {
+    nlohmann::json k = profile_to_json(ClusterProfile{"mpi", "", "", {}, 1e9});
+    k[key] = 181.7;
+    try {
+      profile_from_json(k);
+      FAIL() << key;
+    } catch (const InputError& e) {
+      EXPECT_EQ(e.where(), std::string("profile.") + key);
+    }
+  }
   j = profile_to_json(ClusterProfile{"mpi", "", "", {}, 1e9});
   j["event_latency_us"] = -1;
   try {
