@@ -11,8 +11,10 @@ namespace {
 // Sources for every number: docs/scenario.md, section "Cluster presets". A preset's cluster name
 // is its key. h100-sxm-dgx: DGX H100 (8x H100 SXM5 80GB, NVLink 4, 8x 400 Gb/s InfiniBand NDR);
 // a100-80gb-dgx / a100-40gb-dgx: DGX A100 (8x A100 SXM4 80GB / 40GB, NVLink 3, 8x 200 Gb/s
-// InfiniBand HDR); host-cpu: MPI
-// ranks on one host as devices, shared-memory transport.
+// InfiniBand HDR); a100-80gb-roce / a100-40gb-roce: the same nodes on a 1600 Gb/s RoCE fabric as
+// MosaicML's published A100 runs describe it, collectives as flat rings (chosen on the published
+// fit rows, bench/published/README.md); host-cpu: MPI ranks on one host as devices, shared-memory
+// transport.
 constexpr const char* kPresets = R"json({
   "h100-sxm-dgx": {
     "gpu": {
@@ -42,7 +44,7 @@ constexpr const char* kPresets = R"json({
       "memory": "81920MiB",
       "copy_bandwidth": "1.0TB/s",
       "hbm_bandwidth": "2039GB/s",
-      "gemm_efficiency": 0.834, "gemm_half_dim": 333, "attention_efficiency": 0.312, "memory_efficiency": 0.42,
+      "gemm_efficiency": 0.849, "gemm_half_dim": 421, "attention_efficiency": 0.312, "memory_efficiency": 0.507,
       "kernel_launch": "5us",
       "context_memory": "768MiB", "nccl_memory": "656MiB", "allocator_fragmentation": 0.1
     },
@@ -57,6 +59,15 @@ constexpr const char* kPresets = R"json({
   "a100-40gb-dgx": {
     "same_as": "a100-80gb-dgx",
     "gpu": {"name": "A100 SXM4 40GB", "memory": "40960MiB", "hbm_bandwidth": "1555GB/s"}
+  },
+  "a100-80gb-roce": {
+    "same_as": "a100-80gb-dgx",
+    "hierarchical_collectives": false
+  },
+  "a100-40gb-roce": {
+    "same_as": "a100-80gb-dgx",
+    "gpu": {"name": "A100 SXM4 40GB", "memory": "40960MiB", "hbm_bandwidth": "1555GB/s"},
+    "hierarchical_collectives": false
   },
   "host-cpu": {
     "gpu": {

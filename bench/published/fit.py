@@ -7,7 +7,7 @@ rows fit one A100 set together (same SM and tensor cores; only the HBM bandwidth
 number, differs). The objective is the mean |log(predicted / published)| of tokens/s per GPU
 over the chip's fit rows, minimised by Nelder-Mead within physical bounds.
 
-    bench/published/fit.py [--binary build/release/cli/shardline] [--chip h100|a100] [--iterations N]
+    bench/published/fit.py [--binary build/release/cli/shardline] [--chip h100|a100] [--iterations N] [--set PATH=VALUE ...]
 """
 import argparse
 import math
@@ -38,11 +38,11 @@ def sets_of(x):
     return [f"{key}={v:.6g}{unit}" if unit else f"{key}={v:.6g}" for v, (_, key, _, _, unit) in zip(x, PARAMS)]
 
 
-def objective(binary, rows, models, x, cache):
+def objective(binary, rows, models, x, cache, fixed=()):
     key = tuple(round(v, 6) for v in x)
     if key in cache:
         return cache[key]
-    results = check.evaluate(binary, rows, models, sets_of(x))
+    results = check.evaluate(binary, rows, models, list(fixed) + sets_of(x))
     errs = [abs(math.log(1 + r["error_rel"])) for r in results if "error_rel" in r]
     value = sum(errs) / len(errs) if len(errs) == len(rows) else float("inf")
     cache[key] = value
@@ -90,6 +90,8 @@ def main():
     ap.add_argument("--runs", default=os.path.join(check.HERE, "runs.json"))
     ap.add_argument("--chip", choices=sorted(CHIPS), action="append")
     ap.add_argument("--iterations", type=int, default=120)
+    ap.add_argument("--set", action="append", default=[], metavar="PATH=VALUE",
+                    help="a fixed scenario override applied to every fit row (not fitted), e.g. a cluster structure to compare")
     ap.add_argument("--start", nargs=len(PARAMS), type=float, default=[0.7, 256, 0.4, 0.7],
                     metavar=tuple(p[0] for p in PARAMS))
     args = ap.parse_args()
@@ -97,7 +99,7 @@ def main():
     for chip in args.chip or sorted(CHIPS):
         rows = [r for r in data["rows"] if r["split"] == "fit" and r["gpu"] in CHIPS[chip]]
         cache = {}
-        f = lambda x: objective(args.binary, rows, data["models"], x, cache)  # noqa: E731
+        f = lambda x: objective(args.binary, rows, data["models"], x, cache, args.set)  # noqa: E731
         x, value = nelder_mead(f, args.start, [0.1, 256, 0.1, 0.1], args.iterations)
         print(f"{chip}: {len(rows)} fit rows, {len(cache)} evaluations, mean |log error| {value:.4f}")
         for v, (name, key, _, _, unit) in zip(x, PARAMS):

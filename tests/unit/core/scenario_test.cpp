@@ -294,7 +294,14 @@ TEST(Cluster, PresetsCarryRealNumbers) {
     j["mesh"] = {{"shard", preset["nodes"].get<int>() * preset["gpus_per_node"].get<int>()}};
     EXPECT_NO_THROW(parse_scenario(j)) << name;
   }
-  EXPECT_EQ(cluster_preset_names().size(), 4u);
+  EXPECT_EQ(cluster_preset_names().size(), 6u);
+  // The RoCE presets are the DGX A100 nodes with flat-ring collectives (bench/published/README.md).
+  for (const char* name : {"a100-80gb-roce", "a100-40gb-roce"}) {
+    const json roce = cluster_preset_json(name, "test");
+    EXPECT_FALSE(roce["hierarchical_collectives"].get<bool>()) << name;
+    EXPECT_EQ(roce["gpu"]["gemm_efficiency"], cluster_preset_json("a100-80gb-dgx", "test")["gpu"]["gemm_efficiency"]) << name;
+  }
+  EXPECT_EQ(cluster_preset_json("a100-40gb-roce", "test")["gpu"]["memory"], "40960MiB");
   // The A100 40GB is the 80GB preset with less, slower HBM.
   j["cluster"] = {{"preset", "a100-40gb-dgx"}};
   j["mesh"] = {{"shard", 8}};
