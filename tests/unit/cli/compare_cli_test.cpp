@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli_fixtures.h"
 #include "cli_test_support.h"
 
 #include "core/timeline.h"
@@ -14,28 +15,7 @@ namespace fs = std::filesystem;
 namespace shardline {
 namespace {
 
-// One compute op and one all-gather; the step lasts `step_us`.
-Timeline timeline(double step_us, const std::string& source) {
-  Timeline t;
-  t.source = source;
-  t.backend = source == "measured" ? "mpi" : "sim";
-  t.scenario = "cli-hand";
-  Op c;
-  c.id = 0;
-  c.kind = OpKind::Compute;
-  c.name = "fwd u0";
-  Op a;
-  a.id = 1;
-  a.kind = OpKind::AllGather;
-  a.stream = StreamId::AllGather;
-  a.group = CommGroup::Shard;
-  a.group_size = 2;
-  a.bytes = 4096;
-  a.name = "ag u0";
-  t.ops = {c, a};
-  t.intervals = {{0, 0, 0, 0, 0, step_us}, {1, 0, 0, 0, 0, step_us / 2}};
-  return t;
-}
+Timeline timeline(double step_us, const std::string& source) { return clitest::two_op_timeline(step_us, source); }
 
 using clitest::slurp;
 

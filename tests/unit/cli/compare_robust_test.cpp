@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli_fixtures.h"
 #include "cli_test_support.h"
 
 #include "core/timeline.h"
@@ -19,36 +20,8 @@ namespace {
 
 using nlohmann::json;
 
-// One compute op and one all-gather on `ranks` ranks for `iterations` iterations; every step
-// lasts `step_us`; its ops are issued and start at 1000 us x iteration.
 Timeline timeline(double step_us, const std::string& source, int ranks = 1, int iterations = 1) {
-  Timeline t;
-  t.source = source;
-  t.backend = source == "measured" ? "mpi" : "sim";
-  t.scenario = "cli-robust";
-  t.ranks = ranks;
-  t.iterations = iterations;
-  t.reported_iteration = iterations - 1;
-  Op c;
-  c.id = 0;
-  c.kind = OpKind::Compute;
-  c.name = "fwd u0";
-  Op a;
-  a.id = 1;
-  a.kind = OpKind::AllGather;
-  a.stream = StreamId::AllGather;
-  a.group = CommGroup::Shard;
-  a.group_size = 2;
-  a.bytes = 4096;
-  a.name = "ag u0";
-  t.ops = {c, a};
-  for (int r = 0; r < ranks; ++r)
-    for (int i = 0; i < iterations; ++i) {
-      const double origin = 1000.0 * i;
-      t.intervals.push_back({0, r, i, origin, origin, origin + step_us});
-      t.intervals.push_back({1, r, i, origin, origin, origin + step_us / 2});
-    }
-  return t;
+  return clitest::two_op_timeline(step_us, source, ranks, iterations);
 }
 
 class CompareRobustCli : public clitest::CliTest {

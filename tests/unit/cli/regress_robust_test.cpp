@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli_fixtures.h"
 #include "cli_test_support.h"
 
 namespace fs = std::filesystem;
@@ -15,19 +16,8 @@ namespace {
 
 using shardline::clitest::slurp;
 
-nlohmann::json metrics(double step_us, double exposed_us, double efficiency) {
-  return {{"step_time_us", step_us},
-          {"compute_busy_us", step_us - exposed_us},
-          {"comm_busy_us", 1000.0},
-          {"exposed_comm_us", exposed_us},
-          {"overlap_efficiency", efficiency},
-          {"forward_us", step_us / 3},
-          {"backward_us", step_us * 2 / 3},
-          {"peak_memory_bytes", 1 << 30},
-          {"memory_capacity_bytes", 80LL << 30},
-          {"fits_memory", true},
-          {"by_kind", nlohmann::json::object()}};
-}
+using shardline::clitest::metrics_json;
+const auto& metrics = metrics_json;
 
 class RobustCli : public shardline::clitest::CliTest {
  protected:
