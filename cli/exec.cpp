@@ -96,6 +96,7 @@ int run_exec(const std::vector<std::string>& args) {
   po::options_description hidden("test hooks");
   hidden.add_options()("stall-rank", po::value(&opt.stall_rank), "this rank stops before --stall-op")
       ("stall-op", po::value(&opt.stall_op), "op id (default: the first collective)")
+      ("kill-rank", po::value(&opt.kill_rank), "this rank kills itself with SIGKILL before --stall-op")
       ("corrupt-op", po::value(&opt.corrupt_op), "read this op's source one element off");
   po::options_description all;
   all.add(flags).add(hidden);

@@ -6,6 +6,7 @@
 #include <climits>
 #include <cmath>
 #include <condition_variable>
+#include <csignal>
 #include <cstdio>
 #include <iostream>
 #include <mutex>
@@ -20,6 +21,9 @@
 
 namespace shardline::exec {
 namespace {
+
+// SIGTERM arrived while a run was watched (see TerminationWatched below).
+volatile sig_atomic_t g_terminated = 0;
 
 std::string op_label(const Op& op) {
   std::ostringstream s;
@@ -90,6 +94,7 @@ class Run {
     for (int i = 0; i < nops; ++i) {
       const Op& op = P_.ops[i];
       if (rank_ == options_.stall_rank && i == stall_op_) stall(i);
+      if (rank_ == options_.kill_rank && i == stall_op_) ::raise(SIGKILL);  // test hook: a rank dies
       issue_us_[i] = backend_.host_now_us();
       issue(i);
       {
@@ -237,6 +242,7 @@ class Run {
       for (int i = 0; i < issued; ++i) done += backend_.op_done(i) ? 1 : 0;
       const std::string sig = std::to_string(pass) + "/" + std::to_string(issued) + "/" + std::to_string(done) + "/" +
                               std::to_string(host);
+      if (g_terminated) fail(describe_terminated(issued));
       if (sig != last_sig) {
         last_sig = sig;
         last_change = Clock::now();
@@ -247,7 +253,27 @@ class Run {
     }
   }
 
+  // mpirun ends the surviving ranks with SIGTERM (and SIGKILL about a second later) when a rank
+  // dies: say where this one was, so the partial timelines show how far each rank got.
+  std::string describe_terminated(int issued) {
+    return "rank " + std::to_string(rank_) + " was ended by mpirun (SIGTERM), usually because another rank died (mpirun " +
+           "names it); this rank was at: " + where_stuck(issued);
+  }
+
   std::string describe_stuck(int issued) {
+    return "rank " + std::to_string(rank_) + " made no progress for " + format_seconds(options_.timeout_s) +
+           " s (--timeout): " + where_stuck(issued);
+  }
+
+  static std::string format_seconds(double s) {
+    std::ostringstream out;
+    out << s;
+    return out.str();
+  }
+
+  // The op this rank waits in (the earliest unfinished issued op whose dependencies finished),
+  // where its other streams wait, and what the host thread was doing.
+  std::string where_stuck(int issued) {
     std::ostringstream msg;
     std::string stage;
     bool stalled;
@@ -256,7 +282,6 @@ class Run {
       stage = stage_;
       stalled = stalled_;
     }
-    msg << "rank " << rank_ << " made no progress for " << options_.timeout_s << " s (--timeout): ";
     if (stalled) {
       msg << "the host stalled before " << op_label(P_.ops[stall_op_]) << " (--stall-rank test hook)";
       return msg.str();
@@ -350,6 +375,39 @@ std::vector<Op> measured_ops(const Plan& plan) {
   return ops;
 }
 
+namespace {
+// Set by the SIGTERM handler while a run's watchdog watches; the watchdog then reports where the
+// rank was and writes its partial timeline before mpirun's SIGKILL follows.
+volatile sig_atomic_t g_watching = 0;
+extern "C" void on_sigterm(int sig) {
+  if (g_watching) {
+    g_terminated = 1;
+    return;
+  }
+  ::signal(sig, SIG_DFL);
+  ::raise(sig);
+}
+
+// SIGTERM goes to the watchdog for the lifetime of one run.
+class TerminationWatched {
+ public:
+  TerminationWatched() {
+    struct sigaction action {};
+    action.sa_handler = on_sigterm;
+    sigemptyset(&action.sa_mask);
+    ::sigaction(SIGTERM, &action, &previous_);
+    g_watching = 1;
+  }
+  ~TerminationWatched() {
+    g_watching = 0;
+    ::sigaction(SIGTERM, &previous_, nullptr);
+  }
+
+ private:
+  struct sigaction previous_ {};
+};
+}  // namespace
+
 ExecResult run_program(const Program& program, const ExecOptions& options, Backend& backend, MPI_Comm host) {
   ExecResult result;
   MPI_Comm_rank(host, &result.rank);
@@ -359,6 +417,7 @@ ExecResult run_program(const Program& program, const ExecOptions& options, Backe
   if (options.warmup < 0) throw InputError("--warmup", "must be 0 or more");
   if (!(options.timeout_s > 0)) throw InputError("--timeout", "must be a positive number of seconds");
   if (options.stall_rank >= world) throw InputError("--stall-rank", "no rank " + std::to_string(options.stall_rank));
+  if (options.kill_rank >= world) throw InputError("--kill-rank", "no rank " + std::to_string(options.kill_rank));
 
   Plan plan = make_plan(program, options.scale, rank, world, options.corrupt_op);
   const Program& P = plan.program;
@@ -394,19 +453,21 @@ ExecResult run_program(const Program& program, const ExecOptions& options, Backe
   Run run(plan, options, backend, host);
   backend.on_fatal = [&run, rank](const std::string& what) { run.fail("rank " + std::to_string(rank) + ": " + what); };
   int stall_op = options.stall_op;
-  if (options.stall_rank >= 0 && stall_op < 0)
+  const bool hooked = options.stall_rank >= 0 || options.kill_rank >= 0;
+  if (hooked && stall_op < 0)
     for (const auto& op : P.ops)
       if (is_collective(op.kind)) {
         stall_op = op.id;
         break;
       }
-  if (options.stall_rank >= 0 && (stall_op < 0 || stall_op >= static_cast<int>(P.ops.size())))
+  if (hooked && (stall_op < 0 || stall_op >= static_cast<int>(P.ops.size())))
     throw InputError("--stall-op", "no such op in the program");
   run.set_stall_op(stall_op);
 
   const ClockAlignment align = align_clocks(host, [&backend] { return backend.host_now_us(); });
   run.set_alignment(align);
   MPI_Allreduce(&align.error_us, &result.clock_error_us, 1, MPI_DOUBLE, MPI_MAX, host);
+  const TerminationWatched termination;
   run.start_watchdog();
 
   int pass = 0;

@@ -32,6 +32,7 @@ struct ExecOptions {
   // `corrupt_op` reads its source one element off.
   int stall_rank = -1;
   int stall_op = -1;
+  int kill_rank = -1;  // test hook: this rank kills itself (SIGKILL) before `stall_op`
   int corrupt_op = -1;
   // Called on a failing rank (timeout, MPI error) with its partial local timeline, before the
   // run is aborted with MPI_Abort.
