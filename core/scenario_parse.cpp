@@ -450,8 +450,9 @@ LinkSpec parse_link(const json& j, const std::string& path, const json& sch) {
 
 // Achieved fractions of a peak below 0.1% are typos (1e-300 ran as a step of 1e306 us).
 constexpr double kMinEfficiency = 1e-3;
-// Dense peak per GPU: at most 1e6 TFLOP/s (an exaFLOP/s).
+// Dense peak per GPU: 0.001 (a GFLOP/s, below any CPU core) to 1e6 TFLOP/s (an exaFLOP/s).
 constexpr double kMaxPeakTflops = 1e6;
+constexpr double kMinPeakTflops = 1e-3;
 // At most a million ranks: per-rank and per-group tables stay small.
 constexpr int64_t kMaxWorld = 1 << 20;
 
@@ -498,6 +499,7 @@ ClusterSpec parse_cluster(const json& j, const json& sch, const std::string& bas
       const double tflops = as_number(value, vpath);
       if (!(tflops > 0)) throw InputError(vpath, show(value) + " is not positive; expected the dense peak in TFLOP/s");
       if (!(tflops <= kMaxPeakTflops)) throw InputError(vpath, show(value) + " is too large; expected at most 1e6 TFLOP/s");
+      if (!(tflops >= kMinPeakTflops)) throw InputError(vpath, show(value) + " is too small; expected at least 0.001 TFLOP/s");
       c.gpu.peak_tflops[parse_dtype(key, vpath)] = tflops;
     }
     if (c.gpu.peak_tflops.empty()) throw InputError(path, "is empty; expected at least one dtype's peak TFLOP/s");

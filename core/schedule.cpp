@@ -10,6 +10,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "core/units.h"
 
 namespace shardline {
 
@@ -199,6 +200,21 @@ class Scheduler {
 
  private:
   // ---- set-up --------------------------------------------------------------------------
+  // A unit computing for over an hour per micro-batch comes from inputs that are each in range
+  // but together absurd (1e21 FLOPs at 0.1% of a CPU core's peak ran as a 1e19 us step):
+  // refused, naming what to check.
+  void check_compute_times() const {
+    constexpr double kMaxUnitComputeUs = 3.6e9;
+    for (size_t u = 0; u < unit_us_.size(); ++u) {
+      const double longest = std::max(unit_us_[u].forward_us, unit_us_[u].backward_us);
+      if (longest <= kMaxUnitComputeUs) continue;
+      throw InputError(s_.model.transformer ? "model.transformer" : "model.units",
+                       "unit \"" + s_.model.units[u].name + "\" would compute for " + format_time_us(longest) +
+                           " per micro-batch, over an hour; check its FLOPs or times, cluster.gpu.peak_tflops and the "
+                           "cluster.gpu efficiencies");
+    }
+  }
+
   void setup_program() {
     p_.scenario = s_.name;
     p_.shard_size = s_.mesh.shard;
@@ -217,6 +233,7 @@ class Scheduler {
                        "(set bucket_bytes to 0 or enable comm_fusion)");
     }
     unit_us_ = unit_compute_us(s_);
+    check_compute_times();
     const int64_t per_param_static = dtype_bytes(p_.master_dtype) * 2 + s_.policy.optimizer_bytes_per_param;
     for (int u = 0; u < static_cast<int>(s_.model.units.size()); ++u) {
       const UnitSpec& unit = s_.model.units[u];

@@ -358,6 +358,23 @@ TEST(Schedule, TooManyMicroBatchesAreRefusedBeforeBuildingNamingTheKey) {
   EXPECT_NO_THROW(schedule(s));
 }
 
+// Inputs each in range can still ask for a unit that computes for years; refused, naming the model.
+TEST(Schedule, AUnitComputingForOverAnHourIsAnInputError) {
+  Scenario s = make_scenario(4, 4, 1);
+  s.model.units[1].forward_time_us.reset();
+  s.model.units[1].backward_time_us.reset();
+  s.model.units[1].forward_flops = 1e21;
+  s.model.units[1].backward_flops = 2e21;
+  s.cluster.gpu.efficiency = 0.001;
+  try {
+    schedule(s);
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where(), "model.units");
+    EXPECT_NE(std::string(e.what()).find("over an hour"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Schedule, MemoryAllocationsBalanceAndStaticMemoryFollowsFormula) {
   Scenario s = make_scenario(3, 2, 2);
   s.policy.micro_batches = 2;
