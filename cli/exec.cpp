@@ -126,6 +126,10 @@ int run_exec(const std::vector<std::string>& args) {
   if (vm.count("warmup") && warmup < 0) throw InputError("--warmup", "must be 0 or more, got " + std::to_string(warmup));
   if (!(opt.timeout_s > 0)) throw InputError("--timeout", "must be a positive number of seconds");
   if (backend == "mpi") exec::mpi_poll_us_from_env();
+  if (backend == "nccl" && !exec::have_nccl_backend())
+    throw InputError("--backend", "this shardline was built without CUDA/NCCL; rebuild with -DSHARDLINE_CUDA=ON");
+  if (backend == "nccl" && !exec::have_gpu())
+    throw InputError("--backend", "nccl needs one GPU per rank, and this machine has none; use --backend mpi");
 
   const Scenario scenario = load_scenario(scenario_path, sets);
   const Program program = schedule(scenario);

@@ -76,6 +76,12 @@ exec_bad_input(iterations_zero "--iterations: must be at least 1, got 0" ${_scen
 exec_bad_input(warmup "--warmup: must be 0 or more, got -3" ${_scen}/host-tiny-fsdp.json --warmup -3)
 exec_bad_input(timeout "--timeout: must be a positive number of seconds" ${_scen}/host-tiny-fsdp.json --timeout 0 --np 2)
 set_tests_properties(exec.cli.bad.iterations_zero exec.cli.bad.timeout PROPERTIES FAIL_REGULAR_EXPRESSION "error:.*error:|launching")
+# --backend nccl on a machine without a GPU (or a build without CUDA): one message, before mpirun.
+if(NOT EXISTS "/dev/nvidia0")  # registered on machines without a GPU
+  exec_bad_input(nccl_no_gpu "--backend: (nccl needs one GPU per rank|this shardline was built without CUDA)"
+                 ${_scen}/host-tiny-fsdp.json --backend nccl --np 2)
+  set_tests_properties(exec.cli.bad.nccl_no_gpu PROPERTIES FAIL_REGULAR_EXPRESSION "launching")
+endif()
 # An error every rank finds under mpirun is printed once (by rank 0), not once per rank.
 add_test(NAME exec.cli.bad.once_under_mpirun
          COMMAND ${CMAKE_COMMAND} "-DCMD=${_mpirun};-n;2;$<TARGET_FILE:shardline>;exec;${_scen}/host-tiny-fsdp.json;--set;policy.micro_batches=0"
