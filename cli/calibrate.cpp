@@ -15,6 +15,7 @@
 #include "cli/mpirun_launch.h"
 #include "core/error.h"
 #include "core/profile.h"
+#include "reports/outputs.h"
 #include "core/units.h"
 #include "exec/calibrate.h"
 #include "exec/exec.h"
@@ -96,8 +97,7 @@ int run_calibrate(const std::vector<std::string>& args) {
     throw;
   }
   if (exec::mpi_rank() == 0) {
-    std::ofstream f(out);
-    f << profile_to_json(profile).dump(2) << "\n";
+    write_file_atomically(out, profile_to_json(profile).dump(2) + "\n", "--out");
     std::cout << "profile of " << exec::mpi_world() << " " << profile.backend << " ranks written to " << out << "\n";
   }
   exec::finalize_mpi();

@@ -17,6 +17,7 @@
 #include "cli/command.h"
 #include "core/error.h"
 #include "core/scenario_parse.h"
+#include "reports/outputs.h"
 #include "reports/sweep.h"
 #include "reports/sweep_html.h"
 #include "reports/sweep_mpi.h"
@@ -57,12 +58,6 @@ class Progress {
   int last_decile_ = 0;
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
 };
-
-void write_file(const fs::path& path, const std::string& text) {
-  std::ofstream out(path);
-  out << text;
-  if (!out) throw InputError("--out", "cannot write \"" + path.string() + "\"");
-}
 
 int run_sweep_command(const std::vector<std::string>& args) {
   SweepMpi mpi;
@@ -158,10 +153,11 @@ int run_sweep_command(const std::vector<std::string>& args) {
   result.pareto = pareto_front(result.rows, result.ranked_by.used);
   result.recommendation = recommend(result.rows, paths, margin, result.ranked_by);
 
-  fs::create_directories(out_dir);
-  write_file(fs::path(out_dir) / "sweep.csv", sweep_csv(result.rows, paths));
-  write_file(fs::path(out_dir) / "sweep.json", sweep_json(result).dump(1) + "\n");
-  write_file(fs::path(out_dir) / "report.html", sweep_html(result));
+  write_output_folder(out_dir,
+                      {{"sweep.csv", [&] { return sweep_csv(result.rows, paths); }},
+                       {"sweep.json", [&] { return sweep_json(result).dump(1) + "\n"; }},
+                       {"report.html", [&] { return sweep_html(result); }}},
+                      "--out");
 
   size_t invalid = 0, over = 0;
   for (const auto& r : result.rows) {

@@ -14,6 +14,7 @@
 #include "core/error.h"
 #include "core/timeline.h"
 #include "reports/history.h"
+#include "reports/outputs.h"
 #include "reports/regress.h"
 
 namespace po = boost::program_options;
@@ -93,9 +94,7 @@ int run_track(const std::vector<std::string>& args) {
   }
   if (!html.empty()) {
     const auto records = read_history(history);
-    std::ofstream out(html);
-    out << history_html(records);
-    if (!out) throw InputError("--html", "cannot write \"" + html + "\"");
+    write_file_atomically(html, history_html(records), "--html");
     std::cout << "wrote " << html << " (" << records.size() << " records)\n";
   }
   return 0;

@@ -13,6 +13,7 @@
 #include "core/error.h"
 #include "core/json_load.h"
 #include "reports/html.h"
+#include "reports/outputs.h"
 #include "reports/svg_timeline.h"
 #include "reports/throughput_text.h"
 
@@ -309,12 +310,6 @@ Timeline read_timeline_dir(const std::string& dir, const char* which) {
   }
 }
 
-void write_file(const std::filesystem::path& path, const std::string& text) {
-  std::ofstream out(path);
-  out << text;
-  if (!out) throw InputError("--out", "cannot write \"" + path.string() + "\"");
-}
-
 }  // namespace
 
 Comparison compare_run_dirs(const std::string& predicted_dir, const std::string& measured_dir, const std::string& out_dir,
@@ -322,11 +317,10 @@ Comparison compare_run_dirs(const std::string& predicted_dir, const std::string&
   const Timeline predicted = read_timeline_dir(predicted_dir, "PREDICTED_DIR");
   const Timeline measured = read_timeline_dir(measured_dir, "MEASURED_DIR");
   Comparison c = compare_timelines(predicted, measured, tolerance);
-  std::error_code ec;
-  std::filesystem::create_directories(out_dir, ec);
-  if (ec) throw InputError("--out", "cannot create \"" + out_dir + "\": " + ec.message());
-  write_file(std::filesystem::path(out_dir) / "compare.json", comparison_to_json(c).dump(2) + "\n");
-  write_file(std::filesystem::path(out_dir) / "compare.html", comparison_html(c, predicted, measured));
+  write_output_folder(out_dir,
+                      {{"compare.json", [&] { return comparison_to_json(c).dump(2) + "\n"; }},
+                       {"compare.html", [&] { return comparison_html(c, predicted, measured); }}},
+                      "--out");
   return c;
 }
 

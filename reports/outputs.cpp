@@ -61,12 +61,12 @@ const KindStats& stats_of(const Metrics& m, OpKind kind) {
   return it == m.by_kind.end() ? kEmpty : it->second;
 }
 
-void write_file(const fs::path& path, const std::string& text) {
+void write_file(const fs::path& path, const std::string& text, const std::string& flag) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) throw InputError("--out", "cannot create " + path.string());
+  if (!out) throw InputError(flag, "cannot create " + path.string());
   out.write(text.data(), static_cast<std::streamsize>(text.size()));
   out.close();
-  if (!out) throw InputError("--out", "cannot write " + path.string());
+  if (!out) throw InputError(flag, "cannot write " + path.string());
 }
 
 }  // namespace
@@ -248,54 +248,76 @@ void commit_into_existing(const fs::path& tmp, const fs::path& target, const std
 
 }  // namespace
 
-void write_run_outputs(const std::string& dir, const Scenario& scenario, const Program& program, const Timeline& timeline,
-                       const Metrics& metrics) {
-  check_run_outputs_size(scenario, program);
+void write_output_folder(const std::string& dir, const std::vector<OutputFile>& files, const std::string& flag) {
   static std::atomic<int> counter{0};
   fs::path target = fs::path(dir).lexically_normal();
-  if (target.empty()) throw InputError("--out", "empty output folder");
+  if (target.empty()) throw InputError(flag, "empty output folder");
   if (!target.has_filename()) target = target.parent_path();
   if (target.filename() == "." || target.filename() == "..") {
-    throw InputError("--out", "\"" + dir + "\" names the current or parent folder; give a folder of its own, e.g. out/run");
+    throw InputError(flag, "\"" + dir + "\" names the current or parent folder; give a folder of its own, e.g. out/run");
   }
   std::error_code ec;
-  if (fs::exists(target, ec) && !fs::is_directory(target, ec)) throw InputError("--out", target.string() + " exists and is not a folder");
+  if (fs::exists(target, ec) && !fs::is_directory(target, ec)) throw InputError(flag, target.string() + " exists and is not a folder");
   fs::path parent = target.has_parent_path() ? target.parent_path() : fs::path(".");
   fs::create_directories(parent, ec);
-  if (ec) throw InputError("--out", "cannot create " + parent.string() + ": " + ec.message());
+  if (ec) throw InputError(flag, "cannot create " + parent.string() + ": " + ec.message());
   const fs::path tmp = parent / ("." + target.filename().string() + ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
   fs::remove_all(tmp, ec);
-  if (!fs::create_directory(tmp, ec) || ec) throw InputError("--out", "cannot create " + tmp.string() + ": " + ec.message());
+  if (!fs::create_directory(tmp, ec) || ec) throw InputError(flag, "cannot create " + tmp.string() + ": " + ec.message());
 
-  const std::vector<UnitCompute> kernels = unit_breakdowns(scenario);
-  const std::vector<std::pair<std::string, std::function<std::string()>>> files = {
-      {"metrics.json", [&] { return metrics_to_json(metrics).dump(2) + "\n"; }},
-      {"program.json", [&] { return program_to_json(program).dump(1) + "\n"; }},
-      {"timeline.json", [&] { return timeline_to_json(timeline).dump() + "\n"; }},
-      {"trace.json", [&] { return trace_to_json(timeline, &kernels).dump() + "\n"; }},
-      {"report.html", [&] { return html_report(scenario, timeline, metrics); }},
-  };
   std::vector<std::string> names;
-  for (const auto& file : files) names.push_back(file.first);
+  for (const auto& file : files) names.push_back(file.name);
   try {
     const CleanupOnSignal cleanup(tmp, names);
     // Test hook (tests/unit/reports/outputs_test.cpp): a signal arrives after this file is written.
     const char* signal_after = std::getenv("SHARDLINE_TEST_SIGNAL_AFTER_FILE");
-    for (const auto& [name, render] : files) {
-      write_file(tmp / name, render());
-      if (signal_after != nullptr && name == signal_after) ::raise(SIGTERM);
+    for (const auto& file : files) {
+      write_file(tmp / file.name, file.render(), flag);
+      if (signal_after != nullptr && file.name == signal_after) ::raise(SIGTERM);
     }
     const SignalsHeld held;
     if (!fs::exists(target)) fs::rename(tmp, target);
     else commit_into_existing(tmp, target, names);
   } catch (const fs::filesystem_error& e) {
     fs::remove_all(tmp, ec);
-    throw InputError("--out", std::string("cannot write the run outputs: ") + e.what());
+    throw InputError(flag, std::string("cannot write the outputs: ") + e.what());
   } catch (...) {
     fs::remove_all(tmp, ec);
     throw;
   }
   fs::remove_all(tmp, ec);  // the old versions set aside, when an existing folder was updated
+}
+
+void write_file_atomically(const std::string& path, const std::string& text, const std::string& flag) {
+  static std::atomic<int> counter{0};
+  const fs::path target(path);
+  std::error_code ec;
+  if (fs::is_directory(target, ec)) throw InputError(flag, "\"" + path + "\" is a folder; expected a file name");
+  const fs::path tmp = target.parent_path() / ("." + target.filename().string() + ".tmp-" + std::to_string(::getpid()) + "-" +
+                                               std::to_string(counter++));
+  try {
+    write_file(tmp, text, flag);
+    fs::rename(tmp, target);
+  } catch (const fs::filesystem_error& e) {
+    fs::remove(tmp, ec);
+    throw InputError(flag, "cannot write \"" + path + "\": " + e.code().message());
+  } catch (...) {
+    fs::remove(tmp, ec);
+    throw;
+  }
+}
+
+void write_run_outputs(const std::string& dir, const Scenario& scenario, const Program& program, const Timeline& timeline,
+                       const Metrics& metrics) {
+  check_run_outputs_size(scenario, program);
+  const std::vector<UnitCompute> kernels = unit_breakdowns(scenario);
+  write_output_folder(dir,
+                      {{"metrics.json", [&] { return metrics_to_json(metrics).dump(2) + "\n"; }},
+                       {"program.json", [&] { return program_to_json(program).dump(1) + "\n"; }},
+                       {"timeline.json", [&] { return timeline_to_json(timeline).dump() + "\n"; }},
+                       {"trace.json", [&] { return trace_to_json(timeline, &kernels).dump() + "\n"; }},
+                       {"report.html", [&] { return html_report(scenario, timeline, metrics); }}},
+                      "--out");
 }
 
 std::string path_component(const std::string& text) {

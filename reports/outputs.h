@@ -1,7 +1,9 @@
 // The standard output folder of a run (simulate or exec): metrics.json, program.json,
 // timeline.json, trace.json, report.html; and the summary table printed on the terminal.
 #pragma once
+#include <functional>
 #include <string>
+#include <vector>
 
 #include "core/metrics.h"
 #include "core/program.h"
@@ -16,8 +18,22 @@ inline constexpr int64_t kMaxOutputOps = 250'000;
 inline constexpr double kOutputBytesPerOp = 4200;
 void check_run_outputs_size(const Scenario& scenario, const Program& program);
 
-// Writes every file into a temporary sibling folder first, then puts it in place all at
-// once: a new DIR is the renamed folder; in an existing DIR the old versions of the five
+// One file of an output folder: its name, and how to render it (called while writing).
+struct OutputFile {
+  std::string name;
+  std::function<std::string()> render;
+};
+
+// Writes `files` (at most 8) into folder `dir` all at once, as below; errors name `flag`.
+// Every command that writes a folder of outputs (simulate, exec, compare, sweep) uses it.
+void write_output_folder(const std::string& dir, const std::vector<OutputFile>& files, const std::string& flag);
+
+// One file written beside `path` and renamed over it: readers see the old file or the new one,
+// never a half-written one. Errors name `flag`.
+void write_file_atomically(const std::string& path, const std::string& text, const std::string& flag);
+
+// The run outputs, through write_output_folder. It writes every file into a temporary sibling
+// folder first, then puts it in place all at once: a new DIR is the renamed folder; in an existing DIR the old versions of the five
 // files are set aside and the new ones moved in, all put back on any failure (other files
 // there are left alone). Signals are held during that commit; SIGINT / SIGTERM / SIGHUP while
 // the files are written remove the temporary folder before the process ends. So an error or a

@@ -1,6 +1,8 @@
 // Metrics regression check (see reports/regress.h).
 #include "reports/regress.h"
 
+#include "reports/outputs.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -188,9 +190,7 @@ std::vector<std::string> update_baseline(const std::string& baseline, const std:
     read_metrics_file(from);  // never write a baseline from a file that is not metrics
     const nlohmann::json j = read_json_file(from);
     if (to.has_parent_path()) fs::create_directories(to.parent_path());
-    std::ofstream out(to);
-    if (!out) throw InputError("--baseline", "cannot write \"" + to.string() + "\"");
-    out << j.dump(2) << "\n";
+    write_file_atomically(to.string(), j.dump(2) + "\n", "--baseline");
     written.push_back(to.string());
   };
   if (!fs::is_directory(current)) {

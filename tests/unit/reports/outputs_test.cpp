@@ -119,6 +119,38 @@ TEST(RunOutputs, TheCurrentOrParentFolderIsAnInputError) {
   }
 }
 
+// Any folder of outputs (compare's, sweep's) goes through the same writer: a failed render
+// changes nothing, other files in the folder stay.
+TEST(OutputFolder, AFailedRenderLeavesTheExistingFolderAsItWas) {
+  ScratchDir scratch;
+  const fs::path out = scratch.path() / "cmp";
+  write_output_folder(out.string(), {{"a.json", [] { return std::string("1"); }}, {"b.html", [] { return std::string("2"); }}},
+                      "--out");
+  std::ofstream(out / "mine.txt") << "mine";
+  EXPECT_ANY_THROW(write_output_folder(
+      out.string(), {{"a.json", [] { return std::string("new"); }}, {"b.html", []() -> std::string { throw InputError("x", "y"); }}},
+      "--out"));
+  EXPECT_EQ(slurp(out / "a.json"), "1");
+  EXPECT_EQ(slurp(out / "b.html"), "2");
+  EXPECT_EQ(slurp(out / "mine.txt"), "mine");
+  EXPECT_EQ(entries(scratch.path()), 1u);
+}
+
+TEST(OutputFolder, OneFileIsReplacedWholeOrNotAtAll) {
+  ScratchDir scratch;
+  const fs::path file = scratch.path() / "profile.json";
+  write_file_atomically(file.string(), "old", "--out");
+  write_file_atomically(file.string(), "new", "--out");
+  EXPECT_EQ(slurp(file), "new");
+  EXPECT_EQ(entries(scratch.path()), 1u);  // no temporary file beside it
+  try {
+    write_file_atomically(scratch.path().string(), "x", "--html");
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where(), "--html");
+  }
+}
+
 TEST(RunOutputs, AFileInTheWayIsAnInputError) {
   ScratchDir scratch;
   const fs::path out = scratch.path() / "run";
