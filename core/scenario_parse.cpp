@@ -232,16 +232,21 @@ E as_choice(const json& v, const std::string& path, const std::vector<std::pair<
   throw InputError(path, "unknown value \"" + text + "\";" + suggestion_tail(text, known));
 }
 
+// Units (transformer layers, or explicit units after `repeat`): at most a million; and 1e15
+// elements per tensor (parameter bytes, times 16 and more, stay far from int64 overflow).
+constexpr int64_t kMaxUnits = 1'000'000;
+constexpr int64_t kMaxUnitElements = 1'000'000'000'000'000;
+
 TransformerSpec parse_transformer(const json& j, const std::string& path, const json& sch) {
   const Obj o(j, path, sch);
   const auto positive = [&](const char* key) { return as_int64(o.req(key, "a positive integer"), o.at(key), 1); };
   TransformerSpec t;
   t.layers = positive("layers");
-  // Each unit makes at least ten ops a step and Programs stop at 10 million ops (core/schedule.h):
-  // refuse before the units are built.
-  if (t.layers > 1'000'000) {
-    throw InputError(o.at("layers"), std::to_string(t.layers) + " layers would make over 10 million ops per step, more than "
-                                                                 "shardline schedules; expected at most 1000000");
+  // Each unit makes at least ten ops a step and Programs stop at 4 million ops (core/schedule.h,
+  // which also estimates the op count before building): refuse before the units are built.
+  if (t.layers > kMaxUnits) {
+    throw InputError(o.at("layers"), std::to_string(t.layers) + " layers is more units than shardline schedules; expected at most " +
+                                         std::to_string(kMaxUnits));
   }
   t.hidden = positive("hidden");
   t.ffn_hidden = positive("ffn_hidden");
@@ -314,11 +319,6 @@ TransformerSpec parse_transformer(const json& j, const std::string& path, const 
   }
   return t;
 }
-
-// Explicit units: at most a million of them, and 1e15 elements per tensor (parameter bytes,
-// times 16 and more, stay far from int64 overflow).
-constexpr int64_t kMaxUnits = 1'000'000;
-constexpr int64_t kMaxUnitElements = 1'000'000'000'000'000;
 
 void parse_unit_list(const json& j, const std::string& path, const json& sch, std::vector<UnitSpec>& units) {
   if (!j.is_array()) type_error(j, path, "an array of units");

@@ -226,7 +226,7 @@ TEST(Transformer, ShapesTooLargeToCountAreRefusedNamingTheShape) {
   j = llama(1000000, 65536, 262144, 128, 8, "none");
   expect_bad(j, "model.transformer", {"parameters"});
   j = llama(10000000, 256, 688, 4, 2, "none");  // tiny layers, but ten million of them
-  expect_bad(j, "model.transformer.layers", {"10000000", "10 million ops"});
+  expect_bad(j, "model.transformer.layers", {"10000000", "at most 1000000"});
   expect_input_error([] { parse_rate_bytes_per_s("1e-300B/s", "cluster.intra_node.bandwidth"); }, "cluster.intra_node.bandwidth",
                      {"out of range"});
 }
