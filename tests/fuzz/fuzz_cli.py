@@ -286,6 +286,7 @@ def main():
     ap.add_argument("--max-rss-mb", type=int, default=1024)
     ap.add_argument("--keep", help="save failing mutants here (default: a new temporary folder)")
     args = ap.parse_args()
+    args.binary = os.path.abspath(args.binary)  # the cases run inside their own folders
     if not os.access(args.binary, os.X_OK):
         print(f"fuzz_cli.py: no shardline binary at {args.binary}", file=sys.stderr)
         return 2
