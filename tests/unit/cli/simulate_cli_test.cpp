@@ -178,6 +178,16 @@ TEST_F(SimulateCli, UnknownScenarioKeyExits2NamingItsPath) {
   expect_input_error("simulate " + bad.string(), "policy.bucket_byte");
 }
 
+// --out writes every op three times (about 4 KB each): a step of over 250,000 ops is refused
+// before simulating, naming the key that made the ops, and nothing is written. Without --out
+// the same step simulates.
+TEST_F(SimulateCli, OutputsOfAHugeProgramAreRefusedNamingTheKey) {
+  const std::string big = "simulate " + scenario("llama3-8b-fsdp-h100x8.json") + " --set policy.micro_batches=600";
+  expect_input_error(big, "policy.micro_batches");  // with --out DIR/out, which must not appear
+  EXPECT_NE(err_.find("stops at 250000 ops"), std::string::npos) << err_;
+  EXPECT_EQ(run(big + " --json").code, 0) << err_;
+}
+
 TEST_F(SimulateCli, BadSetExits2NamingThePath) {
   expect_input_error("simulate " + scenario("host-tiny-fsdp.json") + " --set policy.no_such_key=1", "--set");
   expect_input_error("simulate " + scenario("host-tiny-fsdp.json") + " --set policy.bucket_bytes=lots", "policy.bucket_bytes");
