@@ -2,10 +2,13 @@
 // Program for real (exec/): every rank a process under mpirun, every op executed on stream
 // threads (mpi) or CUDA streams (nccl), data checked, per-op times measured and aligned; writes
 // the measured timeline, metrics, trace and report like `simulate`. With --np N (and not
-// already under mpirun) it launches mpirun itself.
+// already under mpirun) it launches mpirun itself, waits for it, and names a rank that died
+// without a report.
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <csignal>
 #include <climits>
 #include <cstring>
 #include <cstdlib>
@@ -32,8 +35,33 @@ namespace po = boost::program_options;
 namespace shardline::cli {
 namespace {
 
-// Re-runs this command under mpirun with N ranks, adding the flags a newcomer would not know.
-[[noreturn]] void launch_mpirun(int np, const std::vector<std::string>& args) {
+// After a failed run under our own mpirun: ranks that wrote partial timelines into `out_dir`
+// reported themselves; a rank that did not, while others did, died without a word (killed,
+// crashed). Named here once, since mpirun's own text is easy to miss among the rest.
+void report_silent_ranks(int np, const std::string& out_dir) {
+  namespace fs = std::filesystem;
+  std::vector<int> silent, reported;
+  for (int r = 0; r < np; ++r)
+    (fs::exists(fs::path(out_dir) / ("error.rank" + std::to_string(r) + ".txt")) ? reported : silent).push_back(r);
+  if (reported.empty() || silent.empty()) return;
+  const auto list = [](const std::vector<int>& ranks) {
+    std::string text;
+    for (int r : ranks) text += (text.empty() ? "" : ", ") + std::to_string(r);
+    return text;
+  };
+  std::cerr << "shardline exec: error: rank" << (silent.size() > 1 ? "s " : " ") << list(silent)
+            << " ended without a report (killed or crashed; mpirun's message says how); partial timelines of rank"
+            << (reported.size() > 1 ? "s " : " ") << list(reported) << " are in " << out_dir << "/" << std::endl;
+}
+
+volatile pid_t g_mpirun = 0;
+extern "C" void forward_to_mpirun(int sig) {
+  if (g_mpirun > 0) ::kill(g_mpirun, sig);
+}
+
+// Re-runs this command under mpirun with N ranks, adding the flags a newcomer would not know,
+// waits for it and returns its exit status (128 + N when it ended by signal N).
+int launch_mpirun(int np, const std::vector<std::string>& args, const std::string& out_dir) {
   const char* env = std::getenv("SHARDLINE_MPIEXEC");
   std::vector<std::string> cmd{env && *env ? env : "mpirun"};
   if (geteuid() == 0) cmd.push_back("--allow-run-as-root");
@@ -58,9 +86,34 @@ namespace {
   std::vector<char*> argv;
   for (auto& c : cmd) argv.push_back(c.data());
   argv.push_back(nullptr);
-  execvp(argv[0], argv.data());
-  throw InputError("--np", "could not run " + cmd[0] + " (" + std::strerror(errno) +
-                               "); install Open MPI or set SHARDLINE_MPIEXEC");
+  // Ctrl-C reaches mpirun and the ranks (one process group): this launcher ignores it and waits
+  // for them. A SIGTERM sent to the launcher alone is passed on to mpirun.
+  struct sigaction ignore {}, forward {}, old_int {}, old_term {};
+  ignore.sa_handler = SIG_IGN;
+  sigemptyset(&ignore.sa_mask);
+  forward.sa_handler = forward_to_mpirun;
+  sigemptyset(&forward.sa_mask);
+  ::sigaction(SIGINT, &ignore, &old_int);
+  ::sigaction(SIGTERM, &forward, &old_term);
+  const pid_t child = ::fork();
+  g_mpirun = child;
+  if (child == 0) {
+    ::sigaction(SIGINT, &old_int, nullptr);
+    ::sigaction(SIGTERM, &old_term, nullptr);
+    execvp(argv[0], argv.data());
+    std::cerr << "shardline exec: error: --np: could not run " << cmd[0] << " (" << std::strerror(errno)
+              << "); install Open MPI or set SHARDLINE_MPIEXEC" << std::endl;
+    std::_Exit(2);
+  }
+  int status = 0;
+  while (child > 0 && ::waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  ::sigaction(SIGINT, &old_int, nullptr);
+  ::sigaction(SIGTERM, &old_term, nullptr);
+  if (child < 0) throw InputError("--np", std::string("could not start ") + cmd[0] + ": " + std::strerror(errno));
+  const int rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  if (rc != 0 && rc != 2 && !out_dir.empty()) report_silent_ranks(np, out_dir);
+  return rc;
 }
 
 void write_partial(const std::string& dir, const Timeline& partial, const std::string& message) {
@@ -140,7 +193,7 @@ int run_exec(const std::vector<std::string>& args) {
                                  std::to_string(scenario.mesh.shard) + " x replicate " +
                                  std::to_string(scenario.mesh.replicate) + "), not " + std::to_string(np) +
                                  "; use --np " + std::to_string(world) + " or --set mesh.shard=...");
-  if (np > 0 && !exec::launched_by_mpirun()) launch_mpirun(np, args);
+  if (np > 0 && !exec::launched_by_mpirun()) return launch_mpirun(np, args, out_dir);
 
   opt.iterations = iterations >= 0 ? iterations : scenario.run.iterations;
   opt.warmup = warmup >= 0 ? warmup : scenario.run.warmup;

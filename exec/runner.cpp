@@ -256,8 +256,8 @@ class Run {
   // mpirun ends the surviving ranks with SIGTERM (and SIGKILL about a second later) when a rank
   // dies: say where this one was, so the partial timelines show how far each rank got.
   std::string describe_terminated(int issued) {
-    return "rank " + std::to_string(rank_) + " was ended by mpirun (SIGTERM), usually because another rank died (mpirun " +
-           "names it); this rank was at: " + where_stuck(issued);
+    return "rank " + std::to_string(rank_) + " was ended by SIGTERM (mpirun sends it when another rank dies, naming " +
+           "that rank, or when the run is stopped); this rank was at: " + where_stuck(issued);
   }
 
   std::string describe_stuck(int issued) {

@@ -50,10 +50,17 @@ set_tests_properties(exec.cli.timeout PROPERTIES LABELS "exec;cli" TIMEOUT 60 EN
 # says where it was and writes its partial timeline before mpirun's SIGKILL follows.
 add_test(NAME exec.cli.dead_rank
          COMMAND ${CMAKE_COMMAND} "-DCMD=${_mpirun};-n;2;$<TARGET_FILE:shardline>;exec;${_scen}/host-tiny-fsdp.json;--kill-rank;1;--out;${_out}/dead_rank"
-                 "-DRC=137" "-DREGEX=rank 0 was ended by mpirun \\(SIGTERM\\), usually because another rank died.*this rank was at: .*op"
+                 "-DRC=137" "-DREGEX=rank 0 was ended by SIGTERM \\(mpirun sends it when another rank dies.*this rank was at: .*op"
                  "-DCLEAN=${_out}/dead_rank" "-DFILES=${_out}/dead_rank/timeline.partial.rank0.json;${_out}/dead_rank/error.rank0.txt"
                  -P ${CMAKE_CURRENT_SOURCE_DIR}/expect_run.cmake)
 set_tests_properties(exec.cli.dead_rank PROPERTIES LABELS "exec;cli" TIMEOUT 60 ENVIRONMENT "${_env}")
+# Launched with --np, shardline waits for mpirun and names the rank that left no report.
+add_test(NAME exec.cli.dead_rank_np
+         COMMAND ${CMAKE_COMMAND} "-DCMD=$<TARGET_FILE:shardline>;exec;${_scen}/host-tiny-fsdp.json;--np;2;--kill-rank;1;--out;${_out}/dead_rank_np"
+                 "-DRC=137" "-DREGEX=rank 1 ended without a report \\(killed or crashed.*partial timelines of rank 0 are in"
+                 "-DCLEAN=${_out}/dead_rank_np" "-DFILES=${_out}/dead_rank_np/timeline.partial.rank0.json"
+                 -P ${CMAKE_CURRENT_SOURCE_DIR}/expect_run.cmake)
+set_tests_properties(exec.cli.dead_rank_np PROPERTIES LABELS "exec;cli" TIMEOUT 60 ENVIRONMENT "${_env}")
 
 # Bad input: exit 2 with the flag or path named, before anything runs.
 function(exec_bad_input name regex)
