@@ -10,7 +10,8 @@ sweep, simulate --profile, simulate --set, compare, regress, track) and fails wh
   - uses more than --max-seconds of CPU time (or runs four times that on the clock), or grows
     beyond --max-rss-mb of resident memory,
   - prints an error of more than three lines, or one that is not "shardline <cmd>: error: ...",
-    or one with nlohmann's raw "[json.exception...]" text,
+    or one with nlohmann's raw "[json.exception...]" text, or (for scenario inputs) one naming an
+    internal Program field (ops[N], static_memory_bytes) instead of the scenario key,
   - leaves a temporary output folder behind (".<name>.tmp-*").
 
 Deterministic from --seed: the same seed makes the same mutants in the same order. Failing
@@ -27,6 +28,7 @@ import glob
 import json
 import os
 import random
+import re
 import resource
 import shutil
 import signal
@@ -60,6 +62,11 @@ SET_PATHS = ["model.transformer.layers", "model.transformer.hidden", "model.tran
              "cluster.nodes", "mesh.shard", "mesh.replicate", "run.memory_margin", "name", "description",
              "cluster.file", "model.units.0.params", "model.units.0.forward_time", "model.units.0.repeat",
              "model.units.0.activation_bytes", "cluster.gpu.kernel_launch", "cluster.event_latency"]
+
+
+# Fields of the Program the scheduler makes: a scenario's error must name the scenario key
+# that caused it, never these.
+INTERNAL_FIELD = re.compile(r"\bops\[\d+\]|static_memory_bytes|\bcompute_us\b")
 
 
 # ---- mutations --------------------------------------------------------------------------------
@@ -270,6 +277,8 @@ def check_case(kind, argv, allowed, result, case_dir, limits):
         problems.append("sanitizer report")
     if "[json.exception" in err_text:
         problems.append("nlohmann's raw exception text in the message")
+    if kind not in ("compare", "regress", "track") and INTERNAL_FIELD.search(err_text):
+        problems.append("the message names an internal Program field, not the scenario key")
     left = glob.glob(os.path.join(case_dir, ".*.tmp-*")) + glob.glob(os.path.join(case_dir, "*", ".*.tmp-*"))
     if left:
         problems.append(f"temporary output left behind: {os.path.basename(left[0])}")
