@@ -24,7 +24,8 @@ struct OutputFile {
   std::function<std::string()> render;
 };
 
-// Writes `files` (at most 8) into folder `dir` all at once, as below; errors name `flag`.
+// Writes `files` (at most 8) into folder `dir` all at once, as below; errors name `flag`. One
+// call at a time per process: the signal clean-up holds one temporary folder.
 // Every command that writes a folder of outputs (simulate, exec, compare, sweep) uses it.
 void write_output_folder(const std::string& dir, const std::vector<OutputFile>& files, const std::string& flag);
 
