@@ -19,7 +19,7 @@ mutants are saved under --keep (default: a temporary folder named in the report)
 command that ran them. Only the Python standard library is used.
 
     tests/fuzz/fuzz_cli.py --binary build/release/cli/shardline [--seed 1] [--count 2000]
-                           [--jobs 2] [--max-seconds 6] [--max-rss-mb 1024]
+                           [--jobs 2] [--max-seconds 15] [--max-rss-mb 1024]
 """
 import argparse
 import concurrent.futures
@@ -291,7 +291,7 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--count", type=int, default=2000)
     ap.add_argument("--jobs", type=int, default=2)
-    ap.add_argument("--max-seconds", type=float, default=6.0)
+    ap.add_argument("--max-seconds", type=float, default=15.0)
     ap.add_argument("--max-rss-mb", type=int, default=1024)
     ap.add_argument("--keep", help="save failing mutants here (default: a new temporary folder)")
     args = ap.parse_args()
