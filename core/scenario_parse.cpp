@@ -504,18 +504,13 @@ ClusterSpec parse_cluster(const json& j, const json& sch, const std::string& bas
     }
     if (c.gpu.peak_tflops.empty()) throw InputError(path, "is empty; expected at least one dtype's peak TFLOP/s");
   }
-  if (const json* v = g.opt("efficiency")) {
-    c.gpu.efficiency = as_number(*v, g.at("efficiency"));
-    if (!(c.gpu.efficiency >= kMinEfficiency && c.gpu.efficiency <= 1)) {
-      throw InputError(g.at("efficiency"), show(*v) + " is out of range; expected a fraction in [0.001, 1]");
-    }
-  }
   const auto fraction = [&](const char* key, double& out) {
     if (const json* v = g.opt(key)) {
       out = as_number(*v, g.at(key));
       if (!(out >= kMinEfficiency && out <= 1)) throw InputError(g.at(key), show(*v) + " is out of range; expected a fraction in [0.001, 1]");
     }
   };
+  fraction("efficiency", c.gpu.efficiency);
   fraction("gemm_efficiency", c.gpu.gemm_efficiency);
   fraction("attention_efficiency", c.gpu.attention_efficiency);
   fraction("memory_efficiency", c.gpu.memory_efficiency);

@@ -91,6 +91,12 @@ std::vector<Bucket> pack_buckets(const Scenario& s, const Program& p, const std:
   return buckets;
 }
 
+// What makes one micro-batch's ops: the bucket size when the policy buckets, else the units.
+std::string size_key_of_one_micro_batch(const Scenario& s) {
+  if (s.policy.bucket_bytes > 0) return "policy.bucket_bytes";
+  return s.model.transformer ? "model.transformer.layers" : "model.units";
+}
+
 // The refusal names the scenario key that made the Program large: micro-batches when one
 // micro-batch alone would fit, else the bucket size when there are buckets, else the model.
 InputError too_many_ops(const Scenario& s, double ops, double ops_one_micro_batch) {
@@ -101,8 +107,8 @@ InputError too_many_ops(const Scenario& s, double ops, double ops_one_micro_batc
                            " shardline schedules (about 500 bytes of memory each); ";
   if (s.policy.micro_batches > 1 && ops_one_micro_batch <= static_cast<double>(kMaxProgramOps))
     return InputError("policy.micro_batches", what + "use fewer micro-batches");
-  if (s.policy.bucket_bytes > 0) return InputError("policy.bucket_bytes", what + "use larger buckets");
-  return InputError(s.model.transformer ? "model.transformer.layers" : "model.units", what + "use fewer units");
+  const std::string key = size_key_of_one_micro_batch(s);
+  return InputError(key, what + (key == "policy.bucket_bytes" ? "use larger buckets" : "use fewer units"));
 }
 
 // Emits ops into a Program, tracking per-stream state: the last op on each stream and the
@@ -603,9 +609,7 @@ class Scheduler {
 }  // namespace
 
 std::string program_size_key(const Scenario& s) {
-  if (s.policy.micro_batches > 1) return "policy.micro_batches";
-  if (s.policy.bucket_bytes > 0) return "policy.bucket_bytes";
-  return s.model.transformer ? "model.transformer.layers" : "model.units";
+  return s.policy.micro_batches > 1 ? "policy.micro_batches" : size_key_of_one_micro_batch(s);
 }
 
 Program schedule(const Scenario& scenario) { return Scheduler(scenario).run(); }

@@ -261,14 +261,9 @@ class Run {
   }
 
   std::string describe_stuck(int issued) {
-    return "rank " + std::to_string(rank_) + " made no progress for " + format_seconds(options_.timeout_s) +
-           " s (--timeout): " + where_stuck(issued);
-  }
-
-  static std::string format_seconds(double s) {
-    std::ostringstream out;
-    out << s;
-    return out.str();
+    std::ostringstream msg;
+    msg << "rank " << rank_ << " made no progress for " << options_.timeout_s << " s (--timeout): " << where_stuck(issued);
+    return msg.str();
   }
 
   // The op this rank waits in (the earliest unfinished issued op whose dependencies finished),

@@ -173,9 +173,16 @@ extern "C" void remove_pending_output(int sig) {
   ::raise(sig);
 }
 
-void copy_path(char (&dst)[4096], const fs::path& p) {
+// ".NAME.tmp-<pid>-<n>" beside `target`: where an output is written before it is put in place.
+fs::path temporary_sibling(const fs::path& target) {
+  static std::atomic<int> counter{0};
+  return target.parent_path() /
+         ("." + target.filename().string() + ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
+}
+
+void copy_path(char (&dst)[4096], const fs::path& p, const std::string& flag) {
   const std::string s = p.string();
-  if (s.size() >= sizeof dst) throw InputError("--out", "the output path is too long: " + s);
+  if (s.size() >= sizeof dst) throw InputError(flag, "the output path is too long: " + s);
   std::memcpy(dst, s.c_str(), s.size() + 1);
 }
 
@@ -183,11 +190,11 @@ void copy_path(char (&dst)[4096], const fs::path& p) {
 // the write ends (committed or failed).
 class CleanupOnSignal {
  public:
-  CleanupOnSignal(const fs::path& tmp, const std::vector<std::string>& names) {
+  CleanupOnSignal(const fs::path& tmp, const std::vector<std::string>& names, const std::string& flag) {
     assert(names.size() <= PendingOutput::kMaxFiles && "more output files than the signal clean-up holds");
-    copy_path(g_pending.tmp_dir, tmp);
+    copy_path(g_pending.tmp_dir, tmp, flag);
     g_pending.files = static_cast<int>(names.size());
-    for (size_t i = 0; i < names.size(); ++i) copy_path(g_pending.tmp_files[i], tmp / names[i]);
+    for (size_t i = 0; i < names.size(); ++i) copy_path(g_pending.tmp_files[i], tmp / names[i], flag);
     struct sigaction action {};
     action.sa_handler = remove_pending_output;
     sigemptyset(&action.sa_mask);
@@ -249,7 +256,6 @@ void commit_into_existing(const fs::path& tmp, const fs::path& target, const std
 }  // namespace
 
 void write_output_folder(const std::string& dir, const std::vector<OutputFile>& files, const std::string& flag) {
-  static std::atomic<int> counter{0};
   fs::path target = fs::path(dir).lexically_normal();
   if (target.empty()) throw InputError(flag, "empty output folder");
   if (!target.has_filename()) target = target.parent_path();
@@ -261,14 +267,14 @@ void write_output_folder(const std::string& dir, const std::vector<OutputFile>& 
   fs::path parent = target.has_parent_path() ? target.parent_path() : fs::path(".");
   fs::create_directories(parent, ec);
   if (ec) throw InputError(flag, "cannot create " + parent.string() + ": " + ec.message());
-  const fs::path tmp = parent / ("." + target.filename().string() + ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
+  const fs::path tmp = temporary_sibling(parent / target.filename());
   fs::remove_all(tmp, ec);
   if (!fs::create_directory(tmp, ec) || ec) throw InputError(flag, "cannot create " + tmp.string() + ": " + ec.message());
 
   std::vector<std::string> names;
   for (const auto& file : files) names.push_back(file.name);
   try {
-    const CleanupOnSignal cleanup(tmp, names);
+    const CleanupOnSignal cleanup(tmp, names, flag);
     // Test hook (tests/unit/reports/outputs_test.cpp): a signal arrives after this file is written.
     const char* signal_after = std::getenv("SHARDLINE_TEST_SIGNAL_AFTER_FILE");
     for (const auto& file : files) {
@@ -289,12 +295,10 @@ void write_output_folder(const std::string& dir, const std::vector<OutputFile>& 
 }
 
 void write_file_atomically(const std::string& path, const std::string& text, const std::string& flag) {
-  static std::atomic<int> counter{0};
   const fs::path target(path);
   std::error_code ec;
   if (fs::is_directory(target, ec)) throw InputError(flag, "\"" + path + "\" is a folder; expected a file name");
-  const fs::path tmp = target.parent_path() / ("." + target.filename().string() + ".tmp-" + std::to_string(::getpid()) + "-" +
-                                               std::to_string(counter++));
+  const fs::path tmp = temporary_sibling(target);
   try {
     write_file(tmp, text, flag);
     fs::rename(tmp, target);
