@@ -54,6 +54,12 @@ class CliTest : public ::testing::Test {
     return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out_, err_};
   }
 
+  // Writes `text` to dir_/rel, creating the folders on the way.
+  void write_text(const std::string& rel, const std::string& text) {
+    fs::create_directories((dir_ / rel).parent_path());
+    std::ofstream(dir_ / rel) << text;
+  }
+
   fs::path dir_;
   std::string out_, err_;
 };

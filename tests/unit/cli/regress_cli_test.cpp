@@ -18,10 +18,7 @@ const auto& metrics = metrics_json;
 
 class RegressCli : public shardline::clitest::CliTest {
  protected:
-  void write(const std::string& rel, const nlohmann::json& j) {
-    fs::create_directories((dir_ / rel).parent_path());
-    std::ofstream(dir_ / rel) << j.dump(1);
-  }
+  void write(const std::string& rel, const nlohmann::json& j) { write_text(rel, j.dump(1)); }
 };
 
 TEST_F(RegressCli, InjectedRegressionExitsOne) {

@@ -21,11 +21,8 @@ const auto& metrics = metrics_json;
 
 class RobustCli : public shardline::clitest::CliTest {
  protected:
-  void write(const std::string& rel, const std::string& text) {
-    fs::create_directories((dir_ / rel).parent_path());
-    std::ofstream(dir_ / rel) << text;
-  }
-  void write(const std::string& rel, const nlohmann::json& j) { write(rel, j.dump(1)); }
+  void write(const std::string& rel, const std::string& text) { write_text(rel, text); }
+  void write(const std::string& rel, const nlohmann::json& j) { write_text(rel, j.dump(1)); }
   // Exit 2 and exactly one error line that starts with `prefix`.
   void expect_error(const shardline::clitest::Result& r, const std::string& prefix) {
     EXPECT_EQ(r.code, 2) << out_ << err_;
