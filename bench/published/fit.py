@@ -28,6 +28,10 @@ PARAMS = [
     ("attention_efficiency", "cluster.gpu.attention_efficiency", 0.05, 1.0, ""),
     ("memory_efficiency", "cluster.gpu.memory_efficiency", 0.2, 1.0, ""),
 ]
+# With --fit-inter-node, also the achieved bandwidth of one inter-node NIC (what the cluster
+# preset's inter_node.bandwidth means), bounded by a NIC's line rate (200 Gb/s on the A100 tables'
+# fabric) and a tenth of it.
+INTER_NODE = ("inter_node_bandwidth", "cluster.inter_node.bandwidth", 20.0, 200.0, "Gbps")
 
 
 def clamp(x):
@@ -92,15 +96,23 @@ def main():
     ap.add_argument("--iterations", type=int, default=120)
     ap.add_argument("--set", action="append", default=[], metavar="PATH=VALUE",
                     help="a fixed scenario override applied to every fit row (not fitted), e.g. a cluster structure to compare")
-    ap.add_argument("--start", nargs=len(PARAMS), type=float, default=[0.7, 256, 0.4, 0.7],
-                    metavar=tuple(p[0] for p in PARAMS))
+    ap.add_argument("--fit-inter-node", action="store_true",
+                    help="also fit the achieved inter-node bandwidth per NIC (Gb/s) of the chip's cluster presets")
+    ap.add_argument("--start", nargs="+", type=float, default=None,
+                    help="start values, in the order printed (default 0.7 256 0.4 0.7, then 100 with --fit-inter-node)")
     args = ap.parse_args()
+    if args.fit_inter_node:
+        PARAMS.append(INTER_NODE)
+    start = args.start or [0.7, 256, 0.4, 0.7, 100.0][:len(PARAMS)]
+    if len(start) != len(PARAMS):
+        ap.error(f"--start needs {len(PARAMS)} values: " + " ".join(p[0] for p in PARAMS))
+    steps = [0.1, 256, 0.1, 0.1, 50.0][:len(PARAMS)]
     data = check.load(args.runs)
     for chip in args.chip or sorted(CHIPS):
         rows = [r for r in data["rows"] if r["split"] == "fit" and r["gpu"] in CHIPS[chip]]
         cache = {}
         f = lambda x: objective(args.binary, rows, data["models"], x, cache, args.set)  # noqa: E731
-        x, value = nelder_mead(f, args.start, [0.1, 256, 0.1, 0.1], args.iterations)
+        x, value = nelder_mead(f, start, steps, args.iterations)
         print(f"{chip}: {len(rows)} fit rows, {len(cache)} evaluations, mean |log error| {value:.4f}")
         for v, (name, key, _, _, unit) in zip(x, PARAMS):
             print(f"  {name:<22} {v:.4g}{unit}")
