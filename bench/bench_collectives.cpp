@@ -81,10 +81,13 @@ const char* variant_name(Variant v) {
   return v == Variant::Unfused ? "unfused" : v == Variant::Fused ? "fused" : "zero_copy";
 }
 
-StreamId stream_of(CollectiveKind k) {
-  return k == CollectiveKind::AllGather       ? StreamId::AllGather
-         : k == CollectiveKind::ReduceScatter ? StreamId::ReduceScatter
-                                              : StreamId::AllReduce;
+// One stream per collective kind (each pass runs on one), default priority; one communicator
+// pattern: every rank.
+const std::vector<StreamInfo> kBenchStreams = {{"all_gather", 0}, {"reduce_scatter", 0}, {"all_reduce", 0}};
+constexpr int kWorldGroup = 0;
+
+int stream_of(CollectiveKind k) {
+  return k == CollectiveKind::AllGather ? 0 : k == CollectiveKind::ReduceScatter ? 1 : 2;
 }
 
 // Peak bytes one rank allocates for a benchmark (separate tensors + flat buffers).
@@ -130,7 +133,7 @@ struct Pass {
 };
 
 void enqueue(Backend& b, CollectiveKind kind, const Pass& p) {
-  const StreamId s = stream_of(kind);
+  const int s = stream_of(kind);
   int op = 0;
   if (!p.copy_in.empty()) {
     b.begin_op(s, op);
@@ -139,9 +142,9 @@ void enqueue(Backend& b, CollectiveKind kind, const Pass& p) {
   }
   for (const CollectiveArgs& a : p.collectives) {
     b.begin_op(s, op);
-    if (kind == CollectiveKind::AllGather) b.all_gather(s, CommGroup::Shard, a);
-    else if (kind == CollectiveKind::ReduceScatter) b.reduce_scatter(s, CommGroup::Shard, a);
-    else b.all_reduce(s, CommGroup::Shard, a);
+    if (kind == CollectiveKind::AllGather) b.all_gather(s, kWorldGroup, a);
+    else if (kind == CollectiveKind::ReduceScatter) b.reduce_scatter(s, kWorldGroup, a);
+    else b.all_reduce(s, kWorldGroup, a);
     b.end_op(s, op++);
   }
   if (!p.copy_out.empty()) {
@@ -346,8 +349,9 @@ int main(int argc, char** argv) {
     };
     g.backend = backend.get();
     const int n = backend->world();
+    backend->create_streams(kBenchStreams);
     for (CollectiveKind k : {CollectiveKind::AllGather, CollectiveKind::ReduceScatter, CollectiveKind::AllReduce})
-      backend->create_communicator(stream_of(k), CommGroup::Shard, 0, backend->rank(), n);
+      backend->create_communicator(stream_of(k), kWorldGroup, GroupInfo{"world", n, 1});
 
     // Every rank registers the same list: sizes that fit the smallest rank's memory, with half
     // of MemAvailable (per local rank) kept free for MPI and the system.

@@ -20,6 +20,7 @@ constexpr std::array kStreams = {StreamId::Compute, StreamId::CopyIn, StreamId::
                                  StreamId::AllReduce};
 constexpr std::array kPhases = {Phase::Forward, Phase::Backward, Phase::Finalize};
 constexpr std::array kGroups = {CommGroup::None, CommGroup::Shard, CommGroup::Replicate, CommGroup::Reshard};
+constexpr std::array kReductions = {Reduction::None, Reduction::Sum, Reduction::Avg};
 constexpr std::array kMemoryKinds = {MemoryKind::None, MemoryKind::AllGatherBuffer, MemoryKind::UnshardedParams,
                                      MemoryKind::UnshardedGrads, MemoryKind::ReduceScatterBuffer,
                                      MemoryKind::AllReduceBuffer, MemoryKind::Activations};
@@ -53,6 +54,9 @@ CommGroup parse_comm_group(const json& j, const std::string& path) {
 MemoryKind parse_memory_kind(const json& j, const std::string& path) {
   return parse_enum(j, path, kMemoryKinds, memory_kind_name, "memory kind");
 }
+Reduction parse_reduction(const json& j, const std::string& path) {
+  return parse_enum(j, path, kReductions, reduction_name, "reduction");
+}
 
 json op_to_json(const Op& op, bool with_slices_and_deps) {
   json j = json::object();
@@ -76,6 +80,8 @@ json op_to_json(const Op& op, bool with_slices_and_deps) {
     for (const auto& s : op.slices) slices.push_back({{"param", s.param}, {"shard_offset", s.shard_offset}, {"shard_numel", s.shard_numel}});
     j["slices"] = std::move(slices);
     j["deps"] = op.deps;
+    j["reduction"] = reduction_name(op.reduction);
+    j["link"] = op.link;
   }
   return j;
 }
@@ -120,6 +126,9 @@ Op op_from_json(const json& j, const std::string& path) {
     op.deps.reserve(deps.size());
     for (size_t i = 0; i < deps.size(); ++i) op.deps.push_back(jf::as_int32(deps[i], jf::index_path(dpath, i)));
   }
+  if (jf::has_member(j, "reduction"))
+    op.reduction = parse_reduction(j.at("reduction"), jf::join_path(path, "reduction"));
+  if (jf::has_member(j, "link")) op.link = jf::get_int32(j, "link", path);
   return op;
 }
 

@@ -9,9 +9,11 @@
 
 namespace shardline {
 
-// with_slices_and_deps=false writes the metadata a Timeline carries.
+// with_slices_and_deps=false writes the metadata a Timeline carries; true adds slices, deps,
+// reduction and link (program.json).
 nlohmann::json op_to_json(const Op& op, bool with_slices_and_deps);
-// `path` names the op in errors ("ops[12]"). Slices and deps are optional members.
+// `path` names the op in errors ("ops[12]"). Slices, deps, reduction and link are optional
+// members (program_from_json checks that a Program's ops carry consistent ones).
 Op op_from_json(const nlohmann::json& j, const std::string& path);
 
 // Inverse of op_kind_name() etc.; each throws InputError(path, ...) listing the valid names.
@@ -20,5 +22,6 @@ StreamId parse_stream(const nlohmann::json& j, const std::string& path);
 Phase parse_phase(const nlohmann::json& j, const std::string& path);
 CommGroup parse_comm_group(const nlohmann::json& j, const std::string& path);
 MemoryKind parse_memory_kind(const nlohmann::json& j, const std::string& path);
+Reduction parse_reduction(const nlohmann::json& j, const std::string& path);
 
 }  // namespace shardline

@@ -61,6 +61,15 @@ std::string_view memory_kind_name(MemoryKind m) {
   return "?";
 }
 
+std::string_view reduction_name(Reduction r) {
+  switch (r) {
+    case Reduction::None: return "none";
+    case Reduction::Sum: return "sum";
+    case Reduction::Avg: return "avg";
+  }
+  return "?";
+}
+
 bool is_collective(OpKind k) {
   return k == OpKind::AllGather || k == OpKind::ReduceScatter || k == OpKind::AllReduce;
 }

@@ -1,7 +1,10 @@
 // The shared scheduler's output: a flat, ordered list of ops for one rank, on FSDP2-like
 // streams, with event dependencies. Program order is host issue order; ops on one stream run
 // FIFO in that order; across streams, only `deps` order them (CUDA event semantics).
-// The simulator and the executors interpret this and know nothing of FSDP.
+// The simulator and the executors interpret this and know nothing of FSDP: the Program states
+// what they need in tables (docs/program.md): which ranks form each communicator (`groups`),
+// each stream's name and priority (`streams`), each copy's link to the collective it fills or
+// drains, and each collective's reduction.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -21,12 +24,17 @@ enum class Phase { Forward, Backward, Finalize };
 // reshard_after_forward=<int> reshards to (used by backward all-gathers).
 enum class CommGroup { None, Shard, Replicate, Reshard };
 enum class MemoryKind { None, AllGatherBuffer, UnshardedParams, UnshardedGrads, ReduceScatterBuffer, AllReduceBuffer, Activations };
+// What a collective does with the values of the group's ranks: AllGather None; reductions Sum
+// or Avg (the sum divided by the group size).
+enum class Reduction { None, Sum, Avg };
+inline constexpr int kNumCommGroups = 4;
 
 std::string_view op_kind_name(OpKind k);        // "compute", "copy_in", "all_gather", ...
 std::string_view stream_name(StreamId s);       // "compute", "ag_copy_in", "all_gather", "reduce_scatter", "all_reduce"
 std::string_view phase_name(Phase p);           // "forward", "backward", "finalize"
 std::string_view comm_group_name(CommGroup g);  // "none", "shard", "replicate", "reshard"
 std::string_view memory_kind_name(MemoryKind m);
+std::string_view reduction_name(Reduction r);   // "none", "sum", "avg"
 bool is_collective(OpKind k);
 CollectiveKind collective_kind(OpKind k);  // asserts is_collective(k)
 
@@ -52,7 +60,11 @@ struct Op {
   int64_t bytes = 0;
   DType dtype = DType::bf16;
   CommGroup group = CommGroup::None;
-  int group_size = 1;
+  int group_size = 1;       // == the group table's size for `group`
+  Reduction reduction = Reduction::None;  // collectives: how values combine
+  // Copy-in: the collective whose input it fills (a later op); copy-out: the collective whose
+  // output it drains (an earlier op). -1 for every other op.
+  int link = -1;
   double compute_us = 0;     // compute: requested duration (compute model), before slow-down
   bool recompute = false;    // compute: includes activation recomputation
   MemoryKind memory = MemoryKind::None;  // alloc/free: what is allocated or released
@@ -68,20 +80,40 @@ struct ParamInfo {
   int64_t shard_numel = 0;  // per-rank shard element count (padded: ceil(numel / shard))
 };
 
+// A communicator pattern over the world's ranks: the group of rank r is the `size` ranks
+// base + i * stride (i = 0..size-1), base = (r / block) * block + r % stride, block = size * stride.
+// stride 1: contiguous groups; stride k: every k-th rank. size * stride divides the world.
+struct GroupInfo {
+  std::string name;
+  int size = 1;
+  int stride = 1;
+  int block() const { return size * stride; }
+  int color(int rank) const { return (rank / block()) * stride + rank % stride; }  // which group
+  int index(int rank) const { return (rank % block()) / stride; }                   // position in it
+  int member(int rank, int i) const { return (rank / block()) * block() + rank % stride + i * stride; }
+};
+
+// A stream: its name and its priority (CUDA's convention: lower numbers run first; 0 default).
+struct StreamInfo {
+  std::string name;
+  int priority = 0;
+};
+
 struct Program {
   std::string scenario;
-  int shard_size = 1;
-  int replicate_size = 1;
-  int reshard_group_size = 0;  // > 0 when reshard_after_forward is an int
+  int world_size = 1;               // ranks the Program runs on
+  std::vector<GroupInfo> groups;    // indexed by Op::group (kNumCommGroups entries)
+  std::vector<StreamInfo> streams;  // indexed by Op::stream (kNumStreams entries)
   DType param_dtype = DType::bf16;
   DType reduce_dtype = DType::fp32;
   DType master_dtype = DType::fp32;
-  bool average_gradients = true;
   int micro_batches = 1;
   int64_t static_memory_bytes = 0;  // sharded params + grads + optimizer state per rank
   std::vector<std::string> units;   // unit names, forward order
   std::vector<ParamInfo> params;
   std::vector<Op> ops;
+  const GroupInfo& group_of(const Op& op) const { return groups[static_cast<size_t>(op.group)]; }
+  const StreamInfo& stream_of(const Op& op) const { return streams[static_cast<size_t>(op.stream)]; }
 };
 
 }  // namespace shardline

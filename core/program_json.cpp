@@ -16,7 +16,78 @@ namespace jf = json_fields;
 
 namespace {
 constexpr const char* kFormat = "shardline.program";
-constexpr int kVersion = 1;
+constexpr int kVersion = 2;
+
+// The group and stream tables are indexed by the op's group / stream names' positions, so a
+// table must list exactly those names in that order.
+void read_group_table(const json& j, Program& p) {
+  const json& groups = jf::require_array(jf::member(j, "groups", ""), "groups");
+  if (groups.size() != kNumCommGroups)
+    throw InputError("groups", "must list " + std::to_string(kNumCommGroups) + " groups (none, shard, replicate, reshard)");
+  for (size_t i = 0; i < groups.size(); ++i) {
+    const std::string path = jf::index_path("groups", i);
+    GroupInfo g;
+    g.name = jf::get_string(groups[i], "name", path);
+    const std::string_view expected = comm_group_name(static_cast<CommGroup>(i));
+    if (g.name != expected)
+      throw InputError(jf::join_path(path, "name"), "expected \"" + std::string(expected) + "\", found \"" + g.name + "\"");
+    g.size = jf::get_int32(groups[i], "size", path);
+    g.stride = jf::get_int32(groups[i], "stride", path);
+    if (g.size < 1 || g.stride < 1) throw InputError(path, "size and stride must be >= 1");
+    if (static_cast<int64_t>(g.size) * g.stride > p.world_size || p.world_size % g.block() != 0)
+      throw InputError(path, "size x stride (" + std::to_string(static_cast<int64_t>(g.size) * g.stride) +
+                                 ") must divide world_size " + std::to_string(p.world_size));
+    p.groups.push_back(std::move(g));
+  }
+}
+
+void read_stream_table(const json& j, Program& p) {
+  const json& streams = jf::require_array(jf::member(j, "streams", ""), "streams");
+  if (streams.size() != kNumStreams)
+    throw InputError("streams", "must list " + std::to_string(kNumStreams) + " streams");
+  for (size_t i = 0; i < streams.size(); ++i) {
+    const std::string path = jf::index_path("streams", i);
+    StreamInfo st;
+    st.name = jf::get_string(streams[i], "name", path);
+    const std::string_view expected = stream_name(static_cast<StreamId>(i));
+    if (st.name != expected)
+      throw InputError(jf::join_path(path, "name"), "expected \"" + std::string(expected) + "\", found \"" + st.name + "\"");
+    st.priority = jf::get_int32(streams[i], "priority", path);
+    if (st.priority < -100 || st.priority > 100) throw InputError(jf::join_path(path, "priority"), "must be in [-100, 100]");
+    p.streams.push_back(std::move(st));
+  }
+}
+
+// What an interpreter relies on beyond each op's own fields: collectives name a real group of
+// the table's size and the reduction their kind needs; copies link to the collective they fill
+// (a later op) or drain (an earlier op); nothing else links.
+void check_op_contract(const Program& p, const Op& op, const std::string& path) {
+  if (is_collective(op.kind)) {
+    const GroupInfo& g = p.group_of(op);
+    if (op.group_size != g.size)
+      throw InputError(jf::join_path(path, "group_size"), "is " + std::to_string(op.group_size) + " but the " + g.name +
+                                                              " group has " + std::to_string(g.size) + " ranks");
+    if (op.group == CommGroup::None && op.group_size > 1)
+      throw InputError(jf::join_path(path, "group"), "a collective over more than one rank must name its group");
+    const bool reduces = op.kind != OpKind::AllGather;
+    if (reduces == (op.reduction == Reduction::None))
+      throw InputError(jf::join_path(path, "reduction"), std::string(reduces ? "a reduction needs \"sum\" or \"avg\""
+                                                                             : "an all-gather reduces nothing: \"none\""));
+  } else if (op.reduction != Reduction::None) {
+    throw InputError(jf::join_path(path, "reduction"), "only collectives reduce: \"none\"");
+  }
+  const std::string lpath = jf::join_path(path, "link");
+  const int n = static_cast<int>(p.ops.size());
+  if (op.kind == OpKind::CopyIn) {
+    if (op.link <= op.id || op.link >= n || !is_collective(p.ops[op.link].kind))
+      throw InputError(lpath, "a copy-in links to the later collective it fills; " + std::to_string(op.link) + " is not one");
+  } else if (op.kind == OpKind::CopyOut) {
+    if (op.link < 0 || op.link >= op.id || !is_collective(p.ops[op.link].kind))
+      throw InputError(lpath, "a copy-out links to the earlier collective it drains; " + std::to_string(op.link) + " is not one");
+  } else if (op.link != -1) {
+    throw InputError(lpath, "only copies link to a collective: -1");
+  }
+}
 }  // namespace
 
 json program_to_json(const Program& program) {
@@ -24,13 +95,16 @@ json program_to_json(const Program& program) {
   j["format"] = kFormat;
   j["version"] = kVersion;
   j["scenario"] = program.scenario;
-  j["shard_size"] = program.shard_size;
-  j["replicate_size"] = program.replicate_size;
-  j["reshard_group_size"] = program.reshard_group_size;
+  j["world_size"] = program.world_size;
+  json groups = json::array();
+  for (const auto& g : program.groups) groups.push_back({{"name", g.name}, {"size", g.size}, {"stride", g.stride}});
+  j["groups"] = std::move(groups);
+  json streams = json::array();
+  for (const auto& st : program.streams) streams.push_back({{"name", st.name}, {"priority", st.priority}});
+  j["streams"] = std::move(streams);
   j["param_dtype"] = dtype_name(program.param_dtype);
   j["reduce_dtype"] = dtype_name(program.reduce_dtype);
   j["master_dtype"] = dtype_name(program.master_dtype);
-  j["average_gradients"] = program.average_gradients;
   j["micro_batches"] = program.micro_batches;
   j["static_memory_bytes"] = program.static_memory_bytes;
   j["units"] = program.units;
@@ -54,16 +128,13 @@ Program program_from_json(const json& j) {
 
   Program p;
   p.scenario = jf::get_string(j, "scenario", "");
-  p.shard_size = jf::get_int32(j, "shard_size", "");
-  p.replicate_size = jf::get_int32(j, "replicate_size", "");
-  p.reshard_group_size = jf::get_int32(j, "reshard_group_size", "");
-  if (p.shard_size < 1) throw InputError("shard_size", "must be >= 1");
-  if (p.replicate_size < 1) throw InputError("replicate_size", "must be >= 1");
-  if (p.reshard_group_size < 0) throw InputError("reshard_group_size", "must be >= 0");
+  p.world_size = jf::get_int32(j, "world_size", "");
+  if (p.world_size < 1) throw InputError("world_size", "must be >= 1");
+  read_group_table(j, p);
+  read_stream_table(j, p);
   p.param_dtype = parse_dtype(jf::get_string(j, "param_dtype", ""), "param_dtype");
   p.reduce_dtype = parse_dtype(jf::get_string(j, "reduce_dtype", ""), "reduce_dtype");
   p.master_dtype = parse_dtype(jf::get_string(j, "master_dtype", ""), "master_dtype");
-  p.average_gradients = jf::get_bool(j, "average_gradients", "");
   p.micro_batches = jf::get_int32(j, "micro_batches", "");
   if (p.micro_batches < 1) throw InputError("micro_batches", "must be >= 1");
   p.static_memory_bytes = jf::get_int(j, "static_memory_bytes", "");
@@ -107,26 +178,37 @@ Program program_from_json(const json& j) {
     }
     p.ops.push_back(std::move(op));
   }
+  for (const Op& op : p.ops) check_op_contract(p, op, jf::index_path("ops", static_cast<size_t>(op.id)));
   return p;
 }
 
 std::string program_to_text(const Program& program) {
   std::ostringstream out;
-  out << "# program of \"" << program.scenario << "\": shard " << program.shard_size << ", replicate " << program.replicate_size;
-  if (program.reshard_group_size > 0) out << ", reshard group " << program.reshard_group_size;
-  out << ", param " << dtype_name(program.param_dtype) << ", reduce " << dtype_name(program.reduce_dtype)
+  out << "# program of \"" << program.scenario << "\": " << program.world_size << " ranks; groups";
+  int listed = 0;
+  for (const GroupInfo& info : program.groups) {
+    if (info.size < 2) continue;
+    out << (listed++ ? ", " : " ") << info.name << " " << info.size;
+    if (info.stride > 1) out << " (stride " << info.stride << ")";
+  }
+  if (listed == 0) out << " none";
+  out << "; param " << dtype_name(program.param_dtype) << ", reduce " << dtype_name(program.reduce_dtype)
       << ", micro-batches " << program.micro_batches << ", static memory " << program.static_memory_bytes << " B, "
       << program.units.size() << " units, " << program.params.size() << " params, " << program.ops.size() << " ops\n";
   char line[256];
-  std::snprintf(line, sizeof line, "%6s  %-14s %-14s %-26s %5s %6s %14s %-14s %s\n", "id", "stream", "kind", "name", "unit",
-                "bucket", "bytes", "group", "deps");
+  std::snprintf(line, sizeof line, "%6s  %-14s %-14s %-26s %5s %6s %14s %-18s %s\n", "id", "stream", "kind", "name", "unit",
+                "bucket", "bytes", "group / link", "deps");
   out << line;
   for (const Op& op : program.ops) {
+    // The group column: a collective's group, size and reduction; a copy's linked collective.
     std::string group = std::string(comm_group_name(op.group));
     if (op.group != CommGroup::None) group += "(" + std::to_string(op.group_size) + ")";
+    if (op.reduction != Reduction::None) group += " " + std::string(reduction_name(op.reduction));
+    if (op.kind == OpKind::CopyIn) group = "fills " + std::to_string(op.link);
+    if (op.kind == OpKind::CopyOut) group = "drains " + std::to_string(op.link);
     std::string deps;
     for (size_t i = 0; i < op.deps.size(); ++i) deps += (i ? "," : "") + std::to_string(op.deps[i]);
-    std::snprintf(line, sizeof line, "%6d  %-14s %-14s %-26s %5d %6d %14lld %-14s ", op.id,
+    std::snprintf(line, sizeof line, "%6d  %-14s %-14s %-26s %5d %6d %14lld %-18s ", op.id,
                   std::string(stream_name(op.stream)).c_str(), std::string(op_kind_name(op.kind)).c_str(), op.name.c_str(),
                   op.unit, op.bucket, static_cast<long long>(op.bytes), group.c_str());
     out << line << (deps.empty() ? "-" : deps) << "\n";

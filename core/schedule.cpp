@@ -36,7 +36,7 @@ int64_t bucket_capacity(const UnitSpec& u, int64_t bucket_bytes, int64_t bytes_p
 // holds at most its capacity, so a unit needs at least floor(elements / capacity) of them, and
 // a unit bucketed alone (its own bucket, or one bucket per unit) at least one.
 int64_t min_bucket_count(const Scenario& s, const Program& p, int64_t bucket_bytes, int elem_bytes) {
-  const int64_t bytes_per_shard_elem = static_cast<int64_t>(p.shard_size) * elem_bytes;
+  const int64_t bytes_per_shard_elem = static_cast<int64_t>(s.mesh.shard) * elem_bytes;
   std::vector<int64_t> elems(s.model.units.size(), 0);
   for (const auto& param : p.params) elems[param.unit] += param.shard_numel;
   int64_t count = 0;
@@ -53,7 +53,7 @@ int64_t min_bucket_count(const Scenario& s, const Program& p, int64_t bucket_byt
 // bucketed alone in chunks of that size. A group larger than a bucket is split.
 std::vector<Bucket> pack_buckets(const Scenario& s, const Program& p, const std::vector<int>& unit_order,
                                  int64_t bucket_bytes, int elem_bytes) {
-  const int64_t bytes_per_shard_elem = static_cast<int64_t>(p.shard_size) * elem_bytes;
+  const int64_t bytes_per_shard_elem = static_cast<int64_t>(s.mesh.shard) * elem_bytes;
   std::vector<std::vector<int>> params_of_unit(s.model.units.size());
   for (int i = 0; i < static_cast<int>(p.params.size()); ++i) params_of_unit[p.params[i].unit].push_back(i);
 
@@ -223,15 +223,17 @@ class Scheduler {
 
   void setup_program() {
     p_.scenario = s_.name;
-    p_.shard_size = s_.mesh.shard;
-    p_.replicate_size = s_.mesh.replicate;
-    p_.reshard_group_size = s_.policy.reshard_after_forward.mode == ReshardAfterForward::Mode::Partial
-                                ? s_.policy.reshard_after_forward.group_size
-                                : 0;
+    shard_size_ = s_.mesh.shard;
+    reshard_group_size_ = s_.policy.reshard_after_forward.mode == ReshardAfterForward::Mode::Partial
+                              ? s_.policy.reshard_after_forward.group_size
+                              : 0;
+    p_.world_size = s_.mesh.shard * s_.mesh.replicate;
+    p_.groups = fsdp_group_table(s_.mesh.shard, s_.mesh.replicate, reshard_group_size_);
+    p_.streams = fsdp2_stream_table();
     p_.param_dtype = s_.policy.param_dtype;
     p_.reduce_dtype = s_.policy.reduce_dtype;
     p_.master_dtype = s_.policy.master_dtype;
-    p_.average_gradients = s_.policy.average_gradients;
+    gradient_reduction_ = s_.policy.average_gradients ? Reduction::Avg : Reduction::Sum;
     p_.micro_batches = s_.policy.micro_batches;
     if (!s_.policy.comm_fusion && s_.policy.bucket_bytes > 0) {
       throw InputError("policy.bucket_bytes",
@@ -245,7 +247,7 @@ class Scheduler {
       const UnitSpec& unit = s_.model.units[u];
       p_.units.push_back(unit.name);
       for (const TensorSpec& t : unit.tensors) {
-        ParamInfo info{unit.name + "." + t.name, u, t.numel, ceil_div(t.numel, p_.shard_size)};
+        ParamInfo info{unit.name + "." + t.name, u, t.numel, ceil_div(t.numel, shard_size_)};
         p_.static_memory_bytes += info.shard_numel * per_param_static;
         p_.params.push_back(std::move(info));
       }
@@ -283,8 +285,8 @@ class Scheduler {
     if (ag_state_[b] == ParamState::Unsharded || ag_state_[b] == ParamState::Gathering) return;
     const Bucket& bucket = ag_[b];
     const bool from_reshard_group = ag_state_[b] == ParamState::ReshardedToGroup;
-    const int group_size = from_reshard_group ? p_.reshard_group_size : p_.shard_size;
-    const int64_t full_bytes = bucket_bytes(bucket, p_.param_dtype, p_.shard_size);
+    const int group_size = from_reshard_group ? reshard_group_size_ : shard_size_;
+    const int64_t full_bytes = bucket_bytes(bucket, p_.param_dtype, shard_size_);
     // Prefetch off: the gather of the next unit cannot overlap the current compute.
     std::vector<int> gate;
     if (!prefetch_enabled && last_compute_ >= 0) gate.push_back(last_compute_);
@@ -313,6 +315,7 @@ class Scheduler {
       ag.slices = bucket.slices;
       if (copy_in >= 0) ag.deps.push_back(copy_in);
       ag_op_[b] = em_.emit(std::move(ag));
+      if (copy_in >= 0) p_.ops[copy_in].link = ag_op_[b];
     } else {
       // Unfused: one all-gather per parameter, straight into the unsharded parameter.
       memory_op(OpKind::Alloc, StreamId::AllGather, MemoryKind::UnshardedParams, full_bytes,
@@ -331,7 +334,7 @@ class Scheduler {
     }
     if (from_reshard_group) {
       // The partial shard (1/k of the bucket) is no longer needed once gathered.
-      memory_op(OpKind::Free, StreamId::AllGather, MemoryKind::UnshardedParams, full_bytes / p_.reshard_group_size,
+      memory_op(OpKind::Free, StreamId::AllGather, MemoryKind::UnshardedParams, full_bytes / reshard_group_size_,
                 bucket_label("resharded b", b));
     }
     ag_state_[b] = ParamState::Gathering;
@@ -341,7 +344,7 @@ class Scheduler {
   void wait_for_unshard(int b) {
     if (ag_state_[b] != ParamState::Gathering) return;
     const Bucket& bucket = ag_[b];
-    const int64_t full_bytes = bucket_bytes(bucket, p_.param_dtype, p_.shard_size);
+    const int64_t full_bytes = bucket_bytes(bucket, p_.param_dtype, shard_size_);
     if (!s_.policy.comm_fusion) {
       em_.wait(StreamId::Compute, ag_op_[b]);
       ag_state_[b] = ParamState::Unsharded;
@@ -363,6 +366,7 @@ class Scheduler {
     out.dtype = p_.param_dtype;
     out.slices = bucket.slices;
     out.deps.push_back(ag_op_[b]);
+    out.link = ag_op_[b];
     const int copy_out = em_.emit(std::move(out));
     if (implicit_forward) {
       held_ag_buffer_ = b;
@@ -385,12 +389,12 @@ class Scheduler {
   }
 
   void reshard(int b, bool after_forward) {
-    const int64_t full_bytes = bucket_bytes(ag_[b], p_.param_dtype, p_.shard_size);
+    const int64_t full_bytes = bucket_bytes(ag_[b], p_.param_dtype, shard_size_);
     const auto mode = s_.policy.reshard_after_forward.mode;
     if (after_forward && mode == ReshardAfterForward::Mode::Keep) return;
     memory_op(OpKind::Free, StreamId::Compute, MemoryKind::UnshardedParams, full_bytes, bucket_label("params b", b));
     if (after_forward && mode == ReshardAfterForward::Mode::Partial) {
-      memory_op(OpKind::Alloc, StreamId::Compute, MemoryKind::UnshardedParams, full_bytes / p_.reshard_group_size,
+      memory_op(OpKind::Alloc, StreamId::Compute, MemoryKind::UnshardedParams, full_bytes / reshard_group_size_,
                 bucket_label("resharded b", b));
       ag_state_[b] = ParamState::ReshardedToGroup;
     } else {
@@ -459,7 +463,7 @@ class Scheduler {
       for (int rb = 0; rb < static_cast<int>(rs_.size()); ++rb) {
         if (rs_first_unit_[rb] == i && !grads_allocated_[rb]) {
           memory_op(OpKind::Alloc, StreamId::Compute, MemoryKind::UnshardedGrads,
-                    bucket_bytes(rs_[rb], p_.param_dtype, p_.shard_size), bucket_label("grads rb", rb));
+                    bucket_bytes(rs_[rb], p_.param_dtype, shard_size_), bucket_label("grads rb", rb));
           grads_allocated_[rb] = true;
         }
       }
@@ -482,8 +486,8 @@ class Scheduler {
 
   void reduce(int rb) {
     const Bucket& bucket = rs_[rb];
-    const int64_t rs_bytes = bucket_bytes(bucket, p_.reduce_dtype, p_.shard_size);
-    const int64_t grad_bytes = bucket_bytes(bucket, p_.param_dtype, p_.shard_size);
+    const int64_t rs_bytes = bucket_bytes(bucket, p_.reduce_dtype, shard_size_);
+    const int64_t grad_bytes = bucket_bytes(bucket, p_.param_dtype, shard_size_);
     // The compute stream waits for the previous reduce-scatter: only one reduce-scatter input
     // is kept alive, freed here.
     if (prev_rs_op_ >= 0) {
@@ -504,7 +508,7 @@ class Scheduler {
       in.bytes = rs_bytes;
       in.dtype = p_.reduce_dtype;
       in.slices = bucket.slices;
-      em_.emit(std::move(in));
+      const int rs_copy_in = em_.emit(std::move(in));
       memory_op(OpKind::Free, StreamId::ReduceScatter, MemoryKind::UnshardedGrads, grad_bytes,
                 bucket_label("grads rb", rb));
       Op rs = make(OpKind::ReduceScatter, StreamId::ReduceScatter, bucket_label("rs rb", rb));
@@ -513,9 +517,11 @@ class Scheduler {
       rs.bytes = rs_bytes;
       rs.dtype = p_.reduce_dtype;
       rs.group = CommGroup::Shard;
-      rs.group_size = p_.shard_size;
+      rs.group_size = shard_size_;
+      rs.reduction = gradient_reduction_;
       rs.slices = bucket.slices;
       rs_op = em_.emit(std::move(rs));
+      p_.ops[rs_copy_in].link = rs_op;
       rs_ops.push_back(rs_op);
       prev_rs_bytes_ = rs_bytes;
     } else {
@@ -523,10 +529,11 @@ class Scheduler {
         Op rs = make(OpKind::ReduceScatter, StreamId::ReduceScatter, "rs " + p_.params[slice.param].name);
         rs.unit = p_.params[slice.param].unit;
         rs.bucket = rb;
-        rs.bytes = slice.shard_numel * p_.shard_size * dtype_bytes(p_.reduce_dtype);
+        rs.bytes = slice.shard_numel * shard_size_ * dtype_bytes(p_.reduce_dtype);
         rs.dtype = p_.reduce_dtype;
         rs.group = CommGroup::Shard;
-        rs.group_size = p_.shard_size;
+        rs.group_size = shard_size_;
+        rs.reduction = gradient_reduction_;
         rs.slices = {slice};
         rs_op = em_.emit(std::move(rs));
         rs_ops.push_back(rs_op);
@@ -539,7 +546,7 @@ class Scheduler {
     prev_rs_op_ = rs_op;
     prev_rs_bucket_ = rb;
     int post_reduce = rs_op;
-    if (p_.replicate_size > 1) {
+    if (s_.mesh.replicate > 1) {
       // HSDP: the all-reduce stream waits for the reduce-scatter, then all-reduces the reduced
       // shard over the replicate group (one bucket per reduce-scatter bucket).
       for (size_t k = 0; k < rs_ops.size(); ++k) {
@@ -548,10 +555,11 @@ class Scheduler {
                      s_.policy.comm_fusion ? bucket_label("ar rb", rb) : "ar " + p_.params[rs.slices[0].param].name);
         ar.unit = rs.unit;
         ar.bucket = rb;
-        ar.bytes = rs.bytes / p_.shard_size;
+        ar.bytes = rs.bytes / shard_size_;
         ar.dtype = p_.reduce_dtype;
         ar.group = CommGroup::Replicate;
-        ar.group_size = p_.replicate_size;
+        ar.group_size = s_.mesh.replicate;
+        ar.reduction = gradient_reduction_;
         ar.slices = rs.slices;
         ar.deps.push_back(rs_ops[k]);
         post_reduce = em_.emit(std::move(ar));
@@ -587,6 +595,9 @@ class Scheduler {
 
   const Scenario& s_;
   Program p_;
+  int shard_size_ = 1;
+  int reshard_group_size_ = 0;  // > 0 when reshard_after_forward is an int
+  Reduction gradient_reduction_ = Reduction::Avg;
   std::vector<UnitComputeTime> unit_us_;  // per unit, per micro-batch
   Emitter em_;
   std::vector<Bucket> ag_, rs_;
@@ -613,5 +624,27 @@ std::string program_size_key(const Scenario& s) {
 }
 
 Program schedule(const Scenario& scenario) { return Scheduler(scenario).run(); }
+
+std::vector<GroupInfo> fsdp_group_table(int shard, int replicate, int reshard) {
+  std::vector<GroupInfo> groups(kNumCommGroups);
+  auto set = [&](CommGroup g, int size, int stride) {
+    groups[static_cast<size_t>(g)] = GroupInfo{std::string(comm_group_name(g)), size, stride};
+  };
+  set(CommGroup::None, 1, 1);
+  set(CommGroup::Shard, shard, 1);
+  set(CommGroup::Replicate, replicate, shard);
+  set(CommGroup::Reshard, reshard > 0 ? reshard : 1, 1);
+  return groups;
+}
+
+std::vector<StreamInfo> fsdp2_stream_table() {
+  std::vector<StreamInfo> streams(kNumStreams);
+  for (int s = 0; s < kNumStreams; ++s) {
+    const auto id = static_cast<StreamId>(s);
+    const bool high = id == StreamId::CopyIn || id == StreamId::AllGather || id == StreamId::ReduceScatter;
+    streams[s] = StreamInfo{std::string(stream_name(id)), high ? -1 : 0};
+  }
+  return streams;
+}
 
 }  // namespace shardline

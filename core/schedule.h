@@ -2,6 +2,7 @@
 // (../shared/reference/fsdp-semantics.md). Turns a Scenario into the Program of one rank.
 #pragma once
 #include <string>
+#include <vector>
 
 #include "core/compute_model.h"
 #include "core/program.h"
@@ -21,6 +22,16 @@ inline constexpr int64_t kMaxProgramOps = 4'000'000;
 // --out's): policy.micro_batches when there are several, else policy.bucket_bytes when the
 // policy buckets, else the model's units.
 std::string program_size_key(const Scenario& scenario);
+
+// The group table of an FSDP / HSDP mesh (indexed by CommGroup): rank = replicate_index *
+// shard + shard_index, so shard groups are `shard` contiguous ranks, replicate groups every
+// `shard`-th rank, reshard groups (reshard_after_forward=<int>) `reshard` contiguous ranks inside
+// a shard group (size 1 when 0: unused).
+std::vector<GroupInfo> fsdp_group_table(int shard, int replicate, int reshard);
+// The stream table (indexed by StreamId) with FSDP2's priorities: its all-gather copy-in,
+// all-gather and reduce-scatter streams are created at priority -1, the all-reduce stream and
+// the default (compute) stream at 0 (torch/distributed/fsdp/_fully_shard/_fsdp_param_group.py).
+std::vector<StreamInfo> fsdp2_stream_table();
 
 
 }  // namespace shardline

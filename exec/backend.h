@@ -54,22 +54,27 @@ class Backend {
   virtual void upload(void* dst, const void* host_src, int64_t bytes) = 0;
   virtual void download(void* host_dst, const void* src, int64_t bytes) = 0;
 
-  // Collective groups: every rank calls this with the same (stream, group) sequence; color and
-  // key as in MPI_Comm_split. Creates the communicator that `stream` uses for `group`.
-  virtual void create_communicator(StreamId stream, CommGroup group, int color, int key, int expected_size) = 0;
+  // Streams: created once, before anything runs on them, from a table (name, priority; the
+  // Program's stream table, or the caller's own). Streams are then named by their index.
+  virtual void create_streams(const std::vector<StreamInfo>& streams) = 0;
+
+  // Collective groups: every rank calls this with the same (stream, group) sequence. Creates
+  // the communicator that stream `stream` uses for the group `group` (an index the caller
+  // chooses, e.g. into the Program's group table), whose members `pattern` says.
+  virtual void create_communicator(int stream, int group, const GroupInfo& pattern) = 0;
 
   // Passes: a pass runs every op once. Ops are numbered 0..num_ops-1 (Program op ids).
   virtual void begin_pass(int pass, int num_ops) = 0;
 
   // Asynchronous work, in FIFO order per stream.
-  virtual void wait_op(StreamId stream, int op) = 0;   // stream waits for `op` of this pass
-  virtual void begin_op(StreamId stream, int op) = 0;  // timestamp: op starts
-  virtual void end_op(StreamId stream, int op) = 0;    // timestamp: op ends; its event fires
-  virtual void copy(StreamId stream, std::vector<CopySpan> spans) = 0;
-  virtual void all_gather(StreamId stream, CommGroup group, const CollectiveArgs& args) = 0;
-  virtual void reduce_scatter(StreamId stream, CommGroup group, const CollectiveArgs& args) = 0;
-  virtual void all_reduce(StreamId stream, CommGroup group, const CollectiveArgs& args) = 0;
-  virtual void compute(StreamId stream, double duration_us, ComputeMode mode) = 0;
+  virtual void wait_op(int stream, int op) = 0;   // stream waits for `op` of this pass
+  virtual void begin_op(int stream, int op) = 0;  // timestamp: op starts
+  virtual void end_op(int stream, int op) = 0;    // timestamp: op ends; its event fires
+  virtual void copy(int stream, std::vector<CopySpan> spans) = 0;
+  virtual void all_gather(int stream, int group, const CollectiveArgs& args) = 0;
+  virtual void reduce_scatter(int stream, int group, const CollectiveArgs& args) = 0;
+  virtual void all_reduce(int stream, int group, const CollectiveArgs& args) = 0;
+  virtual void compute(int stream, double duration_us, ComputeMode mode) = 0;
 
   // Host side. op_done is safe to call from any thread (the watchdog polls it).
   virtual bool op_done(int op) = 0;

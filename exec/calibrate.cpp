@@ -32,13 +32,21 @@ std::string iso_now() {
   return buf;
 }
 
-StreamId stream_of(CollectiveKind k) {
+// The streams calibrate measures on: compute, copies, and one per collective kind, at the
+// priorities a training step gives them (copies and the all-gather / reduce-scatter streams
+// ahead of compute), so measured costs are those of a step's streams.
+enum CalibrationStream { kComputeStream, kCopyStream, kAllGatherStream, kReduceScatterStream, kAllReduceStream };
+const std::vector<StreamInfo> kCalibrationStreams = {
+    {"compute", 0}, {"copy", -1}, {"all_gather", -1}, {"reduce_scatter", -1}, {"all_reduce", 0}};
+constexpr int kMeasuredGroup = 0;  // the one communicator pattern: contiguous groups of group_size
+
+int stream_of(CollectiveKind k) {
   switch (k) {
-    case CollectiveKind::AllGather: return StreamId::AllGather;
-    case CollectiveKind::ReduceScatter: return StreamId::ReduceScatter;
-    case CollectiveKind::AllReduce: return StreamId::AllReduce;
+    case CollectiveKind::AllGather: return kAllGatherStream;
+    case CollectiveKind::ReduceScatter: return kReduceScatterStream;
+    case CollectiveKind::AllReduce: return kAllReduceStream;
   }
-  return StreamId::AllReduce;
+  return kAllReduceStream;
 }
 
 constexpr int kWidth = 4;  // float32 payloads
@@ -57,9 +65,9 @@ class Bench {
       : b_(std::move(backend)), host_(host), group_size_(group_size), warmup_(warmup), reps_(reps) {
     buffer_bytes = std::max(buffer_bytes, kColdPoolBytes);
     pool_bytes_ = buffer_bytes;
-    const int rank = b_->rank();
+    b_->create_streams(kCalibrationStreams);
     for (CollectiveKind k : {CollectiveKind::AllGather, CollectiveKind::ReduceScatter, CollectiveKind::AllReduce})
-      b_->create_communicator(stream_of(k), CommGroup::Shard, rank / group_size, rank, group_size);
+      b_->create_communicator(stream_of(k), kMeasuredGroup, GroupInfo{"measured", group_size, 1});
     in_ = b_->allocate(buffer_bytes);
     out_ = b_->allocate(buffer_bytes);
     const std::vector<char> zeros(static_cast<size_t>(buffer_bytes), 0);  // no NaNs or denormals in sums
@@ -98,7 +106,7 @@ class Bench {
   }
 
   void collective(int op, CollectiveKind kind, int64_t size_bytes) {
-    const StreamId s = stream_of(kind);
+    const int s = stream_of(kind);
     const int n = group_size_;
     CollectiveArgs a;
     const int64_t at = next_offset(size_bytes);
@@ -109,31 +117,31 @@ class Bench {
     switch (kind) {
       case CollectiveKind::AllGather:
         a.count = size_bytes / n / kWidth;
-        b_->all_gather(s, CommGroup::Shard, a);
+        b_->all_gather(s, kMeasuredGroup, a);
         break;
       case CollectiveKind::ReduceScatter:
         a.count = size_bytes / n / kWidth;
-        b_->reduce_scatter(s, CommGroup::Shard, a);
+        b_->reduce_scatter(s, kMeasuredGroup, a);
         break;
       case CollectiveKind::AllReduce:
         a.count = size_bytes / kWidth;
-        b_->all_reduce(s, CommGroup::Shard, a);
+        b_->all_reduce(s, kMeasuredGroup, a);
         break;
     }
     b_->end_op(s, op);
   }
 
   void copy(int op, int64_t bytes) {
-    b_->begin_op(StreamId::CopyIn, op);
+    b_->begin_op(kCopyStream, op);
     const int64_t at = next_offset(bytes);
-    b_->copy(StreamId::CopyIn, {CopySpan{static_cast<char*>(out_) + at, static_cast<char*>(in_) + at, bytes}});
-    b_->end_op(StreamId::CopyIn, op);
+    b_->copy(kCopyStream, {CopySpan{static_cast<char*>(out_) + at, static_cast<char*>(in_) + at, bytes}});
+    b_->end_op(kCopyStream, op);
   }
 
   void compute(int op, double us, ComputeMode mode) {
-    b_->begin_op(StreamId::Compute, op);
-    b_->compute(StreamId::Compute, us, mode);
-    b_->end_op(StreamId::Compute, op);
+    b_->begin_op(kComputeStream, op);
+    b_->compute(kComputeStream, us, mode);
+    b_->end_op(kComputeStream, op);
   }
 
  private:
@@ -270,7 +278,7 @@ ClusterProfile calibrate(const std::function<std::unique_ptr<Backend>()>& make_b
             Backend& b = bench.backend();
             const double t0 = b.host_now_us();
             for (int i = 0; i < k; ++i) {
-              const StreamId s = i % 2 ? StreamId::CopyIn : StreamId::Compute;
+              const int s = i % 2 ? kCopyStream : kComputeStream;
               if (i > 0) b.wait_op(s, i - 1);
               b.begin_op(s, i);
               b.end_op(s, i);
@@ -289,9 +297,9 @@ ClusterProfile calibrate(const std::function<std::unique_ptr<Backend>()>& make_b
       Backend& b = bench.backend();
       const auto compute_then_wait = [&] {
         bench.compute(0, kShortComputeUs, opt.compute);
-        b.wait_op(StreamId::CopyIn, 0);
-        b.begin_op(StreamId::CopyIn, 1);
-        b.end_op(StreamId::CopyIn, 1);
+        b.wait_op(kCopyStream, 0);
+        b.begin_op(kCopyStream, 1);
+        b.end_op(kCopyStream, 1);
       };
       p.compute_overhead_us = std::max(
           0.0, median(bench.repeat(2, compute_then_wait, [&] { return bench.duration_us(0) - kShortComputeUs; })));

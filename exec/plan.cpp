@@ -21,8 +21,6 @@ std::string op_label(const Op& op) {
   return "op " + std::to_string(op.id) + " \"" + op.name + "\" (" + std::string(op_kind_name(op.kind)) + ")";
 }
 
-bool contains(const std::vector<int>& v, int x) { return std::find(v.begin(), v.end(), x) != v.end(); }
-
 int64_t slice_total(const std::vector<TensorSlice>& slices) {
   int64_t n = 0;
   for (const auto& s : slices) n += s.shard_numel;
@@ -31,48 +29,9 @@ int64_t slice_total(const std::vector<TensorSlice>& slices) {
 
 }  // namespace
 
-int GroupLayout::size(CommGroup g) const {
-  switch (g) {
-    case CommGroup::Shard: return shard_size;
-    case CommGroup::Replicate: return replicate_size;
-    case CommGroup::Reshard: return reshard_size;
-    case CommGroup::None: return 1;
-  }
-  return 1;
-}
-
-int GroupLayout::color(CommGroup g, int rank) const {
-  switch (g) {
-    case CommGroup::Shard: return rank / shard_size;
-    case CommGroup::Replicate: return rank % shard_size;
-    case CommGroup::Reshard: return rank / reshard_size;
-    case CommGroup::None: return rank;
-  }
-  return rank;
-}
-
-int GroupLayout::index(CommGroup g, int rank) const {
-  switch (g) {
-    case CommGroup::Shard: return rank % shard_size;
-    case CommGroup::Replicate: return rank / shard_size;
-    case CommGroup::Reshard: return rank % reshard_size;
-    case CommGroup::None: return 0;
-  }
-  return 0;
-}
-
-std::vector<int> GroupLayout::members(CommGroup g, int rank) const {
+std::vector<int> group_members(const GroupInfo& group, int rank) {
   std::vector<int> m;
-  const int c = color(g, rank);
-  const int n = size(g);
-  for (int i = 0; i < n; ++i) {
-    switch (g) {
-      case CommGroup::Shard: m.push_back(c * shard_size + i); break;
-      case CommGroup::Replicate: m.push_back(i * shard_size + c); break;
-      case CommGroup::Reshard: m.push_back(c * reshard_size + i); break;
-      case CommGroup::None: m.push_back(rank); break;
-    }
-  }
+  for (int i = 0; i < group.size; ++i) m.push_back(group.member(rank, i));
   return m;
 }
 
@@ -116,16 +75,19 @@ Plan make_plan(const Program& input, int64_t scale, int rank, int world, int cor
   plan.rank = rank;
   plan.program = scale_program(input, scale);
   const Program& P = plan.program;
-  plan.layout = GroupLayout{P.shard_size, P.replicate_size, P.reshard_group_size};
-  const GroupLayout& L = plan.layout;
-  if (P.shard_size < 1 || P.replicate_size < 1)
-    throw InputError("program.shard_size", "shard and replicate sizes must be >= 1");
-  if (L.world() != world)
-    throw InputError("mpirun -n", "the scenario's mesh needs shard " + std::to_string(P.shard_size) + " x replicate " +
-                                      std::to_string(P.replicate_size) + " = " + std::to_string(L.world()) +
-                                      " ranks, but the run has " + std::to_string(world));
-  if (P.reshard_group_size > 0 && P.shard_size % P.reshard_group_size != 0)
-    throw InputError("program.reshard_group_size", "must divide the shard size " + std::to_string(P.shard_size));
+  if (P.groups.size() != kNumCommGroups) throw InputError("program.groups", "the program needs its group table");
+  if (P.world_size != world) {
+    std::string groups;
+    for (const GroupInfo& g : P.groups)
+      if (g.size > 1) groups += (groups.empty() ? "" : ", ") + g.name + " " + std::to_string(g.size);
+    throw InputError("mpirun -n", "the program runs on " + std::to_string(P.world_size) + " ranks" +
+                                      (groups.empty() ? "" : " (" + groups + ")") + ", but the run has " +
+                                      std::to_string(world));
+  }
+  for (const GroupInfo& g : P.groups)
+    if (g.size < 1 || g.stride < 1 || P.world_size % g.block() != 0)
+      throw InputError("program.groups", "group \"" + g.name + "\": size x stride must divide the world size " +
+                                             std::to_string(P.world_size));
 
   const int nops = static_cast<int>(P.ops.size());
   const int nparams = static_cast<int>(P.params.size());
@@ -141,13 +103,12 @@ Plan make_plan(const Program& input, int64_t scale, int rank, int world, int cor
         throw InputError(op_path(i) + ".slices[" + std::to_string(k) + "]", "names no valid parameter range");
     }
     if (is_collective(op.kind)) {
-      if (op.group == CommGroup::None) throw InputError(op_path(i) + ".group", "a collective needs a group");
-      if (op.group == CommGroup::Reshard && P.reshard_group_size <= 0)
-        throw InputError(op_path(i) + ".group", "reshard group used but program.reshard_group_size is 0");
-      if (op.group_size != L.size(op.group))
-        throw InputError(op_path(i) + ".group_size", "is " + std::to_string(op.group_size) + " but the " +
-                                                         std::string(comm_group_name(op.group)) + " group has " +
-                                                         std::to_string(L.size(op.group)) + " ranks");
+      const GroupInfo& group = P.group_of(op);
+      if (op.group_size != group.size)
+        throw InputError(op_path(i) + ".group_size", "is " + std::to_string(op.group_size) + " but the " + group.name +
+                                                         " group has " + std::to_string(group.size) + " ranks");
+      if ((op.kind == OpKind::AllGather) != (op.reduction == Reduction::None))
+        throw InputError(op_path(i) + ".reduction", "an all-gather reduces nothing; a reduction needs sum or avg");
       if (op.slices.empty() && op.bytes > 0)
         throw InputError(op_path(i) + ".slices", "a collective with bytes needs slices to place its data");
       const int w = dtype_bytes(op.dtype);
@@ -159,31 +120,21 @@ Plan make_plan(const Program& input, int64_t scale, int rank, int world, int cor
     }
   }
 
-  // Link copy-ins to the collective they fill and copy-outs to the collective they drain.
+  // Copies: the Program links each to the collective it fills (copy-in) or drains (copy-out).
   for (int i = 0; i < nops; ++i) {
     const Op& op = P.ops[i];
-    if (op.kind == OpKind::CopyIn) {
-      int target = -1;
-      for (int j = i + 1; j < nops && target < 0; ++j)
-        if (is_collective(P.ops[j].kind) && contains(P.ops[j].deps, i)) target = j;
-      for (int j = i + 1; j < nops && target < 0; ++j)
-        if (is_collective(P.ops[j].kind) && P.ops[j].stream == op.stream) target = j;
-      if (target < 0) throw InputError(op_path(i), op_label(op) + " feeds no later collective");
-      if (plan.ops[target].copy_in >= 0)
-        throw InputError(op_path(i), op_label(op) + " and op " + std::to_string(plan.ops[target].copy_in) +
-                                         " both fill collective " + std::to_string(target));
-      plan.ops[i].collective = target;
-      plan.ops[target].copy_in = i;
-    } else if (op.kind == OpKind::CopyOut) {
-      int source = -1;
-      for (int d : op.deps)
-        if (is_collective(P.ops[d].kind)) source = std::max(source, d);
-      for (int j = i - 1; j >= 0 && source < 0; --j)
-        if (is_collective(P.ops[j].kind) && P.ops[j].stream == op.stream) source = j;
-      if (source < 0) throw InputError(op_path(i), op_label(op) + " drains no earlier collective");
-      plan.ops[i].collective = source;
-      plan.ops[source].copy_outs.push_back(i);
-    }
+    if (op.kind != OpKind::CopyIn && op.kind != OpKind::CopyOut) continue;
+    const bool in = op.kind == OpKind::CopyIn;
+    const int target = op.link;
+    if (target < 0 || target >= nops || !is_collective(P.ops[target].kind) || (in ? target <= i : target >= i))
+      throw InputError(op_path(i) + ".link", op_label(op) + (in ? " must link to the later collective it fills"
+                                                                : " must link to the earlier collective it drains"));
+    if (in && plan.ops[target].copy_in >= 0)
+      throw InputError(op_path(i), op_label(op) + " and op " + std::to_string(plan.ops[target].copy_in) +
+                                       " both fill collective " + std::to_string(target));
+    plan.ops[i].collective = target;
+    if (in) plan.ops[target].copy_in = i;
+    else plan.ops[target].copy_outs.push_back(i);
   }
 
   // Stores.
@@ -428,7 +379,7 @@ void allocate_plan(Plan& plan, Backend& backend) {
           double v = kSentinel;
           const int pi = static_cast<int>(p);
           switch (s.kind) {
-            case StoreKind::ParamShard: v = param_value(pi, plan.layout.index(s.group, rank) * E + e); break;
+            case StoreKind::ParamShard: v = param_value(pi, plan.program.groups[static_cast<size_t>(s.group)].index(rank) * E + e); break;
             case StoreKind::UnshardedParam: v = kSentinel; break;
             case StoreKind::UnshardedGrad: v = grad_value(rank, pi, j * E + e); break;
             case StoreKind::GradShard: v = grad_value(rank, pi, e); break;

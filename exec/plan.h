@@ -32,19 +32,8 @@ struct Store {
   }
 };
 
-// The rank layout: rank = replicate_index * shard_size + shard_index. Shard groups are
-// contiguous, replicate groups strided by shard_size, reshard groups contiguous blocks of
-// reshard_group_size inside a shard group.
-struct GroupLayout {
-  int shard_size = 1;
-  int replicate_size = 1;
-  int reshard_size = 0;
-  int world() const { return shard_size * replicate_size; }
-  int size(CommGroup g) const;
-  int color(CommGroup g, int rank) const;
-  int index(CommGroup g, int rank) const;
-  std::vector<int> members(CommGroup g, int rank) const;
-};
+// The ranks of `rank`'s group of pattern `group` (the Program's group table), in index order.
+std::vector<int> group_members(const GroupInfo& group, int rank);
 
 // A place in a store (store >= 0) or in an op's flat buffer (op >= 0; out: its output buffer),
 // counted in payload elements.
@@ -66,7 +55,7 @@ struct OpPlan {
   int dest_store = -1;     // where data ends up (-1: op buffer)
   int blocks = 1;          // collective: group size n
   int64_t block_count = 0; // collective: elements per rank block (sum of slice numels)
-  int collective = -1;     // copy-in / copy-out: the collective it fills / drains
+  int collective = -1;     // copy-in / copy-out: the collective it fills / drains (Op::link)
   int copy_in = -1;        // collective: its copy-in op, -1 for none
   std::vector<int> copy_outs;
   bool direct_in = false;  // collective reads straight from its source store
@@ -87,7 +76,6 @@ struct OpPlan {
 struct Plan {
   Program program;          // scaled
   int64_t scale = 1;
-  GroupLayout layout;
   int rank = 0;
   std::vector<Store> stores;
   std::vector<OpPlan> ops;

@@ -175,9 +175,10 @@ class Run {
   void issue(int i) {
     const Op& op = P_.ops[i];
     const OpPlan& o = plan_.ops[i];
-    const StreamId s = op.stream;
+    const int s = static_cast<int>(op.stream);
+    const int g = static_cast<int>(op.group);
     for (int d : op.deps)
-      if (P_.ops[d].stream != s) backend_.wait_op(s, d);
+      if (P_.ops[d].stream != op.stream) backend_.wait_op(s, d);
     backend_.begin_op(s, i);
     switch (op.kind) {
       case OpKind::Compute: backend_.compute(s, op.compute_us, options_.compute); break;
@@ -194,10 +195,10 @@ class Run {
         a.out = o.out;
         a.count = o.block_count;
         a.width = o.width;
-        a.average = P_.average_gradients && op.kind != OpKind::AllGather;
-        if (op.kind == OpKind::AllGather) backend_.all_gather(s, op.group, a);
-        else if (op.kind == OpKind::ReduceScatter) backend_.reduce_scatter(s, op.group, a);
-        else backend_.all_reduce(s, op.group, a);
+        a.average = op.reduction == Reduction::Avg;
+        if (op.kind == OpKind::AllGather) backend_.all_gather(s, g, a);
+        else if (op.kind == OpKind::ReduceScatter) backend_.reduce_scatter(s, g, a);
+        else backend_.all_reduce(s, g, a);
         if (!o.unpack.empty()) backend_.copy(s, o.unpack);
         break;
       }
@@ -434,15 +435,13 @@ ExecResult run_program(const Program& program, const ExecOptions& options, Backe
                                     std::to_string(k));
   }
 
-  // Communicators: one per (stream, group) pair the program uses, created in the same order.
+  // The Program's streams, then one communicator per (stream, group) pair it uses, created in
+  // the same order on every rank.
+  backend.create_streams(P.streams);
   std::set<std::pair<int, int>> pairs;
   for (const auto& op : P.ops)
     if (is_collective(op.kind)) pairs.insert({static_cast<int>(op.stream), static_cast<int>(op.group)});
-  for (const auto& [s, g] : pairs) {
-    const auto group = static_cast<CommGroup>(g);
-    backend.create_communicator(static_cast<StreamId>(s), group, plan.layout.color(group, rank),
-                                plan.layout.index(group, rank), plan.layout.size(group));
-  }
+  for (const auto& [s, g] : pairs) backend.create_communicator(s, g, P.groups[g]);
 
   allocate_plan(plan, backend);
   Run run(plan, options, backend, host);

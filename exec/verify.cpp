@@ -23,11 +23,12 @@ Verifier::Terms Verifier::eval(int rank, const std::vector<int>& writers, size_t
     return t;
   }
   const Op& op = plan_.program.ops[writers[k - 1]];
-  const auto members = plan_.layout.members(op.group, rank);
-  const double f = plan_.program.average_gradients ? 1.0 / static_cast<double>(members.size()) : 1.0;
+  const GroupInfo& group = plan_.program.group_of(op);
+  const auto members = group_members(group, rank);
+  const double f = op.reduction == Reduction::Avg ? 1.0 / static_cast<double>(members.size()) : 1.0;
   if (op.kind == OpKind::ReduceScatter) {
     const Store& src = plan_.stores[plan_.ops[op.id].source_store];
-    const int64_t base = plan_.layout.index(op.group, rank) * src.extent[param];
+    const int64_t base = group.index(rank) * src.extent[param];
     for (int c : members) t[{c, base}] += f;
   } else {
     for (int m : members)
@@ -116,7 +117,7 @@ std::string Verifier::check(int op_id, Backend& backend) {
     for (int64_t t = 0; t < count; ++t) {
       const int64_t e = e0 + t;
       switch (s.kind) {
-        case StoreKind::ParamShard: v[t] = param_value(p, plan_.layout.index(s.group, rank) * s.extent[p] + e); break;
+        case StoreKind::ParamShard: v[t] = param_value(p, plan_.program.groups[static_cast<size_t>(s.group)].index(rank) * s.extent[p] + e); break;
         case StoreKind::UnshardedParam: v[t] = param_value(p, j * s.extent[p] + e); break;
         case StoreKind::UnshardedGrad: v[t] = grad_value(rank, p, j * s.extent[p] + e); break;
         case StoreKind::GradShard: break;

@@ -62,11 +62,10 @@ void validate_ops(const Program& program) {
     if (op.bytes < 0) throw InputError(op_path(id) + ".bytes", "bytes must be >= 0, got " + std::to_string(op.bytes));
     if (op.kind == OpKind::Compute && (!(op.compute_us >= 0) || !std::isfinite(op.compute_us)))
       throw InputError(op_path(id) + ".compute_us", "a compute op needs a finite duration >= 0");
-    if (is_collective(op.kind)) {
-      if (op.group_size < 1) throw InputError(op_path(id) + ".group_size", "a collective needs a group of at least 1 rank");
-      if (op.group == CommGroup::None && op.group_size > 1)
-        throw InputError(op_path(id) + ".group", "a collective over more than one rank must name its group");
-    }
+    if (is_collective(op.kind) && op.group_size != program.group_of(op).size)
+      throw InputError(op_path(id) + ".group_size", "is " + std::to_string(op.group_size) + " but the group table's " +
+                                                         program.group_of(op).name + " group has " +
+                                                         std::to_string(program.group_of(op).size) + " ranks");
   }
 }
 
@@ -157,7 +156,7 @@ class Simulation {
 
   void start_ready() {
     for (int s = 0; s < kNumStreams; ++s) {
-      const int op = streams_.ready_head(static_cast<StreamId>(s));
+      const int op = streams_.ready_head(s);
       if (op >= 0) start_op(op);
     }
   }
@@ -197,8 +196,7 @@ class Simulation {
         RunningCollective& rc = collective_slot(id);
         rc.op = id;
         rc.phase = 0;
-        const sim::GroupPlacement group =
-            sim::place_group(op.group, op.group_size, program_.shard_size, scenario_.cluster.gpus_per_node);
+        const sim::GroupPlacement group = sim::place_group(program_.group_of(op), scenario_.cluster.gpus_per_node);
         rc.plan = cost_->collective(collective_kind(op.kind), op.bytes, group);
         if (collectives_in_flight_++ == 0) {
           compute_.set_comm_in_flight(now, true);
@@ -323,7 +321,9 @@ Timeline simulate(const Scenario& given, const Program& program, const SimOption
                           std::pair{"cluster.compute_overhead", scenario.cluster.compute_overhead_us}})
     if (!(t >= 0) || !std::isfinite(t)) throw InputError(where, "must be a finite time >= 0");
   if (scenario.cluster.gpus_per_node < 1) throw InputError("cluster.gpus_per_node", "must be at least 1");
-  if (program.shard_size < 1) throw InputError("shard_size", "the program's shard size must be at least 1");
+  if (program.groups.size() != kNumCommGroups) throw InputError("groups", "the program needs its group table");
+  for (const GroupInfo& g : program.groups)
+    if (g.size < 1 || g.stride < 1) throw InputError("groups", "group \"" + g.name + "\" needs size and stride >= 1");
   if (program.static_memory_bytes < 0) throw InputError("static_memory_bytes", "must be >= 0");
   validate_ops(program);
 

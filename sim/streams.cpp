@@ -62,8 +62,8 @@ void StreamSet::issue(int op) {
   state_[op] = kIssued;
 }
 
-int StreamSet::ready_head(StreamId stream) const {
-  const Stream& s = streams_[static_cast<int>(stream)];
+int StreamSet::ready_head(int stream) const {
+  const Stream& s = streams_[stream];
   if (s.busy || s.head >= s.ops.size()) return -1;
   const int op = s.ops[s.head];
   if (state_[op] != kIssued || pending_deps_[op] != 0) return -1;
@@ -73,7 +73,7 @@ int StreamSet::ready_head(StreamId stream) const {
 void StreamSet::start(int op) {
   // Callers start only what ready_head returned; check it to catch misuse.
   const int s = stream_of_[op];
-  if (ready_head(static_cast<StreamId>(s)) != op) invariant_broken("started an op that is not ready at its stream's head", op);
+  if (ready_head(s) != op) invariant_broken("started an op that is not ready at its stream's head", op);
   streams_[s].busy = true;
   ++streams_[s].head;
   state_[op] = kRunning;

@@ -27,7 +27,7 @@ class StreamSet {
   void signal(int op);  // `op`'s event fires: ops that wait for it may start
 
   // The op at the head of `stream` if it can start now (issued, stream idle, deps done), else -1.
-  int ready_head(StreamId stream) const;
+  int ready_head(int stream) const;
 
   bool issued(int op) const { return state_[op] >= kIssued; }
   bool finished(int op) const { return state_[op] >= kFinished; }

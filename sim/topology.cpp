@@ -6,15 +6,15 @@
 
 namespace shardline::sim {
 
-GroupPlacement place_group(CommGroup group, int group_size, int shard_size, int gpus_per_node) {
-  if (group_size < 1 || shard_size < 1 || gpus_per_node < 1) {
-    std::fprintf(stderr, "shardline sim topology: bad sizes (group %d, shard %d, gpus/node %d)\n", group_size, shard_size,
-                 gpus_per_node);
+GroupPlacement place_group(const GroupInfo& group, int gpus_per_node) {
+  if (group.size < 1 || group.stride < 1 || gpus_per_node < 1) {
+    std::fprintf(stderr, "shardline sim topology: bad sizes (group %d, stride %d, gpus/node %d)\n", group.size,
+                 group.stride, gpus_per_node);
     std::abort();
   }
   // Members are i * stride, i in [0, n); member i sits on node floor(i * stride / g).
-  const long long n = group == CommGroup::None ? 1 : group_size;
-  const long long stride = group == CommGroup::Replicate ? shard_size : 1;
+  const long long n = group.size;
+  const long long stride = group.stride;
   const long long g = gpus_per_node;
   GroupPlacement p;
   p.ranks = static_cast<int>(n);

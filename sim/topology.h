@@ -1,8 +1,6 @@
 // Where a communicator's members sit, for the representative rank (rank 0; ranks are
-// symmetric). Layout: rank = replicate_index * shard_size + shard_index (shard groups are
-// contiguous ranks); node = rank / gpus_per_node (nodes hold consecutive ranks).
-// Shard and Reshard groups are contiguous ranks [0, n); a Replicate group is the ranks
-// {0, shard_size, 2*shard_size, ...} (n of them).
+// symmetric): the Program's group table says which ranks form the group (rank 0's group is the
+// ranks i * stride, i in [0, size)); node = rank / gpus_per_node (nodes hold consecutive ranks).
 #pragma once
 #include "core/program.h"
 
@@ -15,7 +13,7 @@ struct GroupPlacement {
   bool spans_nodes() const { return nodes > 1; }
 };
 
-// Placement of a group of `group_size` ranks of kind `group` (None: a single rank).
-GroupPlacement place_group(CommGroup group, int group_size, int shard_size, int gpus_per_node);
+// Placement of rank 0's group of the pattern `group`.
+GroupPlacement place_group(const GroupInfo& group, int gpus_per_node);
 
 }  // namespace shardline::sim

@@ -10,6 +10,7 @@
 #include <deque>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <sstream>
 #include <thread>
@@ -56,18 +57,17 @@ class MpiBackend final : public Backend {
     MPI_Comm_rank(world_, &rank_);
     MPI_Comm_size(world_, &world_size_);
     MPI_Op_create(&bf16_sum, 1, &bf16_sum_op_);
-    for (int s = 0; s < kNumStreams; ++s) streams_[s].thread = std::thread([this, s] { worker(s); });
   }
 
   ~MpiBackend() override {
     for (auto& st : streams_) {
       {
-        std::lock_guard<std::mutex> lock(st.mutex);
-        st.stop = true;
+        std::lock_guard<std::mutex> lock(st->mutex);
+        st->stop = true;
       }
-      st.cv.notify_all();
+      st->cv.notify_all();
     }
-    for (auto& st : streams_) st.thread.join();
+    for (auto& st : streams_) st->thread.join();
     for (auto& [key, comm] : comms_) MPI_Comm_free(&comm);
     MPI_Op_free(&bf16_sum_op_);
     MPI_Comm_free(&world_);
@@ -88,16 +88,27 @@ class MpiBackend final : public Backend {
   void upload(void* dst, const void* src, int64_t bytes) override { std::memcpy(dst, src, bytes); }
   void download(void* dst, const void* src, int64_t bytes) override { std::memcpy(dst, src, bytes); }
 
-  void create_communicator(StreamId stream, CommGroup group, int color, int key, int expected_size) override {
+  // Priorities are not modelled by threads: every stream is one worker thread.
+  void create_streams(const std::vector<StreamInfo>& streams) override {
+    if (!streams_.empty()) throw std::logic_error("mpi backend: streams created twice");
+    for (const StreamInfo& info : streams) {
+      streams_.push_back(std::make_unique<Stream>());
+      streams_.back()->name = info.name;
+    }
+    for (size_t s = 0; s < streams_.size(); ++s) streams_[s]->thread = std::thread([this, s] { worker(static_cast<int>(s)); });
+  }
+
+  void create_communicator(int stream, int group, const GroupInfo& pattern) override {
     MPI_Comm c;
-    check(MPI_Comm_split(world_, color, key, &c), "MPI_Comm_split", -1, stream);
+    check(MPI_Comm_split(world_, pattern.color(rank_), pattern.index(rank_), &c), "MPI_Comm_split", -1, stream);
     MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN);
     int size = 0;
     MPI_Comm_size(c, &size);
-    if (size != expected_size)
-      throw std::runtime_error("communicator for the " + std::string(comm_group_name(group)) + " group has " +
-                               std::to_string(size) + " ranks, expected " + std::to_string(expected_size));
-    comms_[{static_cast<int>(stream), static_cast<int>(group)}] = c;
+    if (size != pattern.size)
+      throw std::runtime_error("communicator for the " + pattern.name + " group has " + std::to_string(size) +
+                               " ranks, expected " + std::to_string(pattern.size));
+    comms_[{stream, group}] = c;
+    group_names_[group] = pattern.name;
   }
 
   void begin_pass(int pass, int num_ops) override {
@@ -109,7 +120,7 @@ class MpiBackend final : public Backend {
     pass_.store(pass);
   }
 
-  void wait_op(StreamId stream, int op) override {
+  void wait_op(int stream, int op) override {
     const int pass = pass_.load();
     enqueue(stream, [this, op, pass] {
       std::unique_lock<std::mutex> lock(done_mutex_);
@@ -117,14 +128,14 @@ class MpiBackend final : public Backend {
     });
   }
 
-  void begin_op(StreamId stream, int op) override {
+  void begin_op(int stream, int op) override {
     enqueue(stream, [this, op, stream] {
-      streams_[static_cast<int>(stream)].current_op.store(op);
+      streams_[stream]->current_op.store(op);
       times_[op].start_us = now_us();
     });
   }
 
-  void end_op(StreamId stream, int op) override {
+  void end_op(int stream, int op) override {
     const int pass = pass_.load();
     enqueue(stream, [this, op, pass] {
       times_[op].end_us = now_us();
@@ -136,7 +147,7 @@ class MpiBackend final : public Backend {
     });
   }
 
-  void copy(StreamId stream, std::vector<CopySpan> spans) override {
+  void copy(int stream, std::vector<CopySpan> spans) override {
     enqueue(stream, [spans = std::move(spans)] {
       for (const auto& s : spans) {
         for (int64_t at = 0; at < s.bytes; at += kCopyChunkBytes) {
@@ -148,7 +159,7 @@ class MpiBackend final : public Backend {
     });
   }
 
-  void all_gather(StreamId stream, CommGroup group, const CollectiveArgs& a) override {
+  void all_gather(int stream, int group, const CollectiveArgs& a) override {
     enqueue(stream, [this, stream, group, a] {
       MPI_Comm c = comm(stream, group);
       MPI_Request r;
@@ -157,7 +168,7 @@ class MpiBackend final : public Backend {
     });
   }
 
-  void reduce_scatter(StreamId stream, CommGroup group, const CollectiveArgs& a) override {
+  void reduce_scatter(int stream, int group, const CollectiveArgs& a) override {
     enqueue(stream, [this, stream, group, a] {
       MPI_Comm c = comm(stream, group);
       MPI_Request r;
@@ -168,7 +179,7 @@ class MpiBackend final : public Backend {
     });
   }
 
-  void all_reduce(StreamId stream, CommGroup group, const CollectiveArgs& a) override {
+  void all_reduce(int stream, int group, const CollectiveArgs& a) override {
     enqueue(stream, [this, stream, group, a] {
       MPI_Comm c = comm(stream, group);
       const void* in = a.in == a.out ? MPI_IN_PLACE : a.in;
@@ -179,7 +190,7 @@ class MpiBackend final : public Backend {
     });
   }
 
-  void compute(StreamId stream, double duration_us, ComputeMode mode) override {
+  void compute(int stream, double duration_us, ComputeMode mode) override {
     enqueue(stream, [duration_us, mode] {
       const auto until = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                             std::chrono::duration<double, std::micro>(duration_us));
@@ -202,8 +213,8 @@ class MpiBackend final : public Backend {
 
   void synchronize() override {
     for (auto& st : streams_) {
-      std::unique_lock<std::mutex> lock(st.mutex);
-      st.idle_cv.wait(lock, [&] { return st.queue.empty() && !st.busy; });
+      std::unique_lock<std::mutex> lock(st->mutex);
+      st->idle_cv.wait(lock, [&] { return st->queue.empty() && !st->busy; });
     }
   }
 
@@ -212,6 +223,7 @@ class MpiBackend final : public Backend {
 
  private:
   struct Stream {
+    std::string name;
     std::thread thread;
     std::mutex mutex;
     std::condition_variable cv, idle_cv;
@@ -221,8 +233,8 @@ class MpiBackend final : public Backend {
     std::atomic<int> current_op{-1};
   };
 
-  void enqueue(StreamId stream, std::function<void()> fn) {
-    Stream& st = streams_[static_cast<int>(stream)];
+  void enqueue(int stream, std::function<void()> fn) {
+    Stream& st = stream_at(stream);
     {
       std::lock_guard<std::mutex> lock(st.mutex);
       st.queue.push_back(std::move(fn));
@@ -231,7 +243,7 @@ class MpiBackend final : public Backend {
   }
 
   void worker(int s) {
-    Stream& st = streams_[s];
+    Stream& st = *streams_[s];
     for (;;) {
       std::function<void()> fn;
       {
@@ -251,11 +263,17 @@ class MpiBackend final : public Backend {
     }
   }
 
-  MPI_Comm comm(StreamId stream, CommGroup group) {
-    auto it = comms_.find({static_cast<int>(stream), static_cast<int>(group)});
+  Stream& stream_at(int stream) {
+    if (stream < 0 || stream >= static_cast<int>(streams_.size()))
+      throw std::logic_error("mpi backend: no stream " + std::to_string(stream) + " (create_streams first)");
+    return *streams_[stream];
+  }
+
+  MPI_Comm comm(int stream, int group) {
+    auto it = comms_.find({stream, group});
     if (it == comms_.end())
-      fatal("no communicator was created for stream " + std::string(stream_name(stream)) + " and group " +
-            std::string(comm_group_name(group)), stream);
+      fatal("no communicator was created for stream " + stream_at(stream).name + " and group " +
+                (group_names_.count(group) ? group_names_.at(group) : std::to_string(group)), stream);
     return it->second;
   }
 
@@ -278,17 +296,16 @@ class MpiBackend final : public Backend {
 
   MPI_Op sum(int width) const { return width == 2 ? bf16_sum_op_ : MPI_SUM; }
 
-  void wait(MPI_Request& r, const char* call, StreamId stream) { check(mpi_wait_polling(r, poll_us_), call, -1, stream); }
+  void wait(MPI_Request& r, const char* call, int stream) { check(mpi_wait_polling(r, poll_us_), call, -1, stream); }
 
-  void check(int rc, const char* call, int /*op*/, StreamId stream) {
+  void check(int rc, const char* call, int /*op*/, int stream) {
     if (rc == MPI_SUCCESS) return;
     fatal(std::string(call) + " failed: " + mpi_error_string(rc), stream);
   }
 
-  [[noreturn]] void fatal(const std::string& what, StreamId stream) {
+  [[noreturn]] void fatal(const std::string& what, int stream) {
     std::ostringstream msg;
-    msg << what << " (stream " << stream_name(stream) << ", op " << streams_[static_cast<int>(stream)].current_op.load()
-        << ")";
+    msg << what << " (stream " << stream_at(stream).name << ", op " << stream_at(stream).current_op.load() << ")";
     if (on_fatal) on_fatal(msg.str());
     throw std::runtime_error(msg.str());  // on_fatal aborts; this is the fallback for tests
   }
@@ -297,7 +314,8 @@ class MpiBackend final : public Backend {
   int rank_ = 0, world_size_ = 1;
   MPI_Op bf16_sum_op_ = MPI_OP_NULL;
   std::map<std::pair<int, int>, MPI_Comm> comms_;
-  Stream streams_[kNumStreams];
+  std::vector<std::unique_ptr<Stream>> streams_;
+  std::map<int, std::string> group_names_;
   const int poll_us_;
   std::atomic<int> pass_{0};
   std::vector<std::atomic<int>> done_;

@@ -1,5 +1,6 @@
 #include "exec/nccl/nccl_backend.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <map>
@@ -45,14 +46,8 @@ class NcclBackend final : public Backend {
     MPI_Comm_rank(node, &local_rank);
     MPI_Comm_free(&node);
     cuda_check(cudaSetDevice(local_rank), "cudaSetDevice");
-    int least = 0, greatest = 0;
-    cuda_check(cudaDeviceGetStreamPriorityRange(&least, &greatest), "cudaDeviceGetStreamPriorityRange");
-    for (int s = 0; s < kNumStreams; ++s) {
-      const auto id = static_cast<StreamId>(s);
-      const bool high = id == StreamId::AllGather || id == StreamId::ReduceScatter;  // FSDP2's priorities
-      cuda_check(cudaStreamCreateWithPriority(&streams_[s], cudaStreamNonBlocking, high ? greatest : least),
-                 "cudaStreamCreateWithPriority");
-    }
+    // The backend's own stream: the spin-kernel calibration and each pass's time origin.
+    cuda_check(cudaStreamCreateWithFlags(&timing_stream_, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
     cuda_check(cudaEventCreate(&ref_), "cudaEventCreate");
     calibrate();
   }
@@ -64,6 +59,7 @@ class NcclBackend final : public Backend {
     for (auto e : end_) cudaEventDestroy(e);
     cudaEventDestroy(ref_);
     for (auto s : streams_) cudaStreamDestroy(s);
+    cudaStreamDestroy(timing_stream_);
     MPI_Comm_free(&world_);
   }
 
@@ -90,22 +86,37 @@ class NcclBackend final : public Backend {
     cuda_check(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy to host");
   }
 
-  void create_communicator(StreamId stream, CommGroup group, int color, int key, int expected_size) override {
+  // Each stream at its table priority (CUDA's convention, lower runs first), clamped to the
+  // device's range.
+  void create_streams(const std::vector<StreamInfo>& streams) override {
+    if (!streams_.empty()) throw std::logic_error("nccl backend: streams created twice");
+    int least = 0, greatest = 0;
+    cuda_check(cudaDeviceGetStreamPriorityRange(&least, &greatest), "cudaDeviceGetStreamPriorityRange");
+    for (const StreamInfo& info : streams) {
+      cudaStream_t st = nullptr;
+      const int priority = std::clamp(info.priority, greatest, least);
+      cuda_check(cudaStreamCreateWithPriority(&st, cudaStreamNonBlocking, priority), "cudaStreamCreateWithPriority");
+      streams_.push_back(st);
+      stream_names_.push_back(info.name);
+    }
+  }
+
+  void create_communicator(int stream, int group, const GroupInfo& pattern) override {
     MPI_Comm sub;
-    MPI_Comm_split(world_, color, key, &sub);
+    MPI_Comm_split(world_, pattern.color(rank_), pattern.index(rank_), &sub);
     int size = 0, sub_rank = 0;
     MPI_Comm_size(sub, &size);
     MPI_Comm_rank(sub, &sub_rank);
-    if (size != expected_size)
-      throw std::runtime_error("the " + std::string(comm_group_name(group)) + " group has " + std::to_string(size) +
-                               " ranks, expected " + std::to_string(expected_size));
+    if (size != pattern.size)
+      throw std::runtime_error("the " + pattern.name + " group has " + std::to_string(size) + " ranks, expected " +
+                               std::to_string(pattern.size));
     ncclUniqueId id;
     if (sub_rank == 0) nccl_check(ncclGetUniqueId(&id), "ncclGetUniqueId", stream);
     MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, sub);
     ncclComm_t c;
     nccl_check(ncclCommInitRank(&c, size, id, sub_rank), "ncclCommInitRank", stream);
     MPI_Comm_free(&sub);
-    comms_[{static_cast<int>(stream), static_cast<int>(group)}] = c;
+    comms_[{stream, group}] = c;
   }
 
   void begin_pass(int pass, int num_ops) override {
@@ -123,40 +134,40 @@ class NcclBackend final : public Backend {
       for (auto& r : recorded_) r.store(-1);
     }
     pass_ = pass;
-    cuda_check(cudaEventRecord(ref_, streams_[0]), "cudaEventRecord");
+    cuda_check(cudaEventRecord(ref_, timing_stream_), "cudaEventRecord");
     cuda_check(cudaEventSynchronize(ref_), "cudaEventSynchronize");
     ref_host_us_ = now_us();
   }
 
-  void wait_op(StreamId stream, int op) override {
+  void wait_op(int stream, int op) override {
     cuda_check(cudaStreamWaitEvent(s(stream), end_[op], 0), "cudaStreamWaitEvent");
   }
-  void begin_op(StreamId stream, int op) override { cuda_check(cudaEventRecord(start_[op], s(stream)), "cudaEventRecord"); }
-  void end_op(StreamId stream, int op) override {
+  void begin_op(int stream, int op) override { cuda_check(cudaEventRecord(start_[op], s(stream)), "cudaEventRecord"); }
+  void end_op(int stream, int op) override {
     cuda_check(cudaEventRecord(end_[op], s(stream)), "cudaEventRecord");
     recorded_[op].store(pass_);
   }
 
-  void copy(StreamId stream, std::vector<CopySpan> spans) override {
+  void copy(int stream, std::vector<CopySpan> spans) override {
     for (const auto& sp : spans)
       cuda_check(cudaMemcpyAsync(sp.dst, sp.src, sp.bytes, cudaMemcpyDeviceToDevice, s(stream)), "cudaMemcpyAsync");
   }
 
-  void all_gather(StreamId stream, CommGroup group, const CollectiveArgs& a) override {
+  void all_gather(int stream, int group, const CollectiveArgs& a) override {
     nccl_check(ncclAllGather(a.in, a.out, a.count, type(a.width), comm(stream, group), s(stream)), "ncclAllGather", stream);
   }
-  void reduce_scatter(StreamId stream, CommGroup group, const CollectiveArgs& a) override {
+  void reduce_scatter(int stream, int group, const CollectiveArgs& a) override {
     nccl_check(ncclReduceScatter(a.in, a.out, a.count, type(a.width), a.average ? ncclAvg : ncclSum, comm(stream, group),
                                  s(stream)),
                "ncclReduceScatter", stream);
   }
-  void all_reduce(StreamId stream, CommGroup group, const CollectiveArgs& a) override {
+  void all_reduce(int stream, int group, const CollectiveArgs& a) override {
     nccl_check(ncclAllReduce(a.in, a.out, a.count, type(a.width), a.average ? ncclAvg : ncclSum, comm(stream, group),
                              s(stream)),
                "ncclAllReduce", stream);
   }
 
-  void compute(StreamId stream, double duration_us, ComputeMode) override {
+  void compute(int stream, double duration_us, ComputeMode) override {
     const auto cycles = static_cast<long long>(duration_us * cycles_per_us_);
     if (cycles > 0) cuda_check(launch_spin_kernel(cycles, s(stream)), "spin kernel launch");
   }
@@ -177,10 +188,13 @@ class NcclBackend final : public Backend {
   double host_now_us() override { return now_us(); }
 
  private:
-  cudaStream_t s(StreamId id) const { return streams_[static_cast<int>(id)]; }
+  cudaStream_t s(int id) {
+    if (id < 0 || id >= static_cast<int>(streams_.size())) fatal("no such stream (create_streams first)", id);
+    return streams_[id];
+  }
 
-  ncclComm_t comm(StreamId stream, CommGroup group) {
-    auto it = comms_.find({static_cast<int>(stream), static_cast<int>(group)});
+  ncclComm_t comm(int stream, int group) {
+    auto it = comms_.find({stream, group});
     if (it == comms_.end()) fatal("no NCCL communicator for this stream and group", stream);
     return it->second;
   }
@@ -191,12 +205,14 @@ class NcclBackend final : public Backend {
     return ncclInt8;
   }
 
-  void nccl_check(ncclResult_t r, const char* call, StreamId stream) {
+  void nccl_check(ncclResult_t r, const char* call, int stream) {
     if (r != ncclSuccess) fatal(std::string(call) + " failed: " + ncclGetErrorString(r), stream);
   }
 
-  [[noreturn]] void fatal(const std::string& what, StreamId stream) {
-    const std::string msg = what + " (stream " + std::string(stream_name(stream)) + ")";
+  [[noreturn]] void fatal(const std::string& what, int stream) {
+    const std::string name = stream >= 0 && stream < static_cast<int>(stream_names_.size()) ? stream_names_[stream]
+                                                                                            : std::to_string(stream);
+    const std::string msg = what + " (stream " + name + ")";
     if (on_fatal) on_fatal(msg);
     throw std::runtime_error(msg);
   }
@@ -207,10 +223,10 @@ class NcclBackend final : public Backend {
     cudaEvent_t a, b;
     cuda_check(cudaEventCreate(&a), "cudaEventCreate");
     cuda_check(cudaEventCreate(&b), "cudaEventCreate");
-    cuda_check(launch_spin_kernel(1000, streams_[0]), "spin kernel warmup");
-    cuda_check(cudaEventRecord(a, streams_[0]), "cudaEventRecord");
-    cuda_check(launch_spin_kernel(kCycles, streams_[0]), "spin kernel calibration");
-    cuda_check(cudaEventRecord(b, streams_[0]), "cudaEventRecord");
+    cuda_check(launch_spin_kernel(1000, timing_stream_), "spin kernel warmup");
+    cuda_check(cudaEventRecord(a, timing_stream_), "cudaEventRecord");
+    cuda_check(launch_spin_kernel(kCycles, timing_stream_), "spin kernel calibration");
+    cuda_check(cudaEventRecord(b, timing_stream_), "cudaEventRecord");
     cuda_check(cudaEventSynchronize(b), "cudaEventSynchronize");
     float ms = 0;
     cudaEventElapsedTime(&ms, a, b);
@@ -221,7 +237,9 @@ class NcclBackend final : public Backend {
 
   MPI_Comm world_ = MPI_COMM_NULL;
   int rank_ = 0, world_size_ = 1;
-  cudaStream_t streams_[kNumStreams] = {};
+  cudaStream_t timing_stream_ = nullptr;
+  std::vector<cudaStream_t> streams_;
+  std::vector<std::string> stream_names_;
   std::map<std::pair<int, int>, ncclComm_t> comms_;
   std::vector<cudaEvent_t> start_, end_;
   std::vector<std::atomic<int>> recorded_;

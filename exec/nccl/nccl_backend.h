@@ -1,5 +1,5 @@
 // The GPU backend: one GPU per rank (one process each under mpirun), streams are CUDA streams
-// with FSDP2's priorities (all-gather and reduce-scatter high), events are CUDA events (also
+// at the priorities of the Program's stream table, events are CUDA events (also
 // the timestamps), collectives are NCCL on a per-stream communicator per group (the
 // ncclUniqueId is broadcast over MPI), compute stand-ins are a spin kernel calibrated to the
 // requested duration. Compiled only with SHARDLINE_CUDA.

@@ -74,7 +74,7 @@ exec_bad_input(scale "--scale: must be a positive integer" ${_scen}/host-tiny-fs
 exec_bad_input(np_mismatch "--np: the scenario's mesh has 4 ranks" ${_scen}/host-tiny-hsdp.json --np 2)
 exec_bad_input(compute "--compute: kernel stand-ins need --backend nccl" ${_scen}/host-tiny-fsdp.json --compute kernel)
 exec_bad_input(missing_scenario "error" ${CMAKE_CURRENT_SOURCE_DIR}/no-such-scenario.json)
-exec_bad_input(world_mismatch "mpirun -n: the scenario's mesh needs shard 2 x replicate 2 = 4 ranks, but the run has 1"
+exec_bad_input(world_mismatch "mpirun -n: the program runs on 4 ranks .shard 2, replicate 2., but the run has 1"
                ${_scen}/host-tiny-hsdp.json)
 # Negative or zero counts are refused, not replaced by the scenario's (exit 2 naming the flag),
 # before mpirun starts: with --np the message comes once, not once per rank.

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/schedule.h"
 #include "core/timeline.h"
 
 namespace shardline {
@@ -17,13 +18,12 @@ using nlohmann::json;
 Program sample_program() {
   Program p;
   p.scenario = "tiny";
-  p.shard_size = 4;
-  p.replicate_size = 2;
-  p.reshard_group_size = 2;
+  p.world_size = 8;
+  p.groups = fsdp_group_table(4, 2, 2);
+  p.streams = fsdp2_stream_table();
   p.param_dtype = DType::bf16;
   p.reduce_dtype = DType::fp32;
   p.micro_batches = 2;
-  p.average_gradients = false;
   p.static_memory_bytes = 12345;
   p.units = {"embed", "block0"};
   p.params = {{"embed.weight", 0, 1000, 250}, {"block0.wq", 1, 64, 16}, {"block0.wk", 1, 64, 16}};
@@ -36,7 +36,9 @@ Program sample_program() {
   ci.bytes = 64;
   ci.slices = {{1, 0, 16}, {2, 0, 16}};
   ci.name = "ci u1";
+  ci.link = 1;
   Op ag = ci;
+  ag.link = -1;
   ag.id = 1;
   ag.kind = OpKind::AllGather;
   ag.stream = StreamId::AllGather;
@@ -91,8 +93,15 @@ TEST(ProgramJson, RoundTripKeepsEveryField) {
   Program back = program_from_json(json::parse(j.dump()));
   EXPECT_EQ(program_to_json(back), j);
   EXPECT_EQ(back.scenario, "tiny");
-  EXPECT_EQ(back.reshard_group_size, 2);
-  EXPECT_FALSE(back.average_gradients);
+  EXPECT_EQ(back.world_size, 8);
+  ASSERT_EQ(back.groups.size(), 4u);
+  EXPECT_EQ(back.groups[static_cast<int>(CommGroup::Replicate)].stride, 4);
+  EXPECT_EQ(back.groups[static_cast<int>(CommGroup::Reshard)].size, 2);
+  ASSERT_EQ(back.streams.size(), 5u);
+  EXPECT_EQ(back.streams[static_cast<int>(StreamId::AllGather)].priority, -1);
+  EXPECT_EQ(back.streams[static_cast<int>(StreamId::AllReduce)].priority, 0);
+  EXPECT_EQ(back.ops[0].link, 1);
+  EXPECT_EQ(back.ops[1].reduction, Reduction::None);
   ASSERT_EQ(back.ops.size(), 4u);
   EXPECT_EQ(back.ops[1].kind, OpKind::AllGather);
   EXPECT_EQ(back.ops[1].group, CommGroup::Reshard);
@@ -132,6 +141,30 @@ TEST(ProgramJson, BadFilesNameTheJsonPath) {
   j["param_dtype"] = "int4";
   EXPECT_EQ(error_path([&] { program_from_json(j); }), "param_dtype");
   j = good;
+  j["groups"][2]["stride"] = 3;  // 2 x 3 does not divide 8 ranks
+  EXPECT_EQ(error_path([&] { program_from_json(j); }), "groups[2]");
+  j = good;
+  j["groups"][1]["name"] = "replicate";  // the table is in the op group names' order
+  EXPECT_EQ(error_path([&] { program_from_json(j); }), "groups[1].name");
+  j = good;
+  j["streams"][0]["priority"] = "high";
+  EXPECT_EQ(error_path([&] { program_from_json(j); }), "streams[0].priority");
+  j = good;
+  j["ops"][1]["group_size"] = 4;  // the reshard group has 2 ranks
+  EXPECT_EQ(error_path([&] { program_from_json(j); }), "ops[1].group_size");
+  j = good;
+  j["ops"][1]["reduction"] = "avg";  // an all-gather reduces nothing
+  EXPECT_EQ(error_path([&] { program_from_json(j); }), "ops[1].reduction");
+  j = good;
+  j["ops"][0]["link"] = 2;  // op 2 is a compute op, not the collective the copy fills
+  EXPECT_EQ(error_path([&] { program_from_json(j); }), "ops[0].link");
+  j = good;
+  j["ops"][2]["link"] = 1;  // only copies link
+  EXPECT_EQ(error_path([&] { program_from_json(j); }), "ops[2].link");
+  j = good;
+  j["version"] = 1;  // the version before the tables
+  EXPECT_EQ(error_path([&] { program_from_json(j); }), "version");
+  j = good;
   j["format"] = "shardline.timeline";
   EXPECT_EQ(error_path([&] { program_from_json(j); }), "format");
   EXPECT_EQ(error_path([&] { program_from_json(json::array()); }), "");
@@ -144,6 +177,8 @@ TEST(ProgramText, OneLinePerOpWithStreamKindAndDeps) {
   for (std::string line; std::getline(in, line);) lines.push_back(line);
   ASSERT_EQ(lines.size(), 2u + 4u);  // summary, column header, ops
   EXPECT_NE(lines[0].find("tiny"), std::string::npos);
+  EXPECT_NE(lines[0].find("8 ranks"), std::string::npos);
+  EXPECT_NE(lines[0].find("replicate 2 (stride 4)"), std::string::npos);
   EXPECT_NE(lines[3].find("all_gather"), std::string::npos);
   EXPECT_NE(lines[3].find("ag u1"), std::string::npos);
   EXPECT_NE(lines[3].find("reshard(2)"), std::string::npos);

@@ -158,7 +158,7 @@ TEST(Schedule, ReshardAfterForwardIntGathersOverTheSmallerGroupInBackward) {
   Scenario s = make_scenario(4, 8);
   s.policy.reshard_after_forward = {ReshardAfterForward::Mode::Partial, 2};
   const Program p = schedule(s);
-  EXPECT_EQ(p.reshard_group_size, 2);
+  EXPECT_EQ(p.groups[static_cast<int>(CommGroup::Reshard)].size, 2);
   for (const Op* ag : ops_of(p, OpKind::AllGather, Phase::Backward)) {
     EXPECT_EQ(ag->group, CommGroup::Reshard);
     EXPECT_EQ(ag->group_size, 2);
@@ -228,6 +228,90 @@ TEST(Schedule, HsdpAllReduceFollowsItsReduceScatterOverReplicateGroup) {
   // All-gathers only over the shard group.
   for (const Op& op : p.ops)
     if (op.kind == OpKind::AllGather) EXPECT_EQ(op.group, CommGroup::Shard);
+}
+
+// The Program states the mesh for its interpreters: rank = replicate_index * shard +
+// shard_index, so rank 5 of shard 4 x replicate 2 is in shard group {4..7} and replicate group
+// {1, 5}; its reshard group of 2 is {4, 5}.
+TEST(Schedule, GroupTableStatesWhichRanksFormEachCommunicator) {
+  Scenario s = make_scenario(4, 4, 2);
+  s.policy.reshard_after_forward = {ReshardAfterForward::Mode::Partial, 2};
+  const Program p = schedule(s);
+  EXPECT_EQ(p.world_size, 8);
+  ASSERT_EQ(p.groups.size(), static_cast<size_t>(kNumCommGroups));
+  auto members = [&](CommGroup g, int rank) {
+    const GroupInfo& info = p.groups[static_cast<int>(g)];
+    EXPECT_EQ(info.name, comm_group_name(g));
+    std::vector<int> m;
+    for (int i = 0; i < info.size; ++i) m.push_back(info.member(rank, i));
+    return m;
+  };
+  EXPECT_EQ(members(CommGroup::Shard, 5), (std::vector<int>{4, 5, 6, 7}));
+  EXPECT_EQ(members(CommGroup::Replicate, 5), (std::vector<int>{1, 5}));
+  EXPECT_EQ(members(CommGroup::Reshard, 5), (std::vector<int>{4, 5}));
+  EXPECT_EQ(members(CommGroup::None, 5), (std::vector<int>{5}));
+  const GroupInfo& replicate = p.groups[static_cast<int>(CommGroup::Replicate)];
+  EXPECT_EQ(replicate.index(5), 1);
+  EXPECT_EQ(replicate.color(5), replicate.color(1));
+  EXPECT_NE(replicate.color(5), replicate.color(2));
+  for (const Op& op : p.ops)
+    if (is_collective(op.kind)) EXPECT_EQ(op.group_size, p.group_of(op).size) << op.name;
+}
+
+// FSDP2 creates its all-gather copy-in, all-gather and reduce-scatter streams at priority -1;
+// the all-reduce stream and the default stream stay at 0.
+TEST(Schedule, StreamTableCarriesFsdp2Priorities) {
+  const Program p = schedule(make_scenario(4, 2, 2));
+  ASSERT_EQ(p.streams.size(), static_cast<size_t>(kNumStreams));
+  EXPECT_EQ(p.stream_of(Op{}).name, "compute");
+  auto priority = [&](StreamId s) { return p.streams[static_cast<int>(s)].priority; };
+  EXPECT_EQ(priority(StreamId::Compute), 0);
+  EXPECT_EQ(priority(StreamId::CopyIn), -1);
+  EXPECT_EQ(priority(StreamId::AllGather), -1);
+  EXPECT_EQ(priority(StreamId::ReduceScatter), -1);
+  EXPECT_EQ(priority(StreamId::AllReduce), 0);
+}
+
+// Every copy names the collective it fills or drains, whatever the dependencies say: the
+// reduce-scatter copy-in has no dependency edge to its reduce-scatter (same stream, FIFO).
+TEST(Schedule, CopiesLinkToTheCollectiveTheyFillOrDrain) {
+  const Program p = schedule(make_scenario(4, 2, 2));
+  int copy_ins = 0, copy_outs = 0;
+  for (const Op& op : p.ops) {
+    if (op.kind == OpKind::CopyIn) {
+      ++copy_ins;
+      ASSERT_GT(op.link, op.id) << op.name;
+      const Op& target = p.ops[op.link];
+      EXPECT_EQ(target.kind, op.stream == StreamId::CopyIn ? OpKind::AllGather : OpKind::ReduceScatter) << op.name;
+      EXPECT_EQ(target.bucket, op.bucket);
+      EXPECT_EQ(target.microbatch, op.microbatch);
+    } else if (op.kind == OpKind::CopyOut) {
+      ++copy_outs;
+      ASSERT_GE(op.link, 0) << op.name;
+      ASSERT_LT(op.link, op.id) << op.name;
+      EXPECT_EQ(p.ops[op.link].kind, OpKind::AllGather);
+      EXPECT_EQ(p.ops[op.link].bucket, op.bucket);
+    } else {
+      EXPECT_EQ(op.link, -1) << op.name;
+    }
+  }
+  EXPECT_GT(copy_ins, 0);
+  EXPECT_GT(copy_outs, 0);
+}
+
+// The reduction is on the op: averaged gradients by default, summed when asked; all-gathers
+// reduce nothing.
+TEST(Schedule, CollectivesCarryTheirReduction) {
+  Scenario s = make_scenario(2, 2, 2);
+  for (bool average : {true, false}) {
+    s.policy.average_gradients = average;
+    const Program p = schedule(s);
+    for (const Op& op : p.ops) {
+      if (op.kind == OpKind::AllGather) EXPECT_EQ(op.reduction, Reduction::None);
+      else if (is_collective(op.kind)) EXPECT_EQ(op.reduction, average ? Reduction::Avg : Reduction::Sum) << op.name;
+      else EXPECT_EQ(op.reduction, Reduction::None);
+    }
+  }
 }
 
 TEST(Schedule, NoAllReduceWithoutReplication) {

@@ -101,13 +101,55 @@ TEST(MakePlan, CorruptHookRefusesOpsThatMoveNoData) {
   EXPECT_THROW(make_plan(p, 0, 0, 2), InputError);  // --scale 0
 }
 
-TEST(GroupLayout, HsdpGroupsFollowTheRankLayout) {
-  const GroupLayout l{4, 2, 2};
-  EXPECT_EQ(l.members(CommGroup::Shard, 5), (std::vector<int>{4, 5, 6, 7}));
-  EXPECT_EQ(l.members(CommGroup::Replicate, 5), (std::vector<int>{1, 5}));
-  EXPECT_EQ(l.members(CommGroup::Reshard, 5), (std::vector<int>{4, 5}));
-  EXPECT_EQ(l.index(CommGroup::Shard, 6), 2);
-  EXPECT_EQ(l.index(CommGroup::Replicate, 6), 1);
+// The executor forms communicators from the group table alone: any size and stride, not only
+// the patterns an FSDP mesh makes (here every third rank of 12, in blocks of 6).
+TEST(GroupMembers, FollowTheGroupTablesSizeAndStride) {
+  const GroupInfo every_third{"every_third", 2, 3};
+  EXPECT_EQ(group_members(every_third, 7), (std::vector<int>{7, 10}));
+  EXPECT_EQ(group_members(every_third, 10), (std::vector<int>{7, 10}));
+  EXPECT_EQ(group_members(every_third, 2), (std::vector<int>{2, 5}));
+  EXPECT_EQ(every_third.index(10), 1);
+  EXPECT_NE(every_third.color(7), every_third.color(8));
+  EXPECT_EQ(group_members(GroupInfo{"block", 4, 1}, 6), (std::vector<int>{4, 5, 6, 7}));
+}
+
+// Copies go where the Program links them, not to a guessed collective: the first forward
+// copy-out depends on its all-gather, but linked to the other one it drains that one (and is
+// refused, since its slices are not that all-gather's); a copy without a valid link is refused,
+// naming it.
+TEST(MakePlan, CopiesFollowTheProgramsLinks) {
+  TestProgramSpec spec;
+  spec.split = true;  // two all-gathers per unit: the first copy-out could drain either
+  Program p = make_test_program(spec);
+  std::vector<int> ags, copy_outs;
+  for (const auto& op : p.ops) {
+    if (op.kind == OpKind::AllGather && op.phase == Phase::Forward && op.unit == 0) ags.push_back(op.id);
+    if (op.kind == OpKind::CopyOut && op.phase == Phase::Forward && op.unit == 0) copy_outs.push_back(op.id);
+  }
+  ASSERT_EQ(ags.size(), 2u);
+  ASSERT_EQ(copy_outs.size(), 2u);
+  const Plan plan = make_plan(p, 1, 0, 2);
+  EXPECT_EQ(plan.ops[copy_outs[0]].collective, ags[0]);
+  EXPECT_EQ(plan.ops[copy_outs[1]].collective, ags[1]);
+
+  Program bad = p;
+  bad.ops[copy_outs[0]].link = ags[1];
+  EXPECT_THROW(make_plan(bad, 1, 0, 2), InputError);
+  bad = p;
+  bad.ops[copy_outs[0]].link = -1;
+  try {
+    make_plan(bad, 1, 0, 2);
+    ADD_FAILURE() << "a copy-out without a link was accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where(), "program.ops[" + std::to_string(copy_outs[0]) + "].link");
+  }
+  bad = p;
+  for (auto& op : bad.ops)
+    if (op.kind == OpKind::CopyIn) {
+      op.link = op.id - 1;  // an earlier op: a copy-in fills a later collective
+      break;
+    }
+  EXPECT_THROW(make_plan(bad, 1, 0, 2), InputError);
 }
 
 TEST(Payload, SmallIntegersRoundTripInEveryWidth) {

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/program.h"
+#include "core/schedule.h"
 
 namespace shardline::testing {
 
@@ -28,12 +29,12 @@ struct TestProgramSpec {
 inline Program make_test_program(const TestProgramSpec& spec) {
   Program p;
   p.scenario = "test";
-  p.shard_size = spec.shard;
-  p.replicate_size = spec.replicate;
-  p.reshard_group_size = spec.reshard;
+  p.world_size = spec.shard * spec.replicate;
+  p.groups = fsdp_group_table(spec.shard, spec.replicate, spec.reshard);
+  p.streams = fsdp2_stream_table();
   p.param_dtype = spec.param_dtype;
   p.reduce_dtype = spec.reduce_dtype;
-  p.average_gradients = spec.average;
+  const Reduction reduction = spec.average ? Reduction::Avg : Reduction::Sum;
   std::vector<std::vector<int>> unit_params(spec.units);
   for (int u = 0; u < spec.units; ++u) {
     p.units.push_back("u" + std::to_string(u));
@@ -108,8 +109,10 @@ inline Program make_test_program(const TestProgramSpec& spec) {
       ag.dtype = spec.param_dtype;
       ag.bytes = total(slices) * pw * n;
       const int ag_id = ag.id;
+      if (spec.fused && !spec.zero_copy) p.ops[ag_deps[0]].link = ag_id;
       if (spec.fused) {
         Op& co = add(OpKind::CopyOut, StreamId::Compute, phase, u, {ag_id}, "co " + tag);
+        co.link = ag_id;
         co.slices = slices;
         co.bytes = total(slices) * pw * n;
         last_copy_out = co.id;
@@ -153,11 +156,14 @@ inline Program make_test_program(const TestProgramSpec& spec) {
       rs.slices = slices;
       rs.group = CommGroup::Shard;
       rs.group_size = spec.shard;
+      rs.reduction = reduction;
       rs.dtype = spec.reduce_dtype;
       rs.bytes = total(slices) * rw * spec.shard;
       int done = rs.id;
+      if (spec.fused) p.ops[rs_deps[0]].link = rs.id;
       if (spec.fused) {
         Op& co = add(OpKind::CopyOut, StreamId::ReduceScatter, Phase::Backward, u, {done}, "rs co " + tag);
+        co.link = rs.id;
         co.slices = slices;
         co.bytes = total(slices) * rw;
         done = co.id;
@@ -167,6 +173,7 @@ inline Program make_test_program(const TestProgramSpec& spec) {
         ar.slices = slices;
         ar.group = CommGroup::Replicate;
         ar.group_size = spec.replicate;
+        ar.reduction = reduction;
         ar.dtype = spec.reduce_dtype;
         ar.bytes = total(slices) * rw;
         done = ar.id;

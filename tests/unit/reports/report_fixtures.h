@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "core/program.h"
+#include "core/schedule.h"
 #include "core/scenario.h"
 #include "core/timeline.h"
 
@@ -44,7 +45,9 @@ inline Op op(int id, OpKind kind, StreamId stream, Phase phase, int64_t bytes, s
 inline Program tiny_program() {
   Program p;
   p.scenario = "tiny-report";
-  p.shard_size = 2;
+  p.world_size = 2;
+  p.groups = fsdp_group_table(2, 1, 0);
+  p.streams = fsdp2_stream_table();
   p.units = {"u0"};
   p.params = {{"u0.w", 0, 8, 4}};
   p.ops = {op(0, OpKind::CopyIn, StreamId::CopyIn, Phase::Forward, 8, "ci u0"),
@@ -54,6 +57,9 @@ inline Program tiny_program() {
            op(4, OpKind::ReduceScatter, StreamId::ReduceScatter, Phase::Backward, 32, "rs u0"),
            op(5, OpKind::AllReduce, StreamId::AllReduce, Phase::Backward, 16, "ar u0"),
            op(6, OpKind::Free, StreamId::Compute, Phase::Finalize, 16, "free u0")};
+  p.ops[0].link = 1;
+  p.ops[4].reduction = Reduction::Avg;
+  p.ops[5].reduction = Reduction::Avg;
   p.ops[1].deps = {0};
   p.ops[2].deps = {1};
   p.ops[3].deps = {2};

@@ -50,9 +50,9 @@ TEST(AnalyticalCostModel, LoneTimesAreTheRingFormulas) {
   AnalyticalCostModel m(s.cluster);
   const int64_t S = 64 << 20;
   for (CollectiveKind k : {CollectiveKind::AllGather, CollectiveKind::ReduceScatter, CollectiveKind::AllReduce}) {
-    EXPECT_DOUBLE_EQ(lone_collective_time_us(m, k, S, place_group(CommGroup::Shard, 8, 8, 8)),
+    EXPECT_DOUBLE_EQ(lone_collective_time_us(m, k, S, place_group(GroupInfo{"shard", 8, 1}, 8)),
                      ring_time_us(k, S, 8, 2.0, 100e9));
-    EXPECT_DOUBLE_EQ(lone_collective_time_us(m, k, S, place_group(CommGroup::Shard, 16, 16, 8)),
+    EXPECT_DOUBLE_EQ(lone_collective_time_us(m, k, S, place_group(GroupInfo{"shard", 16, 1}, 8)),
                      ring_time_us(k, S, 16, 10.0, 25e9));
   }
 }
@@ -62,7 +62,7 @@ TEST(AnalyticalCostModel, HierarchicalPhases) {
   s.cluster.hierarchical_collectives = true;
   AnalyticalCostModel m(s.cluster);
   const int64_t S = 64 << 20;
-  const GroupPlacement g = place_group(CommGroup::Shard, 16, 16, 8);
+  const GroupPlacement g = place_group(GroupInfo{"shard", 16, 1}, 8);
   CollectivePlan rs = m.collective(CollectiveKind::ReduceScatter, S, g);
   ASSERT_EQ(rs.count, 2);
   EXPECT_EQ(rs.phases[0].link, LinkClass::IntraNode);
@@ -80,7 +80,7 @@ TEST(AnalyticalCostModel, HierarchicalPhases) {
   EXPECT_DOUBLE_EQ(ar.phases[1].link_bytes, 1.0 * S / 8);  // AR over 2 nodes: 2(n-1)/n = 1
   EXPECT_DOUBLE_EQ(ar.phases[1].latency_us, 2 * 10.0);
   // A replicate group with one member per node has no intra-node phase.
-  CollectivePlan rep = m.collective(CollectiveKind::AllReduce, S, place_group(CommGroup::Replicate, 2, 8, 8));
+  CollectivePlan rep = m.collective(CollectiveKind::AllReduce, S, place_group(GroupInfo{"replicate", 2, 8}, 8));
   ASSERT_EQ(rep.count, 1);
   EXPECT_EQ(rep.phases[0].link, LinkClass::InterNode);
   EXPECT_DOUBLE_EQ(rep.phases[0].link_bytes, 1.0 * S);
@@ -90,7 +90,7 @@ TEST(AnalyticalCostModel, HierarchicalNeedsAnEvenSpread) {
   Scenario s = simtest::test_scenario();
   s.cluster.hierarchical_collectives = true;
   AnalyticalCostModel m(s.cluster);
-  EXPECT_THROW(m.collective(CollectiveKind::AllGather, 1 << 20, place_group(CommGroup::Shard, 12, 12, 8)), InputError);
+  EXPECT_THROW(m.collective(CollectiveKind::AllGather, 1 << 20, place_group(GroupInfo{"shard", 12, 1}, 8)), InputError);
 }
 
 TEST(AnalyticalCostModel, CopyTimeIsBytesOverCopyBandwidth) {
@@ -108,7 +108,7 @@ TEST(AnalyticalCostModel, MissingLinkBandwidthIsAnInputError) {
   s.cluster.inter_node.bandwidth_bytes_per_s = 0;
   AnalyticalCostModel m(s.cluster);
   try {
-    m.collective(CollectiveKind::AllGather, 1 << 20, place_group(CommGroup::Shard, 16, 16, 8));
+    m.collective(CollectiveKind::AllGather, 1 << 20, place_group(GroupInfo{"shard", 16, 1}, 8));
     FAIL() << "expected InputError";
   } catch (const InputError& e) {
     EXPECT_EQ(e.where(), "cluster.inter_node.bandwidth");

@@ -7,6 +7,7 @@
 
 #include "core/program.h"
 #include "core/scenario.h"
+#include "core/schedule.h"
 
 namespace shardline::simtest {
 
@@ -35,8 +36,9 @@ class ProgramBuilder {
  public:
   explicit ProgramBuilder(int shard_size = 8, int replicate_size = 2) {
     p_.scenario = "sim-test";
-    p_.shard_size = shard_size;
-    p_.replicate_size = replicate_size;
+    p_.world_size = shard_size * replicate_size;
+    p_.groups = fsdp_group_table(shard_size, replicate_size, 0);
+    p_.streams = fsdp2_stream_table();
   }
   int compute(double us, std::vector<int> deps = {}, StreamId stream = StreamId::Compute) {
     Op& op = add(OpKind::Compute, stream, std::move(deps));
@@ -59,6 +61,8 @@ class ProgramBuilder {
     op.bytes = bytes;
     op.group = group;
     op.group_size = group_size;
+    // The group table follows the sizes the collectives name (a test states one size per group).
+    p_.groups[static_cast<size_t>(group)].size = group_size;
     return op.id;
   }
   int alloc(int64_t bytes, StreamId stream, std::vector<int> deps = {}) {
