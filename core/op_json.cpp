@@ -82,6 +82,8 @@ json op_to_json(const Op& op, bool with_slices_and_deps) {
     j["deps"] = op.deps;
     j["reduction"] = reduction_name(op.reduction);
     j["link"] = op.link;
+    j["src_buffer"] = op.src_buffer;
+    j["dst_buffer"] = op.dst_buffer;
   }
   return j;
 }
@@ -129,6 +131,8 @@ Op op_from_json(const json& j, const std::string& path) {
   if (jf::has_member(j, "reduction"))
     op.reduction = parse_reduction(j.at("reduction"), jf::join_path(path, "reduction"));
   if (jf::has_member(j, "link")) op.link = jf::get_int32(j, "link", path);
+  if (jf::has_member(j, "src_buffer")) op.src_buffer = jf::get_int32(j, "src_buffer", path);
+  if (jf::has_member(j, "dst_buffer")) op.dst_buffer = jf::get_int32(j, "dst_buffer", path);
   return op;
 }
 

@@ -10,10 +10,10 @@
 namespace shardline {
 
 // with_slices_and_deps=false writes the metadata a Timeline carries; true adds slices, deps,
-// reduction and link (program.json).
+// reduction, link and buffers (program.json).
 nlohmann::json op_to_json(const Op& op, bool with_slices_and_deps);
-// `path` names the op in errors ("ops[12]"). Slices, deps, reduction and link are optional
-// members (program_from_json checks that a Program's ops carry consistent ones).
+// `path` names the op in errors ("ops[12]"). Slices, deps, reduction, link and buffers are
+// optional members (program_from_json checks that a Program's ops carry consistent ones).
 Op op_from_json(const nlohmann::json& j, const std::string& path);
 
 // Inverse of op_kind_name() etc.; each throws InputError(path, ...) listing the valid names.

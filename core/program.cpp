@@ -70,6 +70,15 @@ std::string_view reduction_name(Reduction r) {
   return "?";
 }
 
+std::string_view buffer_init_name(BufferInit i) {
+  switch (i) {
+    case BufferInit::None: return "none";
+    case BufferInit::Shared: return "shared";
+    case BufferInit::PerRank: return "per_rank";
+  }
+  return "?";
+}
+
 bool is_collective(OpKind k) {
   return k == OpKind::AllGather || k == OpKind::ReduceScatter || k == OpKind::AllReduce;
 }

@@ -3,8 +3,9 @@
 // FIFO in that order; across streams, only `deps` order them (CUDA event semantics).
 // The simulator and the executors interpret this and know nothing of FSDP: the Program states
 // what they need in tables (docs/program.md): which ranks form each communicator (`groups`),
-// each stream's name and priority (`streams`), each copy's link to the collective it fills or
-// drains, and each collective's reduction.
+// each stream's name and priority (`streams`), the data buffers ops read and write with what
+// they hold at the start (`buffers`), each copy's link to the collective it fills or drains,
+// and each collective's reduction.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -65,6 +66,11 @@ struct Op {
   // Copy-in: the collective whose input it fills (a later op); copy-out: the collective whose
   // output it drains (an earlier op). -1 for every other op.
   int link = -1;
+  // Data buffers (indices into Program::buffers), -1 for none. A collective reads `src_buffer`
+  // and writes `dst_buffer` (the same buffer for an in-place all-reduce); a copy-in reads its
+  // collective's source, a copy-out writes its collective's destination.
+  int src_buffer = -1;
+  int dst_buffer = -1;
   double compute_us = 0;     // compute: requested duration (compute model), before slow-down
   bool recompute = false;    // compute: includes activation recomputation
   MemoryKind memory = MemoryKind::None;  // alloc/free: what is allocated or released
@@ -99,11 +105,32 @@ struct StreamInfo {
   int priority = 0;
 };
 
+// What a buffer holds when a step starts; the executor fills it so, and its data check derives
+// every later value from these and the collectives' semantics. Element e of parameter p in
+// block j stands for element g = b * extent + e of p's global tensor, b = j when the buffer holds
+// every member's block, else this rank's position in the buffer's group.
+//   None:   nothing yet (written before it is read)
+//   Shared: the same values on every rank: the global tensor's element g
+//   PerRank: values that differ per rank: rank r's own element g (e.g. its local gradient)
+enum class BufferInit { None, Shared, PerRank };
+std::string_view buffer_init_name(BufferInit i);  // "none", "shared", "per_rank"
+
+// A data buffer: per parameter, `blocks` blocks of elements laid out for `group` (1: this rank's
+// block; the group's size: one block per member), `width` bytes per element.
+struct BufferInfo {
+  std::string name;
+  int width = 4;
+  int group = 0;   // index into Program::groups
+  int blocks = 1;
+  BufferInit init = BufferInit::None;
+};
+
 struct Program {
   std::string scenario;
   int world_size = 1;               // ranks the Program runs on
   std::vector<GroupInfo> groups;    // indexed by Op::group (kNumCommGroups entries)
   std::vector<StreamInfo> streams;  // indexed by Op::stream (kNumStreams entries)
+  std::vector<BufferInfo> buffers;  // indexed by Op::src_buffer / dst_buffer
   DType param_dtype = DType::bf16;
   DType reduce_dtype = DType::fp32;
   DType master_dtype = DType::fp32;

@@ -58,6 +58,33 @@ void read_stream_table(const json& j, Program& p) {
   }
 }
 
+void read_buffer_table(const json& j, Program& p) {
+  const json& buffers = jf::require_array(jf::member(j, "buffers", ""), "buffers");
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    const std::string path = jf::index_path("buffers", i);
+    BufferInfo b;
+    b.name = jf::get_string(buffers[i], "name", path);
+    b.width = jf::get_int32(buffers[i], "width", path);
+    if (b.width != 1 && b.width != 2 && b.width != 4 && b.width != 8)
+      throw InputError(jf::join_path(path, "width"), "element width must be 1, 2, 4 or 8 bytes");
+    const std::string group = jf::get_string(buffers[i], "group", path);
+    b.group = -1;
+    for (size_t g = 0; g < p.groups.size(); ++g)
+      if (p.groups[g].name == group) b.group = static_cast<int>(g);
+    if (b.group < 0) throw InputError(jf::join_path(path, "group"), "no group \"" + group + "\" in the group table");
+    b.blocks = jf::get_int32(buffers[i], "blocks", path);
+    if (b.blocks != 1 && b.blocks != p.groups[b.group].size)
+      throw InputError(jf::join_path(path, "blocks"), "must be 1 (this rank's block) or the " + group + " group's size " +
+                                                          std::to_string(p.groups[b.group].size));
+    const std::string init = jf::get_string(buffers[i], "init", path);
+    bool known = false;
+    for (BufferInit v : {BufferInit::None, BufferInit::Shared, BufferInit::PerRank})
+      if (init == buffer_init_name(v)) b.init = v, known = true;
+    if (!known) throw InputError(jf::join_path(path, "init"), "unknown \"" + init + "\"; expected none, shared or per_rank");
+    p.buffers.push_back(std::move(b));
+  }
+}
+
 // What an interpreter relies on beyond each op's own fields: collectives name a real group of
 // the table's size and the reduction their kind needs; copies link to the collective they fill
 // (a later op) or drain (an earlier op); nothing else links.
@@ -76,17 +103,37 @@ void check_op_contract(const Program& p, const Op& op, const std::string& path) 
   } else if (op.reduction != Reduction::None) {
     throw InputError(jf::join_path(path, "reduction"), "only collectives reduce: \"none\"");
   }
+  const int nbuf = static_cast<int>(p.buffers.size());
+  for (auto [key, b] : {std::pair{"src_buffer", op.src_buffer}, std::pair{"dst_buffer", op.dst_buffer}})
+    if (b < -1 || b >= nbuf)
+      throw InputError(jf::join_path(path, key), "buffer " + std::to_string(b) + " is not -1 or in [0, " + std::to_string(nbuf) + ")");
+  if (is_collective(op.kind)) {
+    if (op.src_buffer < 0 || op.dst_buffer < 0)
+      throw InputError(jf::join_path(path, op.src_buffer < 0 ? "src_buffer" : "dst_buffer"), "a collective reads and writes buffers");
+    const int w = dtype_bytes(op.dtype);
+    for (auto [key, b] : {std::pair{"src_buffer", op.src_buffer}, std::pair{"dst_buffer", op.dst_buffer}})
+      if (p.buffers[b].width != w)
+        throw InputError(jf::join_path(path, key), "buffer \"" + p.buffers[b].name + "\" holds " + std::to_string(p.buffers[b].width) +
+                                                       "-byte elements, the op's dtype " + std::to_string(w));
+  }
   const std::string lpath = jf::join_path(path, "link");
   const int n = static_cast<int>(p.ops.size());
   if (op.kind == OpKind::CopyIn) {
     if (op.link <= op.id || op.link >= n || !is_collective(p.ops[op.link].kind))
       throw InputError(lpath, "a copy-in links to the later collective it fills; " + std::to_string(op.link) + " is not one");
+    if (op.src_buffer != p.ops[op.link].src_buffer || op.dst_buffer != -1)
+      throw InputError(jf::join_path(path, "src_buffer"), "a copy-in reads its collective's source buffer");
   } else if (op.kind == OpKind::CopyOut) {
     if (op.link < 0 || op.link >= op.id || !is_collective(p.ops[op.link].kind))
       throw InputError(lpath, "a copy-out links to the earlier collective it drains; " + std::to_string(op.link) + " is not one");
+    if (op.dst_buffer != p.ops[op.link].dst_buffer || op.src_buffer != -1)
+      throw InputError(jf::join_path(path, "dst_buffer"), "a copy-out writes its collective's destination buffer");
   } else if (op.link != -1) {
     throw InputError(lpath, "only copies link to a collective: -1");
   }
+  if (!is_collective(op.kind) && op.kind != OpKind::CopyIn && op.kind != OpKind::CopyOut &&
+      (op.src_buffer != -1 || op.dst_buffer != -1))
+    throw InputError(jf::join_path(path, "src_buffer"), "only collectives and copies move data: -1");
 }
 }  // namespace
 
@@ -102,6 +149,11 @@ json program_to_json(const Program& program) {
   json streams = json::array();
   for (const auto& st : program.streams) streams.push_back({{"name", st.name}, {"priority", st.priority}});
   j["streams"] = std::move(streams);
+  json buffers = json::array();
+  for (const auto& b : program.buffers)
+    buffers.push_back({{"name", b.name}, {"width", b.width}, {"group", program.groups.at(b.group).name},
+                       {"blocks", b.blocks}, {"init", buffer_init_name(b.init)}});
+  j["buffers"] = std::move(buffers);
   j["param_dtype"] = dtype_name(program.param_dtype);
   j["reduce_dtype"] = dtype_name(program.reduce_dtype);
   j["master_dtype"] = dtype_name(program.master_dtype);
@@ -132,6 +184,7 @@ Program program_from_json(const json& j) {
   if (p.world_size < 1) throw InputError("world_size", "must be >= 1");
   read_group_table(j, p);
   read_stream_table(j, p);
+  read_buffer_table(j, p);
   p.param_dtype = parse_dtype(jf::get_string(j, "param_dtype", ""), "param_dtype");
   p.reduce_dtype = parse_dtype(jf::get_string(j, "reduce_dtype", ""), "reduce_dtype");
   p.master_dtype = parse_dtype(jf::get_string(j, "master_dtype", ""), "master_dtype");

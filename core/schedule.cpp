@@ -276,6 +276,30 @@ class Scheduler {
     return b.shard_elems * group_size * dtype_bytes(dtype);
   }
   std::string bucket_label(const char* prefix, int b) const { return prefix + std::to_string(b); }
+
+  // ---- data buffers (the Program's buffer table) ----------------------------------------
+  int buffer(const char* name, CommGroup group, int blocks, DType dtype, BufferInit init) {
+    for (size_t i = 0; i < p_.buffers.size(); ++i)
+      if (p_.buffers[i].name == name) return static_cast<int>(i);
+    p_.buffers.push_back(BufferInfo{name, dtype_bytes(dtype), static_cast<int>(group), blocks, init});
+    return static_cast<int>(p_.buffers.size()) - 1;
+  }
+  // All-gather: this rank's parameter shard (the same global values everywhere) into the
+  // unsharded parameters, over the shard group or, after a partial reshard, the reshard group.
+  void gather_buffers(Op& op, bool from_reshard_group) {
+    const int n = from_reshard_group ? reshard_group_size_ : shard_size_;
+    const CommGroup g = from_reshard_group ? CommGroup::Reshard : CommGroup::Shard;
+    op.src_buffer = buffer(from_reshard_group ? "param_reshard" : "param_shard", g, 1, p_.param_dtype, BufferInit::Shared);
+    op.dst_buffer = buffer(from_reshard_group ? "unsharded_params_reshard" : "unsharded_params", g, n, p_.param_dtype,
+                           BufferInit::None);
+  }
+  // Reduce-scatter: each rank's own unsharded gradients into the gradient shard; HSDP's
+  // all-reduce then reduces the gradient shard in place.
+  void reduce_scatter_buffers(Op& op) {
+    op.src_buffer = buffer("unsharded_grads", CommGroup::Shard, shard_size_, p_.reduce_dtype, BufferInit::PerRank);
+    op.dst_buffer = grad_shard_buffer();
+  }
+  int grad_shard_buffer() { return buffer("grad_shard", CommGroup::None, 1, p_.reduce_dtype, BufferInit::PerRank); }
   bool last_microbatch() const { return mb_ == p_.micro_batches - 1; }
   bool reduce_this_microbatch() const { return s_.policy.grad_sync == GradSync::Every || last_microbatch(); }
   int unit_of(const Bucket& b) const { return b.units.size() == 1 ? b.units.front() : -1; }
@@ -313,9 +337,13 @@ class Scheduler {
       ag.group = from_reshard_group ? CommGroup::Reshard : CommGroup::Shard;
       ag.group_size = group_size;
       ag.slices = bucket.slices;
+      gather_buffers(ag, from_reshard_group);
       if (copy_in >= 0) ag.deps.push_back(copy_in);
       ag_op_[b] = em_.emit(std::move(ag));
-      if (copy_in >= 0) p_.ops[copy_in].link = ag_op_[b];
+      if (copy_in >= 0) {
+        p_.ops[copy_in].link = ag_op_[b];
+        p_.ops[copy_in].src_buffer = p_.ops[ag_op_[b]].src_buffer;
+      }
     } else {
       // Unfused: one all-gather per parameter, straight into the unsharded parameter.
       memory_op(OpKind::Alloc, StreamId::AllGather, MemoryKind::UnshardedParams, full_bytes,
@@ -329,6 +357,7 @@ class Scheduler {
         ag.group = from_reshard_group ? CommGroup::Reshard : CommGroup::Shard;
         ag.group_size = group_size;
         ag.slices = {slice};
+        gather_buffers(ag, from_reshard_group);
         ag_op_[b] = em_.emit(std::move(ag));
       }
     }
@@ -367,6 +396,7 @@ class Scheduler {
     out.slices = bucket.slices;
     out.deps.push_back(ag_op_[b]);
     out.link = ag_op_[b];
+    out.dst_buffer = p_.ops[ag_op_[b]].dst_buffer;
     const int copy_out = em_.emit(std::move(out));
     if (implicit_forward) {
       held_ag_buffer_ = b;
@@ -520,8 +550,10 @@ class Scheduler {
       rs.group_size = shard_size_;
       rs.reduction = gradient_reduction_;
       rs.slices = bucket.slices;
+      reduce_scatter_buffers(rs);
       rs_op = em_.emit(std::move(rs));
       p_.ops[rs_copy_in].link = rs_op;
+      p_.ops[rs_copy_in].src_buffer = p_.ops[rs_op].src_buffer;
       rs_ops.push_back(rs_op);
       prev_rs_bytes_ = rs_bytes;
     } else {
@@ -535,6 +567,7 @@ class Scheduler {
         rs.group_size = shard_size_;
         rs.reduction = gradient_reduction_;
         rs.slices = {slice};
+        reduce_scatter_buffers(rs);
         rs_op = em_.emit(std::move(rs));
         rs_ops.push_back(rs_op);
       }
@@ -561,6 +594,7 @@ class Scheduler {
         ar.group_size = s_.mesh.replicate;
         ar.reduction = gradient_reduction_;
         ar.slices = rs.slices;
+        ar.src_buffer = ar.dst_buffer = grad_shard_buffer();
         ar.deps.push_back(rs_ops[k]);
         post_reduce = em_.emit(std::move(ar));
       }

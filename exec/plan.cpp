@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cassert>
 #include <cstring>
+#include <set>
 #include <string>
 
 #include "core/error.h"
@@ -11,7 +12,6 @@
 namespace shardline::exec {
 namespace {
 
-constexpr double kSentinel = -100;  // never produced by param_value / grad_value sums
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -45,10 +45,22 @@ int64_t Plan::total_bytes() const {
   return total;
 }
 
-int Plan::store_index(StoreKind kind, CommGroup group) const {
+int Plan::store_of_buffer(int buffer) const {
   for (size_t i = 0; i < stores.size(); ++i)
-    if (stores[i].kind == kind && stores[i].group == group) return static_cast<int>(i);
+    if (stores[i].buffer == buffer) return static_cast<int>(i);
   return -1;
+}
+
+double initial_value(const Plan& plan, const Store& store, int rank, int param, int block, int64_t local) {
+  const BufferInfo& b = plan.program.buffers[store.buffer];
+  const int64_t position = store.blocks == 1 ? plan.program.groups[b.group].index(rank) : block;
+  const int64_t global = position * store.extent[param] + local;
+  switch (b.init) {
+    case BufferInit::None: return kUnwrittenValue;
+    case BufferInit::Shared: return param_value(param, global);
+    case BufferInit::PerRank: return grad_value(rank, param, global);
+  }
+  return kUnwrittenValue;
 }
 
 Program scale_program(const Program& program, int64_t scale) {
@@ -75,7 +87,7 @@ Plan make_plan(const Program& input, int64_t scale, int rank, int world, int cor
   plan.rank = rank;
   plan.program = scale_program(input, scale);
   const Program& P = plan.program;
-  if (P.groups.size() != kNumCommGroups) throw InputError("program.groups", "the program needs its group table");
+  if (P.groups.empty()) throw InputError("program.groups", "the program needs its group table");
   if (P.world_size != world) {
     std::string groups;
     for (const GroupInfo& g : P.groups)
@@ -103,6 +115,8 @@ Plan make_plan(const Program& input, int64_t scale, int rank, int world, int cor
         throw InputError(op_path(i) + ".slices[" + std::to_string(k) + "]", "names no valid parameter range");
     }
     if (is_collective(op.kind)) {
+      if (static_cast<size_t>(op.group) >= P.groups.size())
+        throw InputError(op_path(i) + ".group", "names no group of the group table");
       const GroupInfo& group = P.group_of(op);
       if (op.group_size != group.size)
         throw InputError(op_path(i) + ".group_size", "is " + std::to_string(op.group_size) + " but the " + group.name +
@@ -137,44 +151,45 @@ Plan make_plan(const Program& input, int64_t scale, int rank, int world, int cor
     else plan.ops[target].copy_outs.push_back(i);
   }
 
-  // Stores.
-  auto get_store = [&](StoreKind kind, CommGroup group, int width, int blocks, int op) {
-    int idx = plan.store_index(kind, group);
+  // Stores: one per buffer of the Program's buffer table that an op reads or writes. A
+  // collective's input is one block (all-gather, all-reduce) or one per member (reduce-scatter),
+  // its output one per member (all-gather) or one (reduce-scatter, all-reduce).
+  const int nbuffers = static_cast<int>(P.buffers.size());
+  auto get_store = [&](int buffer, const char* key, int expected_blocks, int op) {
+    if (buffer < 0 || buffer >= nbuffers)
+      throw InputError(op_path(op) + "." + key, op_label(P.ops[op]) + " names no buffer of the buffer table");
+    const BufferInfo& info = P.buffers[buffer];
+    const GroupInfo& group = P.groups.at(static_cast<size_t>(info.group));
+    const int blocks = info.blocks;
+    if (blocks != 1 && blocks != group.size)
+      throw InputError("program.buffers", "buffer \"" + info.name + "\" has " + std::to_string(blocks) +
+                                              " blocks; 1 or its group's size " + std::to_string(group.size));
+    if (blocks != expected_blocks || info.width != plan.ops[op].width)
+      throw InputError(op_path(op) + "." + key, op_label(P.ops[op]) + " needs " + std::to_string(expected_blocks) +
+                                                   " block(s) of " + std::to_string(plan.ops[op].width) +
+                                                   "-byte elements; buffer \"" + info.name + "\" has " +
+                                                   std::to_string(blocks) + " of " + std::to_string(info.width));
+    int idx = plan.store_of_buffer(buffer);
     if (idx < 0) {
       Store s;
-      s.kind = kind;
-      s.group = group;
-      s.width = width;
+      s.buffer = buffer;
+      s.width = info.width;
       s.blocks = blocks;
       s.extent.assign(nparams, 0);
-      if (group == CommGroup::Shard || kind == StoreKind::GradShard)
-        for (int p = 0; p < nparams; ++p) s.extent[p] = P.params[p].shard_numel;
       plan.stores.push_back(std::move(s));
       idx = static_cast<int>(plan.stores.size()) - 1;
     }
-    const Store& s = plan.stores[idx];
-    if (s.width != width || s.blocks != blocks)
-      throw InputError(op_path(op), "mixes payload widths or group sizes with earlier ops on the same data");
     return idx;
   };
   for (int i = 0; i < nops; ++i) {
     const Op& op = P.ops[i];
     OpPlan& o = plan.ops[i];
-    switch (op.kind) {
-      case OpKind::AllGather:
-        o.source_store = get_store(StoreKind::ParamShard, op.group, o.width, 1, i);
-        o.dest_store = get_store(StoreKind::UnshardedParam, op.group, o.width, o.blocks, i);
-        break;
-      case OpKind::ReduceScatter:
-        o.source_store = get_store(StoreKind::UnshardedGrad, op.group, o.width, o.blocks, i);
-        o.dest_store = get_store(StoreKind::GradShard, CommGroup::None, o.width, 1, i);
-        break;
-      case OpKind::AllReduce:
-        o.source_store = get_store(StoreKind::GradShard, CommGroup::None, o.width, 1, i);
-        o.dest_store = o.source_store;
-        break;
-      default: break;
-    }
+    if (!is_collective(op.kind)) continue;
+    const bool one_block_in = op.kind != OpKind::ReduceScatter, one_block_out = op.kind != OpKind::AllGather;
+    o.source_store = get_store(op.src_buffer, "src_buffer", one_block_in ? 1 : o.blocks, i);
+    o.dest_store = get_store(op.dst_buffer, "dst_buffer", one_block_out ? 1 : o.blocks, i);
+    if (op.kind == OpKind::AllReduce && o.source_store != o.dest_store)
+      throw InputError(op_path(i) + ".dst_buffer", op_label(op) + " reduces in place: src_buffer and dst_buffer are one buffer");
   }
   for (int i = 0; i < nops; ++i) {
     OpPlan& o = plan.ops[i];
@@ -186,7 +201,8 @@ Plan make_plan(const Program& input, int64_t scale, int rank, int world, int cor
       else o.dest_store = c.dest_store;
     }
   }
-  // Extents: every slice must fit in its store; paired stores share extents per param.
+  // Extents: every slice must fit in its store; a collective's source and destination share
+  // extents per param (a gathered block is a shard's size).
   for (int i = 0; i < nops; ++i) {
     const OpPlan& o = plan.ops[i];
     for (int st : {o.source_store, o.dest_store}) {
@@ -195,12 +211,21 @@ Plan make_plan(const Program& input, int64_t scale, int rank, int world, int cor
         plan.stores[st].extent[s.param] = std::max(plan.stores[st].extent[s.param], s.shard_offset + s.shard_numel);
     }
   }
-  for (auto& s : plan.stores) {
-    int partner = -1;
-    if (s.kind == StoreKind::ParamShard) partner = plan.store_index(StoreKind::UnshardedParam, s.group);
-    if (s.kind == StoreKind::UnshardedParam) partner = plan.store_index(StoreKind::ParamShard, s.group);
-    if (partner >= 0)
-      for (int p = 0; p < nparams; ++p) s.extent[p] = std::max(s.extent[p], plan.stores[partner].extent[p]);
+  std::set<std::pair<int, int>> pairs;
+  for (int i = 0; i < nops; ++i)
+    if (is_collective(P.ops[i].kind) && plan.ops[i].source_store != plan.ops[i].dest_store)
+      pairs.insert({plan.ops[i].source_store, plan.ops[i].dest_store});
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (const auto& [a, b] : pairs)
+      for (int p = 0; p < nparams; ++p) {
+        int64_t& ea = plan.stores[a].extent[p];
+        int64_t& eb = plan.stores[b].extent[p];
+        if (ea != eb) {
+          ea = eb = std::max(ea, eb);
+          changed = true;
+        }
+      }
   }
   for (auto& s : plan.stores) {
     s.offset.assign(nparams, 0);
@@ -376,14 +401,7 @@ void allocate_plan(Plan& plan, Backend& backend) {
       host.resize(n * s.width);
       for (int j = 0; j < s.blocks; ++j) {
         for (int64_t e = 0; e < E; ++e) {
-          double v = kSentinel;
-          const int pi = static_cast<int>(p);
-          switch (s.kind) {
-            case StoreKind::ParamShard: v = param_value(pi, plan.program.groups[static_cast<size_t>(s.group)].index(rank) * E + e); break;
-            case StoreKind::UnshardedParam: v = kSentinel; break;
-            case StoreKind::UnshardedGrad: v = grad_value(rank, pi, j * E + e); break;
-            case StoreKind::GradShard: v = grad_value(rank, pi, e); break;
-          }
+          const double v = initial_value(plan, s, rank, static_cast<int>(p), j, e);
           encode_value(host.data() + (j * E + e) * s.width, s.width, v);
         }
       }
@@ -395,7 +413,7 @@ void allocate_plan(Plan& plan, Backend& backend) {
       if (bytes == 0) continue;
       *buf = backend.allocate(bytes + o.width);
       host.resize(bytes);
-      for (int64_t e = 0; e < bytes / o.width; ++e) encode_value(host.data() + e * o.width, o.width, kSentinel);
+      for (int64_t e = 0; e < bytes / o.width; ++e) encode_value(host.data() + e * o.width, o.width, kUnwrittenValue);
       backend.upload(*buf, host.data(), bytes);
     }
   }

@@ -1,7 +1,7 @@
-// The executor's memory plan for one rank: the Program scaled by --scale, the data stores
-// (parameter shards, unsharded parameters, unsharded and sharded gradients), each op's flat
-// buffers, which copy-in feeds which collective and which copy-out drains it, and the copy
-// spans each op performs. Built once before any pass; the runner and the verifier read it.
+// The executor's memory plan for one rank: the Program scaled by --scale, a data store per
+// buffer of the Program's buffer table, each op's flat staging buffers, which copy-in feeds
+// which collective and which copy-out drains it (the Program's links), and the copy spans each
+// op performs. Built once before any pass; the runner and the verifier read it.
 //
 // Layout: a store holds, per parameter (in parameter order), `blocks` x `extent` payload
 // elements; single-block stores (shards) concatenate the parameters, so a fused bucket whose
@@ -16,11 +16,9 @@
 
 namespace shardline::exec {
 
-enum class StoreKind { ParamShard, UnshardedParam, UnshardedGrad, GradShard };
-
+// A buffer of the Program's buffer table, as this rank holds it.
 struct Store {
-  StoreKind kind = StoreKind::ParamShard;
-  CommGroup group = CommGroup::None;  // the group whose blocks it is laid out for
+  int buffer = -1;                    // index into Program::buffers
   int width = 4;                      // payload element width in bytes
   int blocks = 1;
   std::vector<int64_t> extent;        // per param: elements per block
@@ -31,6 +29,9 @@ struct Store {
     return offset[param] + static_cast<int64_t>(block) * extent[param] + local;
   }
 };
+
+// Never produced by param_value / grad_value or their sums: what an unwritten element holds.
+inline constexpr double kUnwrittenValue = -100;
 
 // The ranks of `rank`'s group of pattern `group` (the Program's group table), in index order.
 std::vector<int> group_members(const GroupInfo& group, int rank);
@@ -80,7 +81,7 @@ struct Plan {
   std::vector<Store> stores;
   std::vector<OpPlan> ops;
   int64_t total_bytes() const;
-  int store_index(StoreKind kind, CommGroup group) const;  // -1 when absent
+  int store_of_buffer(int buffer) const;  // -1 when no op uses it
 };
 
 // Divides every parameter, shard and slice by `scale` (ceil of each boundary, so slices that
@@ -93,6 +94,10 @@ Plan make_plan(const Program& program, int64_t scale, int rank, int world, int c
 
 // Position (in elements) of slice `s` inside the flat rank block of collective `coll`, or -1.
 int64_t slice_position(const Program& program, int coll, const TensorSlice& s);
+
+// What element `local` of `param`'s block `block` of `store` holds on `rank` before any op
+// writes it, from its buffer's `init` (core/program.h BufferInit; exec/payload.h values).
+double initial_value(const Plan& plan, const Store& store, int rank, int param, int block, int64_t local);
 
 // Allocates stores and op buffers on the backend, fills the stores with their initial values
 // (exec/payload.h) and resolves every copy span and collective pointer.

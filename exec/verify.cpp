@@ -3,23 +3,49 @@
 #include <cmath>
 #include <sstream>
 
+#include "core/error.h"
 #include "exec/payload.h"
 
 namespace shardline::exec {
 
+// Reduced stores (a reduction writes them) are followed op by op; they must start per_rank, so
+// that every value is a sum of ranks' own values (Terms). A gathered store (an all-gather
+// writes it) holds its gather's source blocks of every member.
 Verifier::Verifier(const Plan& plan) : plan_(plan) {
-  const int g = plan.store_index(StoreKind::GradShard, CommGroup::None);
-  history_.resize(plan.program.params.size());
-  for (size_t p = 0; p < history_.size(); ++p) {
-    const int64_t extent = g >= 0 ? plan.stores[g].extent[p] : 0;
-    history_[p][0] = Segment{std::max<int64_t>(extent, 1), {}};
+  const Program& P = plan.program;
+  history_.resize(plan.stores.size());
+  gathered_from_.assign(plan.stores.size(), -1);
+  for (const Op& op : P.ops) {
+    if (!is_collective(op.kind)) continue;
+    const OpPlan& o = plan.ops[op.id];
+    if (op.kind == OpKind::AllGather) {
+      gathered_from_[o.dest_store] = o.source_store;
+      continue;
+    }
+    const int src = o.source_store, dst = o.dest_store;
+    for (int st : {src, dst}) {
+      const BufferInfo& b = P.buffers[plan.stores[st].buffer];
+      if (b.init != BufferInit::PerRank)
+        throw InputError("program.buffers", "the data check needs the buffers a reduction reads and writes to start "
+                                            "per_rank; \"" + b.name + "\" starts " + std::string(buffer_init_name(b.init)));
+    }
+    if (op.kind == OpKind::ReduceScatter && plan.stores[dst].blocks != 1)
+      throw InputError("program.buffers", "a reduce-scatter writes one block");
+    if (history_[dst].empty()) {
+      history_[dst].resize(P.params.size());
+      for (size_t p = 0; p < P.params.size(); ++p)
+        history_[dst][p][0] = Segment{std::max<int64_t>(plan.stores[dst].extent[p], 1), {}};
+    }
   }
 }
 
-Verifier::Terms Verifier::eval(int rank, const std::vector<int>& writers, size_t k, int param) const {
+Verifier::Terms Verifier::eval(int rank, int store, const std::vector<int>& writers, size_t k, int param) const {
   Terms t;
   if (k == 0) {
-    t[{rank, 0}] = 1.0;  // initial gradient shard: grad_value(rank, param, e)
+    // The store's initial per-rank values: rank's own element at its block's global position.
+    const Store& s = plan_.stores[store];
+    const GroupInfo& g = plan_.program.groups[plan_.program.buffers[s.buffer].group];
+    t[{rank, g.index(rank) * s.extent[param]}] = 1.0;
     return t;
   }
   const Op& op = plan_.program.ops[writers[k - 1]];
@@ -27,19 +53,20 @@ Verifier::Terms Verifier::eval(int rank, const std::vector<int>& writers, size_t
   const auto members = group_members(group, rank);
   const double f = op.reduction == Reduction::Avg ? 1.0 / static_cast<double>(members.size()) : 1.0;
   if (op.kind == OpKind::ReduceScatter) {
+    // Each member's own values of this rank's block of the (per-rank, one block per member) source.
     const Store& src = plan_.stores[plan_.ops[op.id].source_store];
     const int64_t base = group.index(rank) * src.extent[param];
     for (int c : members) t[{c, base}] += f;
   } else {
     for (int m : members)
-      for (const auto& [key, coeff] : eval(m, writers, k - 1, param)) t[key] += f * coeff;
+      for (const auto& [key, coeff] : eval(m, store, writers, k - 1, param)) t[key] += f * coeff;
   }
   return t;
 }
 
-std::vector<double> Verifier::expected_grad(int param, int64_t e0, int64_t count, int extra) const {
+std::vector<double> Verifier::expected_reduced(int store, int param, int64_t e0, int64_t count, int extra) const {
   std::vector<double> out(count, 0.0);
-  const auto& segs = history_[param];
+  const auto& segs = history_[store][param];
   auto it = segs.upper_bound(e0);
   if (it != segs.begin()) --it;
   for (; it != segs.end() && it->first < e0 + count; ++it) {
@@ -47,7 +74,7 @@ std::vector<double> Verifier::expected_grad(int param, int64_t e0, int64_t count
     if (lo >= hi) continue;
     std::vector<int> writers = it->second.writers;
     if (extra >= 0) writers.push_back(extra);
-    const Terms terms = eval(plan_.rank, writers, writers.size(), param);
+    const Terms terms = eval(plan_.rank, store, writers, writers.size(), param);
     for (int64_t e = lo; e < hi; ++e) {
       double v = 0;
       for (const auto& [key, coeff] : terms) v += coeff * grad_value(key.first, param, key.second + e);
@@ -57,8 +84,8 @@ std::vector<double> Verifier::expected_grad(int param, int64_t e0, int64_t count
   return out;
 }
 
-void Verifier::record_write(int param, int64_t begin, int64_t end, int writer) {
-  auto& segs = history_[param];
+void Verifier::record_write(int store, int param, int64_t begin, int64_t end, int writer) {
+  auto& segs = history_[store][param];
   auto split = [&](int64_t at) {
     auto it = segs.upper_bound(at);
     if (it == segs.begin()) return;
@@ -93,7 +120,7 @@ std::string Verifier::compare(int op_id, const void* base, int64_t element, cons
   std::ostringstream msg;
   msg << "data check failed on rank " << plan_.rank << ": op " << op.id << " \"" << op.name << "\" ("
       << op_kind_name(op.kind) << " on stream " << stream_name(op.stream) << "): parameter " << param << " \""
-      << plan_.program.params[param].name << "\" block " << block << " shard element " << (local0 + first)
+      << plan_.program.params[param].name << "\" block " << block << " local element " << (local0 + first)
       << ": expected " << expected[first] << ", got " << decode_value(host.data() + first * width, width) << " ("
       << wrong << " of " << n << " elements of this slice wrong)";
   return msg.str();
@@ -109,20 +136,20 @@ std::string Verifier::check(int op_id, Backend& backend) {
     if (err.empty()) err = std::move(e);
   };
 
-  // Expected values of store `st` at (param, block, [e0, e0+count)) before op `extra` lands.
+  // Expected values of store `st` at (param, block, [e0, e0+count)) before op `extra` lands:
+  // followed through its reductions, gathered from its gather's source on every member, or
+  // what it held at the start.
   auto store_expected = [&](int st, int p, int j, int64_t e0, int64_t count, int extra) {
-    const Store& s = plan_.stores[st];
+    if (!history_[st].empty()) return expected_reduced(st, p, e0, count, extra);
     std::vector<double> v(count);
-    if (s.kind == StoreKind::GradShard) return expected_grad(p, e0, count, extra);
-    for (int64_t t = 0; t < count; ++t) {
-      const int64_t e = e0 + t;
-      switch (s.kind) {
-        case StoreKind::ParamShard: v[t] = param_value(p, plan_.program.groups[static_cast<size_t>(s.group)].index(rank) * s.extent[p] + e); break;
-        case StoreKind::UnshardedParam: v[t] = param_value(p, j * s.extent[p] + e); break;
-        case StoreKind::UnshardedGrad: v[t] = grad_value(rank, p, j * s.extent[p] + e); break;
-        case StoreKind::GradShard: break;
-      }
+    const int from = gathered_from_[st];
+    if (from >= 0) {
+      const GroupInfo& g = P.groups[P.buffers[plan_.stores[st].buffer].group];
+      const int member = g.member(rank, j);
+      for (int64_t t = 0; t < count; ++t) v[t] = initial_value(plan_, plan_.stores[from], member, p, 0, e0 + t);
+      return v;
     }
+    for (int64_t t = 0; t < count; ++t) v[t] = initial_value(plan_, plan_.stores[st], rank, p, j, e0 + t);
     return v;
   };
 
@@ -155,7 +182,7 @@ std::string Verifier::check(int op_id, Backend& backend) {
                               s.param, j, s.shard_offset, backend));
       }
     if (grad && (o.direct_out || !o.unpack_spans.empty()))
-      for (const auto& s : op.slices) record_write(s.param, s.shard_offset, s.shard_offset + s.shard_numel, op_id);
+      for (const auto& s : op.slices) record_write(o.dest_store, s.param, s.shard_offset, s.shard_offset + s.shard_numel, op_id);
     return err;
   }
   if (op.kind == OpKind::CopyOut) {
@@ -171,7 +198,7 @@ std::string Verifier::check(int op_id, Backend& backend) {
                             j, s.shard_offset, backend));
       }
     if (grad)
-      for (const auto& s : op.slices) record_write(s.param, s.shard_offset, s.shard_offset + s.shard_numel, X);
+      for (const auto& s : op.slices) record_write(o.dest_store, s.param, s.shard_offset, s.shard_offset + s.shard_numel, X);
     return err;
   }
   return err;

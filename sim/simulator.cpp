@@ -62,6 +62,8 @@ void validate_ops(const Program& program) {
     if (op.bytes < 0) throw InputError(op_path(id) + ".bytes", "bytes must be >= 0, got " + std::to_string(op.bytes));
     if (op.kind == OpKind::Compute && (!(op.compute_us >= 0) || !std::isfinite(op.compute_us)))
       throw InputError(op_path(id) + ".compute_us", "a compute op needs a finite duration >= 0");
+    if (is_collective(op.kind) && static_cast<size_t>(op.group) >= program.groups.size())
+      throw InputError(op_path(id) + ".group", "names no group of the group table");
     if (is_collective(op.kind) && op.group_size != program.group_of(op).size)
       throw InputError(op_path(id) + ".group_size", "is " + std::to_string(op.group_size) + " but the group table's " +
                                                          program.group_of(op).name + " group has " +
@@ -321,7 +323,7 @@ Timeline simulate(const Scenario& given, const Program& program, const SimOption
                           std::pair{"cluster.compute_overhead", scenario.cluster.compute_overhead_us}})
     if (!(t >= 0) || !std::isfinite(t)) throw InputError(where, "must be a finite time >= 0");
   if (scenario.cluster.gpus_per_node < 1) throw InputError("cluster.gpus_per_node", "must be at least 1");
-  if (program.groups.size() != kNumCommGroups) throw InputError("groups", "the program needs its group table");
+  if (program.groups.empty()) throw InputError("groups", "the program needs its group table");
   for (const GroupInfo& g : program.groups)
     if (g.size < 1 || g.stride < 1) throw InputError("groups", "group \"" + g.name + "\" needs size and stride >= 1");
   if (program.static_memory_bytes < 0) throw InputError("static_memory_bytes", "must be >= 0");

@@ -21,6 +21,9 @@ Program sample_program() {
   p.world_size = 8;
   p.groups = fsdp_group_table(4, 2, 2);
   p.streams = fsdp2_stream_table();
+  const int reshard = static_cast<int>(CommGroup::Reshard);
+  p.buffers = {{"param_reshard", 2, reshard, 1, BufferInit::Shared},
+               {"unsharded_params_reshard", 2, reshard, 2, BufferInit::None}};
   p.param_dtype = DType::bf16;
   p.reduce_dtype = DType::fp32;
   p.micro_batches = 2;
@@ -37,8 +40,10 @@ Program sample_program() {
   ci.slices = {{1, 0, 16}, {2, 0, 16}};
   ci.name = "ci u1";
   ci.link = 1;
+  ci.src_buffer = 0;
   Op ag = ci;
   ag.link = -1;
+  ag.dst_buffer = 1;
   ag.id = 1;
   ag.kind = OpKind::AllGather;
   ag.stream = StreamId::AllGather;
@@ -68,6 +73,8 @@ Program sample_program() {
   p.ops = {ci, ag, fwd, free};
   return p;
 }
+
+int reshard_index() { return static_cast<int>(CommGroup::Reshard); }
 
 template <typename Fn>
 std::string error_path(Fn fn) {
@@ -101,6 +108,13 @@ TEST(ProgramJson, RoundTripKeepsEveryField) {
   EXPECT_EQ(back.streams[static_cast<int>(StreamId::AllGather)].priority, -1);
   EXPECT_EQ(back.streams[static_cast<int>(StreamId::AllReduce)].priority, 0);
   EXPECT_EQ(back.ops[0].link, 1);
+  ASSERT_EQ(back.buffers.size(), 2u);
+  EXPECT_EQ(back.buffers[1].name, "unsharded_params_reshard");
+  EXPECT_EQ(back.buffers[1].group, reshard_index());
+  EXPECT_EQ(back.buffers[1].blocks, 2);
+  EXPECT_EQ(back.buffers[0].init, BufferInit::Shared);
+  EXPECT_EQ(back.ops[1].src_buffer, 0);
+  EXPECT_EQ(back.ops[1].dst_buffer, 1);
   EXPECT_EQ(back.ops[1].reduction, Reduction::None);
   ASSERT_EQ(back.ops.size(), 4u);
   EXPECT_EQ(back.ops[1].kind, OpKind::AllGather);
@@ -161,6 +175,24 @@ TEST(ProgramJson, BadFilesNameTheJsonPath) {
   j = good;
   j["ops"][2]["link"] = 1;  // only copies link
   EXPECT_EQ(error_path([&] { program_from_json(j); }), "ops[2].link");
+  j = good;
+  j["buffers"][1]["blocks"] = 4;  // 1 or the reshard group's 2
+  EXPECT_EQ(error_path([&] { program_from_json(j); }), "buffers[1].blocks");
+  j = good;
+  j["buffers"][0]["init"] = "random";
+  EXPECT_EQ(error_path([&] { program_from_json(j); }), "buffers[0].init");
+  j = good;
+  j["buffers"][0]["group"] = "world";
+  EXPECT_EQ(error_path([&] { program_from_json(j); }), "buffers[0].group");
+  j = good;
+  j["ops"][1]["dst_buffer"] = -1;  // a collective writes a buffer
+  EXPECT_EQ(error_path([&] { program_from_json(j); }), "ops[1].dst_buffer");
+  j = good;
+  j["ops"][0]["src_buffer"] = 1;  // a copy-in reads its collective's source, buffer 0
+  EXPECT_EQ(error_path([&] { program_from_json(j); }), "ops[0].src_buffer");
+  j = good;
+  j["ops"][2]["src_buffer"] = 0;  // compute moves no data
+  EXPECT_EQ(error_path([&] { program_from_json(j); }), "ops[2].src_buffer");
   j = good;
   j["version"] = 1;  // the version before the tables
   EXPECT_EQ(error_path([&] { program_from_json(j); }), "version");

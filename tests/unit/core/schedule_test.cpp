@@ -299,6 +299,58 @@ TEST(Schedule, CopiesLinkToTheCollectiveTheyFillOrDrain) {
   EXPECT_GT(copy_outs, 0);
 }
 
+// The buffer table says what each collective reads and writes: an all-gather this rank's
+// parameter block (the same global values everywhere) into a block per member; a
+// reduce-scatter each rank's own gradients (a block per member) into one block; HSDP's
+// all-reduce that block in place. Copies read or write their collective's buffers.
+TEST(Schedule, BufferTableStatesWhatCollectivesReadAndWrite) {
+  Scenario s = make_scenario(3, 2, 2);
+  s.policy.reshard_after_forward = {ReshardAfterForward::Mode::Partial, 1};
+  s.policy.param_dtype = DType::bf16;
+  s.policy.reduce_dtype = DType::fp32;
+  const Program p = schedule(s);
+  auto buffer = [&](int b) -> const BufferInfo& { return p.buffers.at(static_cast<size_t>(b)); };
+  int checked = 0;
+  for (const Op& op : p.ops) {
+    if (op.kind == OpKind::AllGather) {
+      EXPECT_EQ(buffer(op.src_buffer).blocks, 1);
+      EXPECT_EQ(buffer(op.src_buffer).init, BufferInit::Shared);
+      EXPECT_EQ(buffer(op.dst_buffer).blocks, op.group_size);
+      EXPECT_EQ(buffer(op.dst_buffer).init, BufferInit::None);
+      EXPECT_EQ(buffer(op.src_buffer).group, static_cast<int>(op.group));
+      EXPECT_EQ(buffer(op.dst_buffer).width, 2);
+    } else if (op.kind == OpKind::ReduceScatter) {
+      EXPECT_EQ(buffer(op.src_buffer).blocks, op.group_size);
+      EXPECT_EQ(buffer(op.src_buffer).init, BufferInit::PerRank);
+      EXPECT_EQ(buffer(op.dst_buffer).blocks, 1);
+      EXPECT_EQ(buffer(op.dst_buffer).width, 4);
+    } else if (op.kind == OpKind::AllReduce) {
+      EXPECT_EQ(op.src_buffer, op.dst_buffer);
+      EXPECT_EQ(buffer(op.dst_buffer).blocks, 1);
+    } else if (op.kind == OpKind::CopyIn) {
+      EXPECT_EQ(op.src_buffer, p.ops[op.link].src_buffer);
+      EXPECT_EQ(op.dst_buffer, -1);
+    } else if (op.kind == OpKind::CopyOut) {
+      EXPECT_EQ(op.dst_buffer, p.ops[op.link].dst_buffer);
+      EXPECT_EQ(op.src_buffer, -1);
+    } else {
+      EXPECT_EQ(op.src_buffer, -1);
+      EXPECT_EQ(op.dst_buffer, -1);
+      continue;
+    }
+    ++checked;
+  }
+  EXPECT_GT(checked, 0);
+  // Backward all-gathers after a partial reshard read and write the reshard group's buffers.
+  bool reshard_gather = false;
+  for (const Op& op : p.ops)
+    if (op.kind == OpKind::AllGather && op.group == CommGroup::Reshard) {
+      reshard_gather = true;
+      EXPECT_EQ(buffer(op.src_buffer).name, "param_reshard");
+    }
+  EXPECT_TRUE(reshard_gather);
+}
+
 // The reduction is on the op: averaged gradients by default, summed when asked; all-gathers
 // reduce nothing.
 TEST(Schedule, CollectivesCarryTheirReduction) {

@@ -117,6 +117,23 @@ TEST(GroupMembers, FollowTheGroupTablesSizeAndStride) {
 // copy-out depends on its all-gather, but linked to the other one it drains that one (and is
 // refused, since its slices are not that all-gather's); a copy without a valid link is refused,
 // naming it.
+// Each collective's buffers must have the blocks its kind reads and writes: an all-gather
+// writing into a one-block buffer is refused, naming the op's dst_buffer.
+TEST(MakePlan, BuffersMustHaveTheBlocksTheirCollectivesNeed) {
+  Program p = make_test_program(TestProgramSpec{});
+  int ag = -1;
+  for (const auto& op : p.ops)
+    if (op.kind == OpKind::AllGather && ag < 0) ag = op.id;
+  ASSERT_GE(ag, 0);
+  p.ops[ag].dst_buffer = p.ops[ag].src_buffer;  // one block per rank, not one per member
+  try {
+    make_plan(p, 1, 0, 2);
+    ADD_FAILURE() << "an all-gather into a one-block buffer was accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where(), "program.ops[" + std::to_string(ag) + "].dst_buffer");
+  }
+}
+
 TEST(MakePlan, CopiesFollowTheProgramsLinks) {
   TestProgramSpec spec;
   spec.split = true;  // two all-gathers per unit: the first copy-out could drain either

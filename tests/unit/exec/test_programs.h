@@ -35,6 +35,17 @@ inline Program make_test_program(const TestProgramSpec& spec) {
   p.param_dtype = spec.param_dtype;
   p.reduce_dtype = spec.reduce_dtype;
   const Reduction reduction = spec.average ? Reduction::Avg : Reduction::Sum;
+  const int pwidth = dtype_bytes(spec.param_dtype), rwidth = dtype_bytes(spec.reduce_dtype);
+  const int shard_group = static_cast<int>(CommGroup::Shard), reshard_group = static_cast<int>(CommGroup::Reshard);
+  p.buffers = {{"param_shard", pwidth, shard_group, 1, BufferInit::Shared},
+               {"unsharded_params", pwidth, shard_group, spec.shard, BufferInit::None},
+               {"unsharded_grads", rwidth, shard_group, spec.shard, BufferInit::PerRank},
+               {"grad_shard", rwidth, static_cast<int>(CommGroup::None), 1, BufferInit::PerRank}};
+  if (spec.reshard > 0) {
+    p.buffers.push_back({"param_reshard", pwidth, reshard_group, 1, BufferInit::Shared});
+    p.buffers.push_back({"unsharded_params_reshard", pwidth, reshard_group, spec.reshard, BufferInit::None});
+  }
+  const int kGradShard = 3;
   std::vector<std::vector<int>> unit_params(spec.units);
   for (int u = 0; u < spec.units; ++u) {
     p.units.push_back("u" + std::to_string(u));
@@ -108,11 +119,17 @@ inline Program make_test_program(const TestProgramSpec& spec) {
       ag.group_size = n;
       ag.dtype = spec.param_dtype;
       ag.bytes = total(slices) * pw * n;
+      ag.src_buffer = reshard_group ? 4 : 0;
+      ag.dst_buffer = reshard_group ? 5 : 1;
       const int ag_id = ag.id;
-      if (spec.fused && !spec.zero_copy) p.ops[ag_deps[0]].link = ag_id;
+      if (spec.fused && !spec.zero_copy) {
+        p.ops[ag_deps[0]].link = ag_id;
+        p.ops[ag_deps[0]].src_buffer = p.ops[ag_id].src_buffer;
+      }
       if (spec.fused) {
         Op& co = add(OpKind::CopyOut, StreamId::Compute, phase, u, {ag_id}, "co " + tag);
         co.link = ag_id;
+        co.dst_buffer = p.ops[ag_id].dst_buffer;
         co.slices = slices;
         co.bytes = total(slices) * pw * n;
         last_copy_out = co.id;
@@ -159,11 +176,17 @@ inline Program make_test_program(const TestProgramSpec& spec) {
       rs.reduction = reduction;
       rs.dtype = spec.reduce_dtype;
       rs.bytes = total(slices) * rw * spec.shard;
+      rs.src_buffer = 2;
+      rs.dst_buffer = kGradShard;
       int done = rs.id;
-      if (spec.fused) p.ops[rs_deps[0]].link = rs.id;
+      if (spec.fused) {
+        p.ops[rs_deps[0]].link = rs.id;
+        p.ops[rs_deps[0]].src_buffer = 2;
+      }
       if (spec.fused) {
         Op& co = add(OpKind::CopyOut, StreamId::ReduceScatter, Phase::Backward, u, {done}, "rs co " + tag);
         co.link = rs.id;
+        co.dst_buffer = kGradShard;
         co.slices = slices;
         co.bytes = total(slices) * rw;
         done = co.id;
@@ -174,6 +197,7 @@ inline Program make_test_program(const TestProgramSpec& spec) {
         ar.group = CommGroup::Replicate;
         ar.group_size = spec.replicate;
         ar.reduction = reduction;
+        ar.src_buffer = ar.dst_buffer = kGradShard;
         ar.dtype = spec.reduce_dtype;
         ar.bytes = total(slices) * rw;
         done = ar.id;

@@ -57,7 +57,16 @@ inline Program tiny_program() {
            op(4, OpKind::ReduceScatter, StreamId::ReduceScatter, Phase::Backward, 32, "rs u0"),
            op(5, OpKind::AllReduce, StreamId::AllReduce, Phase::Backward, 16, "ar u0"),
            op(6, OpKind::Free, StreamId::Compute, Phase::Finalize, 16, "free u0")};
+  const int shard = static_cast<int>(CommGroup::Shard), none = static_cast<int>(CommGroup::None);
+  p.buffers = {{"param_shard", 2, shard, 1, BufferInit::Shared},
+               {"unsharded_params", 2, shard, 2, BufferInit::None},
+               {"unsharded_grads", 2, shard, 2, BufferInit::PerRank},
+               {"grad_shard", 2, none, 1, BufferInit::PerRank}};
   p.ops[0].link = 1;
+  p.ops[0].src_buffer = p.ops[1].src_buffer = 0;
+  p.ops[1].dst_buffer = 1;
+  p.ops[4].src_buffer = 2;
+  p.ops[4].dst_buffer = p.ops[5].src_buffer = p.ops[5].dst_buffer = 3;
   p.ops[4].reduction = Reduction::Avg;
   p.ops[5].reduction = Reduction::Avg;
   p.ops[1].deps = {0};
