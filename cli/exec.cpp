@@ -17,20 +17,17 @@
 #include <iostream>
 #include <sstream>
 
-#include <boost/program_options.hpp>
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
+#include "cli/command_line.h"
 #include "core/error.h"
 #include "core/metrics.h"
-#include "core/scenario_parse.h"
 #include "core/schedule.h"
 #include "core/timeline.h"
 #include "exec/exec.h"
 #include "exec/mpi/mpi_env.h"
 #include "reports/outputs.h"
-
-namespace po = boost::program_options;
 
 namespace shardline::cli {
 namespace {
@@ -126,17 +123,16 @@ void write_partial(const std::string& dir, const Timeline& partial, const std::s
 }
 
 int run_exec(const std::vector<std::string>& args) {
-  std::string scenario_path, out_dir, backend = "mpi", compute;
-  std::vector<std::string> sets;
+  std::string out_dir, backend = "mpi", compute;
   int np = 0, iterations = -1, warmup = -1;
   int64_t scale = 1;
   exec::ExecOptions opt;
-  po::options_description flags(
+  CommandLine cli(
       "shardline exec SCENARIO [--backend mpi|nccl] [--out DIR] [--np N] [--iterations N] [--warmup W] [--scale K] ...\n"
       "  run under mpirun (mpirun -n 4 shardline exec ...) or let --np launch it");
-  flags.add_options()("help,h", "this help")
-      ("set", po::value(&sets)->composing(), "PATH=VALUE override of the scenario JSON (repeatable)")
-      ("backend", po::value(&backend)->default_value("mpi"), "mpi (CPU processes and threads) or nccl (one GPU per rank)")
+  cli.add_scenario("scenarios/host-tiny-fsdp.json");
+  cli.add_set_flag();
+  cli.flags()("backend", po::value(&backend)->default_value("mpi"), "mpi (CPU processes and threads) or nccl (one GPU per rank)")
       ("out", po::value(&out_dir), "write timeline.json (measured), metrics.json, program.json, trace.json, report.html here")
       ("np", po::value(&np), "launch mpirun with this many ranks (the mesh's world size) unless already under mpirun")
       ("iterations", po::value(&iterations), "measured iterations (default: the scenario's run.iterations); the median is reported")
@@ -144,26 +140,13 @@ int run_exec(const std::vector<std::string>& args) {
       ("compute", po::value(&compute), "compute stand-in: sleep (default on mpi), spin, kernel (default on nccl)")
       ("scale", po::value(&scale)->default_value(1), "divide every buffer by K so a large model fits this machine")
       ("timeout", po::value(&opt.timeout_s)->default_value(60), "seconds without progress before the run is ended with an error")
-      ("no-verify", "skip the data check pass")
-      ("scenario", po::value(&scenario_path), "scenario JSON file");
-  po::options_description hidden("test hooks");
-  hidden.add_options()("stall-rank", po::value(&opt.stall_rank), "this rank stops before --stall-op")
+      ("no-verify", "skip the data check pass");
+  cli.hidden_flags()("stall-rank", po::value(&opt.stall_rank), "this rank stops before --stall-op")
       ("stall-op", po::value(&opt.stall_op), "op id (default: the first collective)")
       ("kill-rank", po::value(&opt.kill_rank), "this rank kills itself with SIGKILL before --stall-op")
       ("corrupt-op", po::value(&opt.corrupt_op), "read this op's source one element off");
-  po::options_description all;
-  all.add(flags).add(hidden);
-  po::positional_options_description positional;
-  positional.add("scenario", 1);
-  po::variables_map vm;
-  po::store(po::command_line_parser(args).options(all).positional(positional).run(), vm);
-  po::notify(vm);
-  if (vm.count("help")) {
-    std::cout << flags << "\n";
-    return 0;
-  }
-  if (scenario_path.empty()) throw InputError("SCENARIO", "give a scenario JSON file, e.g. scenarios/host-tiny-fsdp.json");
-  if (vm.count("out") && out_dir.empty()) throw InputError("--out", "give a folder");
+  if (cli.parse(args) == Parsed::help_shown) return 0;
+  if (cli.given("out") && out_dir.empty()) throw InputError("--out", "give a folder");
   if (backend != "mpi" && backend != "nccl") throw InputError("--backend", "expected mpi or nccl, got \"" + backend + "\"");
   if (compute.empty()) compute = backend == "nccl" ? "kernel" : "sleep";
   if (compute == "sleep") opt.compute = exec::ComputeMode::Sleep;
@@ -173,10 +156,10 @@ int run_exec(const std::vector<std::string>& args) {
   if (opt.compute == exec::ComputeMode::Kernel && backend != "nccl")
     throw InputError("--compute", "kernel stand-ins need --backend nccl; use sleep or spin");
   if (scale < 1) throw InputError("--scale", "must be a positive integer, got " + std::to_string(scale));
-  if (vm.count("np") && np < 1) throw InputError("--np", "must be at least 1");
+  if (cli.given("np") && np < 1) throw InputError("--np", "must be at least 1");
   // Checked here, before mpirun starts, so a bad flag is one message and not one per rank.
-  if (vm.count("iterations") && iterations < 1) throw InputError("--iterations", "must be at least 1, got " + std::to_string(iterations));
-  if (vm.count("warmup") && warmup < 0) throw InputError("--warmup", "must be 0 or more, got " + std::to_string(warmup));
+  if (cli.given("iterations") && iterations < 1) throw InputError("--iterations", "must be at least 1, got " + std::to_string(iterations));
+  if (cli.given("warmup") && warmup < 0) throw InputError("--warmup", "must be 0 or more, got " + std::to_string(warmup));
   if (!(opt.timeout_s > 0)) throw InputError("--timeout", "must be a positive number of seconds");
   if (backend == "mpi") exec::mpi_poll_us_from_env();
   if (backend == "nccl" && !exec::have_nccl_backend())
@@ -184,7 +167,7 @@ int run_exec(const std::vector<std::string>& args) {
   if (backend == "nccl" && !exec::have_gpu())
     throw InputError("--backend", "nccl needs one GPU per rank, and this machine has none; use --backend mpi");
 
-  const Scenario scenario = load_scenario(scenario_path, sets);
+  const Scenario scenario = cli.load_scenario();
   const Program program = schedule(scenario);
   if (!out_dir.empty()) check_run_outputs_size(scenario, program);
   const int world = scenario.mesh.world();
@@ -198,7 +181,7 @@ int run_exec(const std::vector<std::string>& args) {
   opt.iterations = iterations >= 0 ? iterations : scenario.run.iterations;
   opt.warmup = warmup >= 0 ? warmup : scenario.run.warmup;
   opt.scale = scale;
-  opt.verify = vm.count("no-verify") == 0;
+  opt.verify = !cli.given("no-verify");
   if (!out_dir.empty())
     opt.on_failure = [out_dir](const Timeline& partial, const std::string& message) { write_partial(out_dir, partial, message); };
 
