@@ -4,14 +4,6 @@
 // the measured timeline, metrics, trace and report like `simulate`. With --np N (and not
 // already under mpirun) it launches mpirun itself, waits for it, and names a rank that died
 // without a report.
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <csignal>
-#include <climits>
-#include <cstring>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -21,6 +13,7 @@
 
 #include "cli/command.h"
 #include "cli/command_line.h"
+#include "cli/mpirun_launch.h"
 #include "core/error.h"
 #include "core/metrics.h"
 #include "core/schedule.h"
@@ -32,92 +25,11 @@
 namespace shardline::cli {
 namespace {
 
-// After a failed run under our own mpirun: ranks that wrote partial timelines into `out_dir`
-// reported themselves; a rank that did not, while others did, died without a word (killed,
-// crashed). Named here once, since mpirun's own text is easy to miss among the rest.
-void report_silent_ranks(int np, const std::string& out_dir) {
-  namespace fs = std::filesystem;
-  std::vector<int> silent, reported;
-  for (int r = 0; r < np; ++r)
-    (fs::exists(fs::path(out_dir) / ("error.rank" + std::to_string(r) + ".txt")) ? reported : silent).push_back(r);
-  if (reported.empty() || silent.empty()) return;
-  const auto list = [](const std::vector<int>& ranks) {
-    std::string text;
-    for (int r : ranks) text += (text.empty() ? "" : ", ") + std::to_string(r);
-    return text;
-  };
-  std::cerr << "shardline exec: error: rank" << (silent.size() > 1 ? "s " : " ") << list(silent)
-            << " ended without a report (killed or crashed; mpirun's message says how); partial timelines of rank"
-            << (reported.size() > 1 ? "s " : " ") << list(reported) << " are in " << out_dir << "/" << std::endl;
-}
-
-volatile pid_t g_mpirun = 0;
-extern "C" void forward_to_mpirun(int sig) {
-  if (g_mpirun > 0) ::kill(g_mpirun, sig);
-}
-
-// Re-runs this command under mpirun with N ranks, adding the flags a newcomer would not know,
-// waits for it and returns its exit status (128 + N when it ended by signal N).
-int launch_mpirun(int np, const std::vector<std::string>& args, const std::string& out_dir) {
-  const char* env = std::getenv("SHARDLINE_MPIEXEC");
-  std::vector<std::string> cmd{env && *env ? env : "mpirun"};
-  if (geteuid() == 0) cmd.push_back("--allow-run-as-root");
-  cmd.insert(cmd.end(), {"--oversubscribe", "--bind-to", "none", "-n", std::to_string(np)});
-  char self[PATH_MAX];
-  const ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-  if (n <= 0) throw std::runtime_error("cannot find the shardline executable to launch under mpirun");
-  self[n] = 0;
-  cmd.push_back(self);
-  cmd.push_back("exec");
-  for (size_t i = 0; i < args.size(); ++i) {
-    if (args[i] == "--np") {
-      ++i;
-      continue;
-    }
-    if (args[i].rfind("--np=", 0) == 0) continue;
-    cmd.push_back(args[i]);
-  }
-  std::string line;
-  for (const auto& c : cmd) line += (line.empty() ? "" : " ") + c;
-  std::cerr << "shardline exec: launching: " << line << std::endl;
-  std::vector<char*> argv;
-  for (auto& c : cmd) argv.push_back(c.data());
-  argv.push_back(nullptr);
-  // Ctrl-C reaches mpirun and the ranks (one process group): this launcher ignores it and waits
-  // for them. A SIGTERM sent to the launcher alone is passed on to mpirun.
-  struct sigaction ignore {}, forward {}, old_int {}, old_term {};
-  ignore.sa_handler = SIG_IGN;
-  sigemptyset(&ignore.sa_mask);
-  forward.sa_handler = forward_to_mpirun;
-  sigemptyset(&forward.sa_mask);
-  ::sigaction(SIGINT, &ignore, &old_int);
-  ::sigaction(SIGTERM, &forward, &old_term);
-  const pid_t child = ::fork();
-  g_mpirun = child;
-  if (child == 0) {
-    ::sigaction(SIGINT, &old_int, nullptr);
-    ::sigaction(SIGTERM, &old_term, nullptr);
-    execvp(argv[0], argv.data());
-    std::cerr << "shardline exec: error: --np: could not run " << cmd[0] << " (" << std::strerror(errno)
-              << "); install Open MPI or set SHARDLINE_MPIEXEC" << std::endl;
-    std::_Exit(2);
-  }
-  int status = 0;
-  while (child > 0 && ::waitpid(child, &status, 0) < 0 && errno == EINTR) {
-  }
-  ::sigaction(SIGINT, &old_int, nullptr);
-  ::sigaction(SIGTERM, &old_term, nullptr);
-  if (child < 0) throw InputError("--np", std::string("could not start ") + cmd[0] + ": " + std::strerror(errno));
-  const int rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  if (rc != 0 && rc != 2 && !out_dir.empty()) report_silent_ranks(np, out_dir);
-  return rc;
-}
-
 void write_partial(const std::string& dir, const Timeline& partial, const std::string& message) {
   std::filesystem::create_directories(dir);
   const std::string rank = std::to_string(exec::mpi_rank());
   std::ofstream(dir + "/timeline.partial.rank" + rank + ".json") << timeline_to_json(partial).dump(1) << "\n";
-  std::ofstream(dir + "/error.rank" + rank + ".txt") << message << "\n";
+  std::ofstream(dir + "/" + rank_report_file(exec::mpi_rank())) << message << "\n";
   std::cerr << "shardline exec: partial timeline of rank " << rank << " written to " << dir << "/timeline.partial.rank"
             << rank << ".json" << std::endl;
 }
@@ -176,7 +88,7 @@ int run_exec(const std::vector<std::string>& args) {
                                  std::to_string(scenario.mesh.shard) + " x replicate " +
                                  std::to_string(scenario.mesh.replicate) + "), not " + std::to_string(np) +
                                  "; use --np " + std::to_string(world) + " or --set mesh.shard=...");
-  if (np > 0 && !exec::launched_by_mpirun()) return launch_mpirun(np, args, out_dir);
+  if (np > 0 && !exec::launched_by_mpirun()) return relaunch_under_mpirun_and_wait(np, "exec", args, out_dir);
 
   opt.iterations = iterations >= 0 ? iterations : scenario.run.iterations;
   opt.warmup = warmup >= 0 ? warmup : scenario.run.warmup;
