@@ -8,10 +8,10 @@
 #include <iostream>
 #include <thread>
 
-#include <boost/program_options.hpp>
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
+#include "cli/command_line.h"
 #include "cli/mpirun_launch.h"
 #include "core/error.h"
 #include "core/profile.h"
@@ -19,8 +19,6 @@
 #include "core/units.h"
 #include "exec/calibrate.h"
 #include "exec/exec.h"
-
-namespace po = boost::program_options;
 
 namespace shardline::cli {
 namespace {
@@ -50,11 +48,10 @@ int run_calibrate(const std::vector<std::string>& args) {
   std::string out, backend = "mpi", compute, max_bytes = "64MiB", min_bytes = "1KiB";
   int np = 0;
   exec::CalibrateOptions opt;
-  po::options_description flags(
+  CommandLine cli(
       "shardline calibrate --out profile.json [--backend mpi|nccl] [--np N] [--max-bytes 64MiB] ...\n"
       "  run under mpirun (mpirun -n 4 shardline calibrate ...) or let --np launch it");
-  flags.add_options()("help,h", "this help")
-      ("out", po::value(&out), "the profile file to write (JSON)")
+  cli.flags()("out", po::value(&out), "the profile file to write (JSON)")
       ("backend", po::value(&backend)->default_value("mpi"), "mpi (CPU processes and threads) or nccl (one GPU per rank)")
       ("np", po::value(&np), "launch mpirun with this many ranks unless already under mpirun")
       ("max-bytes", po::value(&max_bytes)->default_value("64MiB"), "largest collective size measured (lowered to fit memory)")
@@ -63,13 +60,7 @@ int run_calibrate(const std::vector<std::string>& args) {
       ("warmup", po::value(&opt.warmup)->default_value(2), "unmeasured repetitions before each point")
       ("compute", po::value(&compute), "compute stand-in for the slow-down measurements: sleep (default on mpi), spin, kernel (nccl)")
       ("quiet", "no progress lines");
-  po::variables_map vm;
-  po::store(po::command_line_parser(args).options(flags).run(), vm);
-  po::notify(vm);
-  if (vm.count("help")) {
-    std::cout << flags << "\n";
-    return 0;
-  }
+  if (cli.parse(args) == Parsed::help_shown) return 0;
   if (out.empty()) throw InputError("--out", "give the profile file to write, e.g. --out profile.json");
   if (backend != "mpi" && backend != "nccl") throw InputError("--backend", "expected mpi or nccl, got \"" + backend + "\"");
   if (compute.empty()) compute = backend == "nccl" ? "kernel" : "sleep";
@@ -79,7 +70,7 @@ int run_calibrate(const std::vector<std::string>& args) {
   else throw InputError("--compute", "expected sleep, spin or kernel, got \"" + compute + "\"");
   opt.max_bytes = parse_bytes(max_bytes, "--max-bytes");
   opt.min_bytes = parse_bytes(min_bytes, "--min-bytes");
-  if (vm.count("np") && np < 2) throw InputError("--np", "calibration needs at least 2 ranks");
+  if (cli.given("np") && np < 2) throw InputError("--np", "calibration needs at least 2 ranks");
   if (np > 0 && !exec::launched_by_mpirun()) exec_under_mpirun(np, "calibrate", args);
   {
     std::ofstream probe(out, std::ios::app);  // fail before measuring, not after
@@ -88,7 +79,7 @@ int run_calibrate(const std::vector<std::string>& args) {
 
   exec::init_mpi();
   opt.machine = describe_machine();
-  if (!vm.count("quiet")) opt.log = [](const std::string& line) { std::cerr << "calibrate: " << line << std::endl; };
+  if (!cli.given("quiet")) opt.log = [](const std::string& line) { std::cerr << "calibrate: " << line << std::endl; };
   ClusterProfile profile;
   try {
     profile = exec::calibrate_backend(backend, opt);

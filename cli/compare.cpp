@@ -5,13 +5,10 @@
 #include <cmath>
 #include <iostream>
 
-#include <boost/program_options.hpp>
-
 #include "cli/command.h"
+#include "cli/command_line.h"
 #include "core/error.h"
 #include "reports/compare.h"
-
-namespace po = boost::program_options;
 
 namespace shardline::cli {
 namespace {
@@ -19,21 +16,12 @@ namespace {
 int run_compare(const std::vector<std::string>& args) {
   std::string predicted_dir, measured_dir, out_dir;
   double tolerance = 0.10;
-  po::options_description flags("shardline compare PREDICTED_DIR MEASURED_DIR [--tolerance 0.10] [--out DIR]");
-  flags.add_options()("help,h", "this help")
-      ("tolerance", po::value(&tolerance)->default_value(0.10), "allowed relative step-time error; exit 1 above it")
-      ("out", po::value(&out_dir), "write compare.json and compare.html here (default: MEASURED_DIR)")
-      ("predicted", po::value(&predicted_dir), "output folder of `shardline simulate --out`")
-      ("measured", po::value(&measured_dir), "output folder of `shardline exec --out`");
-  po::positional_options_description positional;
-  positional.add("predicted", 1).add("measured", 1);
-  po::variables_map vm;
-  po::store(po::command_line_parser(args).options(flags).positional(positional).run(), vm);
-  po::notify(vm);
-  if (vm.count("help")) {
-    std::cout << flags << "\n";
-    return 0;
-  }
+  CommandLine cli("shardline compare PREDICTED_DIR MEASURED_DIR [--tolerance 0.10] [--out DIR]");
+  cli.flags()("tolerance", po::value(&tolerance)->default_value(0.10), "allowed relative step-time error; exit 1 above it")
+      ("out", po::value(&out_dir), "write compare.json and compare.html here (default: MEASURED_DIR)");
+  cli.add_positional("predicted", &predicted_dir, "output folder of `shardline simulate --out`");
+  cli.add_positional("measured", &measured_dir, "output folder of `shardline exec --out`");
+  if (cli.parse(args) == Parsed::help_shown) return 0;
   if (predicted_dir.empty()) throw InputError("PREDICTED_DIR", "give the output folder of `shardline simulate --out`");
   if (measured_dir.empty()) throw InputError("MEASURED_DIR", "give the output folder of `shardline exec --out`");
   if (!(tolerance >= 0) || !std::isfinite(tolerance))

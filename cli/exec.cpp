@@ -4,139 +4,47 @@
 // the measured timeline, metrics, trace and report like `simulate`. With --np N (and not
 // already under mpirun) it launches mpirun itself, waits for it, and names a rank that died
 // without a report.
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <csignal>
-#include <climits>
-#include <cstring>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
 
-#include <boost/program_options.hpp>
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
+#include "cli/command_line.h"
+#include "cli/mpirun_launch.h"
 #include "core/error.h"
 #include "core/metrics.h"
-#include "core/scenario_parse.h"
 #include "core/schedule.h"
 #include "core/timeline.h"
 #include "exec/exec.h"
 #include "exec/mpi/mpi_env.h"
 #include "reports/outputs.h"
 
-namespace po = boost::program_options;
-
 namespace shardline::cli {
 namespace {
-
-// After a failed run under our own mpirun: ranks that wrote partial timelines into `out_dir`
-// reported themselves; a rank that did not, while others did, died without a word (killed,
-// crashed). Named here once, since mpirun's own text is easy to miss among the rest.
-void report_silent_ranks(int np, const std::string& out_dir) {
-  namespace fs = std::filesystem;
-  std::vector<int> silent, reported;
-  for (int r = 0; r < np; ++r)
-    (fs::exists(fs::path(out_dir) / ("error.rank" + std::to_string(r) + ".txt")) ? reported : silent).push_back(r);
-  if (reported.empty() || silent.empty()) return;
-  const auto list = [](const std::vector<int>& ranks) {
-    std::string text;
-    for (int r : ranks) text += (text.empty() ? "" : ", ") + std::to_string(r);
-    return text;
-  };
-  std::cerr << "shardline exec: error: rank" << (silent.size() > 1 ? "s " : " ") << list(silent)
-            << " ended without a report (killed or crashed; mpirun's message says how); partial timelines of rank"
-            << (reported.size() > 1 ? "s " : " ") << list(reported) << " are in " << out_dir << "/" << std::endl;
-}
-
-volatile pid_t g_mpirun = 0;
-extern "C" void forward_to_mpirun(int sig) {
-  if (g_mpirun > 0) ::kill(g_mpirun, sig);
-}
-
-// Re-runs this command under mpirun with N ranks, adding the flags a newcomer would not know,
-// waits for it and returns its exit status (128 + N when it ended by signal N).
-int launch_mpirun(int np, const std::vector<std::string>& args, const std::string& out_dir) {
-  const char* env = std::getenv("SHARDLINE_MPIEXEC");
-  std::vector<std::string> cmd{env && *env ? env : "mpirun"};
-  if (geteuid() == 0) cmd.push_back("--allow-run-as-root");
-  cmd.insert(cmd.end(), {"--oversubscribe", "--bind-to", "none", "-n", std::to_string(np)});
-  char self[PATH_MAX];
-  const ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-  if (n <= 0) throw std::runtime_error("cannot find the shardline executable to launch under mpirun");
-  self[n] = 0;
-  cmd.push_back(self);
-  cmd.push_back("exec");
-  for (size_t i = 0; i < args.size(); ++i) {
-    if (args[i] == "--np") {
-      ++i;
-      continue;
-    }
-    if (args[i].rfind("--np=", 0) == 0) continue;
-    cmd.push_back(args[i]);
-  }
-  std::string line;
-  for (const auto& c : cmd) line += (line.empty() ? "" : " ") + c;
-  std::cerr << "shardline exec: launching: " << line << std::endl;
-  std::vector<char*> argv;
-  for (auto& c : cmd) argv.push_back(c.data());
-  argv.push_back(nullptr);
-  // Ctrl-C reaches mpirun and the ranks (one process group): this launcher ignores it and waits
-  // for them. A SIGTERM sent to the launcher alone is passed on to mpirun.
-  struct sigaction ignore {}, forward {}, old_int {}, old_term {};
-  ignore.sa_handler = SIG_IGN;
-  sigemptyset(&ignore.sa_mask);
-  forward.sa_handler = forward_to_mpirun;
-  sigemptyset(&forward.sa_mask);
-  ::sigaction(SIGINT, &ignore, &old_int);
-  ::sigaction(SIGTERM, &forward, &old_term);
-  const pid_t child = ::fork();
-  g_mpirun = child;
-  if (child == 0) {
-    ::sigaction(SIGINT, &old_int, nullptr);
-    ::sigaction(SIGTERM, &old_term, nullptr);
-    execvp(argv[0], argv.data());
-    std::cerr << "shardline exec: error: --np: could not run " << cmd[0] << " (" << std::strerror(errno)
-              << "); install Open MPI or set SHARDLINE_MPIEXEC" << std::endl;
-    std::_Exit(2);
-  }
-  int status = 0;
-  while (child > 0 && ::waitpid(child, &status, 0) < 0 && errno == EINTR) {
-  }
-  ::sigaction(SIGINT, &old_int, nullptr);
-  ::sigaction(SIGTERM, &old_term, nullptr);
-  if (child < 0) throw InputError("--np", std::string("could not start ") + cmd[0] + ": " + std::strerror(errno));
-  const int rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  if (rc != 0 && rc != 2 && !out_dir.empty()) report_silent_ranks(np, out_dir);
-  return rc;
-}
 
 void write_partial(const std::string& dir, const Timeline& partial, const std::string& message) {
   std::filesystem::create_directories(dir);
   const std::string rank = std::to_string(exec::mpi_rank());
   std::ofstream(dir + "/timeline.partial.rank" + rank + ".json") << timeline_to_json(partial).dump(1) << "\n";
-  std::ofstream(dir + "/error.rank" + rank + ".txt") << message << "\n";
+  std::ofstream(dir + "/" + rank_report_file(exec::mpi_rank())) << message << "\n";
   std::cerr << "shardline exec: partial timeline of rank " << rank << " written to " << dir << "/timeline.partial.rank"
             << rank << ".json" << std::endl;
 }
 
 int run_exec(const std::vector<std::string>& args) {
-  std::string scenario_path, out_dir, backend = "mpi", compute;
-  std::vector<std::string> sets;
+  std::string out_dir, backend = "mpi", compute;
   int np = 0, iterations = -1, warmup = -1;
   int64_t scale = 1;
   exec::ExecOptions opt;
-  po::options_description flags(
+  CommandLine cli(
       "shardline exec SCENARIO [--backend mpi|nccl] [--out DIR] [--np N] [--iterations N] [--warmup W] [--scale K] ...\n"
       "  run under mpirun (mpirun -n 4 shardline exec ...) or let --np launch it");
-  flags.add_options()("help,h", "this help")
-      ("set", po::value(&sets)->composing(), "PATH=VALUE override of the scenario JSON (repeatable)")
-      ("backend", po::value(&backend)->default_value("mpi"), "mpi (CPU processes and threads) or nccl (one GPU per rank)")
+  cli.add_scenario("scenarios/host-tiny-fsdp.json");
+  cli.add_set_flag();
+  cli.flags()("backend", po::value(&backend)->default_value("mpi"), "mpi (CPU processes and threads) or nccl (one GPU per rank)")
       ("out", po::value(&out_dir), "write timeline.json (measured), metrics.json, program.json, trace.json, report.html here")
       ("np", po::value(&np), "launch mpirun with this many ranks (the mesh's world size) unless already under mpirun")
       ("iterations", po::value(&iterations), "measured iterations (default: the scenario's run.iterations); the median is reported")
@@ -144,26 +52,13 @@ int run_exec(const std::vector<std::string>& args) {
       ("compute", po::value(&compute), "compute stand-in: sleep (default on mpi), spin, kernel (default on nccl)")
       ("scale", po::value(&scale)->default_value(1), "divide every buffer by K so a large model fits this machine")
       ("timeout", po::value(&opt.timeout_s)->default_value(60), "seconds without progress before the run is ended with an error")
-      ("no-verify", "skip the data check pass")
-      ("scenario", po::value(&scenario_path), "scenario JSON file");
-  po::options_description hidden("test hooks");
-  hidden.add_options()("stall-rank", po::value(&opt.stall_rank), "this rank stops before --stall-op")
+      ("no-verify", "skip the data check pass");
+  cli.hidden_flags()("stall-rank", po::value(&opt.stall_rank), "this rank stops before --stall-op")
       ("stall-op", po::value(&opt.stall_op), "op id (default: the first collective)")
       ("kill-rank", po::value(&opt.kill_rank), "this rank kills itself with SIGKILL before --stall-op")
       ("corrupt-op", po::value(&opt.corrupt_op), "read this op's source one element off");
-  po::options_description all;
-  all.add(flags).add(hidden);
-  po::positional_options_description positional;
-  positional.add("scenario", 1);
-  po::variables_map vm;
-  po::store(po::command_line_parser(args).options(all).positional(positional).run(), vm);
-  po::notify(vm);
-  if (vm.count("help")) {
-    std::cout << flags << "\n";
-    return 0;
-  }
-  if (scenario_path.empty()) throw InputError("SCENARIO", "give a scenario JSON file, e.g. scenarios/host-tiny-fsdp.json");
-  if (vm.count("out") && out_dir.empty()) throw InputError("--out", "give a folder");
+  if (cli.parse(args) == Parsed::help_shown) return 0;
+  if (cli.given("out") && out_dir.empty()) throw InputError("--out", "give a folder");
   if (backend != "mpi" && backend != "nccl") throw InputError("--backend", "expected mpi or nccl, got \"" + backend + "\"");
   if (compute.empty()) compute = backend == "nccl" ? "kernel" : "sleep";
   if (compute == "sleep") opt.compute = exec::ComputeMode::Sleep;
@@ -173,10 +68,10 @@ int run_exec(const std::vector<std::string>& args) {
   if (opt.compute == exec::ComputeMode::Kernel && backend != "nccl")
     throw InputError("--compute", "kernel stand-ins need --backend nccl; use sleep or spin");
   if (scale < 1) throw InputError("--scale", "must be a positive integer, got " + std::to_string(scale));
-  if (vm.count("np") && np < 1) throw InputError("--np", "must be at least 1");
+  if (cli.given("np") && np < 1) throw InputError("--np", "must be at least 1");
   // Checked here, before mpirun starts, so a bad flag is one message and not one per rank.
-  if (vm.count("iterations") && iterations < 1) throw InputError("--iterations", "must be at least 1, got " + std::to_string(iterations));
-  if (vm.count("warmup") && warmup < 0) throw InputError("--warmup", "must be 0 or more, got " + std::to_string(warmup));
+  if (cli.given("iterations") && iterations < 1) throw InputError("--iterations", "must be at least 1, got " + std::to_string(iterations));
+  if (cli.given("warmup") && warmup < 0) throw InputError("--warmup", "must be 0 or more, got " + std::to_string(warmup));
   if (!(opt.timeout_s > 0)) throw InputError("--timeout", "must be a positive number of seconds");
   if (backend == "mpi") exec::mpi_poll_us_from_env();
   if (backend == "nccl" && !exec::have_nccl_backend())
@@ -184,7 +79,7 @@ int run_exec(const std::vector<std::string>& args) {
   if (backend == "nccl" && !exec::have_gpu())
     throw InputError("--backend", "nccl needs one GPU per rank, and this machine has none; use --backend mpi");
 
-  const Scenario scenario = load_scenario(scenario_path, sets);
+  const Scenario scenario = cli.load_scenario();
   const Program program = schedule(scenario);
   if (!out_dir.empty()) check_run_outputs_size(scenario, program);
   const int world = scenario.mesh.world();
@@ -193,12 +88,12 @@ int run_exec(const std::vector<std::string>& args) {
                                  std::to_string(scenario.mesh.shard) + " x replicate " +
                                  std::to_string(scenario.mesh.replicate) + "), not " + std::to_string(np) +
                                  "; use --np " + std::to_string(world) + " or --set mesh.shard=...");
-  if (np > 0 && !exec::launched_by_mpirun()) return launch_mpirun(np, args, out_dir);
+  if (np > 0 && !exec::launched_by_mpirun()) return relaunch_under_mpirun_and_wait(np, "exec", args, out_dir);
 
   opt.iterations = iterations >= 0 ? iterations : scenario.run.iterations;
   opt.warmup = warmup >= 0 ? warmup : scenario.run.warmup;
   opt.scale = scale;
-  opt.verify = vm.count("no-verify") == 0;
+  opt.verify = !cli.given("no-verify");
   if (!out_dir.empty())
     opt.on_failure = [out_dir](const Timeline& partial, const std::string& message) { write_partial(out_dir, partial, message); };
 

@@ -1,12 +1,15 @@
 #include "cli/mpirun_launch.h"
 
+#include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <climits>
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <iostream>
 
 #include "core/error.h"
@@ -21,35 +24,6 @@ std::string self_path() {
   self[n] = 0;
   return self;
 }
-
-std::string joined(const std::vector<std::string>& cmd) {
-  std::string line;
-  for (const auto& c : cmd) line += (line.empty() ? "" : " ") + c;
-  return line;
-}
-
-int spawn(std::vector<std::string> cmd) {
-  std::cerr << "shardline: running: " << joined(cmd) << std::endl;
-  std::vector<char*> argv;
-  for (auto& c : cmd) argv.push_back(c.data());
-  argv.push_back(nullptr);
-  const pid_t pid = fork();
-  if (pid < 0) throw InputError("--np", std::string("cannot fork: ") + std::strerror(errno));
-  if (pid == 0) {
-    execvp(argv[0], argv.data());
-    std::cerr << "shardline: could not run " << cmd[0] << ": " << std::strerror(errno) << std::endl;
-    _exit(127);
-  }
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) throw InputError("--np", std::string("waitpid failed: ") + std::strerror(errno));
-  }
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
-  return 1;
-}
-
-}  // namespace
 
 std::vector<std::string> mpirun_command(int np, const std::string& subcommand, const std::vector<std::string>& args) {
   const char* env = std::getenv("SHARDLINE_MPIEXEC");
@@ -67,25 +41,141 @@ std::vector<std::string> mpirun_command(int np, const std::string& subcommand, c
   return cmd;
 }
 
+std::string joined(const std::vector<std::string>& cmd) {
+  std::string line;
+  for (const auto& c : cmd) line += (line.empty() ? "" : " ") + c;
+  return line;
+}
+
+void announce_launch(const std::string& subcommand, const std::vector<std::string>& cmd) {
+  std::cerr << "shardline " << subcommand << ": launching: " << joined(cmd) << std::endl;
+}
+
+InputError could_not_run(const std::string& launcher, int error) {
+  return InputError("--np", "could not run " + launcher + " (" + std::strerror(error) +
+                                "); install Open MPI or set SHARDLINE_MPIEXEC");
+}
+
+volatile pid_t g_child = 0;
+extern "C" void forward_to_child(int sig) {
+  if (g_child > 0) ::kill(g_child, sig);
+}
+
+// How a child launched by spawn_and_wait ended.
+struct ChildEnd {
+  int exit_code = 0;   // 128 + N when it ended by signal N
+  int exec_errno = 0;  // not 0: the command could not be run at all (execvp's errno); exit_code is then meaningless
+};
+
+// Runs `cmd` as a child process and waits for it. With `forward_signals`, this process ignores
+// Ctrl-C meanwhile (the child, in the same process group, gets it) and passes a SIGTERM on to
+// the child. Throws InputError("--np") when the child cannot be started or waited for.
+ChildEnd spawn_and_wait(std::vector<std::string> cmd, bool forward_signals) {
+  std::vector<char*> argv;
+  for (auto& c : cmd) argv.push_back(c.data());
+  argv.push_back(nullptr);
+  // Closed by a successful exec; otherwise the child writes execvp's errno into it.
+  int exec_errno_pipe[2];
+  if (::pipe2(exec_errno_pipe, O_CLOEXEC) != 0)
+    throw InputError("--np", "could not start " + cmd[0] + ": " + std::strerror(errno));
+  struct sigaction ignore {}, forward {}, old_int {}, old_term {};
+  if (forward_signals) {
+    ignore.sa_handler = SIG_IGN;
+    sigemptyset(&ignore.sa_mask);
+    forward.sa_handler = forward_to_child;
+    sigemptyset(&forward.sa_mask);
+    ::sigaction(SIGINT, &ignore, &old_int);
+    ::sigaction(SIGTERM, &forward, &old_term);
+  }
+  const auto restore_signals = [&] {
+    if (!forward_signals) return;
+    ::sigaction(SIGINT, &old_int, nullptr);
+    ::sigaction(SIGTERM, &old_term, nullptr);
+  };
+  const pid_t child = ::fork();
+  if (child == 0) {
+    restore_signals();
+    execvp(argv[0], argv.data());
+    const int error = errno;
+    (void)!::write(exec_errno_pipe[1], &error, sizeof error);
+    ::_exit(127);
+  }
+  const int fork_errno = errno;
+  g_child = child;
+  ::close(exec_errno_pipe[1]);
+  ChildEnd end;
+  int wait_errno = 0;
+  if (child > 0) {
+    int error = 0;
+    ssize_t n;
+    while ((n = ::read(exec_errno_pipe[0], &error, sizeof error)) < 0 && errno == EINTR) {
+    }
+    if (n == static_cast<ssize_t>(sizeof error)) end.exec_errno = error;
+    int status = 0;
+    pid_t waited;
+    while ((waited = ::waitpid(child, &status, 0)) < 0 && errno == EINTR) {
+    }
+    if (waited < 0) wait_errno = errno;
+    else end.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  }
+  g_child = 0;
+  ::close(exec_errno_pipe[0]);
+  restore_signals();
+  if (child < 0) throw InputError("--np", "could not start " + cmd[0] + ": " + std::strerror(fork_errno));
+  if (wait_errno != 0) throw InputError("--np", "could not wait for " + cmd[0] + ": " + std::strerror(wait_errno));
+  return end;
+}
+
+// After a failed run: names the ranks without a rank_report_file in `reports_dir` when others
+// have one (when none has, the failure was not a rank's to report).
+void name_silent_ranks(int np, const std::string& subcommand, const std::string& reports_dir) {
+  namespace fs = std::filesystem;
+  std::vector<int> silent, reported;
+  for (int r = 0; r < np; ++r) (fs::exists(fs::path(reports_dir) / rank_report_file(r)) ? reported : silent).push_back(r);
+  if (reported.empty() || silent.empty()) return;
+  const auto list = [](const std::vector<int>& ranks) {
+    std::string text;
+    for (int r : ranks) text += (text.empty() ? "" : ", ") + std::to_string(r);
+    return text;
+  };
+  std::cerr << "shardline " << subcommand << ": error: rank" << (silent.size() > 1 ? "s " : " ") << list(silent)
+            << " ended without a report (killed or crashed; mpirun's message says how); partial timelines of rank"
+            << (reported.size() > 1 ? "s " : " ") << list(reported) << " are in " << reports_dir << "/" << std::endl;
+}
+
+}  // namespace
+
 void exec_under_mpirun(int np, const std::string& subcommand, const std::vector<std::string>& args) {
   std::vector<std::string> cmd = mpirun_command(np, subcommand, args);
-  std::cerr << "shardline " << subcommand << ": launching: " << joined(cmd) << std::endl;
+  announce_launch(subcommand, cmd);
   std::vector<char*> argv;
   for (auto& c : cmd) argv.push_back(c.data());
   argv.push_back(nullptr);
   execvp(argv[0], argv.data());
-  throw InputError("--np", "could not run " + cmd[0] + " (" + std::strerror(errno) +
-                               "); install Open MPI or set SHARDLINE_MPIEXEC");
+  throw could_not_run(cmd[0], errno);
 }
+
+int relaunch_under_mpirun_and_wait(int np, const std::string& subcommand, const std::vector<std::string>& args,
+                                   const std::string& reports_dir) {
+  const std::vector<std::string> cmd = mpirun_command(np, subcommand, args);
+  announce_launch(subcommand, cmd);
+  const ChildEnd end = spawn_and_wait(cmd, /*forward_signals=*/true);
+  if (end.exec_errno != 0) throw could_not_run(cmd[0], end.exec_errno);
+  if (end.exit_code != 0 && end.exit_code != 2 && !reports_dir.empty()) name_silent_ranks(np, subcommand, reports_dir);
+  return end.exit_code;
+}
+
+std::string rank_report_file(int rank) { return "error.rank" + std::to_string(rank) + ".txt"; }
 
 int run_under_mpirun(int np, const std::string& subcommand, const std::vector<std::string>& args) {
-  return spawn(mpirun_command(np, subcommand, args));
-}
-
-int run_self(const std::string& subcommand, const std::vector<std::string>& args) {
-  std::vector<std::string> cmd{self_path(), subcommand};
-  cmd.insert(cmd.end(), args.begin(), args.end());
-  return spawn(cmd);
+  const std::vector<std::string> cmd = mpirun_command(np, subcommand, args);
+  std::cerr << "shardline: running: " << joined(cmd) << std::endl;
+  const ChildEnd end = spawn_and_wait(cmd, /*forward_signals=*/false);
+  if (end.exec_errno != 0) {
+    std::cerr << "shardline: could not run " << cmd[0] << ": " << std::strerror(end.exec_errno) << std::endl;
+    return 127;
+  }
+  return end.exit_code;
 }
 
 }  // namespace shardline::cli

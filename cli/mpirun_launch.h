@@ -1,23 +1,33 @@
-// Launching a shardline subcommand under mpirun, for the --np convenience flags of calibrate and
-// validate: the same mpirun line `exec --np` uses (--oversubscribe, --bind-to none, and
-// --allow-run-as-root as root; SHARDLINE_MPIEXEC overrides the launcher).
+// Launching a shardline subcommand under mpirun: the --np convenience flags of calibrate and
+// exec re-run their own command line under it, and validate runs calibrate and exec as steps.
+// One mpirun line for all: `mpirun --oversubscribe --bind-to none -n N <this shardline>
+// SUBCOMMAND ARGS`, with --allow-run-as-root as root, --np N / --np=N dropped from ARGS, and
+// SHARDLINE_MPIEXEC in place of mpirun when set.
 #pragma once
 #include <string>
 #include <vector>
 
 namespace shardline::cli {
 
-// argv of `mpirun ... -n NP <this shardline> SUBCOMMAND ARGS`, with --np N / --np=N removed
-// from ARGS.
-std::vector<std::string> mpirun_command(int np, const std::string& subcommand, const std::vector<std::string>& args);
-
-// Replaces this process with the mpirun command; throws InputError("--np") when it cannot.
+// Replaces this process with the mpirun command (calibrate --np); throws InputError("--np")
+// when it cannot.
 [[noreturn]] void exec_under_mpirun(int np, const std::string& subcommand, const std::vector<std::string>& args);
 
-// Runs the mpirun command as a child and returns its exit code (128 + signal when killed).
-int run_under_mpirun(int np, const std::string& subcommand, const std::vector<std::string>& args);
+// Runs the mpirun command as a child and waits for it (exec --np). Meanwhile Ctrl-C is left to
+// mpirun and the ranks (one process group), and a SIGTERM sent to this process alone is passed
+// on to mpirun. Returns mpirun's exit code (128 + N when it ended by signal N); throws
+// InputError("--np") when mpirun cannot be started. After a failure other than exit 2 (bad
+// input), names the ranks that left no rank_report_file in `reports_dir` while others did:
+// they died without a word (killed, crashed), which mpirun's own text makes easy to miss.
+// An empty `reports_dir` names none.
+int relaunch_under_mpirun_and_wait(int np, const std::string& subcommand, const std::vector<std::string>& args,
+                                   const std::string& reports_dir);
 
-// Runs this shardline binary (no mpirun) with a subcommand, returns its exit code.
-int run_self(const std::string& subcommand, const std::vector<std::string>& args);
+// "error.rank<R>.txt": the file in the output folder where a failing rank writes its message.
+std::string rank_report_file(int rank);
+
+// Runs the mpirun command as a child and returns its exit code (128 + signal when killed, 127
+// when mpirun could not be run): one step of validate.
+int run_under_mpirun(int np, const std::string& subcommand, const std::vector<std::string>& args);
 
 }  // namespace shardline::cli

@@ -3,13 +3,10 @@
 // scenario missing on either side. docs/regress.md.
 #include <iostream>
 
-#include <boost/program_options.hpp>
-
 #include "cli/command.h"
+#include "cli/command_line.h"
 #include "core/error.h"
 #include "reports/regress.h"
-
-namespace po = boost::program_options;
 
 namespace shardline::cli {
 namespace {
@@ -17,23 +14,16 @@ namespace {
 int run_regress(const std::vector<std::string>& args) {
   std::string baseline, current;
   double tolerance = 0.01;
-  po::options_description flags("shardline regress --baseline FILE|DIR --current FILE|DIR [flags]");
-  flags.add_options()("help,h", "this help")
-      ("baseline", po::value(&baseline), "baseline metrics file, or a directory of <scenario>.json")
+  CommandLine cli("shardline regress --baseline FILE|DIR --current FILE|DIR [flags]");
+  cli.flags()("baseline", po::value(&baseline), "baseline metrics file, or a directory of <scenario>.json")
       ("current", po::value(&current), "current metrics file, or a directory (<scenario>.json or <scenario>/metrics.json)")
       ("tolerance", po::value(&tolerance)->default_value(0.01),
        "allowed step-time growth (relative) and overlap-efficiency drop (absolute)")
       ("update-baseline", "rewrite the baseline from the current metrics instead of comparing");
-  po::variables_map vm;
-  po::store(po::command_line_parser(args).options(flags).run(), vm);
-  po::notify(vm);
-  if (vm.count("help")) {
-    std::cout << flags << "\n";
-    return 0;
-  }
+  if (cli.parse(args) == Parsed::help_shown) return 0;
   if (baseline.empty()) throw InputError("--baseline", "is required");
   if (current.empty()) throw InputError("--current", "is required");
-  if (vm.count("update-baseline")) {
+  if (cli.given("update-baseline")) {
     for (const auto& f : update_baseline(baseline, current)) std::cout << "updated " << f << "\n";
     return 0;
   }

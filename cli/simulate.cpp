@@ -6,47 +6,33 @@
 #include <iostream>
 #include <optional>
 
-#include <boost/program_options.hpp>
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
+#include "cli/command_line.h"
 #include "core/error.h"
 #include "core/metrics.h"
 #include "core/profile.h"
-#include "core/scenario_parse.h"
 #include "core/schedule.h"
 #include "reports/outputs.h"
 #include "sim/simulator.h"
-
-namespace po = boost::program_options;
 
 namespace shardline::cli {
 namespace {
 
 int run_simulate(const std::vector<std::string>& args) {
-  std::string scenario_path, out_dir, profile_path;
-  std::vector<std::string> sets;
-  po::options_description flags("shardline simulate SCENARIO [--set PATH=VALUE ...] [--profile P] [--out DIR] [--json]");
-  flags.add_options()("help,h", "this help")
-      ("set", po::value(&sets)->composing(), "PATH=VALUE override of the scenario JSON, e.g. policy.bucket_bytes=64MiB (repeatable)")
-      ("profile", po::value(&profile_path), "a calibrated cluster profile (shardline calibrate): measured collective, copy and issue costs replace the analytical ones")
+  std::string out_dir, profile_path;
+  CommandLine cli("shardline simulate SCENARIO [--set PATH=VALUE ...] [--profile P] [--out DIR] [--json]");
+  cli.add_scenario("scenarios/llama3-8b-fsdp-h100x8.json");
+  cli.add_set_flag("PATH=VALUE override of the scenario JSON, e.g. policy.bucket_bytes=64MiB (repeatable)");
+  cli.flags()("profile", po::value(&profile_path), "a calibrated cluster profile (shardline calibrate): measured collective, copy and issue costs replace the analytical ones")
       ("out", po::value(&out_dir), "write metrics.json, program.json, timeline.json, trace.json and report.html to this folder")
-      ("json", "print the metrics as JSON on stdout instead of the summary table")
-      ("scenario", po::value(&scenario_path), "scenario JSON file");
-  po::positional_options_description positional;
-  positional.add("scenario", 1);
-  po::variables_map vm;
-  po::store(po::command_line_parser(args).options(flags).positional(positional).run(), vm);
-  po::notify(vm);
-  if (vm.count("help")) {
-    std::cout << flags << "\n";
-    return 0;
-  }
-  if (scenario_path.empty()) throw InputError("SCENARIO", "give a scenario JSON file, e.g. scenarios/llama3-8b-fsdp-h100x8.json");
-  if (vm.count("out") && out_dir.empty()) throw InputError("--out", "give a folder");
-  if (vm.count("profile") && profile_path.empty()) throw InputError("--profile", "give a profile JSON file written by shardline calibrate");
+      ("json", "print the metrics as JSON on stdout instead of the summary table");
+  if (cli.parse(args) == Parsed::help_shown) return 0;
+  if (cli.given("out") && out_dir.empty()) throw InputError("--out", "give a folder");
+  if (cli.given("profile") && profile_path.empty()) throw InputError("--profile", "give a profile JSON file written by shardline calibrate");
 
-  const Scenario scenario = load_scenario(scenario_path, sets);
+  const Scenario scenario = cli.load_scenario();
   const Program program = schedule(scenario);
   if (!out_dir.empty()) check_run_outputs_size(scenario, program);  // before simulating, not after
   SimOptions options;
@@ -56,7 +42,7 @@ int run_simulate(const std::vector<std::string>& args) {
   const Metrics metrics = compute_metrics(timeline);
   if (!out_dir.empty()) write_run_outputs(out_dir, scenario, program, timeline, metrics);
 
-  if (vm.count("json")) {
+  if (cli.given("json")) {
     std::cout << metrics_to_json(metrics).dump(2) << "\n";
   } else {
     std::cout << summary_table(scenario, timeline, metrics);

@@ -11,10 +11,10 @@
 #include <iostream>
 #include <thread>
 
-#include <boost/program_options.hpp>
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
+#include "cli/command_line.h"
 #include "core/error.h"
 #include "core/scenario_parse.h"
 #include "reports/outputs.h"
@@ -23,7 +23,6 @@
 #include "reports/sweep_mpi.h"
 #include "reports/sweep_run.h"
 
-namespace po = boost::program_options;
 namespace fs = std::filesystem;
 
 namespace shardline::cli {
@@ -61,42 +60,33 @@ class Progress {
 
 int run_sweep_command(const std::vector<std::string>& args) {
   SweepMpi mpi;
-  std::vector<std::string> vary, sets;
-  std::string scenario_path, out_dir, objective_text = "throughput";
+  std::vector<std::string> vary;
+  std::string out_dir, objective_text = "throughput";
   int jobs = 0;
   double margin = 0.0;
-  po::options_description flags("shardline sweep SCENARIO --vary PATH=VALUES [--vary ...] [flags]");
-  flags.add_options()("help,h", "this help")
-      ("vary", po::value(&vary)->composing(),
-       "PATH=VALUES: a..b:xK (geometric), a..b:+K (arithmetic), or v1,v2,... (sizes take units: 1MiB); "
-       "P1/P2=v1/w1,v2/w2 varies paths jointly. Repeat for a cartesian grid.")
-      ("set", po::value(&sets)->composing(), "PATH=VALUE override applied to the base scenario")
-      ("out", po::value(&out_dir), "output folder (default: sweep-<scenario>)")
+  CommandLine cli("shardline sweep SCENARIO --vary PATH=VALUES [--vary ...] [flags]");
+  cli.add_scenario(/*example=*/"");
+  cli.flags()("vary", po::value(&vary)->composing(),
+              "PATH=VALUES: a..b:xK (geometric), a..b:+K (arithmetic), or v1,v2,... (sizes take units: 1MiB); "
+              "P1/P2=v1/w1,v2/w2 varies paths jointly. Repeat for a cartesian grid.");
+  cli.add_set_flag("PATH=VALUE override applied to the base scenario");
+  cli.flags()("out", po::value(&out_dir), "output folder (default: sweep-<scenario>)")
       ("jobs,j", po::value(&jobs)->default_value(0), "worker threads per process (0: all cores)")
       ("memory-margin", po::value(&margin)->default_value(0.0),
        "extra fraction of GPU memory kept free when recommending, beyond the peak-reserved estimate "
        "(which already counts the CUDA context, NCCL buffers and fragmentation); 0.1 = 10%")
       ("objective", po::value(&objective_text)->default_value("throughput"),
        "what the recommendation, Pareto front and plots rank by: throughput (tokens/s per GPU, highest), "
-       "step_time (shortest) or memory (lowest peak reserved)")
-      ("scenario", po::value(&scenario_path), "scenario JSON file");
-  po::positional_options_description pos;
-  pos.add("scenario", 1);
-  po::variables_map vm;
-  po::store(po::command_line_parser(args).options(flags).positional(pos).run(), vm);
-  po::notify(vm);
-  if (vm.count("help")) {
-    if (mpi.rank() == 0) std::cout << flags << "\n";
-    return 0;
-  }
-  if (scenario_path.empty()) throw InputError("SCENARIO", "give a scenario JSON file");
+       "step_time (shortest) or memory (lowest peak reserved)");
+  if (cli.parse(args, /*show_help=*/mpi.rank() == 0) == Parsed::help_shown) return 0;
   if (vary.empty()) throw InputError("--vary", "give at least one --vary PATH=VALUES");
   if (jobs < 0) throw InputError("--jobs", "must be >= 0");
   if (!(margin >= 0 && margin < 1)) throw InputError("--memory-margin", "must be in [0, 1)");
   const SweepObjective objective = parse_sweep_objective(objective_text);
 
+  const std::string& scenario_path = cli.scenario_path();
   nlohmann::json base = load_scenario_json(scenario_path);
-  if (!sets.empty()) apply_overrides(base, sets);
+  if (!cli.overrides().empty()) apply_overrides(base, cli.overrides());
   std::vector<SweepAxis> axes;
   for (const auto& v : vary) axes.push_back(parse_vary(v));
   for (size_t a = 0; a < axes.size(); ++a)

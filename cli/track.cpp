@@ -7,17 +7,16 @@
 #include <fstream>
 #include <iostream>
 
-#include <boost/program_options.hpp>
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
+#include "cli/command_line.h"
 #include "core/error.h"
 #include "core/timeline.h"
 #include "reports/history.h"
 #include "reports/outputs.h"
 #include "reports/regress.h"
 
-namespace po = boost::program_options;
 namespace fs = std::filesystem;
 
 namespace shardline::cli {
@@ -47,23 +46,14 @@ void read_labels(const fs::path& file, std::string& scenario, std::string& backe
 
 int run_track(const std::vector<std::string>& args) {
   std::string metrics_path, history, html, commit, scenario, backend;
-  po::options_description flags("shardline track [METRICS] --history FILE [--html OUT] [flags]");
-  flags.add_options()("help,h", "this help")
-      ("history", po::value(&history), "JSON-lines history file (appended to; created when missing)")
+  CommandLine cli("shardline track [METRICS] --history FILE [--html OUT] [flags]");
+  cli.flags()("history", po::value(&history), "JSON-lines history file (appended to; created when missing)")
       ("html", po::value(&html), "write the trend page (self-contained HTML) here")
       ("commit", po::value(&commit), "commit to record (default: git rev-parse HEAD)")
       ("scenario", po::value(&scenario), "scenario name (default: from the run folder, else the file name)")
-      ("backend", po::value(&backend), "sim | mpi | nccl (default: from the run folder's timeline.json)")
-      ("metrics", po::value(&metrics_path), "metrics.json (or a run folder holding one)");
-  po::positional_options_description pos;
-  pos.add("metrics", 1);
-  po::variables_map vm;
-  po::store(po::command_line_parser(args).options(flags).positional(pos).run(), vm);
-  po::notify(vm);
-  if (vm.count("help")) {
-    std::cout << flags << "\n";
-    return 0;
-  }
+      ("backend", po::value(&backend), "sim | mpi | nccl (default: from the run folder's timeline.json)");
+  cli.add_positional("metrics", &metrics_path, "metrics.json (or a run folder holding one)");
+  if (cli.parse(args) == Parsed::help_shown) return 0;
   if (history.empty()) throw InputError("--history", "is required");
   if (metrics_path.empty() && html.empty()) throw InputError("METRICS", "give a metrics file to record, or --html OUT to render");
 

@@ -9,60 +9,45 @@
 #include <iostream>
 #include <system_error>
 
-#include <boost/program_options.hpp>
-
 #include "cli/command.h"
+#include "cli/command_line.h"
 #include "cli/mpirun_launch.h"
 #include "core/error.h"
 #include "core/metrics.h"
 #include "core/profile.h"
-#include "core/scenario_parse.h"
 #include "core/schedule.h"
 #include "exec/exec.h"
 #include "reports/compare.h"
 #include "reports/outputs.h"
 #include "sim/simulator.h"
 
-namespace po = boost::program_options;
-
 namespace shardline::cli {
 namespace {
 
 int run_validate(const std::vector<std::string>& args) {
-  std::string scenario_path, profile_path, out_dir, max_bytes = "16MiB", backend = "mpi", compute;
-  std::vector<std::string> sets;
+  std::string profile_path, out_dir, max_bytes = "16MiB", backend = "mpi", compute;
   int np = 0, repetitions = 10, iterations = -1, warmup = -1;
   double tolerance = 0.10;
-  po::options_description flags("shardline validate SCENARIO --np N [--profile P] [--out DIR] [--tolerance 0.10] [flags]");
-  flags.add_options()("help,h", "this help")
-      ("np", po::value(&np), "ranks for calibrate and exec (default: the scenario's mesh size)")
+  CommandLine cli("shardline validate SCENARIO --np N [--profile P] [--out DIR] [--tolerance 0.10] [flags]");
+  cli.add_scenario("scenarios/host-tiny-fsdp.json");
+  cli.flags()("np", po::value(&np), "ranks for calibrate and exec (default: the scenario's mesh size)")
       ("profile", po::value(&profile_path), "a calibrated profile; without it, calibrate first (written to DIR/profile.json)")
-      ("out", po::value(&out_dir), "output folder (default: validate-<scenario name>)")
-      ("set", po::value(&sets)->composing(), "PATH=VALUE override of the scenario JSON (repeatable)")
-      ("tolerance", po::value(&tolerance)->default_value(0.10), "allowed relative step-time error; exit 1 above it")
+      ("out", po::value(&out_dir), "output folder (default: validate-<scenario name>)");
+  cli.add_set_flag();
+  cli.flags()("tolerance", po::value(&tolerance)->default_value(0.10), "allowed relative step-time error; exit 1 above it")
       ("backend", po::value(&backend)->default_value("mpi"), "mpi or nccl, for calibrate and exec")
       ("compute", po::value(&compute), "compute stand-in for calibrate and exec (sleep, spin, kernel)")
       ("max-bytes", po::value(&max_bytes)->default_value("16MiB"), "calibrate: largest collective size")
       ("repetitions", po::value(&repetitions)->default_value(10), "calibrate: repetitions per point")
       ("iterations", po::value(&iterations), "exec: measured iterations (default: the scenario's)")
-      ("warmup", po::value(&warmup), "exec: warmup iterations (default: the scenario's)")
-      ("scenario", po::value(&scenario_path), "scenario JSON file");
-  po::positional_options_description positional;
-  positional.add("scenario", 1);
-  po::variables_map vm;
-  po::store(po::command_line_parser(args).options(flags).positional(positional).run(), vm);
-  po::notify(vm);
-  if (vm.count("help")) {
-    std::cout << flags << "\n";
-    return 0;
-  }
-  if (scenario_path.empty()) throw InputError("SCENARIO", "give a scenario JSON file, e.g. scenarios/host-tiny-fsdp.json");
+      ("warmup", po::value(&warmup), "exec: warmup iterations (default: the scenario's)");
+  if (cli.parse(args) == Parsed::help_shown) return 0;
   if (exec::launched_by_mpirun())
     throw InputError("--np", "run validate without mpirun: it launches calibrate and exec under mpirun itself");
   if (!(tolerance >= 0) || !std::isfinite(tolerance))
     throw InputError("--tolerance", "must be a finite relative error >= 0, e.g. 0.10");
 
-  const Scenario scenario = load_scenario(scenario_path, sets);
+  const Scenario scenario = cli.load_scenario();
   const Program program = schedule(scenario);
   const int world = scenario.mesh.world();
   if (np == 0) np = world;
@@ -103,8 +88,8 @@ int run_validate(const std::vector<std::string>& args) {
 
   const std::string measured_dir = (fs::path(out_dir) / "measured").string();
   std::cout << "validate: 3/4 running for real on " << np << " ranks -> " << measured_dir << std::endl;
-  std::vector<std::string> ex{scenario_path, "--out", measured_dir};
-  for (const auto& s : sets) ex.insert(ex.end(), {"--set", s});
+  std::vector<std::string> ex{cli.scenario_path(), "--out", measured_dir};
+  for (const auto& s : cli.overrides()) ex.insert(ex.end(), {"--set", s});
   if (iterations >= 0) ex.insert(ex.end(), {"--iterations", std::to_string(iterations)});
   if (warmup >= 0) ex.insert(ex.end(), {"--warmup", std::to_string(warmup)});
   ex.insert(ex.end(), common.begin(), common.end());
@@ -117,7 +102,7 @@ int run_validate(const std::vector<std::string>& args) {
   std::cout << "validate: 4/4 comparing\n\n";
   const Comparison c = compare_run_dirs(predicted_dir, measured_dir, out_dir, tolerance);
   std::cout << comparison_table(c) << "\noutputs in " << out_dir
-            << "/ (compare.html, compare.json, predicted/, measured/" << (vm.count("profile") ? "" : ", profile.json")
+            << "/ (compare.html, compare.json, predicted/, measured/" << (cli.given("profile") ? "" : ", profile.json")
             << ")\n";
   return c.within_tolerance ? 0 : 1;
 }

@@ -61,6 +61,13 @@ add_test(NAME exec.cli.dead_rank_np
                  "-DCLEAN=${_out}/dead_rank_np" "-DFILES=${_out}/dead_rank_np/timeline.partial.rank0.json"
                  -P ${CMAKE_CURRENT_SOURCE_DIR}/expect_run.cmake)
 set_tests_properties(exec.cli.dead_rank_np PROPERTIES LABELS "exec;cli" TIMEOUT 60 ENVIRONMENT "${_env}")
+# Launched with --np, shardline passes a SIGTERM on to mpirun and leaves Ctrl-C to it, and waits.
+# (Python starts the run with Ctrl-C's default action, which a background job lacks.)
+find_package(Python3 REQUIRED COMPONENTS Interpreter)
+add_test(NAME exec.cli.np_signals
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/exec_np_signals.sh ${Python3_EXECUTABLE} $<TARGET_FILE:shardline>
+                 ${_scen}/host-tiny-fsdp.json ${_out}/np_signals)
+set_tests_properties(exec.cli.np_signals PROPERTIES LABELS "exec;cli" TIMEOUT 90 ENVIRONMENT "${_env}")
 
 # Bad input: exit 2 with the flag or path named, before anything runs.
 function(exec_bad_input name regex)

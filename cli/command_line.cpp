@@ -1,0 +1,55 @@
+#include "cli/command_line.h"
+
+#include <iostream>
+
+#include <boost/program_options/parsers.hpp>
+#include <boost/program_options/positional_options.hpp>
+
+#include "core/error.h"
+#include "core/scenario_parse.h"
+
+namespace shardline::cli {
+
+CommandLine::CommandLine(const std::string& usage) : listed_(usage) { listed_.add_options()("help,h", "this help"); }
+
+void CommandLine::add_positional(const char* name, std::string* value, const char* description) {
+  positionals_.push_back({name, value, description});
+}
+
+void CommandLine::add_scenario(const std::string& example) {
+  takes_scenario_ = true;
+  scenario_example_ = example;
+  add_positional("scenario", &scenario_path_, "scenario JSON file");
+}
+
+void CommandLine::add_set_flag(const char* description) {
+  listed_.add_options()("set", po::value(&overrides_)->composing(), description);
+}
+
+Parsed CommandLine::parse(const std::vector<std::string>& args, bool show_help) {
+  po::positional_options_description positional;
+  for (const Positional& p : positionals_) {
+    listed_.add_options()(p.name, po::value(p.value), p.description);
+    positional.add(p.name, 1);
+  }
+  po::options_description all;
+  all.add(listed_).add(hidden_);
+  po::command_line_parser parser(args);
+  parser.options(all);
+  // A subcommand without positional arguments gives boost none: then stray words are ignored
+  // rather than refused (as they always were for regress and calibrate).
+  if (!positionals_.empty()) parser.positional(positional);
+  po::store(parser.run(), vm_);
+  po::notify(vm_);
+  if (given("help")) {
+    if (show_help) std::cout << listed_ << "\n";
+    return Parsed::help_shown;
+  }
+  if (takes_scenario_ && scenario_path_.empty())
+    throw InputError("SCENARIO", "give a scenario JSON file" + (scenario_example_.empty() ? "" : ", e.g. " + scenario_example_));
+  return Parsed::run;
+}
+
+Scenario CommandLine::load_scenario() const { return shardline::load_scenario(scenario_path_, overrides_); }
+
+}  // namespace shardline::cli

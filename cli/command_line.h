@@ -1,0 +1,71 @@
+// The command line of one subcommand, so that each cli/<name>.cpp states only its own flags and
+// its own work: the usage line and -h/--help, the flags in --help order, positional arguments,
+// and for a subcommand that takes a scenario the positional SCENARIO, its repeated
+// --set PATH=VALUE overrides and loading the two. Bad flags throw boost::program_options errors,
+// a missing SCENARIO InputError; cli/main.cpp turns both into exit code 2.
+#pragma once
+#include <string>
+#include <vector>
+
+#include <boost/program_options/options_description.hpp>
+#include <boost/program_options/variables_map.hpp>
+
+namespace shardline {
+struct Scenario;
+}
+
+namespace shardline::cli {
+
+namespace po = boost::program_options;
+
+enum class Parsed { run, help_shown };
+
+class CommandLine {
+ public:
+  // `usage`: the head of --help, e.g. "shardline schedule SCENARIO [--set PATH=VALUE ...] [--json]".
+  explicit CommandLine(const std::string& usage);
+  CommandLine(const CommandLine&) = delete;  // the flags point into it
+  CommandLine& operator=(const CommandLine&) = delete;
+
+  // The subcommand's own flags, listed in --help in the order added, after -h/--help.
+  po::options_description_easy_init flags() { return listed_.add_options(); }
+  // Test hooks: accepted, never listed in --help.
+  po::options_description_easy_init hidden_flags() { return hidden_.add_options(); }
+  // A positional argument, also accepted as --NAME; listed in --help after every flag.
+  void add_positional(const char* name, std::string* value, const char* description);
+
+  // The positional SCENARIO, the scenario JSON file. Required: parse() throws InputError("SCENARIO")
+  // without it, suggesting `example` (a shipped scenario; "" suggests none).
+  void add_scenario(const std::string& example);
+  // Repeated --set PATH=VALUE overrides of the scenario JSON, listed in --help at this point.
+  void add_set_flag(const char* description = "PATH=VALUE override of the scenario JSON (repeatable)");
+
+  // Parses the subcommand's arguments, once. With --help, prints the help on stdout when
+  // `show_help` (false on MPI ranks other than 0) and returns help_shown: the subcommand then
+  // exits 0 without checking anything else.
+  [[nodiscard]] Parsed parse(const std::vector<std::string>& args, bool show_help = true);
+
+  // Whether the flag was given on the command line (or has a default value).
+  bool given(const char* flag) const { return vm_.count(flag) > 0; }
+  const std::string& scenario_path() const { return scenario_path_; }
+  const std::vector<std::string>& overrides() const { return overrides_; }
+  // The scenario file with the --set overrides applied, validated (core/scenario_parse.h).
+  Scenario load_scenario() const;
+
+ private:
+  struct Positional {
+    const char* name;
+    std::string* value;
+    const char* description;
+  };
+  po::options_description listed_;
+  po::options_description hidden_;
+  std::vector<Positional> positionals_;
+  bool takes_scenario_ = false;
+  std::string scenario_example_;
+  std::string scenario_path_;
+  std::vector<std::string> overrides_;
+  po::variables_map vm_;
+};
+
+}  // namespace shardline::cli

@@ -1,0 +1,77 @@
+// What every subcommand gets from cli/command_line.h, end to end: --help (usage first, SCENARIO
+// last, test hooks unlisted), a missing SCENARIO, repeated --set, and flag errors as one exit-2
+// message.
+#include <string>
+#include <vector>
+
+#include "cli_test_support.h"
+
+namespace shardline::clitest {
+namespace {
+
+const std::vector<std::string> kScenarioCommands = {"simulate", "schedule", "exec", "validate", "sweep"};
+
+class CommandLineCli : public CliTest {};
+
+TEST_F(CommandLineCli, HelpStartsWithTheUsageAndListsSetAndScenarioLast) {
+  for (const auto& name : kScenarioCommands) {
+    const Result r = run(name + " --help");
+    EXPECT_EQ(r.code, 0) << name;
+    EXPECT_EQ(r.out.rfind("shardline " + name + " SCENARIO", 0), 0u) << r.out;
+    EXPECT_NE(r.out.find("  -h [ --help ]"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("  --set arg"), std::string::npos) << r.out;
+    const size_t scenario = r.out.find("  --scenario arg");
+    ASSERT_NE(scenario, std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find("\n  --", scenario + 1), std::string::npos) << name << ": SCENARIO is not last\n" << r.out;
+    EXPECT_EQ(r.err, "") << name;
+  }
+}
+
+TEST_F(CommandLineCli, HelpLeavesOutTestHooks) {
+  const Result r = run("exec --help");
+  EXPECT_EQ(r.code, 0);
+  EXPECT_NE(r.out.find("--no-verify"), std::string::npos) << r.out;
+  for (const char* hook : {"--stall-rank", "--stall-op", "--kill-rank", "--corrupt-op"})
+    EXPECT_EQ(r.out.find(hook), std::string::npos) << hook;
+}
+
+TEST_F(CommandLineCli, MissingScenarioExitsTwoWithOneMessage) {
+  for (const auto& name : kScenarioCommands) {
+    const Result r = run(name);
+    EXPECT_EQ(r.code, 2) << name;
+    EXPECT_EQ(r.err.rfind("shardline " + name + ": error: SCENARIO: give a scenario JSON file", 0), 0u) << r.err;
+    EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << r.err;
+    EXPECT_EQ(r.out, "") << name;
+  }
+  EXPECT_EQ(run("simulate").err,
+            "shardline simulate: error: SCENARIO: give a scenario JSON file, e.g. scenarios/llama3-8b-fsdp-h100x8.json\n");
+  EXPECT_EQ(run("sweep").err, "shardline sweep: error: SCENARIO: give a scenario JSON file\n");
+}
+
+TEST_F(CommandLineCli, EveryRepeatedSetApplies) {
+  const std::string base = "simulate " + scenario("host-tiny-fsdp.json") + " --json";
+  const Result unfused = run(base + " --set policy.comm_fusion=false");
+  const Result kept = run(base + " --set policy.reshard_after_forward=false");
+  const Result both = run(base + " --set policy.comm_fusion=false --set policy.reshard_after_forward=false");
+  ASSERT_EQ(both.code, 0) << both.err;
+  EXPECT_NE(both.out, unfused.out);
+  EXPECT_NE(both.out, kept.out);
+  const Result bad_second = run(base + " --set policy.comm_fusion=false --set policy.no_such_key=1");
+  EXPECT_EQ(bad_second.code, 2);
+  EXPECT_NE(bad_second.err.find("no_such_key"), std::string::npos) << bad_second.err;
+}
+
+TEST_F(CommandLineCli, FlagErrorsExitTwoNamingTheFlag) {
+  const Result unknown = run("schedule " + scenario("host-tiny-fsdp.json") + " --bogus");
+  EXPECT_EQ(unknown.code, 2);
+  EXPECT_EQ(unknown.err, "shardline schedule: error: unrecognised option '--bogus'\n");
+  const Result no_value = run("simulate " + scenario("host-tiny-fsdp.json") + " --set");
+  EXPECT_EQ(no_value.code, 2);
+  EXPECT_NE(no_value.err.find("'--set'"), std::string::npos) << no_value.err;
+  const Result two = run("schedule " + scenario("host-tiny-fsdp.json") + " " + scenario("host-tiny-hsdp.json"));
+  EXPECT_EQ(two.code, 2);
+  EXPECT_EQ(two.err, "shardline schedule: error: too many positional options have been specified on the command line\n");
+}
+
+}  // namespace
+}  // namespace shardline::clitest
