@@ -58,7 +58,7 @@ Reduction parse_reduction(const json& j, const std::string& path) {
   return parse_enum(j, path, kReductions, reduction_name, "reduction");
 }
 
-json op_to_json(const Op& op, bool with_slices_and_deps) {
+json op_to_json(const Program* program, const Op& op) {
   json j = json::object();
   j["id"] = op.id;
   j["kind"] = op_kind_name(op.kind);
@@ -75,11 +75,13 @@ json op_to_json(const Op& op, bool with_slices_and_deps) {
   j["recompute"] = op.recompute;
   j["memory"] = memory_kind_name(op.memory);
   j["name"] = op.name;
-  if (with_slices_and_deps) {
+  if (program != nullptr) {
     json slices = json::array();
-    for (const auto& s : op.slices) slices.push_back({{"param", s.param}, {"shard_offset", s.shard_offset}, {"shard_numel", s.shard_numel}});
+    for (const auto& s : program->slices(op))
+      slices.push_back({{"param", s.param}, {"shard_offset", s.shard_offset}, {"shard_numel", s.shard_numel}});
     j["slices"] = std::move(slices);
-    j["deps"] = op.deps;
+    const auto deps = program->deps(op);
+    j["deps"] = std::vector<int>(deps.begin(), deps.end());
     j["reduction"] = reduction_name(op.reduction);
     j["link"] = op.link;
     j["src_buffer"] = op.src_buffer;
@@ -88,7 +90,7 @@ json op_to_json(const Op& op, bool with_slices_and_deps) {
   return j;
 }
 
-Op op_from_json(const json& j, const std::string& path) {
+Op op_from_json(const json& j, const std::string& path, std::vector<TensorSlice>* slices_out, std::vector<int>* deps_out) {
   jf::require_object(j, path);
   Op op;
   op.id = jf::get_int32(j, "id", path);
@@ -108,10 +110,10 @@ Op op_from_json(const json& j, const std::string& path) {
   op.recompute = jf::get_bool(j, "recompute", path);
   op.memory = parse_memory_kind(jf::member(j, "memory", path), jf::join_path(path, "memory"));
   op.name = jf::get_string(j, "name", path);
-  if (jf::has_member(j, "slices")) {
+  if (slices_out != nullptr && jf::has_member(j, "slices")) {
     const std::string spath = jf::join_path(path, "slices");
     const json& slices = jf::require_array(j.at("slices"), spath);
-    op.slices.reserve(slices.size());
+    slices_out->reserve(slices.size());
     for (size_t i = 0; i < slices.size(); ++i) {
       const std::string p = jf::index_path(spath, i);
       TensorSlice s;
@@ -119,14 +121,14 @@ Op op_from_json(const json& j, const std::string& path) {
       s.shard_offset = jf::get_int(slices[i], "shard_offset", p);
       s.shard_numel = jf::get_int(slices[i], "shard_numel", p);
       if (s.shard_offset < 0 || s.shard_numel < 0) throw InputError(p, "shard_offset and shard_numel must be >= 0");
-      op.slices.push_back(s);
+      slices_out->push_back(s);
     }
   }
-  if (jf::has_member(j, "deps")) {
+  if (deps_out != nullptr && jf::has_member(j, "deps")) {
     const std::string dpath = jf::join_path(path, "deps");
     const json& deps = jf::require_array(j.at("deps"), dpath);
-    op.deps.reserve(deps.size());
-    for (size_t i = 0; i < deps.size(); ++i) op.deps.push_back(jf::as_int32(deps[i], jf::index_path(dpath, i)));
+    deps_out->reserve(deps.size());
+    for (size_t i = 0; i < deps.size(); ++i) deps_out->push_back(jf::as_int32(deps[i], jf::index_path(dpath, i)));
   }
   if (jf::has_member(j, "reduction"))
     op.reduction = parse_reduction(j.at("reduction"), jf::join_path(path, "reduction"));

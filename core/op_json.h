@@ -2,6 +2,7 @@
 // program.json (full ops) and timeline.json (op metadata without slices and deps).
 #pragma once
 #include <string>
+#include <vector>
 
 #include <nlohmann/json_fwd.hpp>
 
@@ -9,12 +10,14 @@
 
 namespace shardline {
 
-// with_slices_and_deps=false writes the metadata a Timeline carries; true adds slices, deps,
-// reduction, link and buffers (program.json).
-nlohmann::json op_to_json(const Op& op, bool with_slices_and_deps);
-// `path` names the op in errors ("ops[12]"). Slices, deps, reduction, link and buffers are
-// optional members (program_from_json checks that a Program's ops carry consistent ones).
-Op op_from_json(const nlohmann::json& j, const std::string& path);
+// program == nullptr writes the metadata a Timeline carries; with the op's Program it adds
+// slices, deps, reduction, link and buffers (program.json).
+nlohmann::json op_to_json(const Program* program, const Op& op);
+// `path` names the op in errors ("ops[12]"). Slices and deps (read into the given vectors when
+// not null), reduction, link and buffers are optional members (program_from_json checks that a
+// Program's ops carry consistent ones).
+Op op_from_json(const nlohmann::json& j, const std::string& path, std::vector<TensorSlice>* slices = nullptr,
+                std::vector<int>* deps = nullptr);
 
 // Inverse of op_kind_name() etc.; each throws InputError(path, ...) listing the valid names.
 OpKind parse_op_kind(const nlohmann::json& j, const std::string& path);

@@ -1,6 +1,7 @@
 #include "core/program.h"
 
 #include <cassert>
+#include <cstdint>
 
 namespace shardline {
 
@@ -77,6 +78,30 @@ std::string_view buffer_init_name(BufferInit i) {
     case BufferInit::PerRank: return "per_rank";
   }
   return "?";
+}
+
+SliceList Program::add_slices(std::span<const TensorSlice> slices) {
+  assert(slice_lists.size() + slices.size() < UINT32_MAX && "slice pool overflow");
+  SliceList list{static_cast<uint32_t>(slice_lists.size()), static_cast<uint32_t>(slices.size())};
+  slice_lists.insert(slice_lists.end(), slices.begin(), slices.end());
+  return list;
+}
+
+int Program::append_op(Op op, std::span<const int> deps) {
+  assert(dep_ids.size() + deps.size() < UINT32_MAX && "dependency pool overflow");
+  op.id = static_cast<int>(ops.size());
+  op.deps_begin = static_cast<uint32_t>(dep_ids.size());
+  op.deps_count = static_cast<uint32_t>(deps.size());
+  dep_ids.insert(dep_ids.end(), deps.begin(), deps.end());
+  ops.push_back(std::move(op));
+  return ops.back().id;
+}
+
+int Program::add_op(Op op, const std::vector<int>& deps, const std::vector<TensorSlice>& slices) {
+  const SliceList list = add_slices(slices);
+  op.slices_begin = list.begin;
+  op.slices_count = list.count;
+  return append_op(std::move(op), deps);
 }
 
 bool is_collective(OpKind k) {

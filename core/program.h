@@ -8,6 +8,7 @@
 // and each collective's reduction.
 #pragma once
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -74,9 +75,18 @@ struct Op {
   double compute_us = 0;     // compute: requested duration (compute model), before slow-down
   bool recompute = false;    // compute: includes activation recomputation
   MemoryKind memory = MemoryKind::None;  // alloc/free: what is allocated or released
-  std::vector<TensorSlice> slices;
-  std::vector<int> deps;     // ids of earlier ops that must finish before this one starts
+  // Where the op's slices and dependencies live in the Program's shared arrays (read them with
+  // Program::slices(op) / deps(op)): a bucket's slice list is stored once and shared by every
+  // op that moves it; dependencies are ids of earlier ops that must finish first.
+  uint32_t slices_begin = 0, slices_count = 0;
+  uint32_t deps_begin = 0, deps_count = 0;
   std::string name;          // short human label, e.g. "fwd u3", "ag b2", "rs u7"
+};
+
+// A slice list in Program::slice_lists.
+struct SliceList {
+  uint32_t begin = 0;
+  uint32_t count = 0;
 };
 
 struct ParamInfo {
@@ -139,6 +149,19 @@ struct Program {
   std::vector<std::string> units;   // unit names, forward order
   std::vector<ParamInfo> params;
   std::vector<Op> ops;
+  std::vector<TensorSlice> slice_lists;  // every op's slices (Op::slices_begin/count)
+  std::vector<int> dep_ids;              // every op's dependencies (Op::deps_begin/count)
+
+  std::span<const TensorSlice> slices(const Op& op) const { return {slice_lists.data() + op.slices_begin, op.slices_count}; }
+  std::span<TensorSlice> slices(const Op& op) { return {slice_lists.data() + op.slices_begin, op.slices_count}; }
+  std::span<const int> deps(const Op& op) const { return {dep_ids.data() + op.deps_begin, op.deps_count}; }
+  // Appends a slice list that ops can then share.
+  SliceList add_slices(std::span<const TensorSlice> slices);
+  // Appends `op` (its slices already set, e.g. from add_slices) with dependencies `deps`; sets
+  // its id and returns it.
+  int append_op(Op op, std::span<const int> deps);
+  // The same with its own copy of `slices` (for Programs built by hand).
+  int add_op(Op op, const std::vector<int>& deps = {}, const std::vector<TensorSlice>& slices = {});
   const GroupInfo& group_of(const Op& op) const { return groups[static_cast<size_t>(op.group)]; }
   const StreamInfo& stream_of(const Op& op) const { return streams[static_cast<size_t>(op.stream)]; }
 };

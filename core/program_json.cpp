@@ -1,5 +1,6 @@
 #include "core/program_json.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <sstream>
 
@@ -166,7 +167,7 @@ json program_to_json(const Program& program) {
   }
   j["params"] = std::move(params);
   json ops = json::array();
-  for (const auto& op : program.ops) ops.push_back(op_to_json(op, true));
+  for (const auto& op : program.ops) ops.push_back(op_to_json(&program, op));
   j["ops"] = std::move(ops);
   return j;
 }
@@ -213,23 +214,37 @@ Program program_from_json(const json& j) {
 
   const json& ops = jf::require_array(jf::member(j, "ops", ""), "ops");
   p.ops.reserve(ops.size());
+  std::vector<TensorSlice> op_slices;
+  std::vector<int> op_deps;
+  SliceList last_list;
   for (size_t i = 0; i < ops.size(); ++i) {
     const std::string path = jf::index_path("ops", i);
-    Op op = op_from_json(ops[i], path);
+    op_slices.clear();
+    op_deps.clear();
+    Op op = op_from_json(ops[i], path, &op_slices, &op_deps);
     if (op.id != static_cast<int>(i)) throw InputError(jf::join_path(path, "id"), "op ids must equal their index; expected " + std::to_string(i) + ", found " + std::to_string(op.id));
     if (op.unit < -1 || op.unit >= num_units) throw InputError(jf::join_path(path, "unit"), "unit index " + std::to_string(op.unit) + " is not -1 or in [0, " + std::to_string(num_units) + ")");
     if (op.bucket < -1) throw InputError(jf::join_path(path, "bucket"), "must be -1 or a bucket index");
     if (op.microbatch < 0 || op.microbatch >= p.micro_batches) throw InputError(jf::join_path(path, "microbatch"), "micro-batch " + std::to_string(op.microbatch) + " is not in [0, " + std::to_string(p.micro_batches) + ")");
-    for (size_t d = 0; d < op.deps.size(); ++d) {
-      if (op.deps[d] < 0 || op.deps[d] >= op.id) throw InputError(jf::index_path(jf::join_path(path, "deps"), d), "dependency " + std::to_string(op.deps[d]) + " is not an earlier op (ids 0.." + std::to_string(op.id - 1) + ")");
+    for (size_t d = 0; d < op_deps.size(); ++d) {
+      if (op_deps[d] < 0 || op_deps[d] >= op.id) throw InputError(jf::index_path(jf::join_path(path, "deps"), d), "dependency " + std::to_string(op_deps[d]) + " is not an earlier op (ids 0.." + std::to_string(op.id - 1) + ")");
     }
-    for (size_t s = 0; s < op.slices.size(); ++s) {
-      const TensorSlice& sl = op.slices[s];
+    for (size_t s = 0; s < op_slices.size(); ++s) {
+      const TensorSlice& sl = op_slices[s];
       const std::string spath = jf::index_path(jf::join_path(path, "slices"), s);
       if (sl.param < 0 || sl.param >= num_params) throw InputError(jf::join_path(spath, "param"), "param index " + std::to_string(sl.param) + " is not in [0, " + std::to_string(num_params) + ")");
       if (sl.shard_offset + sl.shard_numel > p.params[sl.param].shard_numel) throw InputError(spath, "slice runs past the end of the shard of " + p.params[sl.param].name);
     }
-    p.ops.push_back(std::move(op));
+    // Ops of one bucket list the same slices: keep one copy of a list its predecessor shares.
+    const auto last = std::span<const TensorSlice>(p.slice_lists).subspan(last_list.begin, last_list.count);
+    const bool same = last.size() == op_slices.size() &&
+                      std::equal(last.begin(), last.end(), op_slices.begin(), [](const TensorSlice& a, const TensorSlice& b) {
+                        return a.param == b.param && a.shard_offset == b.shard_offset && a.shard_numel == b.shard_numel;
+                      });
+    if (!same) last_list = p.add_slices(op_slices);
+    op.slices_begin = last_list.begin;
+    op.slices_count = last_list.count;
+    p.append_op(std::move(op), op_deps);
   }
   for (const Op& op : p.ops) check_op_contract(p, op, jf::index_path("ops", static_cast<size_t>(op.id)));
   return p;
@@ -260,7 +275,7 @@ std::string program_to_text(const Program& program) {
     if (op.kind == OpKind::CopyIn) group = "fills " + std::to_string(op.link);
     if (op.kind == OpKind::CopyOut) group = "drains " + std::to_string(op.link);
     std::string deps;
-    for (size_t i = 0; i < op.deps.size(); ++i) deps += (i ? "," : "") + std::to_string(op.deps[i]);
+    for (int d : program.deps(op)) deps += (deps.empty() ? "" : ",") + std::to_string(d);
     std::snprintf(line, sizeof line, "%6d  %-14s %-14s %-26s %5d %6d %14lld %-18s ", op.id,
                   std::string(stream_name(op.stream)).c_str(), std::string(op_kind_name(op.kind)).c_str(), op.name.c_str(),
                   op.unit, op.bucket, static_cast<long long>(op.bytes), group.c_str());

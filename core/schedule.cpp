@@ -22,6 +22,7 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 // space; `units` lists every unit with a slice in it, in forward order.
 struct Bucket {
   std::vector<TensorSlice> slices;
+  SliceList list;  // the slices in the Program's shared slice lists (set once the buckets are packed)
   int64_t shard_elems = 0;
   std::vector<int> units;
 };
@@ -117,27 +118,28 @@ class Emitter {
  public:
   Emitter(const Scenario& s, Program& p) : s_(s), p_(p) { last_on_.fill(-1); }
 
-  int emit(Op op) {
-    op.id = static_cast<int>(p_.ops.size());
+  // Emits `op` depending on `deps` and on what its stream was told to wait for.
+  int emit(Op op, std::initializer_list<int> deps = {}) {
+    const int id = static_cast<int>(p_.ops.size());
     auto& waits = pending_[static_cast<int>(op.stream)];
-    op.deps.insert(op.deps.end(), waits.begin(), waits.end());
+    deps_.assign(deps.begin(), deps.end());
+    deps_.insert(deps_.end(), waits.begin(), waits.end());
     waits.clear();
-    std::sort(op.deps.begin(), op.deps.end());
-    op.deps.erase(std::unique(op.deps.begin(), op.deps.end()), op.deps.end());
+    std::sort(deps_.begin(), deps_.end());
+    deps_.erase(std::unique(deps_.begin(), deps_.end()), deps_.end());
     // A dependency on an earlier op of the same stream is implied by FIFO order.
     const int prev = last_on_[static_cast<int>(op.stream)];
-    op.deps.erase(std::remove_if(op.deps.begin(), op.deps.end(),
-                                 [&](int d) { return d < 0 || (d <= prev && p_.ops[d].stream == op.stream); }),
-                  op.deps.end());
-    for ([[maybe_unused]] int d : op.deps) assert(d < op.id && "dependency on a later op");
+    deps_.erase(std::remove_if(deps_.begin(), deps_.end(),
+                               [&](int d) { return d < 0 || (d <= prev && p_.ops[d].stream == op.stream); }),
+                deps_.end());
+    for ([[maybe_unused]] int d : deps_) assert(d < id && "dependency on a later op");
     // The estimate before building is a lower bound; the Program itself stops at the limit too.
     if (static_cast<int64_t>(p_.ops.size()) >= kMaxProgramOps) {
       const double ops = static_cast<double>(kMaxProgramOps);
       throw too_many_ops(s_, ops, p_.micro_batches > 1 ? ops / p_.micro_batches : ops);
     }
-    last_on_[static_cast<int>(op.stream)] = op.id;
-    p_.ops.push_back(std::move(op));
-    return p_.ops.back().id;
+    last_on_[static_cast<int>(op.stream)] = id;
+    return p_.append_op(std::move(op), deps_);
   }
   // `stream` waits for event `op_id` (cudaStreamWaitEvent): its next op depends on it.
   void wait(StreamId stream, int op_id) {
@@ -150,6 +152,7 @@ class Emitter {
   Program& p_;
   std::array<int, kNumStreams> last_on_{};
   std::array<std::vector<int>, kNumStreams> pending_;
+  std::vector<int> deps_;  // scratch: the dependencies of the op being emitted
 };
 
 enum class ParamState { Sharded, Gathering, Unsharded, ReshardedToGroup };
@@ -182,6 +185,8 @@ class Scheduler {
     if (at_least > static_cast<double>(kMaxProgramOps)) throw too_many_ops(s_, at_least, per_micro_batch + per_sync);
     ag_ = pack_buckets(s_, p_, forward_order, s_.policy.bucket_bytes, param_bytes);
     rs_ = pack_buckets(s_, p_, backward_order, s_.policy.bucket_bytes, reduce_bytes);
+    for (auto* buckets : {&ag_, &rs_})
+      for (Bucket& b : *buckets) b.list = p_.add_slices(b.slices);
     ag_of_unit_.assign(U, {});
     for (int b = 0; b < static_cast<int>(ag_.size()); ++b)
       for (int u : ag_[b].units) ag_of_unit_[u].push_back(b);
@@ -265,12 +270,15 @@ class Scheduler {
     return op;
   }
   int memory_op(OpKind kind, StreamId stream, MemoryKind what, int64_t bytes, const std::string& label,
-                std::vector<int> deps = {}) {
+                std::initializer_list<int> deps = {}) {
     Op op = make(kind, stream, std::string(kind == OpKind::Alloc ? "alloc " : "free ") + label);
     op.memory = what;
     op.bytes = bytes;
-    op.deps = std::move(deps);
-    return em_.emit(std::move(op));
+    return em_.emit(std::move(op), deps);
+  }
+  static void use_slices(Op& op, SliceList list) {
+    op.slices_begin = list.begin;
+    op.slices_count = list.count;
   }
   int64_t bucket_bytes(const Bucket& b, DType dtype, int group_size) const {
     return b.shard_elems * group_size * dtype_bytes(dtype);
@@ -312,12 +320,11 @@ class Scheduler {
     const int group_size = from_reshard_group ? reshard_group_size_ : shard_size_;
     const int64_t full_bytes = bucket_bytes(bucket, p_.param_dtype, shard_size_);
     // Prefetch off: the gather of the next unit cannot overlap the current compute.
-    std::vector<int> gate;
-    if (!prefetch_enabled && last_compute_ >= 0) gate.push_back(last_compute_);
+    const int gate = !prefetch_enabled ? last_compute_ : -1;  // -1: no dependency
     if (s_.policy.comm_fusion) {
       const bool needs_copy_in = !s_.policy.zero_copy || p_.param_dtype != p_.master_dtype || from_reshard_group;
       const StreamId first_stream = needs_copy_in ? StreamId::CopyIn : StreamId::AllGather;
-      memory_op(OpKind::Alloc, first_stream, MemoryKind::AllGatherBuffer, full_bytes, bucket_label("ag_buf b", b), gate);
+      memory_op(OpKind::Alloc, first_stream, MemoryKind::AllGatherBuffer, full_bytes, bucket_label("ag_buf b", b), {gate});
       int copy_in = -1;
       if (needs_copy_in) {
         Op op = make(OpKind::CopyIn, StreamId::CopyIn,
@@ -326,7 +333,7 @@ class Scheduler {
         op.bucket = b;
         op.bytes = full_bytes / group_size;
         op.dtype = p_.param_dtype;
-        op.slices = bucket.slices;
+        use_slices(op, bucket.list);
         copy_in = em_.emit(std::move(op));
       }
       Op ag = make(OpKind::AllGather, StreamId::AllGather, bucket_label("ag b", b));
@@ -336,10 +343,9 @@ class Scheduler {
       ag.dtype = p_.param_dtype;
       ag.group = from_reshard_group ? CommGroup::Reshard : CommGroup::Shard;
       ag.group_size = group_size;
-      ag.slices = bucket.slices;
+      use_slices(ag, bucket.list);
       gather_buffers(ag, from_reshard_group);
-      if (copy_in >= 0) ag.deps.push_back(copy_in);
-      ag_op_[b] = em_.emit(std::move(ag));
+      ag_op_[b] = em_.emit(std::move(ag), {copy_in});
       if (copy_in >= 0) {
         p_.ops[copy_in].link = ag_op_[b];
         p_.ops[copy_in].src_buffer = p_.ops[ag_op_[b]].src_buffer;
@@ -347,8 +353,9 @@ class Scheduler {
     } else {
       // Unfused: one all-gather per parameter, straight into the unsharded parameter.
       memory_op(OpKind::Alloc, StreamId::AllGather, MemoryKind::UnshardedParams, full_bytes,
-                bucket_label("params b", b), gate);
-      for (const TensorSlice& slice : bucket.slices) {
+                bucket_label("params b", b), {gate});
+      for (uint32_t k = 0; k < bucket.list.count; ++k) {
+        const TensorSlice& slice = bucket.slices[k];
         Op ag = make(OpKind::AllGather, StreamId::AllGather, "ag " + p_.params[slice.param].name);
         ag.unit = p_.params[slice.param].unit;
         ag.bucket = b;
@@ -356,7 +363,7 @@ class Scheduler {
         ag.dtype = p_.param_dtype;
         ag.group = from_reshard_group ? CommGroup::Reshard : CommGroup::Shard;
         ag.group_size = group_size;
-        ag.slices = {slice};
+        use_slices(ag, SliceList{bucket.list.begin + k, 1});
         gather_buffers(ag, from_reshard_group);
         ag_op_[b] = em_.emit(std::move(ag));
       }
@@ -393,11 +400,10 @@ class Scheduler {
     out.bucket = b;
     out.bytes = full_bytes;
     out.dtype = p_.param_dtype;
-    out.slices = bucket.slices;
-    out.deps.push_back(ag_op_[b]);
+    use_slices(out, bucket.list);
     out.link = ag_op_[b];
     out.dst_buffer = p_.ops[ag_op_[b]].dst_buffer;
-    const int copy_out = em_.emit(std::move(out));
+    const int copy_out = em_.emit(std::move(out), {ag_op_[b]});
     if (implicit_forward) {
       held_ag_buffer_ = b;
       held_copy_out_ = copy_out;
@@ -537,7 +543,7 @@ class Scheduler {
       in.bucket = rb;
       in.bytes = rs_bytes;
       in.dtype = p_.reduce_dtype;
-      in.slices = bucket.slices;
+      use_slices(in, bucket.list);
       const int rs_copy_in = em_.emit(std::move(in));
       memory_op(OpKind::Free, StreamId::ReduceScatter, MemoryKind::UnshardedGrads, grad_bytes,
                 bucket_label("grads rb", rb));
@@ -549,7 +555,7 @@ class Scheduler {
       rs.group = CommGroup::Shard;
       rs.group_size = shard_size_;
       rs.reduction = gradient_reduction_;
-      rs.slices = bucket.slices;
+      use_slices(rs, bucket.list);
       reduce_scatter_buffers(rs);
       rs_op = em_.emit(std::move(rs));
       p_.ops[rs_copy_in].link = rs_op;
@@ -557,7 +563,8 @@ class Scheduler {
       rs_ops.push_back(rs_op);
       prev_rs_bytes_ = rs_bytes;
     } else {
-      for (const TensorSlice& slice : bucket.slices) {
+      for (uint32_t k = 0; k < bucket.list.count; ++k) {
+        const TensorSlice& slice = bucket.slices[k];
         Op rs = make(OpKind::ReduceScatter, StreamId::ReduceScatter, "rs " + p_.params[slice.param].name);
         rs.unit = p_.params[slice.param].unit;
         rs.bucket = rb;
@@ -566,7 +573,7 @@ class Scheduler {
         rs.group = CommGroup::Shard;
         rs.group_size = shard_size_;
         rs.reduction = gradient_reduction_;
-        rs.slices = {slice};
+        use_slices(rs, SliceList{bucket.list.begin + k, 1});
         reduce_scatter_buffers(rs);
         rs_op = em_.emit(std::move(rs));
         rs_ops.push_back(rs_op);
@@ -585,7 +592,7 @@ class Scheduler {
       for (size_t k = 0; k < rs_ops.size(); ++k) {
         const Op& rs = p_.ops[rs_ops[k]];
         Op ar = make(OpKind::AllReduce, StreamId::AllReduce,
-                     s_.policy.comm_fusion ? bucket_label("ar rb", rb) : "ar " + p_.params[rs.slices[0].param].name);
+                     s_.policy.comm_fusion ? bucket_label("ar rb", rb) : "ar " + p_.params[p_.slices(rs)[0].param].name);
         ar.unit = rs.unit;
         ar.bucket = rb;
         ar.bytes = rs.bytes / shard_size_;
@@ -593,10 +600,10 @@ class Scheduler {
         ar.group = CommGroup::Replicate;
         ar.group_size = s_.mesh.replicate;
         ar.reduction = gradient_reduction_;
-        ar.slices = rs.slices;
+        ar.slices_begin = rs.slices_begin;
+        ar.slices_count = rs.slices_count;
         ar.src_buffer = ar.dst_buffer = grad_shard_buffer();
-        ar.deps.push_back(rs_ops[k]);
-        post_reduce = em_.emit(std::move(ar));
+        post_reduce = em_.emit(std::move(ar), {rs_ops[k]});
       }
     }
     post_reduce_events_.push_back(post_reduce);
@@ -606,10 +613,10 @@ class Scheduler {
   void finalize() {
     phase_ = Phase::Finalize;
     mb_ = p_.micro_batches - 1;
-    std::vector<int> deps = post_reduce_events_;
-    if (prev_rs_op_ >= 0) deps.push_back(prev_rs_op_);
+    for (int event : post_reduce_events_) em_.wait(StreamId::Compute, event);
+    em_.wait(StreamId::Compute, prev_rs_op_);
     memory_op(OpKind::Free, StreamId::Compute, MemoryKind::ReduceScatterBuffer, prev_rs_op_ >= 0 ? prev_rs_bytes_ : 0,
-              prev_rs_op_ >= 0 ? bucket_label("rs_buf rb", prev_rs_bucket_) : std::string("step end"), deps);
+              prev_rs_op_ >= 0 ? bucket_label("rs_buf rb", prev_rs_bucket_) : std::string("step end"));
     // Parameters kept unsharded (reshard_after_forward=false with no backward) never exist
     // here: backward always reshards; so every allocation is matched by now.
     // Transformer shorthand: gradient clipping, then the optimizer step over this rank's shard,

@@ -53,8 +53,8 @@ std::vector<Op> timeline_ops(const Program& program) {
   ops.reserve(program.ops.size());
   for (const Op& op : program.ops) {
     Op copy = op;
-    copy.slices.clear();
-    copy.deps.clear();
+    copy.slices_begin = copy.slices_count = 0;  // a Timeline has no slice or dependency arrays
+    copy.deps_begin = copy.deps_count = 0;
     ops.push_back(std::move(copy));
   }
   return ops;
@@ -76,7 +76,7 @@ json timeline_to_json(const Timeline& t) {
   j["workload"] = workload_to_json(t.workload);
   j["memory_reserve"] = memory_reserve_to_json(t.memory_reserve);
   json ops = json::array();
-  for (const Op& op : t.ops) ops.push_back(op_to_json(op, false));
+  for (const Op& op : t.ops) ops.push_back(op_to_json(nullptr, op));
   j["ops"] = std::move(ops);
   j["interval_fields"] = kIntervalFields;
   json intervals = json::array();
@@ -124,8 +124,6 @@ Timeline timeline_from_json(const json& j) {
     const std::string path = jf::index_path("ops", i);
     Op op = op_from_json(ops[i], path);
     if (op.id != static_cast<int>(i)) throw InputError(jf::join_path(path, "id"), "op ids must equal their index; expected " + std::to_string(i) + ", found " + std::to_string(op.id));
-    op.slices.clear();
-    op.deps.clear();
     t.ops.push_back(std::move(op));
   }
   const int num_ops = static_cast<int>(t.ops.size());

@@ -21,7 +21,7 @@ std::string op_label(const Op& op) {
   return "op " + std::to_string(op.id) + " \"" + op.name + "\" (" + std::string(op_kind_name(op.kind)) + ")";
 }
 
-int64_t slice_total(const std::vector<TensorSlice>& slices) {
+int64_t slice_total(std::span<const TensorSlice> slices) {
   int64_t n = 0;
   for (const auto& s : slices) n += s.shard_numel;
   return n;
@@ -70,8 +70,8 @@ Program scale_program(const Program& program, int64_t scale) {
     param.numel = ceil_div(param.numel, scale);
     param.shard_numel = ceil_div(param.shard_numel, scale);
   }
-  for (auto& op : p.ops) {
-    for (auto& s : op.slices) {
+  {  // every shared slice list once
+    for (auto& s : p.slice_lists) {
       const int64_t end = ceil_div(s.shard_offset + s.shard_numel, scale);
       s.shard_offset = ceil_div(s.shard_offset, scale);
       s.shard_numel = end - s.shard_offset;
@@ -107,10 +107,14 @@ Plan make_plan(const Program& input, int64_t scale, int rank, int world, int cor
   for (int i = 0; i < nops; ++i) {
     const Op& op = P.ops[i];
     if (op.id != i) throw InputError(op_path(i) + ".id", "must equal its index " + std::to_string(i));
-    for (int d : op.deps)
+    if (static_cast<size_t>(op.deps_begin) + op.deps_count > P.dep_ids.size() ||
+        static_cast<size_t>(op.slices_begin) + op.slices_count > P.slice_lists.size())
+      throw InputError(op_path(i), "its dependencies or slices run past the program's arrays");
+    for (int d : P.deps(op))
       if (d < 0 || d >= i) throw InputError(op_path(i) + ".deps", "dependency " + std::to_string(d) + " is not an earlier op");
-    for (size_t k = 0; k < op.slices.size(); ++k) {
-      const auto& s = op.slices[k];
+    const auto op_slices = P.slices(op);
+    for (size_t k = 0; k < op_slices.size(); ++k) {
+      const auto& s = op_slices[k];
       if (s.param < 0 || s.param >= nparams || s.shard_offset < 0 || s.shard_numel < 0)
         throw InputError(op_path(i) + ".slices[" + std::to_string(k) + "]", "names no valid parameter range");
     }
@@ -123,14 +127,14 @@ Plan make_plan(const Program& input, int64_t scale, int rank, int world, int cor
                                                          " group has " + std::to_string(group.size) + " ranks");
       if ((op.kind == OpKind::AllGather) != (op.reduction == Reduction::None))
         throw InputError(op_path(i) + ".reduction", "an all-gather reduces nothing; a reduction needs sum or avg");
-      if (op.slices.empty() && op.bytes > 0)
+      if (op_slices.empty() && op.bytes > 0)
         throw InputError(op_path(i) + ".slices", "a collective with bytes needs slices to place its data");
       const int w = dtype_bytes(op.dtype);
       if (op.kind != OpKind::AllGather && w == 1)
         throw InputError(op_path(i) + ".dtype", "reductions in 1-byte dtypes are not supported by the executor");
       plan.ops[i].width = w;
       plan.ops[i].blocks = op.group_size;
-      plan.ops[i].block_count = slice_total(op.slices);
+      plan.ops[i].block_count = slice_total(op_slices);
     }
   }
 
@@ -207,7 +211,7 @@ Plan make_plan(const Program& input, int64_t scale, int rank, int world, int cor
     const OpPlan& o = plan.ops[i];
     for (int st : {o.source_store, o.dest_store}) {
       if (st < 0) continue;
-      for (const auto& s : P.ops[i].slices)
+      for (const auto& s : P.slices(P.ops[i]))
         plan.stores[st].extent[s.param] = std::max(plan.stores[st].extent[s.param], s.shard_offset + s.shard_numel);
     }
   }
@@ -250,7 +254,7 @@ Plan make_plan(const Program& input, int64_t scale, int rank, int world, int cor
     const OpPlan& c = plan.ops[coll];
     const int st = pack ? c.source_store : c.dest_store;
     const Store& store = plan.stores[st];
-    const auto& slices = P.ops[op].slices;
+    const auto slices = P.slices(P.ops[op]);
     for (int j = 0; j < store.blocks; ++j) {
       for (size_t k = 0; k < slices.size(); ++k) {
         const auto& s = slices[k];
@@ -280,7 +284,7 @@ Plan make_plan(const Program& input, int64_t scale, int rank, int world, int cor
   // Whether a collective's slices form one contiguous range of store `st`.
   auto contiguous = [&](int i, int st) -> bool {
     const Store& s = plan.stores[st];
-    const auto& slices = P.ops[i].slices;
+    const auto slices = P.slices(P.ops[i]);
     if (s.blocks > 1) {
       int nonempty = 0;
       for (const auto& sl : slices) {
@@ -300,7 +304,7 @@ Plan make_plan(const Program& input, int64_t scale, int rank, int world, int cor
     return true;
   };
   auto first_element = [&](int i, int st) -> int64_t {
-    for (const auto& sl : P.ops[i].slices)
+    for (const auto& sl : P.slices(P.ops[i]))
       if (sl.shard_numel > 0) return plan.stores[st].element_index(sl.param, 0, sl.shard_offset);
     return 0;
   };
@@ -310,8 +314,8 @@ Plan make_plan(const Program& input, int64_t scale, int rank, int world, int cor
     OpPlan& o = plan.ops[i];
     if (op.kind == OpKind::CopyIn) {
       const OpPlan& c = plan.ops[o.collective];
-      if (slice_total(op.slices) != c.block_count)
-        throw InputError(op_path(i), op_label(op) + " copies " + std::to_string(slice_total(op.slices)) +
+      if (slice_total(P.slices(op)) != c.block_count)
+        throw InputError(op_path(i), op_label(op) + " copies " + std::to_string(slice_total(P.slices(op))) +
                                          " elements per block but its collective moves " + std::to_string(c.block_count));
       o.pack_spans = spans(i, o.collective, true);
     } else if (op.kind == OpKind::CopyOut) {
@@ -360,7 +364,7 @@ Plan make_plan(const Program& input, int64_t scale, int rank, int world, int cor
 
 int64_t slice_position(const Program& program, int coll, const TensorSlice& s) {
   int64_t pos = 0;
-  for (const auto& c : program.ops[coll].slices) {
+  for (const auto& c : program.slices(program.ops[coll])) {
     if (c.param == s.param && c.shard_offset <= s.shard_offset &&
         s.shard_offset + s.shard_numel <= c.shard_offset + c.shard_numel)
       return pos + (s.shard_offset - c.shard_offset);

@@ -177,7 +177,7 @@ class Run {
     const OpPlan& o = plan_.ops[i];
     const int s = static_cast<int>(op.stream);
     const int g = static_cast<int>(op.group);
-    for (int d : op.deps)
+    for (int d : P_.deps(op))
       if (P_.ops[d].stream != op.stream) backend_.wait_op(s, d);
     backend_.begin_op(s, i);
     switch (op.kind) {
@@ -288,7 +288,7 @@ class Run {
       if (backend_.op_done(i)) continue;
       if (first_unfinished < 0) first_unfinished = i;
       bool ready = true;
-      for (int d : P_.ops[i].deps) ready = ready && backend_.op_done(d);
+      for (int d : P_.deps(P_.ops[i])) ready = ready && backend_.op_done(d);
       if (ready) stuck = i;
     }
     if (stuck < 0) stuck = first_unfinished;
@@ -363,8 +363,8 @@ std::vector<Op> measured_ops(const Plan& plan) {
   std::vector<Op> ops = plan.program.ops;
   for (size_t i = 0; i < ops.size(); ++i) {
     Op& op = ops[i];
-    op.slices.clear();
-    op.deps.clear();
+    op.slices_begin = op.slices_count = 0;  // a Timeline has no slice or dependency arrays
+    op.deps_begin = op.deps_count = 0;
     if (op.kind == OpKind::Alloc || op.kind == OpKind::Free) op.bytes = (op.bytes + plan.scale - 1) / plan.scale;
     else if (op.kind != OpKind::Compute) op.bytes = plan.ops[i].moved_bytes;
   }

@@ -45,7 +45,7 @@ std::vector<std::string> check_timeline(const Program& program, const Timeline& 
           errors.push_back("stream " + std::string(stream_name(op.stream)) + " not FIFO: " + where(i, r, it) +
                            " started before op " + std::to_string(prev->second->op) + " ended");
         last_on_stream[s] = &iv;
-        for (int d : op.deps) {
+        for (int d : program.deps(op)) {
           auto df = seen.find({r, it, d});
           if (df != seen.end() && iv.start_us < df->second->end_us - slack_us)
             errors.push_back("dependency broken: " + where(i, r, it) + " started before op " + std::to_string(d) +

@@ -158,7 +158,7 @@ std::string Verifier::check(int op_id, Backend& backend) {
     const OpPlan& c = plan_.ops[X];
     const Store& src = plan_.stores[c.source_store];
     for (int j = 0; j < src.blocks; ++j)
-      for (const auto& s : op.slices) {
+      for (const auto& s : P.slices(op)) {
         const int64_t pos = slice_position(P, X, s);
         first_error(compare(op_id, c.in_buf, j * c.block_count + pos,
                             store_expected(c.source_store, s.param, j, s.shard_offset, s.shard_numel, -1), o.width,
@@ -171,7 +171,7 @@ std::string Verifier::check(int op_id, Backend& backend) {
     const bool grad = op.kind != OpKind::AllGather;
     const int out_blocks = op.kind == OpKind::AllGather ? o.blocks : 1;
     for (int j = 0; j < out_blocks; ++j)
-      for (const auto& s : op.slices) {
+      for (const auto& s : P.slices(op)) {
         if (s.shard_numel == 0) continue;
         const auto expected = store_expected(o.dest_store, s.param, j, s.shard_offset, s.shard_numel, grad ? op_id : -1);
         if (o.direct_out)
@@ -182,7 +182,7 @@ std::string Verifier::check(int op_id, Backend& backend) {
                               s.param, j, s.shard_offset, backend));
       }
     if (grad && (o.direct_out || !o.unpack_spans.empty()))
-      for (const auto& s : op.slices) record_write(o.dest_store, s.param, s.shard_offset, s.shard_offset + s.shard_numel, op_id);
+      for (const auto& s : P.slices(op)) record_write(o.dest_store, s.param, s.shard_offset, s.shard_offset + s.shard_numel, op_id);
     return err;
   }
   if (op.kind == OpKind::CopyOut) {
@@ -191,14 +191,14 @@ std::string Verifier::check(int op_id, Backend& backend) {
     const bool grad = xk != OpKind::AllGather;
     const Store& dst = plan_.stores[o.dest_store];
     for (int j = 0; j < dst.blocks; ++j)
-      for (const auto& s : op.slices) {
+      for (const auto& s : P.slices(op)) {
         if (s.shard_numel == 0) continue;
         const auto expected = store_expected(o.dest_store, s.param, j, s.shard_offset, s.shard_numel, grad ? X : -1);
         first_error(compare(op_id, dst.data, dst.element_index(s.param, j, s.shard_offset), expected, o.width, s.param,
                             j, s.shard_offset, backend));
       }
     if (grad)
-      for (const auto& s : op.slices) record_write(o.dest_store, s.param, s.shard_offset, s.shard_offset + s.shard_numel, X);
+      for (const auto& s : P.slices(op)) record_write(o.dest_store, s.param, s.shard_offset, s.shard_offset + s.shard_numel, X);
     return err;
   }
   return err;

@@ -36,7 +36,10 @@ StreamSet::StreamSet(const Program& program) {
     if (s < 0 || s >= kNumStreams) throw InputError(op_path(i) + ".stream", "unknown stream");
     streams_[s].ops.push_back(i);
     stream_of_[i] = static_cast<uint8_t>(s);
-    scratch.assign(op.deps.begin(), op.deps.end());
+    if (static_cast<size_t>(op.deps_begin) + op.deps_count > program.dep_ids.size())
+      throw InputError(op_path(i) + ".deps", "runs past the program's dependency array");
+    const auto deps = program.deps(op);
+    scratch.assign(deps.begin(), deps.end());
     std::sort(scratch.begin(), scratch.end());
     scratch.erase(std::unique(scratch.begin(), scratch.end()), scratch.end());
     for (int d : scratch) {
@@ -50,7 +53,8 @@ StreamSet::StreamSet(const Program& program) {
   dependents_.assign(dependents_begin_[n], -1);
   std::vector<int> fill(dependents_begin_.begin(), dependents_begin_.end() - 1);
   for (int i = 0; i < n; ++i) {
-    scratch.assign(program.ops[i].deps.begin(), program.ops[i].deps.end());
+    const auto deps = program.deps(program.ops[i]);
+    scratch.assign(deps.begin(), deps.end());
     std::sort(scratch.begin(), scratch.end());
     scratch.erase(std::unique(scratch.begin(), scratch.end()), scratch.end());
     for (int d : scratch) dependents_[fill[d]++] = i;  // ascending i: deterministic order

@@ -37,7 +37,6 @@ Program sample_program() {
   ci.unit = 1;
   ci.bucket = 1;
   ci.bytes = 64;
-  ci.slices = {{1, 0, 16}, {2, 0, 16}};
   ci.name = "ci u1";
   ci.link = 1;
   ci.src_buffer = 0;
@@ -50,7 +49,6 @@ Program sample_program() {
   ag.bytes = 256;
   ag.group = CommGroup::Reshard;
   ag.group_size = 2;
-  ag.deps = {0};
   ag.name = "ag u1";
   Op fwd;
   fwd.id = 2;
@@ -60,7 +58,6 @@ Program sample_program() {
   fwd.phase = Phase::Backward;
   fwd.compute_us = 12.5;
   fwd.recompute = true;
-  fwd.deps = {0, 1};
   fwd.name = "bwd u1";
   Op free;
   free.id = 3;
@@ -68,9 +65,12 @@ Program sample_program() {
   free.memory = MemoryKind::UnshardedParams;
   free.bytes = 256;
   free.phase = Phase::Finalize;
-  free.deps = {2};
   free.name = "free u1";
-  p.ops = {ci, ag, fwd, free};
+  const std::vector<TensorSlice> slices{{1, 0, 16}, {2, 0, 16}};
+  p.add_op(ci, {}, slices);
+  p.add_op(ag, {0}, slices);
+  p.add_op(fwd, {0, 1});
+  p.add_op(free, {2});
   return p;
 }
 
@@ -119,9 +119,13 @@ TEST(ProgramJson, RoundTripKeepsEveryField) {
   ASSERT_EQ(back.ops.size(), 4u);
   EXPECT_EQ(back.ops[1].kind, OpKind::AllGather);
   EXPECT_EQ(back.ops[1].group, CommGroup::Reshard);
-  EXPECT_EQ(back.ops[0].slices.size(), 2u);
-  EXPECT_EQ(back.ops[0].slices[1].param, 2);
-  EXPECT_EQ(back.ops[2].deps, (std::vector<int>{0, 1}));
+  EXPECT_EQ(back.slices(back.ops[0]).size(), 2u);
+  EXPECT_EQ(back.slices(back.ops[0])[1].param, 2);
+  const auto deps = back.deps(back.ops[2]);
+  EXPECT_EQ(std::vector<int>(deps.begin(), deps.end()), (std::vector<int>{0, 1}));
+  // The copy-in and its all-gather list the same slices: read back, they share one list.
+  EXPECT_EQ(back.ops[0].slices_begin, back.ops[1].slices_begin);
+  EXPECT_EQ(back.slice_lists.size(), 2u);
   EXPECT_TRUE(back.ops[2].recompute);
   EXPECT_DOUBLE_EQ(back.ops[2].compute_us, 12.5);
   EXPECT_EQ(back.ops[3].memory, MemoryKind::UnshardedParams);
@@ -247,8 +251,8 @@ Timeline sample_timeline() {
 TEST(TimelineJson, TimelineOpsDropSlicesAndDeps) {
   std::vector<Op> ops = timeline_ops(sample_program());
   ASSERT_EQ(ops.size(), 4u);
-  EXPECT_TRUE(ops[0].slices.empty());
-  EXPECT_TRUE(ops[2].deps.empty());
+  EXPECT_EQ(ops[0].slices_count, 0u);
+  EXPECT_EQ(ops[2].deps_count, 0u);
   EXPECT_EQ(ops[1].name, "ag u1");
   EXPECT_EQ(ops[1].bytes, 256);
 }

@@ -23,8 +23,8 @@ TEST(ScaleProgram, SlicesStillPartitionTheirShard) {
   for (const auto& op : scaled.ops)
     if (op.kind == OpKind::AllGather && op.unit == 0 && op.phase == Phase::Forward) ags.push_back(&op);
   ASSERT_EQ(ags.size(), 2u);
-  const TensorSlice& a = ags[0]->slices[0];
-  const TensorSlice& b = ags[1]->slices[0];
+  const TensorSlice& a = scaled.slices(*ags[0])[0];
+  const TensorSlice& b = scaled.slices(*ags[1])[0];
   EXPECT_EQ(a.param, b.param);
   EXPECT_EQ(a.shard_offset, 0);
   EXPECT_EQ(a.shard_offset + a.shard_numel, b.shard_offset);
@@ -81,8 +81,7 @@ TEST(MakePlan, RefusesACopyInThatFeedsNothing) {
   stray.kind = OpKind::CopyIn;
   stray.stream = StreamId::CopyIn;
   stray.name = "stray";
-  stray.slices = {TensorSlice{0, 0, 4}};
-  p.ops.push_back(stray);
+  p.add_op(stray, {}, {TensorSlice{0, 0, 4}});
   try {
     make_plan(p, 1, 0, 2);
     FAIL() << "no error";

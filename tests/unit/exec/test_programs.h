@@ -66,10 +66,14 @@ inline Program make_test_program(const TestProgramSpec& spec) {
     op.stream = stream;
     op.phase = phase;
     op.unit = unit;
-    op.deps = std::move(deps);
     op.name = std::move(name);
-    p.ops.push_back(op);
+    p.add_op(op, deps);
     return p.ops.back();
+  };
+  auto set_slices = [&](Op& op, const std::vector<TensorSlice>& slices) {
+    const SliceList list = p.add_slices(slices);
+    op.slices_begin = list.begin;
+    op.slices_count = list.count;
   };
   auto total = [](const std::vector<TensorSlice>& s) {
     long n = 0;
@@ -109,12 +113,12 @@ inline Program make_test_program(const TestProgramSpec& spec) {
       std::vector<int> ag_deps;
       if (spec.fused && !spec.zero_copy) {
         Op& ci = add(OpKind::CopyIn, StreamId::CopyIn, phase, u, last_copy_out >= 0 ? std::vector<int>{last_copy_out} : std::vector<int>{}, "ci " + tag);
-        ci.slices = slices;
+        set_slices(ci, slices);
         ci.bytes = total(slices) * pw;
         ag_deps.push_back(ci.id);
       }
       Op& ag = add(OpKind::AllGather, StreamId::AllGather, phase, u, ag_deps, "ag " + tag);
-      ag.slices = slices;
+      set_slices(ag, slices);
       ag.group = g;
       ag.group_size = n;
       ag.dtype = spec.param_dtype;
@@ -130,7 +134,7 @@ inline Program make_test_program(const TestProgramSpec& spec) {
         Op& co = add(OpKind::CopyOut, StreamId::Compute, phase, u, {ag_id}, "co " + tag);
         co.link = ag_id;
         co.dst_buffer = p.ops[ag_id].dst_buffer;
-        co.slices = slices;
+        set_slices(co, slices);
         co.bytes = total(slices) * pw * n;
         last_copy_out = co.id;
         ready.push_back(co.id);
@@ -165,12 +169,12 @@ inline Program make_test_program(const TestProgramSpec& spec) {
       std::vector<int> rs_deps{bwd};
       if (spec.fused) {
         Op& ci = add(OpKind::CopyIn, StreamId::ReduceScatter, Phase::Backward, u, {bwd}, "rs ci " + tag);
-        ci.slices = slices;
+        set_slices(ci, slices);
         ci.bytes = total(slices) * rw * spec.shard;
         rs_deps = {ci.id};
       }
       Op& rs = add(OpKind::ReduceScatter, StreamId::ReduceScatter, Phase::Backward, u, rs_deps, "rs " + tag);
-      rs.slices = slices;
+      set_slices(rs, slices);
       rs.group = CommGroup::Shard;
       rs.group_size = spec.shard;
       rs.reduction = reduction;
@@ -187,13 +191,13 @@ inline Program make_test_program(const TestProgramSpec& spec) {
         Op& co = add(OpKind::CopyOut, StreamId::ReduceScatter, Phase::Backward, u, {done}, "rs co " + tag);
         co.link = rs.id;
         co.dst_buffer = kGradShard;
-        co.slices = slices;
+        set_slices(co, slices);
         co.bytes = total(slices) * rw;
         done = co.id;
       }
       if (spec.replicate > 1) {
         Op& ar = add(OpKind::AllReduce, StreamId::AllReduce, Phase::Backward, u, {done}, "ar " + tag);
-        ar.slices = slices;
+        set_slices(ar, slices);
         ar.group = CommGroup::Replicate;
         ar.group_size = spec.replicate;
         ar.reduction = reduction;

@@ -49,9 +49,9 @@ TEST(CheckTimeline, FindsABrokenDependency) {
   const Program p = testing::make_test_program({});
   int op = -1, dep = -1;
   for (const auto& o : p.ops)
-    if (!o.deps.empty() && p.ops[o.deps[0]].stream != o.stream) {
+    if (!p.deps(o).empty() && p.ops[p.deps(o)[0]].stream != o.stream) {
       op = o.id;
-      dep = o.deps[0];
+      dep = p.deps(o)[0];
       break;
     }
   ASSERT_GE(op, 0);
@@ -67,7 +67,7 @@ TEST(CheckTimeline, FindsANonFifoStream) {
   for (const auto& o : p.ops)
     if (o.stream == StreamId::Compute) {
       if (first < 0) first = o.id;
-      else if (second < 0 && o.deps.empty()) second = o.id;
+      else if (second < 0 && p.deps(o).empty()) second = o.id;
     }
   ASSERT_GE(second, 0);
   Timeline t = serial_timeline(p, 1, 1);

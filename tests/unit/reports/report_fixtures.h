@@ -50,13 +50,14 @@ inline Program tiny_program() {
   p.streams = fsdp2_stream_table();
   p.units = {"u0"};
   p.params = {{"u0.w", 0, 8, 4}};
-  p.ops = {op(0, OpKind::CopyIn, StreamId::CopyIn, Phase::Forward, 8, "ci u0"),
-           op(1, OpKind::AllGather, StreamId::AllGather, Phase::Forward, 16, "ag u0"),
-           op(2, OpKind::Compute, StreamId::Compute, Phase::Forward, 0, "fwd u0"),
-           op(3, OpKind::Compute, StreamId::Compute, Phase::Backward, 0, "bwd u0"),
-           op(4, OpKind::ReduceScatter, StreamId::ReduceScatter, Phase::Backward, 32, "rs u0"),
-           op(5, OpKind::AllReduce, StreamId::AllReduce, Phase::Backward, 16, "ar u0"),
-           op(6, OpKind::Free, StreamId::Compute, Phase::Finalize, 16, "free u0")};
+  // A chain: each op depends on the one before.
+  p.add_op(op(0, OpKind::CopyIn, StreamId::CopyIn, Phase::Forward, 8, "ci u0"));
+  p.add_op(op(1, OpKind::AllGather, StreamId::AllGather, Phase::Forward, 16, "ag u0"), {0});
+  p.add_op(op(2, OpKind::Compute, StreamId::Compute, Phase::Forward, 0, "fwd u0"), {1});
+  p.add_op(op(3, OpKind::Compute, StreamId::Compute, Phase::Backward, 0, "bwd u0"), {2});
+  p.add_op(op(4, OpKind::ReduceScatter, StreamId::ReduceScatter, Phase::Backward, 32, "rs u0"), {3});
+  p.add_op(op(5, OpKind::AllReduce, StreamId::AllReduce, Phase::Backward, 16, "ar u0"), {4});
+  p.add_op(op(6, OpKind::Free, StreamId::Compute, Phase::Finalize, 16, "free u0"), {5});
   const int shard = static_cast<int>(CommGroup::Shard), none = static_cast<int>(CommGroup::None);
   p.buffers = {{"param_shard", 2, shard, 1, BufferInit::Shared},
                {"unsharded_params", 2, shard, 2, BufferInit::None},
@@ -69,12 +70,6 @@ inline Program tiny_program() {
   p.ops[4].dst_buffer = p.ops[5].src_buffer = p.ops[5].dst_buffer = 3;
   p.ops[4].reduction = Reduction::Avg;
   p.ops[5].reduction = Reduction::Avg;
-  p.ops[1].deps = {0};
-  p.ops[2].deps = {1};
-  p.ops[3].deps = {2};
-  p.ops[4].deps = {3};
-  p.ops[5].deps = {4};
-  p.ops[6].deps = {5};
   return p;
 }
 

@@ -93,9 +93,8 @@ class ProgramBuilder {
     op.id = static_cast<int>(p_.ops.size());
     op.kind = kind;
     op.stream = stream;
-    op.deps = std::move(deps);
     op.name = std::string(op_kind_name(kind)) + " " + std::to_string(op.id);
-    p_.ops.push_back(std::move(op));
+    p_.add_op(std::move(op), deps);
     return p_.ops.back();
   }
   Program p_;

@@ -360,7 +360,7 @@ TEST(Simulator, SameInputsGiveIdenticalTimelines) {
     const OpInterval& iv = t.intervals[op.id];
     EXPECT_GE(iv.start_us, iv.issue_us);
     EXPECT_GE(iv.end_us, iv.start_us);
-    for (int d : op.deps) EXPECT_GE(iv.start_us, t.intervals[d].end_us);
+    for (int d : p.deps(op)) EXPECT_GE(iv.start_us, t.intervals[d].end_us);
   }
 }
 
@@ -368,7 +368,10 @@ TEST(Simulator, DependencyOnALaterOpIsAnInputError) {
   ProgramBuilder b;
   b.compute(1);
   b.compute(1);
-  b.program().ops[0].deps = {1};
+  Program& p = b.program();
+  p.dep_ids.push_back(1);  // op 0 depends on op 1
+  p.ops[0].deps_begin = static_cast<uint32_t>(p.dep_ids.size() - 1);
+  p.ops[0].deps_count = 1;
   try {
     simulate(test_scenario(), b.program());
     FAIL() << "expected InputError";
