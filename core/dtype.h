@@ -6,7 +6,7 @@
 
 namespace shardline {
 
-enum class DType { fp32, bf16, fp16, fp8 };
+enum class DType : uint8_t { fp32, bf16, fp16, fp8 };
 
 int dtype_bytes(DType dtype);
 std::string_view dtype_name(DType dtype);

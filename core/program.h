@@ -18,17 +18,17 @@
 
 namespace shardline {
 
-enum class OpKind { Compute, CopyIn, AllGather, CopyOut, ReduceScatter, AllReduce, Alloc, Free };
-enum class StreamId { Compute, CopyIn, AllGather, ReduceScatter, AllReduce };
+enum class OpKind : uint8_t { Compute, CopyIn, AllGather, CopyOut, ReduceScatter, AllReduce, Alloc, Free };
+enum class StreamId : uint8_t { Compute, CopyIn, AllGather, ReduceScatter, AllReduce };
 inline constexpr int kNumStreams = 5;
-enum class Phase { Forward, Backward, Finalize };
+enum class Phase : uint8_t { Forward, Backward, Finalize };
 // Which communicator a collective runs over. Reshard: the smaller group that
 // reshard_after_forward=<int> reshards to (used by backward all-gathers).
-enum class CommGroup { None, Shard, Replicate, Reshard };
-enum class MemoryKind { None, AllGatherBuffer, UnshardedParams, UnshardedGrads, ReduceScatterBuffer, AllReduceBuffer, Activations };
+enum class CommGroup : uint8_t { None, Shard, Replicate, Reshard };
+enum class MemoryKind : uint8_t { None, AllGatherBuffer, UnshardedParams, UnshardedGrads, ReduceScatterBuffer, AllReduceBuffer, Activations };
 // What a collective does with the values of the group's ranks: AllGather None; reductions Sum
 // or Avg (the sum divided by the group size).
-enum class Reduction { None, Sum, Avg };
+enum class Reduction : uint8_t { None, Sum, Avg };
 inline constexpr int kNumCommGroups = 4;
 
 std::string_view op_kind_name(OpKind k);        // "compute", "copy_in", "all_gather", ...
@@ -51,19 +51,14 @@ struct TensorSlice {
 
 struct Op {
   int id = -1;               // == index in Program::ops
-  OpKind kind = OpKind::Compute;
-  StreamId stream = StreamId::Compute;
-  Phase phase = Phase::Forward;
   int microbatch = 0;
   int unit = -1;             // -1 when it spans units (a bucket) or none
   int bucket = -1;           // communication bucket index, -1 for none
   // Collective: the nccl-tests size S (AG output, RS input, AR input) in `dtype`.
   // Copy-in/copy-out: bytes copied. Alloc/Free: bytes allocated / released. Compute: 0.
   int64_t bytes = 0;
-  DType dtype = DType::bf16;
-  CommGroup group = CommGroup::None;
-  int group_size = 1;       // == the group table's size for `group`
-  Reduction reduction = Reduction::None;  // collectives: how values combine
+  double compute_us = 0;     // compute: requested duration (compute model), before slow-down
+  int group_size = 1;        // == the group table's size for `group`
   // Copy-in: the collective whose input it fills (a later op); copy-out: the collective whose
   // output it drains (an earlier op). -1 for every other op.
   int link = -1;
@@ -72,14 +67,19 @@ struct Op {
   // collective's source, a copy-out writes its collective's destination.
   int src_buffer = -1;
   int dst_buffer = -1;
-  double compute_us = 0;     // compute: requested duration (compute model), before slow-down
-  bool recompute = false;    // compute: includes activation recomputation
-  MemoryKind memory = MemoryKind::None;  // alloc/free: what is allocated or released
   // Where the op's slices and dependencies live in the Program's shared arrays (read them with
   // Program::slices(op) / deps(op)): a bucket's slice list is stored once and shared by every
   // op that moves it; dependencies are ids of earlier ops that must finish first.
   uint32_t slices_begin = 0, slices_count = 0;
   uint32_t deps_begin = 0, deps_count = 0;
+  OpKind kind = OpKind::Compute;
+  StreamId stream = StreamId::Compute;
+  Phase phase = Phase::Forward;
+  DType dtype = DType::bf16;
+  CommGroup group = CommGroup::None;
+  Reduction reduction = Reduction::None;  // collectives: how values combine
+  MemoryKind memory = MemoryKind::None;   // alloc/free: what is allocated or released
+  bool recompute = false;    // compute: includes activation recomputation
   std::string name;          // short human label, e.g. "fwd u3", "ag b2", "rs u7"
 };
 
@@ -122,7 +122,7 @@ struct StreamInfo {
 //   None:   nothing yet (written before it is read)
 //   Shared: the same values on every rank: the global tensor's element g
 //   PerRank: values that differ per rank: rank r's own element g (e.g. its local gradient)
-enum class BufferInit { None, Shared, PerRank };
+enum class BufferInit : uint8_t { None, Shared, PerRank };
 std::string_view buffer_init_name(BufferInit i);  // "none", "shared", "per_rank"
 
 // A data buffer: per parameter, `blocks` blocks of elements laid out for `group` (1: this rank's

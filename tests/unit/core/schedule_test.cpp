@@ -254,8 +254,9 @@ TEST(Schedule, GroupTableStatesWhichRanksFormEachCommunicator) {
   EXPECT_EQ(replicate.index(5), 1);
   EXPECT_EQ(replicate.color(5), replicate.color(1));
   EXPECT_NE(replicate.color(5), replicate.color(2));
-  for (const Op& op : p.ops)
+  for (const Op& op : p.ops) {
     if (is_collective(op.kind)) EXPECT_EQ(op.group_size, p.group_of(op).size) << op.name;
+  }
 }
 
 // FSDP2 creates its all-gather copy-in, all-gather and reduce-scatter streams at priority -1;
