@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <span>
 #include <string>
 
 #include "core/error.h"
@@ -26,8 +27,17 @@ StreamSet::StreamSet(const Program& program) {
   pending_deps_.assign(n, 0);
   dependents_begin_.assign(n + 1, 0);
 
-  // Distinct deps per op (a repeated dep is one event), validated.
+  // Distinct deps per op (a repeated dep is one event), validated. The scheduler writes them
+  // sorted and distinct: then they are used in place; otherwise a sorted copy is made.
   std::vector<int> scratch;
+  auto distinct_deps = [&](const Op& op) -> std::span<const int> {
+    const auto deps = program.deps(op);
+    if (std::adjacent_find(deps.begin(), deps.end(), [](int a, int b) { return a >= b; }) == deps.end()) return deps;
+    scratch.assign(deps.begin(), deps.end());
+    std::sort(scratch.begin(), scratch.end());
+    scratch.erase(std::unique(scratch.begin(), scratch.end()), scratch.end());
+    return scratch;
+  };
   std::vector<int> dep_count(n, 0);  // dependents per producer
   for (int i = 0; i < n; ++i) {
     const Op& op = program.ops[i];
@@ -38,26 +48,19 @@ StreamSet::StreamSet(const Program& program) {
     stream_of_[i] = static_cast<uint8_t>(s);
     if (static_cast<size_t>(op.deps_begin) + op.deps_count > program.dep_ids.size())
       throw InputError(op_path(i) + ".deps", "runs past the program's dependency array");
-    const auto deps = program.deps(op);
-    scratch.assign(deps.begin(), deps.end());
-    std::sort(scratch.begin(), scratch.end());
-    scratch.erase(std::unique(scratch.begin(), scratch.end()), scratch.end());
-    for (int d : scratch) {
+    const auto deps = distinct_deps(op);
+    for (int d : deps) {
       if (d < 0 || d >= i)
         throw InputError(op_path(i) + ".deps", "dependency " + std::to_string(d) + " must name an earlier op (0.." + std::to_string(i - 1) + ")");
       ++dep_count[d];
     }
-    pending_deps_[i] = static_cast<int>(scratch.size());
+    pending_deps_[i] = static_cast<int>(deps.size());
   }
   for (int i = 0; i < n; ++i) dependents_begin_[i + 1] = dependents_begin_[i] + dep_count[i];
   dependents_.assign(dependents_begin_[n], -1);
   std::vector<int> fill(dependents_begin_.begin(), dependents_begin_.end() - 1);
   for (int i = 0; i < n; ++i) {
-    const auto deps = program.deps(program.ops[i]);
-    scratch.assign(deps.begin(), deps.end());
-    std::sort(scratch.begin(), scratch.end());
-    scratch.erase(std::unique(scratch.begin(), scratch.end()), scratch.end());
-    for (int d : scratch) dependents_[fill[d]++] = i;  // ascending i: deterministic order
+    for (int d : distinct_deps(program.ops[i])) dependents_[fill[d]++] = i;  // ascending i: deterministic order
   }
 }
 
