@@ -255,7 +255,9 @@ TEST(Schedule, GroupTableStatesWhichRanksFormEachCommunicator) {
   EXPECT_EQ(replicate.color(5), replicate.color(1));
   EXPECT_NE(replicate.color(5), replicate.color(2));
   for (const Op& op : p.ops) {
-    if (is_collective(op.kind)) EXPECT_EQ(op.group_size, p.group_of(op).size) << op.name;
+    if (is_collective(op.kind)) {
+      EXPECT_EQ(op.group_size, p.group_of(op).size) << op.name;
+    }
   }
 }
 
