@@ -182,14 +182,15 @@ inline Program make_test_program(const TestProgramSpec& spec) {
       rs.bytes = total(slices) * rw * spec.shard;
       rs.src_buffer = 2;
       rs.dst_buffer = kGradShard;
-      int done = rs.id;
+      const int rs_id = rs.id;  // `rs` dangles once the next op is added
+      int done = rs_id;
       if (spec.fused) {
-        p.ops[rs_deps[0]].link = rs.id;
+        p.ops[rs_deps[0]].link = rs_id;
         p.ops[rs_deps[0]].src_buffer = 2;
       }
       if (spec.fused) {
         Op& co = add(OpKind::CopyOut, StreamId::ReduceScatter, Phase::Backward, u, {done}, "rs co " + tag);
-        co.link = rs.id;
+        co.link = rs_id;
         co.dst_buffer = kGradShard;
         set_slices(co, slices);
         co.bytes = total(slices) * rw;
