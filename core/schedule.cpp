@@ -183,6 +183,9 @@ class Scheduler {
     const double per_sync = (fused ? 4.0 : 3.0) * static_cast<double>(min_bucket_count(s_, p_, s_.policy.bucket_bytes, reduce_bytes));
     const double at_least = per_micro_batch * p_.micro_batches + per_sync * syncs;
     if (at_least > static_cast<double>(kMaxProgramOps)) throw too_many_ops(s_, at_least, per_micro_batch + per_sync);
+    // Growing a vector of millions of ops copies them again and again: start at the estimate.
+    p_.ops.reserve(static_cast<size_t>(at_least));
+    p_.dep_ids.reserve(static_cast<size_t>(at_least));
     ag_ = pack_buckets(s_, p_, forward_order, s_.policy.bucket_bytes, param_bytes);
     rs_ = pack_buckets(s_, p_, backward_order, s_.policy.bucket_bytes, reduce_bytes);
     for (auto* buckets : {&ag_, &rs_})
