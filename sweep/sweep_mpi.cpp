@@ -1,5 +1,5 @@
-// MPI split and gather of sweep rows (see reports/sweep_mpi.h).
-#include "reports/sweep_mpi.h"
+// MPI split and gather of sweep rows (see sweep/sweep_mpi.h).
+#include "sweep/sweep_mpi.h"
 
 #include <cstdlib>
 #include <string>
