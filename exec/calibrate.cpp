@@ -8,9 +8,8 @@
 #include <sstream>
 
 #include "core/error.h"
-#include "exec/exec.h"
+#include "exec/host_comm.h"
 #include "exec/mpi/mpi_backend.h"
-#include "exec/mpi/mpi_env.h"
 #ifdef SHARDLINE_HAVE_NCCL
 #include "exec/nccl/nccl_backend.h"
 #endif
@@ -61,7 +60,7 @@ constexpr int64_t kColdPoolBytes = int64_t{64} << 20;
 // and an input and an output pool of max(`buffer_bytes`, kColdPoolBytes) each.
 class Bench {
  public:
-  Bench(std::unique_ptr<Backend> backend, MPI_Comm host, int group_size, int64_t buffer_bytes, int warmup, int reps)
+  Bench(std::unique_ptr<Backend> backend, const HostComm& host, int group_size, int64_t buffer_bytes, int warmup, int reps)
       : b_(std::move(backend)), host_(host), group_size_(group_size), warmup_(warmup), reps_(reps) {
     buffer_bytes = std::max(buffer_bytes, kColdPoolBytes);
     pool_bytes_ = buffer_bytes;
@@ -87,14 +86,10 @@ class Bench {
     std::vector<double> values;
     for (int r = 0; r < warmup_ + reps_; ++r) {
       b_->begin_pass(++pass_, nops);
-      mpi_barrier_polling(host_);
+      host_.barrier(HostWait::Polling);
       enqueue();
       b_->synchronize();
-      const double mine = measure();
-      double worst = 0;
-      MPI_Request request;
-      MPI_Iallreduce(&mine, &worst, 1, MPI_DOUBLE, MPI_MAX, host_, &request);
-      mpi_wait_polling(request, mpi_poll_us_from_env());
+      const double worst = host_.max_over_ranks(measure(), HostWait::Polling);
       if (r >= warmup_) values.push_back(worst);
     }
     return values;
@@ -157,7 +152,7 @@ class Bench {
   std::unique_ptr<Backend> b_;
   int64_t pool_bytes_ = 0;
   int64_t cursor_ = 0;
-  MPI_Comm host_;
+  const HostComm& host_;
   int group_size_;
   int warmup_, reps_;
   int pass_ = 0;
@@ -193,15 +188,12 @@ std::vector<int64_t> calibration_sizes(int64_t min_bytes, int64_t max_bytes, int
   return sizes;
 }
 
-ClusterProfile calibrate(const std::function<std::unique_ptr<Backend>()>& make_backend, MPI_Comm host,
-                         const CalibrateOptions& opt) {
+ClusterProfile calibrate(const std::function<std::unique_ptr<Backend>()>& make_backend, const HostComm& host, const CalibrateOptions& opt) {
   if (opt.min_bytes < 1) throw InputError("--min-bytes", "must be at least 1 byte");
   if (opt.max_bytes < opt.min_bytes) throw InputError("--max-bytes", "must be at least --min-bytes");
   if (opt.repetitions < 1) throw InputError("--repetitions", "must be at least 1");
   if (opt.warmup < 0) throw InputError("--warmup", "must be >= 0");
-  int world = 1, rank = 0;
-  MPI_Comm_size(host, &world);
-  MPI_Comm_rank(host, &rank);
+  const int world = host.size(), rank = host.rank();
   const std::vector<int> groups = calibration_group_sizes(world);
   if (groups.empty()) throw InputError("--np", "calibration needs at least 2 ranks (collectives over groups of >= 2)");
   auto log = [&](const std::string& line) {
@@ -221,8 +213,7 @@ ClusterProfile calibrate(const std::function<std::unique_ptr<Backend>()>& make_b
     p.backend = backend->name();
     if (gi == 0) {
       // Two buffers of S bytes per rank, and a margin: lower the largest size to what fits.
-      int64_t avail = backend->available_bytes() / 4;
-      MPI_Allreduce(MPI_IN_PLACE, &avail, 1, MPI_INT64_T, MPI_MIN, host);
+      const int64_t avail = host.min_over_ranks(backend->available_bytes() / 4);
       if (avail > 0 && max_bytes > avail) {
         log("lowering --max-bytes to " + fmt_bytes(avail) + " (memory)");
         max_bytes = avail;
@@ -362,17 +353,8 @@ ClusterProfile calibrate_backend(const std::string& backend, const CalibrateOpti
   if (options.compute == ComputeMode::Kernel && backend != "nccl")
     throw InputError("--compute", "kernel stand-ins need --backend nccl; use sleep or spin");
   init_mpi();
-  MPI_Comm host;
-  MPI_Comm_dup(MPI_COMM_WORLD, &host);
-  ClusterProfile p;
-  try {
-    p = calibrate(make, host, options);
-  } catch (...) {
-    MPI_Comm_free(&host);
-    throw;
-  }
-  MPI_Comm_free(&host);
-  return p;
+  const HostComm host = HostComm::duplicate_world();
+  return calibrate(make, host, options);
 }
 
 }  // namespace shardline::exec

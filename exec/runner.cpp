@@ -16,7 +16,7 @@
 
 #include "core/error.h"
 #include "exec/clock_align.h"
-#include "exec/mpi/mpi_env.h"
+#include "exec/host_comm.h"
 #include "exec/verify.h"
 
 namespace shardline::exec {
@@ -44,9 +44,9 @@ std::string mib(int64_t bytes) {
 // Everything the host thread, the watchdog and the fatal handler share.
 class Run {
  public:
-  Run(const Plan& plan, const ExecOptions& options, Backend& backend, MPI_Comm host)
+  Run(const Plan& plan, const ExecOptions& options, Backend& backend, const HostComm& host)
       : plan_(plan), P_(plan.program), options_(options), backend_(backend), host_(host) {
-    MPI_Comm_rank(host, &rank_);
+    rank_ = host.rank();
     issue_us_.assign(P_.ops.size(), 0.0);
   }
 
@@ -83,9 +83,8 @@ class Run {
       issued_ = 0;
     }
     progress("barrier before pass " + std::to_string(pass_number));
-    mpi_barrier_polling(host_);
-    double origin = backend_.host_now_us() + align_.offset_us;
-    MPI_Bcast(&origin, 1, MPI_DOUBLE, 0, host_);
+    host_.barrier(HostWait::Polling);
+    const double origin = host_.broadcast_from_root(backend_.host_now_us() + align_.offset_us);
     {
       std::lock_guard<std::mutex> lock(mutex_);
       last_origin_ = origin;
@@ -142,7 +141,7 @@ class Run {
     }
     // Give the other ranks' watchdogs a moment to write their own partial timelines.
     std::this_thread::sleep_for(std::chrono::milliseconds(1500));
-    MPI_Abort(MPI_COMM_WORLD, 3);
+    abort_job(3);
     std::_Exit(3);
   }
 
@@ -317,7 +316,7 @@ class Run {
   const Program& P_;
   const ExecOptions& options_;
   Backend& backend_;
-  MPI_Comm host_;
+  const HostComm& host_;
   int rank_ = 0;
   ClockAlignment align_;
   int stall_op_ = -1;
@@ -336,26 +335,6 @@ class Run {
   double last_origin_ = 0;
   std::vector<OpInterval> intervals_;
 };
-
-std::vector<char> gather_strings(MPI_Comm comm, const std::string& mine, std::vector<std::string>* all) {
-  int rank = 0, size = 1;
-  MPI_Comm_rank(comm, &rank);
-  MPI_Comm_size(comm, &size);
-  int len = static_cast<int>(mine.size());
-  std::vector<int> lens(size), displs(size);
-  MPI_Gather(&len, 1, MPI_INT, lens.data(), 1, MPI_INT, 0, comm);
-  int total = 0;
-  for (int r = 0; r < size; ++r) {
-    displs[r] = total;
-    total += lens[r];
-  }
-  std::vector<char> buf(std::max(total, 1));
-  MPI_Gatherv(mine.data(), len, MPI_CHAR, buf.data(), lens.data(), displs.data(), MPI_CHAR, 0, comm);
-  if (rank == 0)
-    for (int r = 0; r < size; ++r)
-      if (lens[r] > 0) all->emplace_back(buf.data() + displs[r], lens[r]);
-  return buf;
-}
 
 }  // namespace
 
@@ -404,10 +383,10 @@ class TerminationWatched {
 };
 }  // namespace
 
-ExecResult run_program(const Program& program, const ExecOptions& options, Backend& backend, MPI_Comm host) {
+ExecResult run_program(const Program& program, const ExecOptions& options, Backend& backend, const HostComm& host) {
   ExecResult result;
-  MPI_Comm_rank(host, &result.rank);
-  MPI_Comm_size(host, &result.world);
+  result.rank = host.rank();
+  result.world = host.size();
   const int rank = result.rank, world = result.world;
   if (options.iterations < 1) throw InputError("--iterations", "must be at least 1");
   if (options.warmup < 0) throw InputError("--warmup", "must be 0 or more");
@@ -423,9 +402,8 @@ ExecResult run_program(const Program& program, const ExecOptions& options, Backe
                                       " elements per rank, more than one MPI call can count; use a larger --scale");
 
   // Memory: refuse before allocating rather than be killed.
-  int64_t need = plan.total_bytes(), avail = backend.available_bytes();
-  MPI_Allreduce(MPI_IN_PLACE, &need, 1, MPI_INT64_T, MPI_MAX, host);
-  MPI_Allreduce(MPI_IN_PLACE, &avail, 1, MPI_INT64_T, MPI_MIN, host);
+  const int64_t need = host.max_over_ranks(plan.total_bytes());
+  const int64_t avail = host.min_over_ranks(backend.available_bytes());
   result.bytes_per_rank = need;
   result.available_bytes = avail;
   if (need > avail) {
@@ -460,7 +438,7 @@ ExecResult run_program(const Program& program, const ExecOptions& options, Backe
 
   const ClockAlignment align = align_clocks(host, [&backend] { return backend.host_now_us(); });
   run.set_alignment(align);
-  MPI_Allreduce(&align.error_us, &result.clock_error_us, 1, MPI_DOUBLE, MPI_MAX, host);
+  result.clock_error_us = host.max_over_ranks(align.error_us);
   const TerminationWatched termination;
   run.start_watchdog();
 
@@ -469,14 +447,13 @@ ExecResult run_program(const Program& program, const ExecOptions& options, Backe
     Verifier verifier(plan);
     std::string failure;
     run.pass(pass++, /*serialized=*/true, &verifier, -1, &failure);
-    int failed = failure.empty() ? 0 : 1;
-    MPI_Allreduce(MPI_IN_PLACE, &failed, 1, MPI_INT, MPI_SUM, host);
-    int64_t checked = verifier.elements_checked();
-    MPI_Reduce(&checked, &result.elements_checked, 1, MPI_INT64_T, MPI_SUM, 0, host);
-    gather_strings(host, failure, &result.verify_failures);
+    const bool failed = host.max_over_ranks(int64_t{failure.empty() ? 0 : 1}) > 0;
+    result.elements_checked = host.sum_on_root(verifier.elements_checked());
+    for (std::string& f : host.gather_to_root(failure))
+      if (!f.empty()) result.verify_failures.push_back(std::move(f));
     if (rank != 0) result.verify_failures = failure.empty() ? std::vector<std::string>{} : std::vector<std::string>{failure};
-    result.verify_failed = failed > 0;
-    result.verified = failed == 0;
+    result.verify_failed = failed;
+    result.verified = !failed;
   }
   if (!result.verify_failed) {
     for (int w = 0; w < options.warmup; ++w) run.pass(pass++, false, nullptr, -1, nullptr);
@@ -496,16 +473,7 @@ ExecResult run_program(const Program& program, const ExecOptions& options, Backe
     packed.insert(packed.end(), {static_cast<double>(iv.op), static_cast<double>(iv.iteration), iv.issue_us,
                                  iv.start_us, iv.end_us});
   }
-  int count = static_cast<int>(packed.size());
-  std::vector<int> counts(world), displs(world);
-  MPI_Gather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, host);
-  int total = 0;
-  for (int r = 0; r < world; ++r) {
-    displs[r] = total;
-    total += counts[r];
-  }
-  std::vector<double> all(std::max(total, 1));
-  MPI_Gatherv(packed.data(), count, MPI_DOUBLE, all.data(), counts.data(), displs.data(), MPI_DOUBLE, 0, host);
+  const std::vector<std::vector<double>> all = host.gather_to_root(packed);
 
   Timeline& t = result.timeline;
   t.source = "measured";
@@ -517,14 +485,15 @@ ExecResult run_program(const Program& program, const ExecOptions& options, Backe
   t.ops = measured_ops(plan);
   if (rank == 0) {
     for (int r = 0; r < world; ++r)
-      for (int k = displs[r]; k < displs[r] + counts[r]; k += 5) {
+      for (size_t k = 0; k + 4 < all[r].size(); k += 5) {
+        const std::vector<double>& v = all[r];
         OpInterval iv;
-        iv.op = static_cast<int>(all[k]);
+        iv.op = static_cast<int>(v[k]);
         iv.rank = r;
-        iv.iteration = static_cast<int>(all[k + 1]);
-        iv.issue_us = all[k + 2];
-        iv.start_us = all[k + 3];
-        iv.end_us = all[k + 4];
+        iv.iteration = static_cast<int>(v[k + 1]);
+        iv.issue_us = v[k + 2];
+        iv.start_us = v[k + 3];
+        iv.end_us = v[k + 4];
         t.intervals.push_back(iv);
       }
   } else {
