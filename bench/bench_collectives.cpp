@@ -24,11 +24,8 @@
 #include "core/error.h"
 #include "core/units.h"
 #include "exec/backend.h"
+#include "exec/backend_factory.h"
 #include "exec/host_comm.h"
-#include "exec/mpi/mpi_backend.h"
-#ifdef SHARDLINE_HAVE_NCCL
-#include "exec/nccl/nccl_backend.h"
-#endif
 
 namespace {
 
@@ -330,18 +327,7 @@ int main(int argc, char** argv) {
     // SHARDLINE_MPI_POLL_US asks for what `shardline exec` does.
     std::unique_ptr<Backend> backend;
     try {
-      if (backend_name == "mpi") {
-        backend = exec::make_mpi_backend(MPI_COMM_WORLD,
-                                         std::getenv("SHARDLINE_MPI_POLL_US") ? exec::mpi_poll_us_from_env() : -1);
-      } else if (backend_name == "nccl") {
-#ifdef SHARDLINE_HAVE_NCCL
-        backend = exec::make_nccl_backend(MPI_COMM_WORLD);
-#else
-        throw InputError("--backend", "this build has no CUDA/NCCL; rebuild with -DSHARDLINE_CUDA=ON");
-#endif
-      } else {
-        throw InputError("--backend", "unknown backend \"" + backend_name + "\"; expected mpi or nccl");
-      }
+      backend = exec::make_backend(backend_name, exec::MpiStreamWait::Spin);
     } catch (const InputError& e) {
       if (rank == 0) std::cerr << "shardline_bench: " << e.what() << "\n";
       return finish(2);

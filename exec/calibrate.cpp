@@ -9,10 +9,6 @@
 
 #include "core/error.h"
 #include "exec/host_comm.h"
-#include "exec/mpi/mpi_backend.h"
-#ifdef SHARDLINE_HAVE_NCCL
-#include "exec/nccl/nccl_backend.h"
-#endif
 
 namespace shardline::exec {
 namespace {
@@ -188,7 +184,7 @@ std::vector<int64_t> calibration_sizes(int64_t min_bytes, int64_t max_bytes, int
   return sizes;
 }
 
-ClusterProfile calibrate(const std::function<std::unique_ptr<Backend>()>& make_backend, const HostComm& host, const CalibrateOptions& opt) {
+ClusterProfile calibrate(const BackendMaker& make_backend, const HostComm& host, const CalibrateOptions& opt) {
   if (opt.min_bytes < 1) throw InputError("--min-bytes", "must be at least 1 byte");
   if (opt.max_bytes < opt.min_bytes) throw InputError("--max-bytes", "must be at least --min-bytes");
   if (opt.repetitions < 1) throw InputError("--repetitions", "must be at least 1");
@@ -338,18 +334,7 @@ ClusterProfile calibrate(const std::function<std::unique_ptr<Backend>()>& make_b
 }
 
 ClusterProfile calibrate_backend(const std::string& backend, const CalibrateOptions& options) {
-  std::function<std::unique_ptr<Backend>()> make;
-  if (backend == "mpi") {
-    make = [] { return make_mpi_backend(MPI_COMM_WORLD); };
-  } else if (backend == "nccl") {
-#ifdef SHARDLINE_HAVE_NCCL
-    make = [] { return make_nccl_backend(MPI_COMM_WORLD); };
-#else
-    throw InputError("--backend", "this shardline was built without CUDA/NCCL; rebuild with -DSHARDLINE_CUDA=ON");
-#endif
-  } else {
-    throw InputError("--backend", "unknown backend \"" + backend + "\"; expected mpi or nccl");
-  }
+  const BackendMaker make = backend_maker(backend);
   if (options.compute == ComputeMode::Kernel && backend != "nccl")
     throw InputError("--compute", "kernel stand-ins need --backend nccl; use sleep or spin");
   init_mpi();

@@ -1,7 +1,7 @@
 #include "exec/exec.h"
 
 #include "core/error.h"
-#include "exec/mpi/mpi_backend.h"
+#include "exec/backend_factory.h"
 #ifdef SHARDLINE_HAVE_NCCL
 #include "exec/nccl/nccl_backend.h"
 #endif
@@ -27,18 +27,7 @@ bool have_gpu() {
 ExecResult execute(const Program& program, const std::string& backend_name, const ExecOptions& options) {
   init_mpi();
   const HostComm host = HostComm::duplicate_world();
-  std::unique_ptr<Backend> backend;
-  if (backend_name == "mpi") {
-    backend = make_mpi_backend(MPI_COMM_WORLD);
-  } else if (backend_name == "nccl") {
-#ifdef SHARDLINE_HAVE_NCCL
-    backend = make_nccl_backend(MPI_COMM_WORLD);
-#else
-    throw InputError("--backend", "this shardline was built without CUDA/NCCL; rebuild with -DSHARDLINE_CUDA=ON");
-#endif
-  } else {
-    throw InputError("--backend", "unknown backend \"" + backend_name + "\"; expected mpi or nccl");
-  }
+  const std::unique_ptr<Backend> backend = make_backend(backend_name);
   if (options.compute == ComputeMode::Kernel && backend_name != "nccl")
     throw InputError("--compute", "kernel stand-ins need --backend nccl; use sleep or spin");
   return run_program(program, options, *backend, host);

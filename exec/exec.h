@@ -1,5 +1,6 @@
 // The executor's entry: `execute` initializes MPI (MPI_THREAD_MULTIPLE), builds the requested
-// backend ("mpi" or "nccl") and runs the Program (exec/runner.h). Every rank calls it. MPI's lifetime for the CLI (init_mpi, finalize_mpi, ...) is in exec/host_comm.h.
+// backend ("mpi" or "nccl", exec/backend_factory.h) and runs the Program (exec/runner.h). Every
+// rank calls it. MPI's lifetime for the CLI (init_mpi, finalize_mpi, ...) is in exec/host_comm.h.
 #pragma once
 #include <string>
 
