@@ -184,6 +184,18 @@ struct Merged {
   std::map<OpKind, int> kinds;
 };
 
+// A run of narrow ops as one rectangle: its kinds' color (lighter) or grey for several kinds,
+// titled with the count, the kinds and the time span.
+void draw_merged_ops(std::string& out, const Merged& merged, double y, const TimelineLayout& L, double min_op_width_px) {
+  std::string kinds;
+  for (const auto& [k, n] : merged.kinds) kinds += (kinds.empty() ? "" : ", ") + std::string(op_kind_name(k)) + " x" + std::to_string(n);
+  // One kind: its color, lighter; several: grey.
+  const std::string fill = merged.kinds.size() == 1 ? std::string(op_kind_color(merged.kinds.begin()->first)) + "\" fill-opacity=\"0.6" : "#888";
+  out += "<rect class=\"merged\" x=\"" + num(merged.x0) + "\" y=\"" + num(y + 2) + "\" width=\"" + num(std::max(merged.x1 - merged.x0, min_op_width_px)) +
+         "\" height=\"" + num(L.lane_h - 4) + "\" fill=\"" + fill + "\"><title>" + std::to_string(merged.count) + " short ops (" + html_escape(kinds) + ") from " +
+         html_escape(format_time_us(merged.start_us - L.origin_us)) + " to " + html_escape(format_time_us(merged.end_us - L.origin_us)) + "</title></rect>";
+}
+
 // One lane: its background and label, every op wide enough as its own rectangle, and runs of
 // narrow ops within a pixel of each other merged.
 void draw_lane(std::string& out, const Timeline& t, int stream, const std::vector<Placed>& placed, const TimelineLayout& L,
@@ -207,13 +219,7 @@ void draw_lane(std::string& out, const Timeline& t, int stream, const std::vecto
       merged = Merged{};
       return;
     }
-    std::string kinds;
-    for (const auto& [k, n] : merged.kinds) kinds += (kinds.empty() ? "" : ", ") + std::string(op_kind_name(k)) + " x" + std::to_string(n);
-    // One kind: its color, lighter; several: grey.
-    const std::string fill = merged.kinds.size() == 1 ? std::string(op_kind_color(merged.kinds.begin()->first)) + "\" fill-opacity=\"0.6" : "#888";
-    out += "<rect class=\"merged\" x=\"" + num(merged.x0) + "\" y=\"" + num(y + 2) + "\" width=\"" + num(std::max(merged.x1 - merged.x0, min_op_width_px)) +
-           "\" height=\"" + num(lane_h - 4) + "\" fill=\"" + fill + "\"><title>" + std::to_string(merged.count) + " short ops (" + html_escape(kinds) + ") from " +
-           html_escape(format_time_us(merged.start_us - L.origin_us)) + " to " + html_escape(format_time_us(merged.end_us - L.origin_us)) + "</title></rect>";
+    draw_merged_ops(out, merged, y, L, min_op_width_px);
     merged = Merged{};
   };
   for (const Placed& p : placed) {
