@@ -7,7 +7,6 @@
 // and the copy time share. MPI-safe: fixed iteration counts, manual time = max over ranks,
 // only rank 0 reports (docs/benchmarks.md).
 #include <benchmark/benchmark.h>
-#include <mpi.h>
 
 #include <boost/program_options.hpp>
 
@@ -17,6 +16,7 @@
 #include <cstdlib>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,11 +24,8 @@
 #include "core/error.h"
 #include "core/units.h"
 #include "exec/backend.h"
-#include "exec/mpi/mpi_backend.h"
-#include "exec/mpi/mpi_env.h"
-#ifdef SHARDLINE_HAVE_NCCL
-#include "exec/nccl/nccl_backend.h"
-#endif
+#include "exec/backend_factory.h"
+#include "exec/host_comm.h"
 
 namespace {
 
@@ -36,6 +33,7 @@ using namespace shardline;
 using exec::Backend;
 using exec::CollectiveArgs;
 using exec::CopySpan;
+using exec::HostWait;
 
 constexpr int kWidth = 4;  // float32 payloads, as nccl-tests' default
 
@@ -102,11 +100,18 @@ int64_t bytes_needed(CollectiveKind k, Variant v, int64_t s_used, int n) {
 
 struct BenchContext {
   Backend* backend = nullptr;
-  MPI_Comm comm = MPI_COMM_NULL;  // host-side barrier and max-reduction of times
+  std::optional<exec::HostComm> host;  // host-side barrier and max-reduction of times
   int pass = 0;
   bool smoke = false;
 };
 BenchContext g;
+
+// Frees the host communicator and finalizes MPI; returns `exit_code`.
+int finish(int exit_code) {
+  g.host.reset();
+  exec::finalize_mpi();
+  return exit_code;
+}
 
 // Backend memory, zero-filled (zeros keep in-place sums finite), released on scope exit.
 class Buffer {
@@ -233,14 +238,14 @@ void bm_collective(benchmark::State& state, CollectiveKind kind, Variant variant
     }
   }
 
-  MPI_Barrier(g.comm);
+  g.host->barrier(HostWait::Blocking);
   run_pass(b, kind, p);  // warm-up: first touch of MPI's paths, not timed
   double sum_total_us = 0, sum_copy_us = 0;
   for (auto _ : state) {
-    MPI_Barrier(g.comm);
+    g.host->barrier(HostWait::Blocking);
     const auto [total_us, copy_us] = run_pass(b, kind, p);
-    double local[2] = {total_us, copy_us}, slowest[2] = {0, 0};
-    MPI_Allreduce(local, slowest, 2, MPI_DOUBLE, MPI_MAX, g.comm);
+    double slowest[2] = {total_us, copy_us};
+    g.host->max_over_ranks(slowest);
     state.SetIterationTime(slowest[0] * 1e-6);
     sum_total_us += slowest[0];
     sum_copy_us += slowest[1];
@@ -271,10 +276,9 @@ class NullReporter : public benchmark::BenchmarkReporter {
 }  // namespace
 
 int main(int argc, char** argv) {
-  exec::mpi_init_thread_multiple();
-  int rank = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_dup(MPI_COMM_WORLD, &g.comm);
+  exec::init_mpi();
+  g.host.emplace(exec::HostComm::duplicate_world());
+  const int rank = g.host->rank();
 
   // Non-zero ranks must never open --benchmark_out (it would truncate rank 0's file): the last
   // flag wins in Google Benchmark's parser, so they get an empty one appended.
@@ -299,13 +303,11 @@ int main(int argc, char** argv) {
     po::notify(vm);
   } catch (const std::exception& e) {
     if (rank == 0) std::cerr << "shardline_bench: " << e.what() << "\n" << desc;
-    MPI_Finalize();
-    return 2;
+    return finish(2);
   }
   if (vm.count("help")) {
     if (rank == 0) std::cout << desc;
-    MPI_Finalize();
-    return 0;
+    return finish(0);
   }
   g.smoke = vm.count("smoke") > 0;
   const char* smoke_env = std::getenv("SHARDLINE_BENCH_SMOKE");
@@ -316,8 +318,7 @@ int main(int argc, char** argv) {
     max_bucket = parse_bytes(max_text, "--max-bucket");
   } catch (const std::exception& e) {
     if (rank == 0) std::cerr << "shardline_bench: " << e.what() << "\n";
-    MPI_Finalize();
-    return 2;
+    return finish(2);
   }
   if (g.smoke) min_bucket = max_bucket = 64 << 10;
 
@@ -326,26 +327,14 @@ int main(int argc, char** argv) {
     // SHARDLINE_MPI_POLL_US asks for what `shardline exec` does.
     std::unique_ptr<Backend> backend;
     try {
-      if (backend_name == "mpi") {
-        backend = exec::make_mpi_backend(MPI_COMM_WORLD,
-                                         std::getenv("SHARDLINE_MPI_POLL_US") ? exec::mpi_poll_us_from_env() : -1);
-      } else if (backend_name == "nccl") {
-#ifdef SHARDLINE_HAVE_NCCL
-        backend = exec::make_nccl_backend(MPI_COMM_WORLD);
-#else
-        throw InputError("--backend", "this build has no CUDA/NCCL; rebuild with -DSHARDLINE_CUDA=ON");
-#endif
-      } else {
-        throw InputError("--backend", "unknown backend \"" + backend_name + "\"; expected mpi or nccl");
-      }
+      backend = exec::make_backend(backend_name, exec::MpiStreamWait::Spin);
     } catch (const InputError& e) {
       if (rank == 0) std::cerr << "shardline_bench: " << e.what() << "\n";
-      MPI_Finalize();
-      return 2;
+      return finish(2);
     }
     backend->on_fatal = [](const std::string& what) {
       std::cerr << "shardline_bench: " << what << std::endl;
-      MPI_Abort(MPI_COMM_WORLD, 3);
+      exec::abort_job(3);
     };
     g.backend = backend.get();
     const int n = backend->world();
@@ -355,9 +344,7 @@ int main(int argc, char** argv) {
 
     // Every rank registers the same list: sizes that fit the smallest rank's memory, with half
     // of MemAvailable (per local rank) kept free for MPI and the system.
-    int64_t avail = backend->available_bytes(), min_avail = 0;
-    MPI_Allreduce(&avail, &min_avail, 1, MPI_INT64_T, MPI_MIN, g.comm);
-    const int64_t budget = min_avail / 2;
+    const int64_t budget = g.host->min_over_ranks(backend->available_bytes()) / 2;
     std::vector<std::string> left_out;
     static const std::vector<ParamSet> sets = param_sets();
     for (CollectiveKind k : {CollectiveKind::AllGather, CollectiveKind::ReduceScatter, CollectiveKind::AllReduce})
@@ -391,9 +378,7 @@ int main(int argc, char** argv) {
     if (rank == 0) benchmark::RunSpecifiedBenchmarks();
     else benchmark::RunSpecifiedBenchmarks(&null_reporter);
     benchmark::Shutdown();
-    MPI_Barrier(g.comm);
+    g.host->barrier(HostWait::Blocking);
   }
-  MPI_Comm_free(&g.comm);
-  exec::mpi_finalize();
-  return 0;
+  return finish(0);
 }

@@ -2,6 +2,7 @@
 // measures this machine through the exec Backend (exec/calibrate.h) on every rank of the
 // mpirun job and writes the cluster profile (core/profile.h format) from rank 0. With --np N
 // (and not already under mpirun) it launches mpirun itself. docs/calibrate.md.
+#include <mpi.h>  // MPI_Get_library_version, for the profile's machine field
 #include <unistd.h>
 
 #include <fstream>

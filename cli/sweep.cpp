@@ -20,8 +20,8 @@
 #include "reports/outputs.h"
 #include "reports/sweep.h"
 #include "reports/sweep_html.h"
-#include "reports/sweep_mpi.h"
-#include "reports/sweep_run.h"
+#include "sweep/sweep_mpi.h"
+#include "sweep/sweep_run.h"
 
 namespace fs = std::filesystem;
 

@@ -8,12 +8,7 @@
 #include <sstream>
 
 #include "core/error.h"
-#include "exec/exec.h"
-#include "exec/mpi/mpi_backend.h"
-#include "exec/mpi/mpi_env.h"
-#ifdef SHARDLINE_HAVE_NCCL
-#include "exec/nccl/nccl_backend.h"
-#endif
+#include "exec/host_comm.h"
 
 namespace shardline::exec {
 namespace {
@@ -61,7 +56,7 @@ constexpr int64_t kColdPoolBytes = int64_t{64} << 20;
 // and an input and an output pool of max(`buffer_bytes`, kColdPoolBytes) each.
 class Bench {
  public:
-  Bench(std::unique_ptr<Backend> backend, MPI_Comm host, int group_size, int64_t buffer_bytes, int warmup, int reps)
+  Bench(std::unique_ptr<Backend> backend, const HostComm& host, int group_size, int64_t buffer_bytes, int warmup, int reps)
       : b_(std::move(backend)), host_(host), group_size_(group_size), warmup_(warmup), reps_(reps) {
     buffer_bytes = std::max(buffer_bytes, kColdPoolBytes);
     pool_bytes_ = buffer_bytes;
@@ -87,14 +82,10 @@ class Bench {
     std::vector<double> values;
     for (int r = 0; r < warmup_ + reps_; ++r) {
       b_->begin_pass(++pass_, nops);
-      mpi_barrier_polling(host_);
+      host_.barrier(HostWait::Polling);
       enqueue();
       b_->synchronize();
-      const double mine = measure();
-      double worst = 0;
-      MPI_Request request;
-      MPI_Iallreduce(&mine, &worst, 1, MPI_DOUBLE, MPI_MAX, host_, &request);
-      mpi_wait_polling(request, mpi_poll_us_from_env());
+      const double worst = host_.max_over_ranks(measure(), HostWait::Polling);
       if (r >= warmup_) values.push_back(worst);
     }
     return values;
@@ -157,7 +148,7 @@ class Bench {
   std::unique_ptr<Backend> b_;
   int64_t pool_bytes_ = 0;
   int64_t cursor_ = 0;
-  MPI_Comm host_;
+  const HostComm& host_;
   int group_size_;
   int warmup_, reps_;
   int pass_ = 0;
@@ -171,6 +162,155 @@ std::string fmt_bytes(int64_t b) {
   else if (b >= 1024 && b % 1024 == 0) o << b / 1024 << " KiB";
   else o << b << " B";
   return o.str();
+}
+
+// Rank 0's progress lines (CalibrateOptions::log); nothing on the other ranks.
+using ProgressLog = std::function<void(const std::string&)>;
+
+void check_calibrate_options(const CalibrateOptions& opt) {
+  if (opt.min_bytes < 1) throw InputError("--min-bytes", "must be at least 1 byte");
+  if (opt.max_bytes < opt.min_bytes) throw InputError("--max-bytes", "must be at least --min-bytes");
+  if (opt.repetitions < 1) throw InputError("--repetitions", "must be at least 1");
+  if (opt.warmup < 0) throw InputError("--warmup", "must be >= 0");
+}
+
+// The collective sizes to measure, multiples of `granularity`: --min-bytes up to --max-bytes,
+// the largest lowered to what the smallest rank's memory allows.
+std::vector<int64_t> collective_sizes_that_fit(Backend& backend, const HostComm& host, const CalibrateOptions& opt,
+                                               int64_t granularity, const ProgressLog& log) {
+  int64_t max_bytes = std::max(opt.max_bytes, granularity);
+  // Two buffers of S bytes per rank, and a margin: lower the largest size to what fits.
+  const int64_t avail = host.min_over_ranks(backend.available_bytes() / 4);
+  if (avail > 0 && max_bytes > avail) {
+    log("lowering --max-bytes to " + fmt_bytes(avail) + " (memory)");
+    max_bytes = avail;
+  }
+  std::vector<int64_t> sizes = calibration_sizes(std::min(opt.min_bytes, max_bytes), max_bytes, granularity);
+  if (sizes.size() < 2) throw InputError("--max-bytes", "leaves fewer than two sizes to measure; raise it");
+  return sizes;
+}
+
+// One collective over the bench's groups at every size: median times and their alpha-beta fit.
+CollectiveTable measure_collective_table(Bench& bench, CollectiveKind kind, int group_size,
+                                         const std::vector<int64_t>& sizes) {
+  CollectiveTable t;
+  t.kind = kind;
+  t.group_size = group_size;
+  for (int64_t s : sizes) {
+    const double us = median(bench.repeat(1, [&] { bench.collective(0, kind, s); }, [&] { return bench.duration_us(0); }));
+    t.sizes_bytes.push_back(s);
+    t.times_us.push_back(std::max(us, 1e-3));
+  }
+  t.fit = fit_alpha_beta(t.sizes_bytes, t.times_us);
+  return t;
+}
+
+// The progress line of a measured table: sizes, first and last time, the fit.
+std::string describe_collective_table(const CollectiveTable& t) {
+  std::ostringstream line;
+  line << collective_traits(t.kind).name << " over " << t.group_size << " ranks: " << t.sizes_bytes.size() << " sizes, "
+       << fmt_bytes(t.sizes_bytes.front()) << " " << t.times_us.front() << " us .. " << fmt_bytes(t.sizes_bytes.back())
+       << " " << t.times_us.back() << " us; alpha " << t.fit.alpha_us << " us, "
+       << (t.fit.beta_us_per_byte > 0 ? 1.0 / t.fit.beta_us_per_byte / 1e3 : 0) << " GB/s";
+  return line.str();
+}
+
+// Copy latency and bandwidth: copies from max(min_bytes, 4 KiB) up to max_bytes, fitted.
+void measure_copy_cost(Bench& bench, int64_t min_bytes, int64_t max_bytes, ClusterProfile& p, const ProgressLog& log) {
+  std::vector<int64_t> copy_sizes;
+  std::vector<double> copy_us;
+  for (int64_t s : calibration_sizes(std::max<int64_t>(min_bytes, 4096), max_bytes, kWidth)) {
+    copy_sizes.push_back(s);
+    copy_us.push_back(
+        std::max(1e-3, median(bench.repeat(1, [&] { bench.copy(0, s); }, [&] { return bench.duration_us(0); }))));
+  }
+  const AlphaBeta fit = copy_sizes.size() >= 2 ? fit_alpha_beta(copy_sizes, copy_us)
+                                               : AlphaBeta{0, copy_us.back() / static_cast<double>(copy_sizes.back())};
+  p.copy_latency_us = std::max(0.0, fit.alpha_us);
+  p.copy_bandwidth_bytes_per_s = fit.beta_us_per_byte > 0 ? 1e6 / fit.beta_us_per_byte
+                                                          : static_cast<double>(copy_sizes.back()) / copy_us.back() * 1e6;
+  log("copy: latency " + std::to_string(p.copy_latency_us) + " us, " +
+      std::to_string(p.copy_bandwidth_bytes_per_s / 1e9) + " GB/s");
+}
+
+// Host issue cost per op, as the runner issues one: a cross-stream wait, begin, end.
+void measure_issue_overhead(Bench& bench, ClusterProfile& p, const ProgressLog& log) {
+  const int k = 200;
+  double host_us = 0;
+  const std::vector<double> per_op = bench.repeat(
+      k,
+      [&] {
+        Backend& b = bench.backend();
+        const double t0 = b.host_now_us();
+        for (int i = 0; i < k; ++i) {
+          const int s = i % 2 ? kCopyStream : kComputeStream;
+          if (i > 0) b.wait_op(s, i - 1);
+          b.begin_op(s, i);
+          b.end_op(s, i);
+        }
+        host_us = b.host_now_us() - t0;
+      },
+      [&] { return host_us / k; });
+  p.issue_overhead_us = median(per_op);
+  log("issue overhead: " + std::to_string(p.issue_overhead_us) + " us per op");
+}
+
+// A short compute stand-in: what it takes beyond the request (a sleep's wake-up, a kernel's
+// launch); then an op on another stream that waits for it: how long after the event it starts
+// (a worker thread's wake-up, cudaStreamWaitEvent).
+void measure_compute_overhead_and_event_latency(Bench& bench, ComputeMode mode, ClusterProfile& p,
+                                                const ProgressLog& log) {
+  constexpr double kShortComputeUs = 200;
+  Backend& b = bench.backend();
+  const auto compute_then_wait = [&] {
+    bench.compute(0, kShortComputeUs, mode);
+    b.wait_op(kCopyStream, 0);
+    b.begin_op(kCopyStream, 1);
+    b.end_op(kCopyStream, 1);
+  };
+  p.compute_overhead_us = std::max(
+      0.0, median(bench.repeat(2, compute_then_wait, [&] { return bench.duration_us(0) - kShortComputeUs; })));
+  p.event_latency_us = std::max(0.0, median(bench.repeat(2, compute_then_wait, [&] {
+                                  return b.op_times(1).start_us - b.op_times(0).end_us;
+                                })));
+  log("compute overhead: " + std::to_string(p.compute_overhead_us) + " us per op; event latency: " +
+      std::to_string(p.event_latency_us) + " us");
+}
+
+// The mutual slow-down of compute stand-ins and collectives: an all-reduce of `bytes` alone and
+// beside a compute stand-in, and a compute stand-in alone and beside a chain of all-reduces.
+void measure_slowdowns(Bench& bench, const CalibrateOptions& opt, int64_t bytes, ClusterProfile& p,
+                       const ProgressLog& log) {
+  const CollectiveKind ar = CollectiveKind::AllReduce;
+  const double comm_alone =
+      median(bench.repeat(1, [&] { bench.collective(0, ar, bytes); }, [&] { return bench.duration_us(0); }));
+  const double d = std::max(opt.interference_compute_us, 3 * comm_alone);
+  const double comm_busy = median(bench.repeat(
+      2,
+      [&] {
+        bench.compute(0, d, opt.compute);
+        bench.collective(1, ar, bytes);
+      },
+      [&] { return bench.duration_us(1); }));
+  const double compute_alone =
+      median(bench.repeat(1, [&] { bench.compute(0, d, opt.compute); }, [&] { return bench.duration_us(0); }));
+  const int chain = static_cast<int>(std::ceil(1.5 * d / std::max(comm_alone, 1.0))) + 1;
+  const double compute_busy = median(bench.repeat(
+      chain + 1,
+      [&] {
+        for (int i = 1; i <= chain; ++i) bench.collective(i, ar, bytes);
+        bench.compute(0, d, opt.compute);
+      },
+      [&] { return bench.duration_us(0); }));
+  // Slow-down factors are >= 1 by definition (sim/compute.h asserts it); a measured ratio
+  // below 1 is noise and is recorded as 1.
+  p.comm_slowdown_during_compute = std::max(1.0, comm_busy / comm_alone);
+  p.compute_slowdown_during_comm = std::max(1.0, compute_busy / compute_alone);
+  std::ostringstream line;
+  line << "slow-downs: all_reduce " << fmt_bytes(bytes) << " " << comm_alone << " us alone, " << comm_busy
+       << " us beside compute (x" << comm_busy / comm_alone << "); compute " << compute_alone << " us alone, "
+       << compute_busy << " us beside collectives (x" << compute_busy / compute_alone << ")";
+  log(line.str());
 }
 
 }  // namespace
@@ -193,18 +333,12 @@ std::vector<int64_t> calibration_sizes(int64_t min_bytes, int64_t max_bytes, int
   return sizes;
 }
 
-ClusterProfile calibrate(const std::function<std::unique_ptr<Backend>()>& make_backend, MPI_Comm host,
-                         const CalibrateOptions& opt) {
-  if (opt.min_bytes < 1) throw InputError("--min-bytes", "must be at least 1 byte");
-  if (opt.max_bytes < opt.min_bytes) throw InputError("--max-bytes", "must be at least --min-bytes");
-  if (opt.repetitions < 1) throw InputError("--repetitions", "must be at least 1");
-  if (opt.warmup < 0) throw InputError("--warmup", "must be >= 0");
-  int world = 1, rank = 0;
-  MPI_Comm_size(host, &world);
-  MPI_Comm_rank(host, &rank);
+ClusterProfile calibrate(const BackendMaker& make_backend, const HostComm& host, const CalibrateOptions& opt) {
+  check_calibrate_options(opt);
+  const int world = host.size(), rank = host.rank();
   const std::vector<int> groups = calibration_group_sizes(world);
   if (groups.empty()) throw InputError("--np", "calibration needs at least 2 ranks (collectives over groups of >= 2)");
-  auto log = [&](const std::string& line) {
+  const ProgressLog log = [&](const std::string& line) {
     if (rank == 0 && opt.log) opt.log(line);
   };
 
@@ -212,167 +346,38 @@ ClusterProfile calibrate(const std::function<std::unique_ptr<Backend>()>& make_b
   p.machine = opt.machine;
   p.created = iso_now();
   const int64_t granularity = static_cast<int64_t>(world) * kWidth;
-  int64_t max_bytes = std::max(opt.max_bytes, granularity);
   std::vector<int64_t> sizes;
 
   for (size_t gi = 0; gi < groups.size(); ++gi) {
     const int n = groups[gi];
     std::unique_ptr<Backend> backend = make_backend();
     p.backend = backend->name();
-    if (gi == 0) {
-      // Two buffers of S bytes per rank, and a margin: lower the largest size to what fits.
-      int64_t avail = backend->available_bytes() / 4;
-      MPI_Allreduce(MPI_IN_PLACE, &avail, 1, MPI_INT64_T, MPI_MIN, host);
-      if (avail > 0 && max_bytes > avail) {
-        log("lowering --max-bytes to " + fmt_bytes(avail) + " (memory)");
-        max_bytes = avail;
-      }
-      sizes = calibration_sizes(std::min(opt.min_bytes, max_bytes), max_bytes, granularity);
-      if (sizes.size() < 2) throw InputError("--max-bytes", "leaves fewer than two sizes to measure; raise it");
-    }
+    if (gi == 0) sizes = collective_sizes_that_fit(*backend, host, opt, granularity, log);
     Bench bench(std::move(backend), host, n, sizes.back(), opt.warmup, opt.repetitions);
     for (CollectiveKind kind : {CollectiveKind::AllGather, CollectiveKind::ReduceScatter, CollectiveKind::AllReduce}) {
-      CollectiveTable t;
-      t.kind = kind;
-      t.group_size = n;
-      for (int64_t s : sizes) {
-        const double us = median(bench.repeat(1, [&] { bench.collective(0, kind, s); }, [&] { return bench.duration_us(0); }));
-        t.sizes_bytes.push_back(s);
-        t.times_us.push_back(std::max(us, 1e-3));
-      }
-      t.fit = fit_alpha_beta(t.sizes_bytes, t.times_us);
-      std::ostringstream line;
-      line << collective_traits(kind).name << " over " << n << " ranks: " << t.sizes_bytes.size() << " sizes, "
-           << fmt_bytes(t.sizes_bytes.front()) << " " << t.times_us.front() << " us .. " << fmt_bytes(t.sizes_bytes.back())
-           << " " << t.times_us.back() << " us; alpha " << t.fit.alpha_us << " us, "
-           << (t.fit.beta_us_per_byte > 0 ? 1.0 / t.fit.beta_us_per_byte / 1e3 : 0) << " GB/s";
-      log(line.str());
-      p.collectives.push_back(std::move(t));
+      p.collectives.push_back(measure_collective_table(bench, kind, n, sizes));
+      log(describe_collective_table(p.collectives.back()));
     }
     if (gi + 1 < groups.size()) continue;
 
     // The rest uses the backend of the largest group.
-    {
-      std::vector<int64_t> copy_sizes;
-      std::vector<double> copy_us;
-      for (int64_t s : calibration_sizes(std::max<int64_t>(opt.min_bytes, 4096), sizes.back(), kWidth)) {
-        copy_sizes.push_back(s);
-        copy_us.push_back(
-            std::max(1e-3, median(bench.repeat(1, [&] { bench.copy(0, s); }, [&] { return bench.duration_us(0); }))));
-      }
-      const AlphaBeta fit = copy_sizes.size() >= 2 ? fit_alpha_beta(copy_sizes, copy_us)
-                                                   : AlphaBeta{0, copy_us.back() / static_cast<double>(copy_sizes.back())};
-      p.copy_latency_us = std::max(0.0, fit.alpha_us);
-      p.copy_bandwidth_bytes_per_s = fit.beta_us_per_byte > 0 ? 1e6 / fit.beta_us_per_byte
-                                                              : static_cast<double>(copy_sizes.back()) / copy_us.back() * 1e6;
-      log("copy: latency " + std::to_string(p.copy_latency_us) + " us, " +
-          std::to_string(p.copy_bandwidth_bytes_per_s / 1e9) + " GB/s");
-    }
-    {
-      // Host issue cost per op, as the runner issues one: a cross-stream wait, begin, end.
-      const int k = 200;
-      double host_us = 0;
-      const std::vector<double> per_op = bench.repeat(
-          k,
-          [&] {
-            Backend& b = bench.backend();
-            const double t0 = b.host_now_us();
-            for (int i = 0; i < k; ++i) {
-              const int s = i % 2 ? kCopyStream : kComputeStream;
-              if (i > 0) b.wait_op(s, i - 1);
-              b.begin_op(s, i);
-              b.end_op(s, i);
-            }
-            host_us = b.host_now_us() - t0;
-          },
-          [&] { return host_us / k; });
-      p.issue_overhead_us = median(per_op);
-      log("issue overhead: " + std::to_string(p.issue_overhead_us) + " us per op");
-    }
-    {
-      // A short compute stand-in: what it takes beyond the request (a sleep's wake-up, a
-      // kernel's launch); then an op on another stream that waits for it: how long after the
-      // event it starts (a worker thread's wake-up, cudaStreamWaitEvent).
-      constexpr double kShortComputeUs = 200;
-      Backend& b = bench.backend();
-      const auto compute_then_wait = [&] {
-        bench.compute(0, kShortComputeUs, opt.compute);
-        b.wait_op(kCopyStream, 0);
-        b.begin_op(kCopyStream, 1);
-        b.end_op(kCopyStream, 1);
-      };
-      p.compute_overhead_us = std::max(
-          0.0, median(bench.repeat(2, compute_then_wait, [&] { return bench.duration_us(0) - kShortComputeUs; })));
-      p.event_latency_us = std::max(0.0, median(bench.repeat(2, compute_then_wait, [&] {
-                                      return b.op_times(1).start_us - b.op_times(0).end_us;
-                                    })));
-      log("compute overhead: " + std::to_string(p.compute_overhead_us) + " us per op; event latency: " +
-          std::to_string(p.event_latency_us) + " us");
-    }
-    {
-      const int64_t s = std::min(sizes.back(), std::max(granularity, opt.interference_bytes / granularity * granularity));
-      const CollectiveKind ar = CollectiveKind::AllReduce;
-      const double comm_alone =
-          median(bench.repeat(1, [&] { bench.collective(0, ar, s); }, [&] { return bench.duration_us(0); }));
-      const double d = std::max(opt.interference_compute_us, 3 * comm_alone);
-      const double comm_busy = median(bench.repeat(
-          2,
-          [&] {
-            bench.compute(0, d, opt.compute);
-            bench.collective(1, ar, s);
-          },
-          [&] { return bench.duration_us(1); }));
-      const double compute_alone =
-          median(bench.repeat(1, [&] { bench.compute(0, d, opt.compute); }, [&] { return bench.duration_us(0); }));
-      const int chain = static_cast<int>(std::ceil(1.5 * d / std::max(comm_alone, 1.0))) + 1;
-      const double compute_busy = median(bench.repeat(
-          chain + 1,
-          [&] {
-            for (int i = 1; i <= chain; ++i) bench.collective(i, ar, s);
-            bench.compute(0, d, opt.compute);
-          },
-          [&] { return bench.duration_us(0); }));
-      // Slow-down factors are >= 1 by definition (sim/compute.h asserts it); a measured ratio
-      // below 1 is noise and is recorded as 1.
-      p.comm_slowdown_during_compute = std::max(1.0, comm_busy / comm_alone);
-      p.compute_slowdown_during_comm = std::max(1.0, compute_busy / compute_alone);
-      std::ostringstream line;
-      line << "slow-downs: all_reduce " << fmt_bytes(s) << " " << comm_alone << " us alone, " << comm_busy
-           << " us beside compute (x" << comm_busy / comm_alone << "); compute " << compute_alone << " us alone, "
-           << compute_busy << " us beside collectives (x" << compute_busy / compute_alone << ")";
-      log(line.str());
-    }
+    measure_copy_cost(bench, opt.min_bytes, sizes.back(), p, log);
+    measure_issue_overhead(bench, p, log);
+    measure_compute_overhead_and_event_latency(bench, opt.compute, p, log);
+    const int64_t interference_bytes =
+        std::min(sizes.back(), std::max(granularity, opt.interference_bytes / granularity * granularity));
+    measure_slowdowns(bench, opt, interference_bytes, p, log);
   }
   return p;
 }
 
 ClusterProfile calibrate_backend(const std::string& backend, const CalibrateOptions& options) {
-  std::function<std::unique_ptr<Backend>()> make;
-  if (backend == "mpi") {
-    make = [] { return make_mpi_backend(MPI_COMM_WORLD); };
-  } else if (backend == "nccl") {
-#ifdef SHARDLINE_HAVE_NCCL
-    make = [] { return make_nccl_backend(MPI_COMM_WORLD); };
-#else
-    throw InputError("--backend", "this shardline was built without CUDA/NCCL; rebuild with -DSHARDLINE_CUDA=ON");
-#endif
-  } else {
-    throw InputError("--backend", "unknown backend \"" + backend + "\"; expected mpi or nccl");
-  }
+  const BackendMaker make = backend_maker(backend);
   if (options.compute == ComputeMode::Kernel && backend != "nccl")
     throw InputError("--compute", "kernel stand-ins need --backend nccl; use sleep or spin");
   init_mpi();
-  MPI_Comm host;
-  MPI_Comm_dup(MPI_COMM_WORLD, &host);
-  ClusterProfile p;
-  try {
-    p = calibrate(make, host, options);
-  } catch (...) {
-    MPI_Comm_free(&host);
-    throw;
-  }
-  MPI_Comm_free(&host);
-  return p;
+  const HostComm host = HostComm::duplicate_world();
+  return calibrate(make, host, options);
 }
 
 }  // namespace shardline::exec

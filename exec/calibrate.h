@@ -11,12 +11,13 @@
 #include <string>
 #include <vector>
 
-#include <mpi.h>
-
 #include "core/profile.h"
 #include "exec/backend.h"
+#include "exec/backend_factory.h"
 
 namespace shardline::exec {
+
+class HostComm;  // exec/host_comm.h
 
 struct CalibrateOptions {
   int64_t min_bytes = 1024;          // smallest collective size S
@@ -40,11 +41,10 @@ std::vector<int64_t> calibration_sizes(int64_t min_bytes, int64_t max_bytes, int
 // Collective over `host` (every rank calls it with the same options). `make_backend` builds a
 // fresh backend on every call (one per group size, since a backend keeps one communicator per
 // stream and group). Returns the same profile on every rank.
-ClusterProfile calibrate(const std::function<std::unique_ptr<Backend>()>& make_backend, MPI_Comm host,
-                         const CalibrateOptions& options);
+ClusterProfile calibrate(const BackendMaker& make_backend, const HostComm& host, const CalibrateOptions& options);
 
-// Initializes MPI, builds backends by name ("mpi" | "nccl"; InputError("--backend") otherwise,
-// as exec::execute) and calibrates.
+// Initializes MPI, builds backends by name (exec/backend_factory.h: "mpi" | "nccl",
+// InputError("--backend") otherwise) and calibrates.
 ClusterProfile calibrate_backend(const std::string& backend, const CalibrateOptions& options);
 
 }  // namespace shardline::exec

@@ -2,12 +2,13 @@
 
 #include <limits>
 
+#include "exec/mpi/host_comm_mpi.h"
+
 namespace shardline::exec {
 
-ClockAlignment align_clocks(MPI_Comm comm, const std::function<double()>& now_us, int rounds) {
-  int rank = 0, size = 1;
-  MPI_Comm_rank(comm, &rank);
-  MPI_Comm_size(comm, &size);
+ClockAlignment align_clocks(const HostComm& host, const std::function<double()>& now_us, int rounds) {
+  const MPI_Comm comm = host.mpi().comm;
+  const int rank = host.rank(), size = host.size();
   ClockAlignment a;
   constexpr int kTag = 7301;
   for (int peer = 1; peer < size; ++peer) {

@@ -4,16 +4,16 @@
 #pragma once
 #include <functional>
 
-#include <mpi.h>
-
 namespace shardline::exec {
+
+class HostComm;  // exec/host_comm.h
 
 struct ClockAlignment {
   double offset_us = 0;  // add to a local timestamp to get rank 0's clock
   double error_us = 0;   // bound: half the best round trip (0 on rank 0)
 };
 
-// Collective over `comm`; `now_us` is the clock the timestamps use.
-ClockAlignment align_clocks(MPI_Comm comm, const std::function<double()>& now_us, int rounds = 32);
+// Collective over `host`; `now_us` is the clock the timestamps use.
+ClockAlignment align_clocks(const HostComm& host, const std::function<double()>& now_us, int rounds = 32);
 
 }  // namespace shardline::exec

@@ -16,7 +16,7 @@
 
 #include "core/error.h"
 #include "exec/clock_align.h"
-#include "exec/mpi/mpi_env.h"
+#include "exec/host_comm.h"
 #include "exec/verify.h"
 
 namespace shardline::exec {
@@ -44,9 +44,9 @@ std::string mib(int64_t bytes) {
 // Everything the host thread, the watchdog and the fatal handler share.
 class Run {
  public:
-  Run(const Plan& plan, const ExecOptions& options, Backend& backend, MPI_Comm host)
+  Run(const Plan& plan, const ExecOptions& options, Backend& backend, const HostComm& host)
       : plan_(plan), P_(plan.program), options_(options), backend_(backend), host_(host) {
-    MPI_Comm_rank(host, &rank_);
+    rank_ = host.rank();
     issue_us_.assign(P_.ops.size(), 0.0);
   }
 
@@ -83,9 +83,8 @@ class Run {
       issued_ = 0;
     }
     progress("barrier before pass " + std::to_string(pass_number));
-    mpi_barrier_polling(host_);
-    double origin = backend_.host_now_us() + align_.offset_us;
-    MPI_Bcast(&origin, 1, MPI_DOUBLE, 0, host_);
+    host_.barrier(HostWait::Polling);
+    const double origin = host_.broadcast_from_root(backend_.host_now_us() + align_.offset_us);
     {
       std::lock_guard<std::mutex> lock(mutex_);
       last_origin_ = origin;
@@ -142,7 +141,7 @@ class Run {
     }
     // Give the other ranks' watchdogs a moment to write their own partial timelines.
     std::this_thread::sleep_for(std::chrono::milliseconds(1500));
-    MPI_Abort(MPI_COMM_WORLD, 3);
+    abort_job(3);
     std::_Exit(3);
   }
 
@@ -317,7 +316,7 @@ class Run {
   const Program& P_;
   const ExecOptions& options_;
   Backend& backend_;
-  MPI_Comm host_;
+  const HostComm& host_;
   int rank_ = 0;
   ClockAlignment align_;
   int stall_op_ = -1;
@@ -336,26 +335,6 @@ class Run {
   double last_origin_ = 0;
   std::vector<OpInterval> intervals_;
 };
-
-std::vector<char> gather_strings(MPI_Comm comm, const std::string& mine, std::vector<std::string>* all) {
-  int rank = 0, size = 1;
-  MPI_Comm_rank(comm, &rank);
-  MPI_Comm_size(comm, &size);
-  int len = static_cast<int>(mine.size());
-  std::vector<int> lens(size), displs(size);
-  MPI_Gather(&len, 1, MPI_INT, lens.data(), 1, MPI_INT, 0, comm);
-  int total = 0;
-  for (int r = 0; r < size; ++r) {
-    displs[r] = total;
-    total += lens[r];
-  }
-  std::vector<char> buf(std::max(total, 1));
-  MPI_Gatherv(mine.data(), len, MPI_CHAR, buf.data(), lens.data(), displs.data(), MPI_CHAR, 0, comm);
-  if (rank == 0)
-    for (int r = 0; r < size; ++r)
-      if (lens[r] > 0) all->emplace_back(buf.data() + displs[r], lens[r]);
-  return buf;
-}
 
 }  // namespace
 
@@ -402,50 +381,53 @@ class TerminationWatched {
  private:
   struct sigaction previous_ {};
 };
-}  // namespace
 
-ExecResult run_program(const Program& program, const ExecOptions& options, Backend& backend, MPI_Comm host) {
-  ExecResult result;
-  MPI_Comm_rank(host, &result.rank);
-  MPI_Comm_size(host, &result.world);
-  const int rank = result.rank, world = result.world;
+// The options a run checks before anything is planned.
+void check_run_options(const ExecOptions& options, int world) {
   if (options.iterations < 1) throw InputError("--iterations", "must be at least 1");
   if (options.warmup < 0) throw InputError("--warmup", "must be 0 or more");
   if (!(options.timeout_s > 0)) throw InputError("--timeout", "must be a positive number of seconds");
   if (options.stall_rank >= world) throw InputError("--stall-rank", "no rank " + std::to_string(options.stall_rank));
   if (options.kill_rank >= world) throw InputError("--kill-rank", "no rank " + std::to_string(options.kill_rank));
+}
 
-  Plan plan = make_plan(program, options.scale, rank, world, options.corrupt_op);
-  const Program& P = plan.program;
+// Every op's element count must fit the int count of one MPI call.
+void check_counts_fit_one_mpi_call(const Plan& plan) {
   for (const auto& o : plan.ops)
     if (o.block_count * std::max(1, o.blocks) > INT_MAX)
       throw InputError("--scale", "an op moves " + std::to_string(o.block_count) +
                                       " elements per rank, more than one MPI call can count; use a larger --scale");
+}
 
-  // Memory: refuse before allocating rather than be killed.
-  int64_t need = plan.total_bytes(), avail = backend.available_bytes();
-  MPI_Allreduce(MPI_IN_PLACE, &need, 1, MPI_INT64_T, MPI_MAX, host);
-  MPI_Allreduce(MPI_IN_PLACE, &avail, 1, MPI_INT64_T, MPI_MIN, host);
+// Memory: refuse before allocating rather than be killed. Records the largest need and the
+// smallest availability over ranks in `result`; InputError("--scale") suggests a scale that fits.
+void check_memory_fits(const Plan& plan, int64_t scale, Backend& backend, const HostComm& host, ExecResult& result) {
+  const int64_t need = host.max_over_ranks(plan.total_bytes());
+  const int64_t avail = host.min_over_ranks(backend.available_bytes());
   result.bytes_per_rank = need;
   result.available_bytes = avail;
   if (need > avail) {
     const double factor = static_cast<double>(need) / std::max<double>(1.0, static_cast<double>(avail));
-    const int64_t k = static_cast<int64_t>(std::ceil(static_cast<double>(options.scale) * factor * 1.25));
+    const int64_t k = static_cast<int64_t>(std::ceil(static_cast<double>(scale) * factor * 1.25));
     throw InputError("--scale", "needs " + mib(need) + " per rank, " + mib(avail) + " available; try --scale " +
                                     std::to_string(k));
   }
+}
 
-  // The Program's streams, then one communicator per (stream, group) pair it uses, created in
-  // the same order on every rank.
+// The Program's streams, then one communicator per (stream, group) pair it uses, created in
+// the same order on every rank.
+void create_streams_and_communicators(const Program& P, Backend& backend) {
   backend.create_streams(P.streams);
   std::set<std::pair<int, int>> pairs;
   for (const auto& op : P.ops)
     if (is_collective(op.kind)) pairs.insert({static_cast<int>(op.stream), static_cast<int>(op.group)});
   for (const auto& [s, g] : pairs) backend.create_communicator(s, g, P.groups[g]);
+}
 
-  allocate_plan(plan, backend);
-  Run run(plan, options, backend, host);
-  backend.on_fatal = [&run, rank](const std::string& what) { run.fail("rank " + std::to_string(rank) + ": " + what); };
+// The op the --stall-rank / --kill-rank test hooks stop before: --stall-op, or the Program's
+// first collective; InputError("--stall-op") when there is no such op. Without a hook:
+// options.stall_op as given.
+int hooked_op(const ExecOptions& options, const Program& P) {
   int stall_op = options.stall_op;
   const bool hooked = options.stall_rank >= 0 || options.kill_rank >= 0;
   if (hooked && stall_op < 0)
@@ -456,56 +438,111 @@ ExecResult run_program(const Program& program, const ExecOptions& options, Backe
       }
   if (hooked && (stall_op < 0 || stall_op >= static_cast<int>(P.ops.size())))
     throw InputError("--stall-op", "no such op in the program");
-  run.set_stall_op(stall_op);
+  return stall_op;
+}
 
-  const ClockAlignment align = align_clocks(host, [&backend] { return backend.host_now_us(); });
-  run.set_alignment(align);
-  MPI_Allreduce(&align.error_us, &result.clock_error_us, 1, MPI_DOUBLE, MPI_MAX, host);
-  const TerminationWatched termination;
-  run.start_watchdog();
+// Pass `pass` with ops one at a time, the data checked after each. Sets the verdict in `result`
+// on every rank; rank 0 also gets the first failure of each failing rank and the elements
+// checked over all ranks, the other ranks their own failure.
+void run_verification_pass(Run& run, int pass, const Plan& plan, const HostComm& host, ExecResult& result) {
+  Verifier verifier(plan);
+  std::string failure;
+  run.pass(pass, /*serialized=*/true, &verifier, -1, &failure);
+  const bool failed = host.max_over_ranks(int64_t{failure.empty() ? 0 : 1}) > 0;
+  result.elements_checked = host.sum_on_root(verifier.elements_checked());
+  for (std::string& f : host.gather_to_root(failure))
+    if (!f.empty()) result.verify_failures.push_back(std::move(f));
+  if (host.rank() != 0)
+    result.verify_failures = failure.empty() ? std::vector<std::string>{} : std::vector<std::string>{failure};
+  result.verify_failed = failed;
+  result.verified = !failed;
+}
 
-  int pass = 0;
-  if (options.verify) {
-    Verifier verifier(plan);
-    std::string failure;
-    run.pass(pass++, /*serialized=*/true, &verifier, -1, &failure);
-    int failed = failure.empty() ? 0 : 1;
-    MPI_Allreduce(MPI_IN_PLACE, &failed, 1, MPI_INT, MPI_SUM, host);
-    int64_t checked = verifier.elements_checked();
-    MPI_Reduce(&checked, &result.elements_checked, 1, MPI_INT64_T, MPI_SUM, 0, host);
-    gather_strings(host, failure, &result.verify_failures);
-    if (rank != 0) result.verify_failures = failure.empty() ? std::vector<std::string>{} : std::vector<std::string>{failure};
-    result.verify_failed = failed > 0;
-    result.verified = failed == 0;
+// The warmup passes, then the measured iterations (streams concurrent), numbered from
+// `first_pass`.
+void run_warmup_and_measured_passes(Run& run, int first_pass, const ExecOptions& options) {
+  int pass = first_pass;
+  for (int w = 0; w < options.warmup; ++w) run.pass(pass++, false, nullptr, -1, nullptr);
+  for (int it = 0; it < options.iterations; ++it) {
+    run.set_iteration(it);
+    run.pass(pass++, false, nullptr, it, nullptr);
   }
-  if (!result.verify_failed) {
-    for (int w = 0; w < options.warmup; ++w) run.pass(pass++, false, nullptr, -1, nullptr);
-    for (int it = 0; it < options.iterations; ++it) {
-      run.set_iteration(it);
-      run.pass(pass++, false, nullptr, it, nullptr);
-    }
-  }
-  run.stop_watchdog();
-  backend.on_fatal = nullptr;
+}
 
-  // Gather every rank's intervals on rank 0.
-  const std::vector<OpInterval> mine = run.intervals();
+// Every rank's intervals on rank 0, in rank order; this rank's own on the others.
+std::vector<OpInterval> gather_intervals_to_root(const HostComm& host, const std::vector<OpInterval>& mine) {
   std::vector<double> packed;
   packed.reserve(mine.size() * 5);
   for (const auto& iv : mine) {
     packed.insert(packed.end(), {static_cast<double>(iv.op), static_cast<double>(iv.iteration), iv.issue_us,
                                  iv.start_us, iv.end_us});
   }
-  int count = static_cast<int>(packed.size());
-  std::vector<int> counts(world), displs(world);
-  MPI_Gather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, host);
-  int total = 0;
-  for (int r = 0; r < world; ++r) {
-    displs[r] = total;
-    total += counts[r];
+  const std::vector<std::vector<double>> all = host.gather_to_root(packed);
+  if (host.rank() != 0) return mine;
+  std::vector<OpInterval> intervals;
+  for (int r = 0; r < host.size(); ++r)
+    for (size_t k = 0; k + 4 < all[r].size(); k += 5) {
+      const std::vector<double>& v = all[r];
+      OpInterval iv;
+      iv.op = static_cast<int>(v[k]);
+      iv.rank = r;
+      iv.iteration = static_cast<int>(v[k + 1]);
+      iv.issue_us = v[k + 2];
+      iv.start_us = v[k + 3];
+      iv.end_us = v[k + 4];
+      intervals.push_back(iv);
+    }
+  return intervals;
+}
+
+// Step time per iteration (first issue to last end, over ranks) from the timeline's intervals,
+// and the median iteration as the reported one.
+void record_step_times(int iterations, ExecResult& result) {
+  Timeline& t = result.timeline;
+  std::vector<double> first(iterations, 1e300), last(iterations, -1e300);
+  for (const auto& iv : t.intervals) {
+    first[iv.iteration] = std::min(first[iv.iteration], iv.issue_us);
+    last[iv.iteration] = std::max(last[iv.iteration], iv.end_us);
   }
-  std::vector<double> all(std::max(total, 1));
-  MPI_Gatherv(packed.data(), count, MPI_DOUBLE, all.data(), counts.data(), displs.data(), MPI_DOUBLE, 0, host);
+  for (int it = 0; it < iterations; ++it) result.step_times_us.push_back(last[it] - first[it]);
+  std::vector<int> order(iterations);
+  for (int i = 0; i < iterations; ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int a, int b) { return result.step_times_us[a] < result.step_times_us[b]; });
+  t.reported_iteration = order[(iterations - 1) / 2];
+}
+
+}  // namespace
+
+ExecResult run_program(const Program& program, const ExecOptions& options, Backend& backend, const HostComm& host) {
+  ExecResult result;
+  result.rank = host.rank();
+  result.world = host.size();
+  const int rank = result.rank, world = result.world;
+  check_run_options(options, world);
+
+  Plan plan = make_plan(program, options.scale, rank, world, options.corrupt_op);
+  const Program& P = plan.program;
+  check_counts_fit_one_mpi_call(plan);
+  check_memory_fits(plan, options.scale, backend, host, result);
+  create_streams_and_communicators(P, backend);
+
+  allocate_plan(plan, backend);
+  Run run(plan, options, backend, host);
+  backend.on_fatal = [&run, rank](const std::string& what) { run.fail("rank " + std::to_string(rank) + ": " + what); };
+  run.set_stall_op(hooked_op(options, P));
+
+  const ClockAlignment align = align_clocks(host, [&backend] { return backend.host_now_us(); });
+  run.set_alignment(align);
+  result.clock_error_us = host.max_over_ranks(align.error_us);
+  const TerminationWatched termination;
+  run.start_watchdog();
+
+  int pass = 0;
+  if (options.verify) run_verification_pass(run, pass++, plan, host, result);
+  if (!result.verify_failed) run_warmup_and_measured_passes(run, pass, options);
+  run.stop_watchdog();
+  backend.on_fatal = nullptr;
 
   Timeline& t = result.timeline;
   t.source = "measured";
@@ -515,35 +552,8 @@ ExecResult run_program(const Program& program, const ExecOptions& options, Backe
   t.iterations = result.verify_failed ? 0 : options.iterations;
   t.scale = static_cast<double>(plan.scale);
   t.ops = measured_ops(plan);
-  if (rank == 0) {
-    for (int r = 0; r < world; ++r)
-      for (int k = displs[r]; k < displs[r] + counts[r]; k += 5) {
-        OpInterval iv;
-        iv.op = static_cast<int>(all[k]);
-        iv.rank = r;
-        iv.iteration = static_cast<int>(all[k + 1]);
-        iv.issue_us = all[k + 2];
-        iv.start_us = all[k + 3];
-        iv.end_us = all[k + 4];
-        t.intervals.push_back(iv);
-      }
-  } else {
-    t.intervals = mine;
-  }
-  // Step time per iteration (first issue to last end, over ranks) and the median iteration.
-  if (!result.verify_failed && rank == 0) {
-    std::vector<double> first(options.iterations, 1e300), last(options.iterations, -1e300);
-    for (const auto& iv : t.intervals) {
-      first[iv.iteration] = std::min(first[iv.iteration], iv.issue_us);
-      last[iv.iteration] = std::max(last[iv.iteration], iv.end_us);
-    }
-    for (int it = 0; it < options.iterations; ++it) result.step_times_us.push_back(last[it] - first[it]);
-    std::vector<int> order(options.iterations);
-    for (int i = 0; i < options.iterations; ++i) order[i] = i;
-    std::stable_sort(order.begin(), order.end(),
-                     [&](int a, int b) { return result.step_times_us[a] < result.step_times_us[b]; });
-    t.reported_iteration = order[(options.iterations - 1) / 2];
-  }
+  t.intervals = gather_intervals_to_root(host, run.intervals());
+  if (!result.verify_failed && rank == 0) record_step_times(options.iterations, result);
   release_plan(plan, backend);
   return result;
 }

@@ -4,15 +4,13 @@
 // optional verification pass (ops one at a time, data checked after each), then warmup and
 // measured passes (streams run concurrently, ordered by the Program's events). Per-op times
 // are aligned to rank 0's clock and gathered there. A watchdog ends a run that stops making
-// progress. Host-side coordination (barriers, clock alignment, gathers) uses MPI for every
-// backend.
+// progress. Host-side coordination (barriers, clock alignment, gathers) goes over a HostComm
+// (exec/host_comm.h, MPI) for every backend.
 #pragma once
 #include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
-
-#include <mpi.h>
 
 #include "core/program.h"
 #include "core/timeline.h"
@@ -20,6 +18,8 @@
 #include "exec/plan.h"
 
 namespace shardline::exec {
+
+class HostComm;  // exec/host_comm.h
 
 struct ExecOptions {
   int iterations = 1;
@@ -55,7 +55,7 @@ struct ExecResult {
 
 // Collective over `host`: every rank calls it with the same Program and options.
 // Throws InputError for bad programs and for runs that would not fit in memory.
-ExecResult run_program(const Program& program, const ExecOptions& options, Backend& backend, MPI_Comm host);
+ExecResult run_program(const Program& program, const ExecOptions& options, Backend& backend, const HostComm& host);
 
 // The metadata a measured Timeline carries: the ops without slices and deps, with `bytes` set
 // to the bytes this run really moved (copies: bytes copied; collectives: the nccl-tests size).

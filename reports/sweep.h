@@ -1,7 +1,7 @@
 // Capacity-planning sweeps: the --vary grammar (ranges, lists, joint axes), the cartesian grid
 // of override points, one result row per point, the objective rows are ranked by (--objective:
 // tokens/s per GPU, step time or peak reserved memory), the Pareto front (objective vs peak
-// memory) and the recommendation. Pure logic; running the points lives in reports/sweep_run.h.
+// memory) and the recommendation. Pure logic; running the points lives in sweep/sweep_run.h.
 #pragma once
 #include <cstddef>
 #include <cstdint>

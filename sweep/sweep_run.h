@@ -1,6 +1,6 @@
 // Running a sweep: validating the --vary paths against the base scenario JSON, and evaluating
 // grid points (copy JSON, apply overrides, parse, schedule, simulate, metrics) on worker
-// threads. No file I/O per point. Splitting across MPI ranks lives in reports/sweep_mpi.h.
+// threads. No file I/O per point. Splitting across MPI ranks lives in sweep/sweep_mpi.h.
 #pragma once
 #include <cstddef>
 #include <functional>

@@ -1,5 +1,5 @@
-// Sweep execution on worker threads (see reports/sweep_run.h).
-#include "reports/sweep_run.h"
+// Sweep execution on worker threads (see sweep/sweep_run.h).
+#include "sweep/sweep_run.h"
 
 #include <atomic>
 #include <chrono>
