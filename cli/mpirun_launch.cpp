@@ -170,7 +170,8 @@ std::string rank_report_file(int rank) { return "error.rank" + std::to_string(ra
 int run_under_mpirun(int np, const std::string& subcommand, const std::vector<std::string>& args) {
   const std::vector<std::string> cmd = mpirun_command(np, subcommand, args);
   std::cerr << "shardline: running: " << joined(cmd) << std::endl;
-  const ChildEnd end = spawn_and_wait(cmd, /*forward_signals=*/false);
+  // A SIGTERM to validate alone must stop the step's mpirun and ranks too, not orphan them.
+  const ChildEnd end = spawn_and_wait(cmd, /*forward_signals=*/true);
   if (end.exec_errno != 0) {
     std::cerr << "shardline: could not run " << cmd[0] << ": " << std::strerror(end.exec_errno) << std::endl;
     return 127;

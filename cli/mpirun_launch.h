@@ -27,7 +27,8 @@ int relaunch_under_mpirun_and_wait(int np, const std::string& subcommand, const 
 std::string rank_report_file(int rank);
 
 // Runs the mpirun command as a child and returns its exit code (128 + signal when killed, 127
-// when mpirun could not be run): one step of validate.
+// when mpirun could not be run): one step of validate. Signals as relaunch_under_mpirun_and_wait:
+// a SIGTERM to this process is passed on to mpirun, Ctrl-C is left to mpirun and the ranks.
 int run_under_mpirun(int np, const std::string& subcommand, const std::vector<std::string>& args);
 
 }  // namespace shardline::cli

@@ -68,6 +68,10 @@ add_test(NAME exec.cli.np_signals
          COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/exec_np_signals.sh ${Python3_EXECUTABLE} $<TARGET_FILE:shardline>
                  ${_scen}/host-tiny-fsdp.json ${_out}/np_signals)
 set_tests_properties(exec.cli.np_signals PROPERTIES LABELS "exec;cli" TIMEOUT 90 ENVIRONMENT "${_env}")
+add_test(NAME exec.cli.validate_sigterm
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/validate_sigterm.sh $<TARGET_FILE:shardline>
+                 ${_scen}/host-tiny-fsdp.json ${_out}/validate_sigterm)
+set_tests_properties(exec.cli.validate_sigterm PROPERTIES LABELS "exec;cli" TIMEOUT 90 ENVIRONMENT "${_env}")
 
 # Bad input: exit 2 with the flag or path named, before anything runs.
 function(exec_bad_input name regex)
