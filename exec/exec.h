@@ -4,10 +4,6 @@
 #pragma once
 #include <string>
 
-// Callers that broadcast their exit code over MPI_COMM_WORLD themselves
-// (tests/integration/exec_driver.cpp) still take <mpi.h> from here.
-#include <mpi.h>
-
 #include "core/program.h"
 #include "exec/host_comm.h"
 #include "exec/runner.h"

@@ -8,6 +8,7 @@
 #include <iostream>
 #include <string>
 
+#include <mpi.h>
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
