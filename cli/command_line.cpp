@@ -36,9 +36,9 @@ Parsed CommandLine::parse(const std::vector<std::string>& args, bool show_help) 
   all.add(listed_).add(hidden_);
   po::command_line_parser parser(args);
   parser.options(all);
-  // A subcommand without positional arguments gives boost none: then stray words are ignored
-  // rather than refused (as they always were for regress and calibrate).
-  if (!positionals_.empty()) parser.positional(positional);
+  // Every subcommand states its positional arguments (possibly none): a stray word is refused
+  // (exit 2), never silently ignored.
+  parser.positional(positional);
   po::store(parser.run(), vm_);
   po::notify(vm_);
   if (given("help")) {

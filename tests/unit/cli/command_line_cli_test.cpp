@@ -73,5 +73,15 @@ TEST_F(CommandLineCli, FlagErrorsExitTwoNamingTheFlag) {
   EXPECT_EQ(two.err, "shardline schedule: error: too many positional options have been specified on the command line\n");
 }
 
+// Subcommands without positional arguments refuse a stray word too (regress and calibrate used
+// to ignore it and go on).
+TEST_F(CommandLineCli, AStrayWordIsRefusedBySubcommandsWithoutPositionals) {
+  for (const char* command : {"regress stray --baseline a.json --current b.json", "calibrate stray --np 2"}) {
+    const Result r = run(command);
+    EXPECT_EQ(r.code, 2) << command;
+    EXPECT_NE(r.err.find("too many positional options"), std::string::npos) << command << ": " << r.err;
+  }
+}
+
 }  // namespace
 }  // namespace shardline::clitest
