@@ -48,6 +48,15 @@ void check_no_duplicate_intervals(const std::vector<OpInterval>& intervals) {
 
 bool is_backend_name(std::string_view name) { return name == "sim" || name == "mpi" || name == "nccl"; }
 
+std::vector<Op> timeline_ops(Program&& program) {
+  std::vector<Op> ops = std::move(program.ops);
+  for (Op& op : ops) {
+    op.slices_begin = op.slices_count = 0;  // a Timeline has no slice or dependency arrays
+    op.deps_begin = op.deps_count = 0;
+  }
+  return ops;
+}
+
 std::vector<Op> timeline_ops(const Program& program) {
   std::vector<Op> ops;
   ops.reserve(program.ops.size());

@@ -49,6 +49,8 @@ struct Timeline {
 
 // Copies the op metadata (without slices) a Timeline carries.
 std::vector<Op> timeline_ops(const Program& program);
+// The same, taking the ops of a Program that is no longer needed (no copy of millions of ops).
+std::vector<Op> timeline_ops(Program&& program);
 
 // "sim", "mpi" or "nccl": the backends a timeline (and a history record) may name.
 bool is_backend_name(std::string_view name);

@@ -311,7 +311,10 @@ Scenario with_profile(const Scenario& scenario, const ClusterProfile& profile) {
 
 }  // namespace
 
-Timeline simulate(const Scenario& given, const Program& program, const SimOptions& options) {
+namespace {
+
+// `consumed`: the same Program when the caller gave it up; its ops then move into the Timeline.
+Timeline simulate_program(const Scenario& given, const Program& program, const SimOptions& options, Program* consumed) {
   const Scenario calibrated = options.profile ? with_profile(given, *options.profile) : Scenario{};
   const Scenario& scenario = options.profile ? calibrated : given;
   if (!(scenario.cluster.launch_overhead_us >= 0) || !std::isfinite(scenario.cluster.launch_overhead_us))
@@ -345,10 +348,20 @@ Timeline simulate(const Scenario& given, const Program& program, const SimOption
   t.workload = workload_of(scenario);
   t.memory_reserve = memory_reserve_of(scenario);
   t.memory_margin = scenario.run.memory_margin;
-  t.ops = timeline_ops(program);
   t.intervals = sim.take_intervals();
   t.memory = sim.take_memory();
+  t.ops = consumed != nullptr ? timeline_ops(std::move(*consumed)) : timeline_ops(program);
   return t;
+}
+
+}  // namespace
+
+Timeline simulate(const Scenario& scenario, const Program& program, const SimOptions& options) {
+  return simulate_program(scenario, program, options, nullptr);
+}
+
+Timeline simulate(const Scenario& scenario, Program&& program, const SimOptions& options) {
+  return simulate_program(scenario, program, options, &program);
 }
 
 }  // namespace shardline

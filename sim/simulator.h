@@ -19,5 +19,8 @@ struct SimOptions {
 };
 
 Timeline simulate(const Scenario& scenario, const Program& program, const SimOptions& options = {});
+// The same for a Program the caller no longer needs: its ops move into the Timeline instead of
+// being copied (a sweep point, a benchmark).
+Timeline simulate(const Scenario& scenario, Program&& program, const SimOptions& options = {});
 
 }  // namespace shardline

@@ -45,8 +45,7 @@ SweepRow evaluate_sweep_point(const nlohmann::json& base_json, const std::string
     nlohmann::json j = base_json;
     apply_overrides(j, pt.overrides);
     const Scenario scenario = parse_scenario(j, base_dir);
-    const Program program = schedule(scenario);
-    const Timeline timeline = simulate(scenario, program);
+    const Timeline timeline = simulate(scenario, schedule(scenario));
     row.metrics = compute_metrics(timeline);
     row.valid = true;
   } catch (const InputError& e) {

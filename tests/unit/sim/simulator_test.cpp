@@ -346,6 +346,19 @@ Program busy_program() {
   return b.program();
 }
 
+// A Program handed over (a sweep point) gives the same Timeline as one that is kept: its ops move
+// into the Timeline instead of being copied, nothing else changes.
+TEST(Simulator, AProgramHandedOverGivesTheSameTimeline) {
+  Scenario s = test_scenario();
+  s.cluster.compute_slowdown_during_comm = 1.3;
+  const Program kept = busy_program();
+  const std::string expected = timeline_to_json(simulate(s, kept)).dump();
+  Program handed_over = busy_program();
+  const Timeline t = simulate(s, std::move(handed_over));
+  EXPECT_EQ(timeline_to_json(t).dump(), expected);
+  EXPECT_EQ(t.ops.size(), kept.ops.size());
+}
+
 TEST(Simulator, SameInputsGiveIdenticalTimelines) {
   Scenario s = test_scenario();
   s.cluster.launch_overhead_us = 4.0;
