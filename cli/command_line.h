@@ -10,6 +10,8 @@
 #include <boost/program_options/options_description.hpp>
 #include <boost/program_options/variables_map.hpp>
 
+#include "core/error.h"
+
 namespace shardline {
 struct Scenario;
 }
@@ -53,6 +55,7 @@ class CommandLine {
   Scenario load_scenario() const;
 
  private:
+  InputError stray_word(const std::vector<std::string>& args) const;
   struct Positional {
     const char* name;
     std::string* value;
