@@ -21,6 +21,7 @@ constexpr std::array kStreams = {StreamId::Compute, StreamId::CopyIn, StreamId::
 constexpr std::array kPhases = {Phase::Forward, Phase::Backward, Phase::Finalize};
 constexpr std::array kGroups = {CommGroup::None, CommGroup::Shard, CommGroup::Replicate, CommGroup::Reshard};
 constexpr std::array kReductions = {Reduction::None, Reduction::Sum, Reduction::Avg};
+constexpr std::array kBufferInits = {BufferInit::None, BufferInit::Shared, BufferInit::PerRank};
 constexpr std::array kMemoryKinds = {MemoryKind::None, MemoryKind::AllGatherBuffer, MemoryKind::UnshardedParams,
                                      MemoryKind::UnshardedGrads, MemoryKind::ReduceScatterBuffer,
                                      MemoryKind::AllReduceBuffer, MemoryKind::Activations};
@@ -56,6 +57,9 @@ MemoryKind parse_memory_kind(const json& j, const std::string& path) {
 }
 Reduction parse_reduction(const json& j, const std::string& path) {
   return parse_enum(j, path, kReductions, reduction_name, "reduction");
+}
+BufferInit parse_buffer_init(const json& j, const std::string& path) {
+  return parse_enum(j, path, kBufferInits, buffer_init_name, "buffer init");
 }
 
 json op_to_json(const Program* program, const Op& op) {

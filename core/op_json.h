@@ -26,5 +26,6 @@ Phase parse_phase(const nlohmann::json& j, const std::string& path);
 CommGroup parse_comm_group(const nlohmann::json& j, const std::string& path);
 MemoryKind parse_memory_kind(const nlohmann::json& j, const std::string& path);
 Reduction parse_reduction(const nlohmann::json& j, const std::string& path);
+BufferInit parse_buffer_init(const nlohmann::json& j, const std::string& path);
 
 }  // namespace shardline

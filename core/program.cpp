@@ -98,9 +98,7 @@ int Program::append_op(Op op, std::span<const int> deps) {
 }
 
 int Program::add_op(Op op, const std::vector<int>& deps, const std::vector<TensorSlice>& slices) {
-  const SliceList list = add_slices(slices);
-  op.slices_begin = list.begin;
-  op.slices_count = list.count;
+  op.slice_list = add_slices(slices);
   return append_op(std::move(op), deps);
 }
 

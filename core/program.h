@@ -47,6 +47,13 @@ struct TensorSlice {
   int param = -1;
   int64_t shard_offset = 0;
   int64_t shard_numel = 0;
+  bool operator==(const TensorSlice&) const = default;
+};
+
+// A slice list in Program::slice_lists: `count` slices from `begin`.
+struct SliceList {
+  uint32_t begin = 0;
+  uint32_t count = 0;
 };
 
 struct Op {
@@ -70,7 +77,7 @@ struct Op {
   // Where the op's slices and dependencies live in the Program's shared arrays (read them with
   // Program::slices(op) / deps(op)): a bucket's slice list is stored once and shared by every
   // op that moves it; dependencies are ids of earlier ops that must finish first.
-  uint32_t slices_begin = 0, slices_count = 0;
+  SliceList slice_list;
   uint32_t deps_begin = 0, deps_count = 0;
   OpKind kind = OpKind::Compute;
   StreamId stream = StreamId::Compute;
@@ -81,12 +88,6 @@ struct Op {
   MemoryKind memory = MemoryKind::None;   // alloc/free: what is allocated or released
   bool recompute = false;    // compute: includes activation recomputation
   std::string name;          // short human label, e.g. "fwd u3", "ag b2", "rs u7"
-};
-
-// A slice list in Program::slice_lists.
-struct SliceList {
-  uint32_t begin = 0;
-  uint32_t count = 0;
 };
 
 struct ParamInfo {
@@ -152,12 +153,12 @@ struct Program {
   std::vector<TensorSlice> slice_lists;  // every op's slices (Op::slices_begin/count)
   std::vector<int> dep_ids;              // every op's dependencies (Op::deps_begin/count)
 
-  std::span<const TensorSlice> slices(const Op& op) const { return {slice_lists.data() + op.slices_begin, op.slices_count}; }
-  std::span<TensorSlice> slices(const Op& op) { return {slice_lists.data() + op.slices_begin, op.slices_count}; }
+  std::span<const TensorSlice> slices(const Op& op) const { return {slice_lists.data() + op.slice_list.begin, op.slice_list.count}; }
+  std::span<TensorSlice> slices(const Op& op) { return {slice_lists.data() + op.slice_list.begin, op.slice_list.count}; }
   std::span<const int> deps(const Op& op) const { return {dep_ids.data() + op.deps_begin, op.deps_count}; }
   // Appends a slice list that ops can then share.
   SliceList add_slices(std::span<const TensorSlice> slices);
-  // Appends `op` (its slices already set, e.g. from add_slices) with dependencies `deps`; sets
+  // Appends `op` (its slice_list already set, e.g. from add_slices) with dependencies `deps`; sets
   // its id and returns it.
   int append_op(Op op, std::span<const int> deps);
   // The same with its own copy of `slices` (for Programs built by hand).

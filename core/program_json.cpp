@@ -20,7 +20,14 @@ constexpr const char* kFormat = "shardline.program";
 constexpr int kVersion = 2;
 
 // The group and stream tables are indexed by the op's group / stream names' positions, so a
-// table must list exactly those names in that order.
+// table must list exactly those names in that order: entry `path` must be named `expected`.
+std::string table_entry_name(const json& entry, const std::string& path, std::string_view expected) {
+  std::string name = jf::get_string(entry, "name", path);
+  if (name != expected)
+    throw InputError(jf::join_path(path, "name"), "expected \"" + std::string(expected) + "\", found \"" + name + "\"");
+  return name;
+}
+
 void read_group_table(const json& j, Program& p) {
   const json& groups = jf::require_array(jf::member(j, "groups", ""), "groups");
   if (groups.size() != kNumCommGroups)
@@ -28,10 +35,7 @@ void read_group_table(const json& j, Program& p) {
   for (size_t i = 0; i < groups.size(); ++i) {
     const std::string path = jf::index_path("groups", i);
     GroupInfo g;
-    g.name = jf::get_string(groups[i], "name", path);
-    const std::string_view expected = comm_group_name(static_cast<CommGroup>(i));
-    if (g.name != expected)
-      throw InputError(jf::join_path(path, "name"), "expected \"" + std::string(expected) + "\", found \"" + g.name + "\"");
+    g.name = table_entry_name(groups[i], path, comm_group_name(static_cast<CommGroup>(i)));
     g.size = jf::get_int32(groups[i], "size", path);
     g.stride = jf::get_int32(groups[i], "stride", path);
     if (g.size < 1 || g.stride < 1) throw InputError(path, "size and stride must be >= 1");
@@ -49,10 +53,7 @@ void read_stream_table(const json& j, Program& p) {
   for (size_t i = 0; i < streams.size(); ++i) {
     const std::string path = jf::index_path("streams", i);
     StreamInfo st;
-    st.name = jf::get_string(streams[i], "name", path);
-    const std::string_view expected = stream_name(static_cast<StreamId>(i));
-    if (st.name != expected)
-      throw InputError(jf::join_path(path, "name"), "expected \"" + std::string(expected) + "\", found \"" + st.name + "\"");
+    st.name = table_entry_name(streams[i], path, stream_name(static_cast<StreamId>(i)));
     st.priority = jf::get_int32(streams[i], "priority", path);
     if (st.priority < -100 || st.priority > 100) throw InputError(jf::join_path(path, "priority"), "must be in [-100, 100]");
     p.streams.push_back(std::move(st));
@@ -77,11 +78,7 @@ void read_buffer_table(const json& j, Program& p) {
     if (b.blocks != 1 && b.blocks != p.groups[b.group].size)
       throw InputError(jf::join_path(path, "blocks"), "must be 1 (this rank's block) or the " + group + " group's size " +
                                                           std::to_string(p.groups[b.group].size));
-    const std::string init = jf::get_string(buffers[i], "init", path);
-    bool known = false;
-    for (BufferInit v : {BufferInit::None, BufferInit::Shared, BufferInit::PerRank})
-      if (init == buffer_init_name(v)) b.init = v, known = true;
-    if (!known) throw InputError(jf::join_path(path, "init"), "unknown \"" + init + "\"; expected none, shared or per_rank");
+    b.init = parse_buffer_init(jf::member(buffers[i], "init", path), jf::join_path(path, "init"));
     p.buffers.push_back(std::move(b));
   }
 }
@@ -237,13 +234,8 @@ Program program_from_json(const json& j) {
     }
     // Ops of one bucket list the same slices: keep one copy of a list its predecessor shares.
     const auto last = std::span<const TensorSlice>(p.slice_lists).subspan(last_list.begin, last_list.count);
-    const bool same = last.size() == op_slices.size() &&
-                      std::equal(last.begin(), last.end(), op_slices.begin(), [](const TensorSlice& a, const TensorSlice& b) {
-                        return a.param == b.param && a.shard_offset == b.shard_offset && a.shard_numel == b.shard_numel;
-                      });
-    if (!same) last_list = p.add_slices(op_slices);
-    op.slices_begin = last_list.begin;
-    op.slices_count = last_list.count;
+    if (!std::equal(last.begin(), last.end(), op_slices.begin(), op_slices.end())) last_list = p.add_slices(op_slices);
+    op.slice_list = last_list;
     p.append_op(std::move(op), op_deps);
   }
   for (const Op& op : p.ops) check_op_contract(p, op, jf::index_path("ops", static_cast<size_t>(op.id)));

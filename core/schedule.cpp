@@ -231,7 +231,6 @@ class Scheduler {
 
   void setup_program() {
     p_.scenario = s_.name;
-    shard_size_ = s_.mesh.shard;
     reshard_group_size_ = s_.policy.reshard_after_forward.mode == ReshardAfterForward::Mode::Partial
                               ? s_.policy.reshard_after_forward.group_size
                               : 0;
@@ -255,7 +254,7 @@ class Scheduler {
       const UnitSpec& unit = s_.model.units[u];
       p_.units.push_back(unit.name);
       for (const TensorSpec& t : unit.tensors) {
-        ParamInfo info{unit.name + "." + t.name, u, t.numel, ceil_div(t.numel, shard_size_)};
+        ParamInfo info{unit.name + "." + t.name, u, t.numel, ceil_div(t.numel, s_.mesh.shard)};
         p_.static_memory_bytes += info.shard_numel * per_param_static;
         p_.params.push_back(std::move(info));
       }
@@ -279,38 +278,45 @@ class Scheduler {
     op.bytes = bytes;
     return em_.emit(std::move(op), deps);
   }
-  static void use_slices(Op& op, SliceList list) {
-    op.slices_begin = list.begin;
-    op.slices_count = list.count;
-  }
   int64_t bucket_bytes(const Bucket& b, DType dtype, int group_size) const {
     return b.shard_elems * group_size * dtype_bytes(dtype);
   }
   std::string bucket_label(const char* prefix, int b) const { return prefix + std::to_string(b); }
 
   // ---- data buffers (the Program's buffer table) ----------------------------------------
-  int buffer(const char* name, CommGroup group, int blocks, DType dtype, BufferInit init) {
-    for (size_t i = 0; i < p_.buffers.size(); ++i)
-      if (p_.buffers[i].name == name) return static_cast<int>(i);
-    p_.buffers.push_back(BufferInfo{name, dtype_bytes(dtype), static_cast<int>(group), blocks, init});
-    return static_cast<int>(p_.buffers.size()) - 1;
+  // The scheduler's buffers: each is added to the table when an op first uses it, and its id
+  // kept (collectives ask for theirs once each, millions of times on small buckets).
+  enum Buffer { kParamShard, kUnshardedParams, kParamReshard, kUnshardedParamsReshard, kUnshardedGrads, kGradShard, kNumBuffers };
+  int buffer(Buffer which, const char* name, CommGroup group, int blocks, DType dtype, BufferInit init) {
+    int& id = buffer_ids_[which];
+    if (id < 0) {
+      p_.buffers.push_back(BufferInfo{name, dtype_bytes(dtype), static_cast<int>(group), blocks, init});
+      id = static_cast<int>(p_.buffers.size()) - 1;
+    }
+    return id;
   }
   // All-gather: this rank's parameter shard (the same global values everywhere) into the
   // unsharded parameters, over the shard group or, after a partial reshard, the reshard group.
   void gather_buffers(Op& op, bool from_reshard_group) {
-    const int n = from_reshard_group ? reshard_group_size_ : shard_size_;
     const CommGroup g = from_reshard_group ? CommGroup::Reshard : CommGroup::Shard;
-    op.src_buffer = buffer(from_reshard_group ? "param_reshard" : "param_shard", g, 1, p_.param_dtype, BufferInit::Shared);
-    op.dst_buffer = buffer(from_reshard_group ? "unsharded_params_reshard" : "unsharded_params", g, n, p_.param_dtype,
-                           BufferInit::None);
+    op.src_buffer = from_reshard_group
+                        ? buffer(kParamReshard, "param_reshard", g, 1, p_.param_dtype, BufferInit::Shared)
+                        : buffer(kParamShard, "param_shard", g, 1, p_.param_dtype, BufferInit::Shared);
+    op.dst_buffer = from_reshard_group
+                        ? buffer(kUnshardedParamsReshard, "unsharded_params_reshard", g, reshard_group_size_,
+                                 p_.param_dtype, BufferInit::None)
+                        : buffer(kUnshardedParams, "unsharded_params", g, s_.mesh.shard, p_.param_dtype, BufferInit::None);
   }
   // Reduce-scatter: each rank's own unsharded gradients into the gradient shard; HSDP's
   // all-reduce then reduces the gradient shard in place.
   void reduce_scatter_buffers(Op& op) {
-    op.src_buffer = buffer("unsharded_grads", CommGroup::Shard, shard_size_, p_.reduce_dtype, BufferInit::PerRank);
+    op.src_buffer =
+        buffer(kUnshardedGrads, "unsharded_grads", CommGroup::Shard, s_.mesh.shard, p_.reduce_dtype, BufferInit::PerRank);
     op.dst_buffer = grad_shard_buffer();
   }
-  int grad_shard_buffer() { return buffer("grad_shard", CommGroup::None, 1, p_.reduce_dtype, BufferInit::PerRank); }
+  int grad_shard_buffer() {
+    return buffer(kGradShard, "grad_shard", CommGroup::None, 1, p_.reduce_dtype, BufferInit::PerRank);
+  }
   bool last_microbatch() const { return mb_ == p_.micro_batches - 1; }
   bool reduce_this_microbatch() const { return s_.policy.grad_sync == GradSync::Every || last_microbatch(); }
   int unit_of(const Bucket& b) const { return b.units.size() == 1 ? b.units.front() : -1; }
@@ -320,8 +326,8 @@ class Scheduler {
     if (ag_state_[b] == ParamState::Unsharded || ag_state_[b] == ParamState::Gathering) return;
     const Bucket& bucket = ag_[b];
     const bool from_reshard_group = ag_state_[b] == ParamState::ReshardedToGroup;
-    const int group_size = from_reshard_group ? reshard_group_size_ : shard_size_;
-    const int64_t full_bytes = bucket_bytes(bucket, p_.param_dtype, shard_size_);
+    const int group_size = from_reshard_group ? reshard_group_size_ : s_.mesh.shard;
+    const int64_t full_bytes = bucket_bytes(bucket, p_.param_dtype, s_.mesh.shard);
     // Prefetch off: the gather of the next unit cannot overlap the current compute.
     const int gate = !prefetch_enabled ? last_compute_ : -1;  // -1: no dependency
     if (s_.policy.comm_fusion) {
@@ -336,7 +342,7 @@ class Scheduler {
         op.bucket = b;
         op.bytes = full_bytes / group_size;
         op.dtype = p_.param_dtype;
-        use_slices(op, bucket.list);
+        op.slice_list = bucket.list;
         copy_in = em_.emit(std::move(op));
       }
       Op ag = make(OpKind::AllGather, StreamId::AllGather, bucket_label("ag b", b));
@@ -346,7 +352,7 @@ class Scheduler {
       ag.dtype = p_.param_dtype;
       ag.group = from_reshard_group ? CommGroup::Reshard : CommGroup::Shard;
       ag.group_size = group_size;
-      use_slices(ag, bucket.list);
+      ag.slice_list = bucket.list;
       gather_buffers(ag, from_reshard_group);
       ag_op_[b] = em_.emit(std::move(ag), {copy_in});
       if (copy_in >= 0) {
@@ -366,7 +372,7 @@ class Scheduler {
         ag.dtype = p_.param_dtype;
         ag.group = from_reshard_group ? CommGroup::Reshard : CommGroup::Shard;
         ag.group_size = group_size;
-        use_slices(ag, SliceList{bucket.list.begin + k, 1});
+        ag.slice_list = SliceList{bucket.list.begin + k, 1};
         gather_buffers(ag, from_reshard_group);
         ag_op_[b] = em_.emit(std::move(ag));
       }
@@ -383,7 +389,7 @@ class Scheduler {
   void wait_for_unshard(int b) {
     if (ag_state_[b] != ParamState::Gathering) return;
     const Bucket& bucket = ag_[b];
-    const int64_t full_bytes = bucket_bytes(bucket, p_.param_dtype, shard_size_);
+    const int64_t full_bytes = bucket_bytes(bucket, p_.param_dtype, s_.mesh.shard);
     if (!s_.policy.comm_fusion) {
       em_.wait(StreamId::Compute, ag_op_[b]);
       ag_state_[b] = ParamState::Unsharded;
@@ -403,7 +409,7 @@ class Scheduler {
     out.bucket = b;
     out.bytes = full_bytes;
     out.dtype = p_.param_dtype;
-    use_slices(out, bucket.list);
+    out.slice_list = bucket.list;
     out.link = ag_op_[b];
     out.dst_buffer = p_.ops[ag_op_[b]].dst_buffer;
     const int copy_out = em_.emit(std::move(out), {ag_op_[b]});
@@ -428,7 +434,7 @@ class Scheduler {
   }
 
   void reshard(int b, bool after_forward) {
-    const int64_t full_bytes = bucket_bytes(ag_[b], p_.param_dtype, shard_size_);
+    const int64_t full_bytes = bucket_bytes(ag_[b], p_.param_dtype, s_.mesh.shard);
     const auto mode = s_.policy.reshard_after_forward.mode;
     if (after_forward && mode == ReshardAfterForward::Mode::Keep) return;
     memory_op(OpKind::Free, StreamId::Compute, MemoryKind::UnshardedParams, full_bytes, bucket_label("params b", b));
@@ -502,7 +508,7 @@ class Scheduler {
       for (int rb = 0; rb < static_cast<int>(rs_.size()); ++rb) {
         if (rs_first_unit_[rb] == i && !grads_allocated_[rb]) {
           memory_op(OpKind::Alloc, StreamId::Compute, MemoryKind::UnshardedGrads,
-                    bucket_bytes(rs_[rb], p_.param_dtype, shard_size_), bucket_label("grads rb", rb));
+                    bucket_bytes(rs_[rb], p_.param_dtype, s_.mesh.shard), bucket_label("grads rb", rb));
           grads_allocated_[rb] = true;
         }
       }
@@ -525,8 +531,8 @@ class Scheduler {
 
   void reduce(int rb) {
     const Bucket& bucket = rs_[rb];
-    const int64_t rs_bytes = bucket_bytes(bucket, p_.reduce_dtype, shard_size_);
-    const int64_t grad_bytes = bucket_bytes(bucket, p_.param_dtype, shard_size_);
+    const int64_t rs_bytes = bucket_bytes(bucket, p_.reduce_dtype, s_.mesh.shard);
+    const int64_t grad_bytes = bucket_bytes(bucket, p_.param_dtype, s_.mesh.shard);
     // The compute stream waits for the previous reduce-scatter: only one reduce-scatter input
     // is kept alive, freed here.
     if (prev_rs_op_ >= 0) {
@@ -546,7 +552,7 @@ class Scheduler {
       in.bucket = rb;
       in.bytes = rs_bytes;
       in.dtype = p_.reduce_dtype;
-      use_slices(in, bucket.list);
+      in.slice_list = bucket.list;
       const int rs_copy_in = em_.emit(std::move(in));
       memory_op(OpKind::Free, StreamId::ReduceScatter, MemoryKind::UnshardedGrads, grad_bytes,
                 bucket_label("grads rb", rb));
@@ -556,9 +562,9 @@ class Scheduler {
       rs.bytes = rs_bytes;
       rs.dtype = p_.reduce_dtype;
       rs.group = CommGroup::Shard;
-      rs.group_size = shard_size_;
+      rs.group_size = s_.mesh.shard;
       rs.reduction = gradient_reduction_;
-      use_slices(rs, bucket.list);
+      rs.slice_list = bucket.list;
       reduce_scatter_buffers(rs);
       rs_op = em_.emit(std::move(rs));
       p_.ops[rs_copy_in].link = rs_op;
@@ -571,12 +577,12 @@ class Scheduler {
         Op rs = make(OpKind::ReduceScatter, StreamId::ReduceScatter, "rs " + p_.params[slice.param].name);
         rs.unit = p_.params[slice.param].unit;
         rs.bucket = rb;
-        rs.bytes = slice.shard_numel * shard_size_ * dtype_bytes(p_.reduce_dtype);
+        rs.bytes = slice.shard_numel * s_.mesh.shard * dtype_bytes(p_.reduce_dtype);
         rs.dtype = p_.reduce_dtype;
         rs.group = CommGroup::Shard;
-        rs.group_size = shard_size_;
+        rs.group_size = s_.mesh.shard;
         rs.reduction = gradient_reduction_;
-        use_slices(rs, SliceList{bucket.list.begin + k, 1});
+        rs.slice_list = SliceList{bucket.list.begin + k, 1};
         reduce_scatter_buffers(rs);
         rs_op = em_.emit(std::move(rs));
         rs_ops.push_back(rs_op);
@@ -598,13 +604,12 @@ class Scheduler {
                      s_.policy.comm_fusion ? bucket_label("ar rb", rb) : "ar " + p_.params[p_.slices(rs)[0].param].name);
         ar.unit = rs.unit;
         ar.bucket = rb;
-        ar.bytes = rs.bytes / shard_size_;
+        ar.bytes = rs.bytes / s_.mesh.shard;
         ar.dtype = p_.reduce_dtype;
         ar.group = CommGroup::Replicate;
         ar.group_size = s_.mesh.replicate;
         ar.reduction = gradient_reduction_;
-        ar.slices_begin = rs.slices_begin;
-        ar.slices_count = rs.slices_count;
+        ar.slice_list = rs.slice_list;
         ar.src_buffer = ar.dst_buffer = grad_shard_buffer();
         post_reduce = em_.emit(std::move(ar), {rs_ops[k]});
       }
@@ -639,9 +644,13 @@ class Scheduler {
 
   const Scenario& s_;
   Program p_;
-  int shard_size_ = 1;
   int reshard_group_size_ = 0;  // > 0 when reshard_after_forward is an int
   Reduction gradient_reduction_ = Reduction::Avg;
+  std::array<int, kNumBuffers> buffer_ids_ = [] {
+    std::array<int, kNumBuffers> ids;
+    ids.fill(-1);
+    return ids;
+  }();
   std::vector<UnitComputeTime> unit_us_;  // per unit, per micro-batch
   Emitter em_;
   std::vector<Bucket> ag_, rs_;

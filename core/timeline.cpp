@@ -51,22 +51,16 @@ bool is_backend_name(std::string_view name) { return name == "sim" || name == "m
 std::vector<Op> timeline_ops(Program&& program) {
   std::vector<Op> ops = std::move(program.ops);
   for (Op& op : ops) {
-    op.slices_begin = op.slices_count = 0;  // a Timeline has no slice or dependency arrays
+    op.slice_list = {};  // a Timeline has no slice or dependency arrays
     op.deps_begin = op.deps_count = 0;
   }
   return ops;
 }
 
 std::vector<Op> timeline_ops(const Program& program) {
-  std::vector<Op> ops;
-  ops.reserve(program.ops.size());
-  for (const Op& op : program.ops) {
-    Op copy = op;
-    copy.slices_begin = copy.slices_count = 0;  // a Timeline has no slice or dependency arrays
-    copy.deps_begin = copy.deps_count = 0;
-    ops.push_back(std::move(copy));
-  }
-  return ops;
+  Program metadata;
+  metadata.ops = program.ops;
+  return timeline_ops(std::move(metadata));
 }
 
 json timeline_to_json(const Timeline& t) {

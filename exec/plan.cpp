@@ -108,7 +108,7 @@ Plan make_plan(const Program& input, int64_t scale, int rank, int world, int cor
     const Op& op = P.ops[i];
     if (op.id != i) throw InputError(op_path(i) + ".id", "must equal its index " + std::to_string(i));
     if (static_cast<size_t>(op.deps_begin) + op.deps_count > P.dep_ids.size() ||
-        static_cast<size_t>(op.slices_begin) + op.slices_count > P.slice_lists.size())
+        static_cast<size_t>(op.slice_list.begin) + op.slice_list.count > P.slice_lists.size())
       throw InputError(op_path(i), "its dependencies or slices run past the program's arrays");
     for (int d : P.deps(op))
       if (d < 0 || d >= i) throw InputError(op_path(i) + ".deps", "dependency " + std::to_string(d) + " is not an earlier op");

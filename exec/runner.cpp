@@ -339,11 +339,9 @@ class Run {
 }  // namespace
 
 std::vector<Op> measured_ops(const Plan& plan) {
-  std::vector<Op> ops = plan.program.ops;
+  std::vector<Op> ops = timeline_ops(plan.program);
   for (size_t i = 0; i < ops.size(); ++i) {
     Op& op = ops[i];
-    op.slices_begin = op.slices_count = 0;  // a Timeline has no slice or dependency arrays
-    op.deps_begin = op.deps_count = 0;
     if (op.kind == OpKind::Alloc || op.kind == OpKind::Free) op.bytes = (op.bytes + plan.scale - 1) / plan.scale;
     else if (op.kind != OpKind::Compute) op.bytes = plan.ops[i].moved_bytes;
   }

@@ -124,7 +124,7 @@ TEST(ProgramJson, RoundTripKeepsEveryField) {
   const auto deps = back.deps(back.ops[2]);
   EXPECT_EQ(std::vector<int>(deps.begin(), deps.end()), (std::vector<int>{0, 1}));
   // The copy-in and its all-gather list the same slices: read back, they share one list.
-  EXPECT_EQ(back.ops[0].slices_begin, back.ops[1].slices_begin);
+  EXPECT_EQ(back.ops[0].slice_list.begin, back.ops[1].slice_list.begin);
   EXPECT_EQ(back.slice_lists.size(), 2u);
   EXPECT_TRUE(back.ops[2].recompute);
   EXPECT_DOUBLE_EQ(back.ops[2].compute_us, 12.5);
@@ -251,7 +251,7 @@ Timeline sample_timeline() {
 TEST(TimelineJson, TimelineOpsDropSlicesAndDeps) {
   std::vector<Op> ops = timeline_ops(sample_program());
   ASSERT_EQ(ops.size(), 4u);
-  EXPECT_EQ(ops[0].slices_count, 0u);
+  EXPECT_EQ(ops[0].slice_list.count, 0u);
   EXPECT_EQ(ops[2].deps_count, 0u);
   EXPECT_EQ(ops[1].name, "ag u1");
   EXPECT_EQ(ops[1].bytes, 256);

@@ -71,9 +71,7 @@ inline Program make_test_program(const TestProgramSpec& spec) {
     return p.ops.back();
   };
   auto set_slices = [&](Op& op, const std::vector<TensorSlice>& slices) {
-    const SliceList list = p.add_slices(slices);
-    op.slices_begin = list.begin;
-    op.slices_count = list.count;
+    op.slice_list = p.add_slices(slices);
   };
   auto total = [](const std::vector<TensorSlice>& s) {
     long n = 0;
