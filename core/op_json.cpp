@@ -62,7 +62,7 @@ BufferInit parse_buffer_init(const json& j, const std::string& path) {
   return parse_enum(j, path, kBufferInits, buffer_init_name, "buffer init");
 }
 
-json op_to_json(const Program* program, const Op& op) {
+json op_to_json(const OpLabels& labels, const Program* program, const Op& op) {
   json j = json::object();
   j["id"] = op.id;
   j["kind"] = op_kind_name(op.kind);
@@ -78,7 +78,7 @@ json op_to_json(const Program* program, const Op& op) {
   j["compute_us"] = op.compute_us;
   j["recompute"] = op.recompute;
   j["memory"] = memory_kind_name(op.memory);
-  j["name"] = op.name;
+  j["name"] = op_name(labels, op);
   if (program != nullptr) {
     json slices = json::array();
     for (const auto& s : program->slices(op))
@@ -94,7 +94,7 @@ json op_to_json(const Program* program, const Op& op) {
   return j;
 }
 
-Op op_from_json(const json& j, const std::string& path, std::vector<TensorSlice>* slices_out, std::vector<int>* deps_out) {
+Op op_from_json(const json& j, const std::string& path, OpLabels& labels, std::vector<TensorSlice>* slices_out, std::vector<int>* deps_out) {
   jf::require_object(j, path);
   Op op;
   op.id = jf::get_int32(j, "id", path);
@@ -113,7 +113,7 @@ Op op_from_json(const json& j, const std::string& path, std::vector<TensorSlice>
   op.compute_us = jf::get_number(j, "compute_us", path);
   op.recompute = jf::get_bool(j, "recompute", path);
   op.memory = parse_memory_kind(jf::member(j, "memory", path), jf::join_path(path, "memory"));
-  op.name = jf::get_string(j, "name", path);
+  set_op_name(labels, op, jf::get_string(j, "name", path));
   if (slices_out != nullptr && jf::has_member(j, "slices")) {
     const std::string spath = jf::join_path(path, "slices");
     const json& slices = jf::require_array(j.at("slices"), spath);

@@ -12,11 +12,11 @@ namespace shardline {
 
 // program == nullptr writes the metadata a Timeline carries; with the op's Program it adds
 // slices, deps, reduction, link and buffers (program.json).
-nlohmann::json op_to_json(const Program* program, const Op& op);
-// `path` names the op in errors ("ops[12]"). Slices and deps (read into the given vectors when
+nlohmann::json op_to_json(const OpLabels& labels, const Program* program, const Op& op);
+// `path` names the op in errors ("ops[12]"); its name goes into `labels`. Slices and deps (read into the given vectors when
 // not null), reduction, link and buffers are optional members (program_from_json checks that a
 // Program's ops carry consistent ones).
-Op op_from_json(const nlohmann::json& j, const std::string& path, std::vector<TensorSlice>* slices = nullptr,
+Op op_from_json(const nlohmann::json& j, const std::string& path, OpLabels& labels, std::vector<TensorSlice>* slices = nullptr,
                 std::vector<int>* deps = nullptr);
 
 // Inverse of op_kind_name() etc.; each throws InputError(path, ...) listing the valid names.

@@ -15,6 +15,7 @@
 
 #include "core/collective.h"
 #include "core/dtype.h"
+#include "core/op_labels.h"
 
 namespace shardline {
 
@@ -74,6 +75,9 @@ struct Op {
   // collective's source, a copy-out writes its collective's destination.
   int src_buffer = -1;
   int dst_buffer = -1;
+  // The op's name, made when printed (Program::name, core/op_labels.h): an index into the label
+  // table (-1: no name), followed by " mb<microbatch>" unless `whole_name`.
+  int label = -1;
   // Where the op's slices and dependencies live in the Program's shared arrays (read them with
   // Program::slices(op) / deps(op)): a bucket's slice list is stored once and shared by every
   // op that moves it; dependencies are ids of earlier ops that must finish first.
@@ -87,8 +91,17 @@ struct Op {
   Reduction reduction = Reduction::None;  // collectives: how values combine
   MemoryKind memory = MemoryKind::None;   // alloc/free: what is allocated or released
   bool recompute = false;    // compute: includes activation recomputation
-  std::string name;          // short human label, e.g. "fwd u3", "ag b2", "rs u7"
+  bool whole_name = false;   // the label is the whole name (read so from a file)
 };
+
+// The op's name from a label table, e.g. "fwd layers.3 mb0", "ag b2 mb1".
+inline std::string op_name(const OpLabels& labels, const Op& op) { return labels.name(op.label, op.whole_name, op.microbatch); }
+// Gives `op` the name `name` (files and tests; the scheduler adds its labels itself).
+inline void set_op_name(OpLabels& labels, Op& op, std::string_view name) {
+  const OpLabels::Named named = labels.add_name(name, op.microbatch);
+  op.label = named.label;
+  op.whole_name = named.whole;
+}
 
 struct ParamInfo {
   std::string name;   // "layers.3.attn.wq"
@@ -150,7 +163,8 @@ struct Program {
   std::vector<std::string> units;   // unit names, forward order
   std::vector<ParamInfo> params;
   std::vector<Op> ops;
-  std::vector<TensorSlice> slice_lists;  // every op's slices (Op::slices_begin/count)
+  OpLabels labels;                       // the ops' names (Op::label)
+  std::vector<TensorSlice> slice_lists;  // every op's slices (Op::slice_list)
   std::vector<int> dep_ids;              // every op's dependencies (Op::deps_begin/count)
 
   std::span<const TensorSlice> slices(const Op& op) const { return {slice_lists.data() + op.slice_list.begin, op.slice_list.count}; }
@@ -163,6 +177,8 @@ struct Program {
   int append_op(Op op, std::span<const int> deps);
   // The same with its own copy of `slices` (for Programs built by hand).
   int add_op(Op op, const std::vector<int>& deps = {}, const std::vector<TensorSlice>& slices = {});
+  std::string name(const Op& op) const { return op_name(labels, op); }
+  void set_name(Op& op, std::string_view name) { set_op_name(labels, op, name); }
   const GroupInfo& group_of(const Op& op) const { return groups[static_cast<size_t>(op.group)]; }
   const StreamInfo& stream_of(const Op& op) const { return streams[static_cast<size_t>(op.stream)]; }
 };

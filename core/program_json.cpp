@@ -164,7 +164,7 @@ json program_to_json(const Program& program) {
   }
   j["params"] = std::move(params);
   json ops = json::array();
-  for (const auto& op : program.ops) ops.push_back(op_to_json(&program, op));
+  for (const auto& op : program.ops) ops.push_back(op_to_json(program.labels, &program, op));
   j["ops"] = std::move(ops);
   return j;
 }
@@ -218,7 +218,7 @@ Program program_from_json(const json& j) {
     const std::string path = jf::index_path("ops", i);
     op_slices.clear();
     op_deps.clear();
-    Op op = op_from_json(ops[i], path, &op_slices, &op_deps);
+    Op op = op_from_json(ops[i], path, p.labels, &op_slices, &op_deps);
     if (op.id != static_cast<int>(i)) throw InputError(jf::join_path(path, "id"), "op ids must equal their index; expected " + std::to_string(i) + ", found " + std::to_string(op.id));
     if (op.unit < -1 || op.unit >= num_units) throw InputError(jf::join_path(path, "unit"), "unit index " + std::to_string(op.unit) + " is not -1 or in [0, " + std::to_string(num_units) + ")");
     if (op.bucket < -1) throw InputError(jf::join_path(path, "bucket"), "must be -1 or a bucket index");
@@ -269,7 +269,7 @@ std::string program_to_text(const Program& program) {
     std::string deps;
     for (int d : program.deps(op)) deps += (deps.empty() ? "" : ",") + std::to_string(d);
     std::snprintf(line, sizeof line, "%6d  %-14s %-14s %-26s %5d %6d %14lld %-18s ", op.id,
-                  std::string(stream_name(op.stream)).c_str(), std::string(op_kind_name(op.kind)).c_str(), op.name.c_str(),
+                  std::string(stream_name(op.stream)).c_str(), std::string(op_kind_name(op.kind)).c_str(), program.name(op).c_str(),
                   op.unit, op.bucket, static_cast<long long>(op.bytes), group.c_str());
     out << line << (deps.empty() ? "-" : deps) << "\n";
   }

@@ -262,13 +262,13 @@ class Scheduler {
   }
 
   // ---- op helpers ----------------------------------------------------------------------
-  Op make(OpKind kind, StreamId stream, std::string name) {
+  Op make(OpKind kind, StreamId stream, std::string_view label) {
     Op op;
     op.kind = kind;
     op.stream = stream;
     op.phase = phase_;
     op.microbatch = mb_;
-    op.name = std::move(name) + " mb" + std::to_string(mb_);
+    op.label = p_.labels.add(label);  // the name is made when printed: label + " mb<k>"
     return op;
   }
   int memory_op(OpKind kind, StreamId stream, MemoryKind what, int64_t bytes, const std::string& label,

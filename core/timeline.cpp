@@ -48,19 +48,20 @@ void check_no_duplicate_intervals(const std::vector<OpInterval>& intervals) {
 
 bool is_backend_name(std::string_view name) { return name == "sim" || name == "mpi" || name == "nccl"; }
 
-std::vector<Op> timeline_ops(Program&& program) {
-  std::vector<Op> ops = std::move(program.ops);
-  for (Op& op : ops) {
+void set_timeline_ops(Timeline& timeline, Program&& program) {
+  timeline.ops = std::move(program.ops);
+  timeline.labels = std::move(program.labels);
+  for (Op& op : timeline.ops) {
     op.slice_list = {};  // a Timeline has no slice or dependency arrays
     op.deps_begin = op.deps_count = 0;
   }
-  return ops;
 }
 
-std::vector<Op> timeline_ops(const Program& program) {
+void set_timeline_ops(Timeline& timeline, const Program& program) {
   Program metadata;
   metadata.ops = program.ops;
-  return timeline_ops(std::move(metadata));
+  metadata.labels = program.labels;
+  set_timeline_ops(timeline, std::move(metadata));
 }
 
 json timeline_to_json(const Timeline& t) {
@@ -79,7 +80,7 @@ json timeline_to_json(const Timeline& t) {
   j["workload"] = workload_to_json(t.workload);
   j["memory_reserve"] = memory_reserve_to_json(t.memory_reserve);
   json ops = json::array();
-  for (const Op& op : t.ops) ops.push_back(op_to_json(nullptr, op));
+  for (const Op& op : t.ops) ops.push_back(op_to_json(t.labels, nullptr, op));
   j["ops"] = std::move(ops);
   j["interval_fields"] = kIntervalFields;
   json intervals = json::array();
@@ -125,7 +126,7 @@ Timeline timeline_from_json(const json& j) {
   t.ops.reserve(ops.size());
   for (size_t i = 0; i < ops.size(); ++i) {
     const std::string path = jf::index_path("ops", i);
-    Op op = op_from_json(ops[i], path);
+    Op op = op_from_json(ops[i], path, t.labels);
     if (op.id != static_cast<int>(i)) throw InputError(jf::join_path(path, "id"), "op ids must equal their index; expected " + std::to_string(i) + ", found " + std::to_string(op.id));
     t.ops.push_back(std::move(op));
   }

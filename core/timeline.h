@@ -43,14 +43,18 @@ struct Timeline {
   Workload workload;                  // tokens, samples and FLOPs per step (default: unknown)
   MemoryReserve memory_reserve;       // allocated -> reserved estimate (default: none)
   std::vector<Op> ops;                // metadata (slices and deps dropped)
+  OpLabels labels;                    // the ops' names (Op::label)
   std::vector<OpInterval> intervals;
   std::vector<MemorySample> memory;   // in time order
+
+  std::string name(const Op& op) const { return op_name(labels, op); }
+  void set_name(Op& op, std::string_view name) { set_op_name(labels, op, name); }
 };
 
-// Copies the op metadata (without slices) a Timeline carries.
-std::vector<Op> timeline_ops(const Program& program);
+// Gives the Timeline the op metadata (without slices and deps) and the op names of `program`.
+void set_timeline_ops(Timeline& timeline, const Program& program);
 // The same, taking the ops of a Program that is no longer needed (no copy of millions of ops).
-std::vector<Op> timeline_ops(Program&& program);
+void set_timeline_ops(Timeline& timeline, Program&& program);
 
 // "sim", "mpi" or "nccl": the backends a timeline (and a history record) may name.
 bool is_backend_name(std::string_view name);

@@ -17,8 +17,8 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 std::string op_path(int i) { return "program.ops[" + std::to_string(i) + "]"; }
 
-std::string op_label(const Op& op) {
-  return "op " + std::to_string(op.id) + " \"" + op.name + "\" (" + std::string(op_kind_name(op.kind)) + ")";
+std::string op_label(const Program& P, const Op& op) {
+  return "op " + std::to_string(op.id) + " \"" + P.name(op) + "\" (" + std::string(op_kind_name(op.kind)) + ")";
 }
 
 int64_t slice_total(std::span<const TensorSlice> slices) {
@@ -145,10 +145,10 @@ Plan make_plan(const Program& input, int64_t scale, int rank, int world, int cor
     const bool in = op.kind == OpKind::CopyIn;
     const int target = op.link;
     if (target < 0 || target >= nops || !is_collective(P.ops[target].kind) || (in ? target <= i : target >= i))
-      throw InputError(op_path(i) + ".link", op_label(op) + (in ? " must link to the later collective it fills"
+      throw InputError(op_path(i) + ".link", op_label(P, op) + (in ? " must link to the later collective it fills"
                                                                 : " must link to the earlier collective it drains"));
     if (in && plan.ops[target].copy_in >= 0)
-      throw InputError(op_path(i), op_label(op) + " and op " + std::to_string(plan.ops[target].copy_in) +
+      throw InputError(op_path(i), op_label(P, op) + " and op " + std::to_string(plan.ops[target].copy_in) +
                                        " both fill collective " + std::to_string(target));
     plan.ops[i].collective = target;
     if (in) plan.ops[target].copy_in = i;
@@ -161,7 +161,7 @@ Plan make_plan(const Program& input, int64_t scale, int rank, int world, int cor
   const int nbuffers = static_cast<int>(P.buffers.size());
   auto get_store = [&](int buffer, const char* key, int expected_blocks, int op) {
     if (buffer < 0 || buffer >= nbuffers)
-      throw InputError(op_path(op) + "." + key, op_label(P.ops[op]) + " names no buffer of the buffer table");
+      throw InputError(op_path(op) + "." + key, op_label(P, P.ops[op]) + " names no buffer of the buffer table");
     const BufferInfo& info = P.buffers[buffer];
     const GroupInfo& group = P.groups.at(static_cast<size_t>(info.group));
     const int blocks = info.blocks;
@@ -169,7 +169,7 @@ Plan make_plan(const Program& input, int64_t scale, int rank, int world, int cor
       throw InputError("program.buffers", "buffer \"" + info.name + "\" has " + std::to_string(blocks) +
                                               " blocks; 1 or its group's size " + std::to_string(group.size));
     if (blocks != expected_blocks || info.width != plan.ops[op].width)
-      throw InputError(op_path(op) + "." + key, op_label(P.ops[op]) + " needs " + std::to_string(expected_blocks) +
+      throw InputError(op_path(op) + "." + key, op_label(P, P.ops[op]) + " needs " + std::to_string(expected_blocks) +
                                                    " block(s) of " + std::to_string(plan.ops[op].width) +
                                                    "-byte elements; buffer \"" + info.name + "\" has " +
                                                    std::to_string(blocks) + " of " + std::to_string(info.width));
@@ -193,7 +193,7 @@ Plan make_plan(const Program& input, int64_t scale, int rank, int world, int cor
     o.source_store = get_store(op.src_buffer, "src_buffer", one_block_in ? 1 : o.blocks, i);
     o.dest_store = get_store(op.dst_buffer, "dst_buffer", one_block_out ? 1 : o.blocks, i);
     if (op.kind == OpKind::AllReduce && o.source_store != o.dest_store)
-      throw InputError(op_path(i) + ".dst_buffer", op_label(op) + " reduces in place: src_buffer and dst_buffer are one buffer");
+      throw InputError(op_path(i) + ".dst_buffer", op_label(P, op) + " reduces in place: src_buffer and dst_buffer are one buffer");
   }
   for (int i = 0; i < nops; ++i) {
     OpPlan& o = plan.ops[i];
@@ -315,7 +315,7 @@ Plan make_plan(const Program& input, int64_t scale, int rank, int world, int cor
     if (op.kind == OpKind::CopyIn) {
       const OpPlan& c = plan.ops[o.collective];
       if (slice_total(P.slices(op)) != c.block_count)
-        throw InputError(op_path(i), op_label(op) + " copies " + std::to_string(slice_total(P.slices(op))) +
+        throw InputError(op_path(i), op_label(P, op) + " copies " + std::to_string(slice_total(P.slices(op))) +
                                          " elements per block but its collective moves " + std::to_string(c.block_count));
       o.pack_spans = spans(i, o.collective, true);
     } else if (op.kind == OpKind::CopyOut) {
@@ -357,7 +357,7 @@ Plan make_plan(const Program& input, int64_t scale, int rank, int world, int cor
     if (!o.pack_spans.empty()) o.pack_spans.front().src.element += 1;
     else if (!o.unpack_spans.empty()) o.unpack_spans.front().src.element += 1;
     else if (is_collective(op.kind) && o.direct_in) o.in_loc.element += 1;
-    else throw InputError("--corrupt-op", op_label(op) + " moves no data; pick a copy or collective op");
+    else throw InputError("--corrupt-op", op_label(P, op) + " moves no data; pick a copy or collective op");
   }
   return plan;
 }

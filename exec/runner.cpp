@@ -25,9 +25,9 @@ namespace {
 // SIGTERM arrived while a run was watched (see TerminationWatched below).
 volatile sig_atomic_t g_terminated = 0;
 
-std::string op_label(const Op& op) {
+std::string op_label(const Program& program, const Op& op) {
   std::ostringstream s;
-  s << "op " << op.id << " \"" << op.name << "\" (" << op_kind_name(op.kind);
+  s << "op " << op.id << " \"" << program.name(op) << "\" (" << op_kind_name(op.kind);
   if (is_collective(op.kind)) s << " over the " << comm_group_name(op.group) << " group";
   s << ") on stream " << stream_name(op.stream);
   return s.str();
@@ -152,7 +152,7 @@ class Run {
     t.scenario = P_.scenario;
     t.ranks = 1;
     t.scale = static_cast<double>(plan_.scale);
-    t.ops = measured_ops(plan_);
+    set_measured_ops(t, plan_);
     std::lock_guard<std::mutex> lock(mutex_);
     t.intervals = intervals_;
     int iterations = 0;
@@ -278,7 +278,7 @@ class Run {
       stalled = stalled_;
     }
     if (stalled) {
-      msg << "the host stalled before " << op_label(P_.ops[stall_op_]) << " (--stall-rank test hook)";
+      msg << "the host stalled before " << op_label(P_, P_.ops[stall_op_]) << " (--stall-rank test hook)";
       return msg.str();
     }
     // The stuck op: the earliest unfinished issued op whose dependencies all finished.
@@ -295,7 +295,7 @@ class Run {
       msg << "every issued op finished; the host is stuck at: " << stage;
       return msg.str();
     }
-    msg << op_label(P_.ops[stuck]) << " did not complete";
+    msg << op_label(P_, P_.ops[stuck]) << " did not complete";
     // Where the other streams wait.
     bool seen[kNumStreams] = {};
     seen[static_cast<int>(P_.ops[stuck].stream)] = true;
@@ -305,7 +305,7 @@ class Run {
       if (seen[s] || backend_.op_done(i)) continue;
       seen[s] = true;
       others += (others.empty() ? "" : ", ") + std::string(stream_name(P_.ops[i].stream)) + " at op " +
-                std::to_string(i) + " \"" + P_.ops[i].name + "\"";
+                std::to_string(i) + " \"" + P_.name(P_.ops[i]) + "\"";
     }
     if (!others.empty()) msg << "; other streams waiting: " << others;
     msg << " (host: " << stage << ")";
@@ -338,14 +338,13 @@ class Run {
 
 }  // namespace
 
-std::vector<Op> measured_ops(const Plan& plan) {
-  std::vector<Op> ops = timeline_ops(plan.program);
-  for (size_t i = 0; i < ops.size(); ++i) {
-    Op& op = ops[i];
+void set_measured_ops(Timeline& timeline, const Plan& plan) {
+  set_timeline_ops(timeline, plan.program);
+  for (size_t i = 0; i < timeline.ops.size(); ++i) {
+    Op& op = timeline.ops[i];
     if (op.kind == OpKind::Alloc || op.kind == OpKind::Free) op.bytes = (op.bytes + plan.scale - 1) / plan.scale;
     else if (op.kind != OpKind::Compute) op.bytes = plan.ops[i].moved_bytes;
   }
-  return ops;
 }
 
 namespace {
@@ -549,7 +548,7 @@ ExecResult run_program(const Program& program, const ExecOptions& options, Backe
   t.ranks = rank == 0 ? world : 1;
   t.iterations = result.verify_failed ? 0 : options.iterations;
   t.scale = static_cast<double>(plan.scale);
-  t.ops = measured_ops(plan);
+  set_measured_ops(t, plan);
   t.intervals = gather_intervals_to_root(host, run.intervals());
   if (!result.verify_failed && rank == 0) record_step_times(options.iterations, result);
   release_plan(plan, backend);

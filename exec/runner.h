@@ -60,6 +60,6 @@ ExecResult run_program(const Program& program, const ExecOptions& options, Backe
 // The metadata a measured Timeline carries: the ops without slices and deps, with `bytes` set
 // to the bytes this run really moved (copies: bytes copied; collectives: the nccl-tests size).
 // Alloc/free: their bytes divided by the scale.
-std::vector<Op> measured_ops(const Plan& plan);
+void set_measured_ops(Timeline& timeline, const Plan& plan);
 
 }  // namespace shardline::exec

@@ -9,7 +9,7 @@ std::vector<std::string> check_timeline(const Program& program, const Timeline& 
   std::vector<std::string> errors;
   const int nops = static_cast<int>(program.ops.size());
   auto where = [&](int op, int rank, int it) {
-    const std::string name = op >= 0 && op < nops ? program.ops[op].name : "?";
+    const std::string name = op >= 0 && op < nops ? program.name(program.ops[op]) : "?";
     return "op " + std::to_string(op) + " \"" + name + "\" rank " + std::to_string(rank) + " iteration " +
            std::to_string(it);
   };

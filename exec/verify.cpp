@@ -118,7 +118,7 @@ std::string Verifier::compare(int op_id, const void* base, int64_t element, cons
   if (wrong == 0) return {};
   const Op& op = plan_.program.ops[op_id];
   std::ostringstream msg;
-  msg << "data check failed on rank " << plan_.rank << ": op " << op.id << " \"" << op.name << "\" ("
+  msg << "data check failed on rank " << plan_.rank << ": op " << op.id << " \"" << plan_.program.name(op) << "\" ("
       << op_kind_name(op.kind) << " on stream " << stream_name(op.stream) << "): parameter " << param << " \""
       << plan_.program.params[param].name << "\" block " << block << " local element " << (local0 + first)
       << ": expected " << expected[first] << ", got " << decode_value(host.data() + first * width, width) << " ("

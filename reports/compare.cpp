@@ -117,9 +117,9 @@ Comparison compare_timelines(const Timeline& predicted, const Timeline& measured
   for (size_t i = 0; i < predicted.ops.size(); ++i) {
     const Op& a = predicted.ops[i];
     const Op& b = measured.ops[i];
-    if (a.kind != b.kind || a.name != b.name)
-      throw InputError("timelines", "op " + std::to_string(i) + " is " + std::string(op_kind_name(a.kind)) + " \"" + a.name +
-                                        "\" when predicted but " + std::string(op_kind_name(b.kind)) + " \"" + b.name +
+    if (a.kind != b.kind || predicted.name(a) != measured.name(b))
+      throw InputError("timelines", "op " + std::to_string(i) + " is " + std::string(op_kind_name(a.kind)) + " \"" + predicted.name(a) +
+                                        "\" when predicted but " + std::string(op_kind_name(b.kind)) + " \"" + measured.name(b) +
                                         "\" when measured; compare needs two runs of the same Program");
   }
   Comparison c;
@@ -148,11 +148,11 @@ Comparison compare_timelines(const Timeline& predicted, const Timeline& measured
     const Op& op = predicted.ops[i];
     if (is_marker(op.kind)) continue;
     if (!pivs[i] || !mivs[i])
-      throw InputError("timelines", "op " + std::to_string(i) + " \"" + op.name + "\" has no interval in the " +
+      throw InputError("timelines", "op " + std::to_string(i) + " \"" + predicted.name(op) + "\" has no interval in the " +
                                         (pivs[i] ? "measured" : "predicted") + " step");
     OpComparison o;
     o.op = static_cast<int>(i);
-    o.name = op.name;
+    o.name = predicted.name(op);
     o.kind = op.kind;
     o.predicted_start_us = pivs[i]->start_us - pw.start_us;
     o.predicted_duration_us = pivs[i]->end_us - pivs[i]->start_us;

@@ -164,8 +164,8 @@ std::vector<std::vector<Placed>> place_ops_on_lanes(const Timeline& t, const Ste
 }
 
 // An op's hover title: name, kind, unit, bucket, bytes, group, duration, start, micro-batch.
-std::string op_title(const Op& op, const OpInterval& iv, double origin_us) {
-  std::string title = op.name + " (" + std::string(op_kind_name(op.kind)) + ")";
+std::string op_title(const Timeline& t, const Op& op, const OpInterval& iv, double origin_us) {
+  std::string title = t.name(op) + " (" + std::string(op_kind_name(op.kind)) + ")";
   if (op.unit >= 0) title += " unit " + std::to_string(op.unit);
   if (op.bucket >= 0) title += " bucket " + std::to_string(op.bucket);
   if (op.bytes > 0) title += ", " + format_bytes(op.bytes);
@@ -209,7 +209,7 @@ void draw_lane(std::string& out, const Timeline& t, int stream, const std::vecto
   auto draw_op = [&](const Placed& p, double width_px) {
     const Op& op = t.ops[p.iv->op];
     out += "<rect x=\"" + num(p.x0) + "\" y=\"" + num(y + 2) + "\" width=\"" + num(width_px) + "\" height=\"" + num(lane_h - 4) + "\" fill=\"" +
-           std::string(op_kind_color(op.kind)) + "\"><title>" + html_escape(op_title(op, *p.iv, L.origin_us)) + "</title></rect>";
+           std::string(op_kind_color(op.kind)) + "\"><title>" + html_escape(op_title(t, op, *p.iv, L.origin_us)) + "</title></rect>";
   };
   Merged merged;
   auto flush = [&]() {

@@ -51,6 +51,7 @@ json trace_to_json(const Timeline& t, const std::vector<UnitCompute>* kernels) {
 
   for (const OpInterval& iv : t.intervals) {
     const Op& op = t.ops.at(iv.op);
+    const std::string name = t.name(op);
     json args = {{"op", op.id},
                  {"kind", op_kind_name(op.kind)},
                  {"unit", op.unit},
@@ -64,7 +65,7 @@ json trace_to_json(const Timeline& t, const std::vector<UnitCompute>* kernels) {
       args["group_size"] = op.group_size;
     }
     events.push_back({{"ph", "X"},
-                      {"name", op.name},
+                      {"name", name},
                       {"cat", op_kind_name(op.kind)},
                       {"pid", iv.rank},
                       {"tid", static_cast<int>(op.stream)},
@@ -74,7 +75,7 @@ json trace_to_json(const Timeline& t, const std::vector<UnitCompute>* kernels) {
     if (has_issue) {
       events.push_back({{"ph", "i"},
                         {"s", "t"},
-                        {"name", "issue " + op.name},
+                        {"name", "issue " + name},
                         {"cat", "issue"},
                         {"pid", iv.rank},
                         {"tid", kTraceHostTid},

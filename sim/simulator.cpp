@@ -350,7 +350,8 @@ Timeline simulate_program(const Scenario& given, const Program& program, const S
   t.memory_margin = scenario.run.memory_margin;
   t.intervals = sim.take_intervals();
   t.memory = sim.take_memory();
-  t.ops = consumed != nullptr ? timeline_ops(std::move(*consumed)) : timeline_ops(program);
+  if (consumed != nullptr) set_timeline_ops(t, std::move(*consumed));
+  else set_timeline_ops(t, program);
   return t;
 }
 

@@ -94,7 +94,7 @@ int main(int argc, char** argv) {
       for (const auto& f : r.verify_failures) std::cout << "FAILURE: " << f << "\n";
       if (expect_verify_failure) {
         const Op& bad = program.ops[opt.corrupt_op];
-        const std::string needle = "op " + std::to_string(bad.id) + " \"" + bad.name + "\"";
+        const std::string needle = "op " + std::to_string(bad.id) + " \"" + program.name(bad) + "\"";
         bool named = false;
         for (const auto& f : r.verify_failures) named = named || f.find(needle) != std::string::npos;
         if (!r.verify_failed || !named) {

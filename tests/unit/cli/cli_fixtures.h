@@ -22,7 +22,7 @@ inline Timeline two_op_timeline(double step_us, const std::string& source, int r
   Op c;
   c.id = 0;
   c.kind = OpKind::Compute;
-  c.name = "fwd u0";
+  t.set_name(c, "fwd u0");
   Op a;
   a.id = 1;
   a.kind = OpKind::AllGather;
@@ -30,7 +30,7 @@ inline Timeline two_op_timeline(double step_us, const std::string& source, int r
   a.group = CommGroup::Shard;
   a.group_size = 2;
   a.bytes = 4096;
-  a.name = "ag u0";
+  t.set_name(a, "ag u0");
   t.ops = {c, a};
   for (int r = 0; r < ranks; ++r)
     for (int i = 0; i < iterations; ++i) {

@@ -166,8 +166,8 @@ TEST(Schedule, ATransformerStepEndsWithClippingThenTheOptimizerStepOnTheComputeS
   EXPECT_EQ(clip.kind, OpKind::Compute);
   EXPECT_EQ(clip.phase, Phase::Finalize);
   EXPECT_EQ(clip.stream, StreamId::Compute);
-  EXPECT_EQ(clip.name.rfind("clip_grad_norm", 0), 0u);
-  EXPECT_EQ(adam.name.rfind("optimizer_step", 0), 0u);
+  EXPECT_EQ(p.name(clip).rfind("clip_grad_norm", 0), 0u);
+  EXPECT_EQ(p.name(adam).rfind("optimizer_step", 0), 0u);
   int64_t shard = 0;
   for (const ParamInfo& param : p.params) shard += param.shard_numel;
   // AdamW reads and writes the fp32 master shard and the two fp32 states and reads the gradient:
@@ -194,10 +194,10 @@ TEST(Schedule, TransientBytesAreAllocatedAroundTheComputeThatNeedsThem) {
     const UnitSpec& u = s.model.units[op.unit];
     const int64_t transient = op.phase == Phase::Forward ? u.forward_transient_bytes : u.backward_transient_bytes;
     if (transient == 0) continue;
-    EXPECT_EQ(p.ops[i - 1].kind, OpKind::Alloc) << op.name;
-    EXPECT_EQ(p.ops[i - 1].bytes, transient) << op.name;
-    EXPECT_EQ(p.ops[i + 1].kind, OpKind::Free) << op.name;
-    EXPECT_EQ(p.ops[i + 1].bytes, transient) << op.name;
+    EXPECT_EQ(p.ops[i - 1].kind, OpKind::Alloc) << p.name(op);
+    EXPECT_EQ(p.ops[i - 1].bytes, transient) << p.name(op);
+    EXPECT_EQ(p.ops[i + 1].kind, OpKind::Free) << p.name(op);
+    EXPECT_EQ(p.ops[i + 1].bytes, transient) << p.name(op);
     ++checked;
   }
   EXPECT_GT(head.forward_transient_bytes, 0);
@@ -209,7 +209,7 @@ TEST(Schedule, ExplicitUnitsGetNoEndOfStepOps) {
   json j = scenario_json();
   j["model"] = json::parse(R"({"units": [{"name": "a", "params": 1000, "forward_flops": 1e9}]})");
   const Program p = schedule(parse(j));
-  for (const Op& op : p.ops) EXPECT_NE(op.phase == Phase::Finalize && op.kind == OpKind::Compute, true) << op.name;
+  for (const Op& op : p.ops) EXPECT_NE(op.phase == Phase::Finalize && op.kind == OpKind::Compute, true) << p.name(op);
 }
 
 TEST(Workload, TokensFlopsAndPeakFollowTheDocumentedFormulas) {

@@ -16,7 +16,6 @@ Op make_op(int id, OpKind kind, Phase phase, int64_t bytes = 0, int microbatch =
   op.phase = phase;
   op.bytes = bytes;
   op.microbatch = microbatch;
-  op.name = std::string(op_kind_name(kind)) + " " + std::to_string(id);
   return op;
 }
 

@@ -37,7 +37,7 @@ Program sample_program() {
   ci.unit = 1;
   ci.bucket = 1;
   ci.bytes = 64;
-  ci.name = "ci u1";
+  p.set_name(ci, "ci u1");
   ci.link = 1;
   ci.src_buffer = 0;
   Op ag = ci;
@@ -49,7 +49,7 @@ Program sample_program() {
   ag.bytes = 256;
   ag.group = CommGroup::Reshard;
   ag.group_size = 2;
-  ag.name = "ag u1";
+  p.set_name(ag, "ag u1");
   Op fwd;
   fwd.id = 2;
   fwd.kind = OpKind::Compute;
@@ -58,14 +58,14 @@ Program sample_program() {
   fwd.phase = Phase::Backward;
   fwd.compute_us = 12.5;
   fwd.recompute = true;
-  fwd.name = "bwd u1";
+  p.set_name(fwd, "bwd u1 mb1");  // a label shared by micro-batches, " mb1" added when printed
   Op free;
   free.id = 3;
   free.kind = OpKind::Free;
   free.memory = MemoryKind::UnshardedParams;
   free.bytes = 256;
   free.phase = Phase::Finalize;
-  free.name = "free u1";
+  p.set_name(free, "free u1");
   const std::vector<TensorSlice> slices{{1, 0, 16}, {2, 0, 16}};
   p.add_op(ci, {}, slices);
   p.add_op(ag, {0}, slices);
@@ -234,7 +234,7 @@ Timeline sample_timeline() {
   t.scale = 4;
   t.memory_capacity_bytes = 1 << 20;
   t.memory_margin = 0.05;
-  t.ops = timeline_ops(sample_program());
+  set_timeline_ops(t, sample_program());
   t.intervals = {{0, 0, 1, 0.5, 1.0, 2.25}, {1, 1, 2, 3.0, 4.0, 9.5}};
   t.memory = {{0, 10}, {2.5, 300}};
   t.workload.gpus = 2;
@@ -249,11 +249,14 @@ Timeline sample_timeline() {
 }
 
 TEST(TimelineJson, TimelineOpsDropSlicesAndDeps) {
-  std::vector<Op> ops = timeline_ops(sample_program());
+  Timeline t;
+  set_timeline_ops(t, sample_program());
+  const std::vector<Op>& ops = t.ops;
   ASSERT_EQ(ops.size(), 4u);
   EXPECT_EQ(ops[0].slice_list.count, 0u);
   EXPECT_EQ(ops[2].deps_count, 0u);
-  EXPECT_EQ(ops[1].name, "ag u1");
+  EXPECT_EQ(t.name(ops[1]), "ag u1");
+  EXPECT_EQ(t.name(ops[2]), "bwd u1 mb1");
   EXPECT_EQ(ops[1].bytes, 256);
 }
 

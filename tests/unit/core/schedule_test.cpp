@@ -256,7 +256,7 @@ TEST(Schedule, GroupTableStatesWhichRanksFormEachCommunicator) {
   EXPECT_NE(replicate.color(5), replicate.color(2));
   for (const Op& op : p.ops) {
     if (is_collective(op.kind)) {
-      EXPECT_EQ(op.group_size, p.group_of(op).size) << op.name;
+      EXPECT_EQ(op.group_size, p.group_of(op).size) << p.name(op);
     }
   }
 }
@@ -283,19 +283,19 @@ TEST(Schedule, CopiesLinkToTheCollectiveTheyFillOrDrain) {
   for (const Op& op : p.ops) {
     if (op.kind == OpKind::CopyIn) {
       ++copy_ins;
-      ASSERT_GT(op.link, op.id) << op.name;
+      ASSERT_GT(op.link, op.id) << p.name(op);
       const Op& target = p.ops[op.link];
-      EXPECT_EQ(target.kind, op.stream == StreamId::CopyIn ? OpKind::AllGather : OpKind::ReduceScatter) << op.name;
+      EXPECT_EQ(target.kind, op.stream == StreamId::CopyIn ? OpKind::AllGather : OpKind::ReduceScatter) << p.name(op);
       EXPECT_EQ(target.bucket, op.bucket);
       EXPECT_EQ(target.microbatch, op.microbatch);
     } else if (op.kind == OpKind::CopyOut) {
       ++copy_outs;
-      ASSERT_GE(op.link, 0) << op.name;
-      ASSERT_LT(op.link, op.id) << op.name;
+      ASSERT_GE(op.link, 0) << p.name(op);
+      ASSERT_LT(op.link, op.id) << p.name(op);
       EXPECT_EQ(p.ops[op.link].kind, OpKind::AllGather);
       EXPECT_EQ(p.ops[op.link].bucket, op.bucket);
     } else {
-      EXPECT_EQ(op.link, -1) << op.name;
+      EXPECT_EQ(op.link, -1) << p.name(op);
     }
   }
   EXPECT_GT(copy_ins, 0);
@@ -363,7 +363,7 @@ TEST(Schedule, CollectivesCarryTheirReduction) {
     const Program p = schedule(s);
     for (const Op& op : p.ops) {
       if (op.kind == OpKind::AllGather) EXPECT_EQ(op.reduction, Reduction::None);
-      else if (is_collective(op.kind)) EXPECT_EQ(op.reduction, average ? Reduction::Avg : Reduction::Sum) << op.name;
+      else if (is_collective(op.kind)) EXPECT_EQ(op.reduction, average ? Reduction::Avg : Reduction::Sum) << p.name(op);
       else EXPECT_EQ(op.reduction, Reduction::None);
     }
   }
@@ -420,7 +420,7 @@ TEST(Schedule, ZeroCopySkipsCopyInUnlessACastIsNeeded) {
   const Program cast_program = schedule(s);  // ops_of points into it
   const auto casts = ops_of(cast_program, OpKind::CopyIn);
   ASSERT_EQ(casts.size(), 3u);
-  EXPECT_NE(casts[0]->name.find("cast_in"), std::string::npos);
+  EXPECT_NE(cast_program.name(*casts[0]).find("cast_in"), std::string::npos);
 }
 
 TEST(Schedule, BucketsPackConsecutiveGroupsAndSplitLargeOnes) {
@@ -558,7 +558,7 @@ TEST(Schedule, IsDeterministic) {
   const Program a = schedule(s), b = schedule(s);
   ASSERT_EQ(a.ops.size(), b.ops.size());
   for (size_t i = 0; i < a.ops.size(); ++i) {
-    EXPECT_EQ(a.ops[i].name, b.ops[i].name);
+    EXPECT_EQ(a.name(a.ops[i]), b.name(b.ops[i]));
     const auto da = a.deps(a.ops[i]), db = b.deps(b.ops[i]);
     EXPECT_TRUE(std::equal(da.begin(), da.end(), db.begin(), db.end()));
   }

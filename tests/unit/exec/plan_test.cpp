@@ -40,9 +40,9 @@ TEST(MakePlan, LinksCopiesAndMovesTheRightBytes) {
     if (op.kind == OpKind::CopyIn) {
       ASSERT_GE(o.collective, 0);
       EXPECT_EQ(plan.ops[o.collective].copy_in, op.id);
-      EXPECT_EQ(o.moved_bytes, op.bytes) << op.name;
+      EXPECT_EQ(o.moved_bytes, op.bytes) << p.name(op);
     }
-    if (is_collective(op.kind)) EXPECT_EQ(o.moved_bytes, op.bytes) << op.name;
+    if (is_collective(op.kind)) EXPECT_EQ(o.moved_bytes, op.bytes) << p.name(op);
   }
 }
 
@@ -54,8 +54,8 @@ TEST(MakePlan, ZeroCopyAllGatherReadsTheShardStoreDirectly) {
   int direct = 0;
   for (const auto& op : p.ops)
     if (op.kind == OpKind::AllGather) {
-      EXPECT_TRUE(plan.ops[op.id].direct_in) << op.name;
-      EXPECT_TRUE(plan.ops[op.id].pack_spans.empty()) << op.name;
+      EXPECT_TRUE(plan.ops[op.id].direct_in) << p.name(op);
+      EXPECT_TRUE(plan.ops[op.id].pack_spans.empty()) << p.name(op);
       ++direct;
     }
   EXPECT_GT(direct, 0);
@@ -63,7 +63,7 @@ TEST(MakePlan, ZeroCopyAllGatherReadsTheShardStoreDirectly) {
   const Program q = make_test_program(spec);
   const Plan with_copy = make_plan(q, 1, 1, 2);
   for (const auto& op : q.ops)
-    if (op.kind == OpKind::AllGather) EXPECT_FALSE(with_copy.ops[op.id].direct_in) << op.name;
+    if (op.kind == OpKind::AllGather) EXPECT_FALSE(with_copy.ops[op.id].direct_in) << p.name(op);
 }
 
 TEST(MakePlan, RefusesAWorldThatDoesNotMatchTheMesh) {
@@ -80,7 +80,7 @@ TEST(MakePlan, RefusesACopyInThatFeedsNothing) {
   stray.id = static_cast<int>(p.ops.size());
   stray.kind = OpKind::CopyIn;
   stray.stream = StreamId::CopyIn;
-  stray.name = "stray";
+  p.set_name(stray, "stray");
   p.add_op(stray, {}, {TensorSlice{0, 0, 4}});
   try {
     make_plan(p, 1, 0, 2);

@@ -66,7 +66,7 @@ inline Program make_test_program(const TestProgramSpec& spec) {
     op.stream = stream;
     op.phase = phase;
     op.unit = unit;
-    op.name = std::move(name);
+    p.set_name(op, name);
     p.add_op(op, deps);
     return p.ops.back();
   };

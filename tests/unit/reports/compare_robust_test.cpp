@@ -27,11 +27,11 @@ Timeline complete(const std::string& source, int ranks, int iterations) {
   a.id = 0;
   a.kind = OpKind::CopyIn;
   a.stream = StreamId::CopyIn;
-  a.name = "ci u0";
+  t.set_name(a, "ci u0");
   Op b;
   b.id = 1;
   b.kind = OpKind::Compute;
-  b.name = "fwd u0";
+  t.set_name(b, "fwd u0");
   t.ops = {a, b};
   for (int r = 0; r < ranks; ++r)
     for (int i = 0; i < iterations; ++i) {

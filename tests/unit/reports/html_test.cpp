@@ -91,7 +91,7 @@ TEST(SvgTimeline, MergesSubPixelOpsWithoutLosingAny) {
     o.id = i;
     o.kind = i % 2 ? OpKind::AllGather : OpKind::Compute;
     o.stream = i % 2 ? StreamId::AllGather : StreamId::Compute;
-    o.name = "op" + std::to_string(i);
+    t.set_name(o, "op" + std::to_string(i));
     t.ops.push_back(o);
     // Ops of 1 us every 10 us over 200 ms; ops 0 and 1 are long.
     const double start = i * 10.0;

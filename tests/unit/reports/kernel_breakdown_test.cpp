@@ -41,7 +41,7 @@ TEST(KernelBreakdown, KernelSlicesTileEveryPredictedComputeOpOfAUnit) {
     const UnitCompute& u = kernels[op.unit];
     const auto& list = op.phase == Phase::Backward ? u.backward : u.forward;
     ASSERT_LE(next + list.size(), events.size());
-    EXPECT_DOUBLE_EQ(events[next]["ts"].get<double>(), iv.start_us) << op.name;
+    EXPECT_DOUBLE_EQ(events[next]["ts"].get<double>(), iv.start_us) << t.name(op);
     double end = 0;
     for (size_t k = 0; k < list.size(); ++k) {
       const json& e = events[next + k];
@@ -50,7 +50,7 @@ TEST(KernelBreakdown, KernelSlicesTileEveryPredictedComputeOpOfAUnit) {
       EXPECT_EQ(e["tid"], static_cast<int>(StreamId::Compute));
       end = e["ts"].get<double>() + e["dur"].get<double>();
     }
-    EXPECT_NEAR(end, iv.end_us, 1e-6 * iv.end_us) << op.name;
+    EXPECT_NEAR(end, iv.end_us, 1e-6 * iv.end_us) << t.name(op);
     next += list.size();
   }
   EXPECT_EQ(next, events.size());

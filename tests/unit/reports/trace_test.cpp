@@ -34,7 +34,7 @@ TEST(Trace, HasOneCompleteEventPerIntervalOnItsRankAndStream) {
     const OpInterval& iv = t.intervals[i];
     const Op& op = t.ops[iv.op];
     const json& e = xs[i];
-    EXPECT_EQ(e.at("name"), op.name);
+    EXPECT_EQ(e.at("name"), t.name(op));
     EXPECT_EQ(e.at("pid"), iv.rank);
     EXPECT_EQ(e.at("tid"), static_cast<int>(op.stream));
     EXPECT_DOUBLE_EQ(e.at("ts").get<double>(), iv.start_us);

@@ -93,7 +93,7 @@ class ProgramBuilder {
     op.id = static_cast<int>(p_.ops.size());
     op.kind = kind;
     op.stream = stream;
-    op.name = std::string(op_kind_name(kind)) + " " + std::to_string(op.id);
+    p_.set_name(op, std::string(op_kind_name(kind)) + " " + std::to_string(op.id));
     p_.add_op(std::move(op), deps);
     return p_.ops.back();
   }

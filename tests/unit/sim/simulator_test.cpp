@@ -37,7 +37,7 @@ TEST(Simulator, OutputDescribesThePrediction) {
   EXPECT_EQ(t.memory_capacity_bytes, s.cluster.gpu.memory_bytes);
   EXPECT_DOUBLE_EQ(t.memory_margin, 0.1);
   ASSERT_EQ(t.ops.size(), 2u);
-  EXPECT_EQ(t.ops[1].name, "compute 1");
+  EXPECT_EQ(t.name(t.ops[1]), "compute 1");
   ASSERT_EQ(t.intervals.size(), 2u);
   for (const OpInterval& iv : t.intervals) {
     EXPECT_EQ(iv.rank, 0);

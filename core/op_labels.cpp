@@ -1,0 +1,31 @@
+#include "core/op_labels.h"
+
+#include <cassert>
+
+namespace shardline {
+
+int OpLabels::add(std::string_view text) {
+  if (auto it = index_.find(text); it != index_.end()) return it->second;
+  const int id = static_cast<int>(texts_.size());
+  texts_.emplace_back(text);
+  index_.emplace(texts_.back(), id);
+  return id;
+}
+
+std::string OpLabels::name(int label, bool whole, int microbatch) const {
+  if (label < 0) return {};
+  assert(static_cast<size_t>(label) < texts_.size() && "op label outside the label table");
+  const std::string& text = texts_[static_cast<size_t>(label)];
+  if (whole) return text;
+  return text + " mb" + std::to_string(microbatch);
+}
+
+OpLabels::Named OpLabels::add_name(std::string_view name, int microbatch) {
+  if (name.empty()) return {};
+  const std::string suffix = " mb" + std::to_string(microbatch);
+  if (name.size() > suffix.size() && name.ends_with(suffix))
+    return {add(name.substr(0, name.size() - suffix.size())), false};
+  return {add(name), true};
+}
+
+}  // namespace shardline
