@@ -137,8 +137,14 @@ Op op_from_json(const json& j, const std::string& path, OpLabels& labels, std::v
   if (jf::has_member(j, "reduction"))
     op.reduction = parse_reduction(j.at("reduction"), jf::join_path(path, "reduction"));
   if (jf::has_member(j, "link")) op.link = jf::get_int32(j, "link", path);
-  if (jf::has_member(j, "src_buffer")) op.src_buffer = jf::get_int32(j, "src_buffer", path);
-  if (jf::has_member(j, "dst_buffer")) op.dst_buffer = jf::get_int32(j, "dst_buffer", path);
+  for (auto [key, field] : {std::pair{"src_buffer", &op.src_buffer}, std::pair{"dst_buffer", &op.dst_buffer}}) {
+    if (!jf::has_member(j, key)) continue;
+    const int32_t id = jf::get_int32(j, key, path);
+    if (id < -1 || id > INT16_MAX)
+      throw InputError(jf::join_path(path, key), "must be -1 (none) or a buffer index up to " + std::to_string(INT16_MAX) +
+                                                     ", found " + std::to_string(id));
+    *field = static_cast<int16_t>(id);
+  }
   return op;
 }
 

@@ -12,12 +12,13 @@ int OpLabels::add(std::string_view text) {
   return id;
 }
 
-std::string OpLabels::name(int label, bool whole, int microbatch) const {
+std::string OpLabels::name(int label, int number, bool whole, int microbatch) const {
   if (label < 0) return {};
   assert(static_cast<size_t>(label) < texts_.size() && "op label outside the label table");
-  const std::string& text = texts_[static_cast<size_t>(label)];
-  if (whole) return text;
-  return text + " mb" + std::to_string(microbatch);
+  std::string name = texts_[static_cast<size_t>(label)];
+  if (number >= 0) name += std::to_string(number);
+  if (!whole) name += " mb" + std::to_string(microbatch);
+  return name;
 }
 
 OpLabels::Named OpLabels::add_name(std::string_view name, int microbatch) {

@@ -70,19 +70,20 @@ struct Op {
   // Copy-in: the collective whose input it fills (a later op); copy-out: the collective whose
   // output it drains (an earlier op). -1 for every other op.
   int link = -1;
-  // Data buffers (indices into Program::buffers), -1 for none. A collective reads `src_buffer`
-  // and writes `dst_buffer` (the same buffer for an in-place all-reduce); a copy-in reads its
-  // collective's source, a copy-out writes its collective's destination.
-  int src_buffer = -1;
-  int dst_buffer = -1;
   // The op's name, made when printed (Program::name, core/op_labels.h): an index into the label
-  // table (-1: no name), followed by " mb<microbatch>" unless `whole_name`.
+  // table (-1: no name), then `label_number` when >= 0, then " mb<microbatch>" unless `whole_name`.
   int label = -1;
+  int label_number = -1;
   // Where the op's slices and dependencies live in the Program's shared arrays (read them with
   // Program::slices(op) / deps(op)): a bucket's slice list is stored once and shared by every
   // op that moves it; dependencies are ids of earlier ops that must finish first.
   SliceList slice_list;
   uint32_t deps_begin = 0, deps_count = 0;
+  // Data buffers (indices into Program::buffers), -1 for none. A collective reads `src_buffer`
+  // and writes `dst_buffer` (the same buffer for an in-place all-reduce); a copy-in reads its
+  // collective's source, a copy-out writes its collective's destination.
+  int16_t src_buffer = -1;
+  int16_t dst_buffer = -1;
   OpKind kind = OpKind::Compute;
   StreamId stream = StreamId::Compute;
   Phase phase = Phase::Forward;
@@ -95,11 +96,12 @@ struct Op {
 };
 
 // The op's name from a label table, e.g. "fwd layers.3 mb0", "ag b2 mb1".
-inline std::string op_name(const OpLabels& labels, const Op& op) { return labels.name(op.label, op.whole_name, op.microbatch); }
+inline std::string op_name(const OpLabels& labels, const Op& op) { return labels.name(op.label, op.label_number, op.whole_name, op.microbatch); }
 // Gives `op` the name `name` (files and tests; the scheduler adds its labels itself).
 inline void set_op_name(OpLabels& labels, Op& op, std::string_view name) {
   const OpLabels::Named named = labels.add_name(name, op.microbatch);
   op.label = named.label;
+  op.label_number = -1;
   op.whole_name = named.whole;
 }
 

@@ -262,18 +262,26 @@ class Scheduler {
   }
 
   // ---- op helpers ----------------------------------------------------------------------
-  Op make(OpKind kind, StreamId stream, std::string_view label) {
+  // An op's label and label number (>= 0: printed after it, e.g. a bucket: "ag b" 12 -> "ag b12").
+  struct Label {
+    Label(std::string t, int n = -1) : text(std::move(t)), number(n) {}
+    Label(const char* t) : text(t) {}
+    std::string text;
+    int number = -1;
+  };
+  Op make(OpKind kind, StreamId stream, const Label& label) {
     Op op;
     op.kind = kind;
     op.stream = stream;
     op.phase = phase_;
     op.microbatch = mb_;
-    op.label = p_.labels.add(label);  // the name is made when printed: label + " mb<k>"
+    op.label = p_.labels.add(label.text);  // the name is made when printed: label, number, " mb<k>"
+    op.label_number = label.number;
     return op;
   }
-  int memory_op(OpKind kind, StreamId stream, MemoryKind what, int64_t bytes, const std::string& label,
+  int memory_op(OpKind kind, StreamId stream, MemoryKind what, int64_t bytes, const Label& label,
                 std::initializer_list<int> deps = {}) {
-    Op op = make(kind, stream, std::string(kind == OpKind::Alloc ? "alloc " : "free ") + label);
+    Op op = make(kind, stream, Label(std::string(kind == OpKind::Alloc ? "alloc " : "free ") + label.text, label.number));
     op.memory = what;
     op.bytes = bytes;
     return em_.emit(std::move(op), deps);
@@ -281,7 +289,7 @@ class Scheduler {
   int64_t bucket_bytes(const Bucket& b, DType dtype, int group_size) const {
     return b.shard_elems * group_size * dtype_bytes(dtype);
   }
-  std::string bucket_label(const char* prefix, int b) const { return prefix + std::to_string(b); }
+  static Label bucket_label(const char* prefix, int b) { return Label(prefix, b); }
 
   // ---- data buffers (the Program's buffer table) ----------------------------------------
   // The scheduler's buffers: each is added to the table when an op first uses it, and its id
@@ -601,7 +609,7 @@ class Scheduler {
       for (size_t k = 0; k < rs_ops.size(); ++k) {
         const Op& rs = p_.ops[rs_ops[k]];
         Op ar = make(OpKind::AllReduce, StreamId::AllReduce,
-                     s_.policy.comm_fusion ? bucket_label("ar rb", rb) : "ar " + p_.params[p_.slices(rs)[0].param].name);
+                     s_.policy.comm_fusion ? bucket_label("ar rb", rb) : Label("ar " + p_.params[p_.slices(rs)[0].param].name));
         ar.unit = rs.unit;
         ar.bucket = rb;
         ar.bytes = rs.bytes / s_.mesh.shard;
@@ -624,7 +632,7 @@ class Scheduler {
     for (int event : post_reduce_events_) em_.wait(StreamId::Compute, event);
     em_.wait(StreamId::Compute, prev_rs_op_);
     memory_op(OpKind::Free, StreamId::Compute, MemoryKind::ReduceScatterBuffer, prev_rs_op_ >= 0 ? prev_rs_bytes_ : 0,
-              prev_rs_op_ >= 0 ? bucket_label("rs_buf rb", prev_rs_bucket_) : std::string("step end"));
+              prev_rs_op_ >= 0 ? bucket_label("rs_buf rb", prev_rs_bucket_) : Label("step end"));
     // Parameters kept unsharded (reshard_after_forward=false with no backward) never exist
     // here: backward always reshards; so every allocation is matched by now.
     // Transformer shorthand: gradient clipping, then the optimizer step over this rank's shard,
