@@ -183,11 +183,13 @@ class Scheduler {
     const double per_sync = (fused ? 4.0 : 3.0) * static_cast<double>(min_bucket_count(s_, p_, s_.policy.bucket_bytes, reduce_bytes));
     const double at_least = per_micro_batch * p_.micro_batches + per_sync * syncs;
     if (at_least > static_cast<double>(kMaxProgramOps)) throw too_many_ops(s_, at_least, per_micro_batch + per_sync);
-    // Growing a vector of millions of ops copies them again and again: start at the estimate.
-    p_.ops.reserve(static_cast<size_t>(at_least));
-    p_.dep_ids.reserve(static_cast<size_t>(at_least));
     ag_ = pack_buckets(s_, p_, forward_order, s_.policy.bucket_bytes, param_bytes);
     rs_ = pack_buckets(s_, p_, backward_order, s_.policy.bucket_bytes, reduce_bytes);
+    // A vector of millions of ops grown by doubling ends up to twice its size: allocate the
+    // ops once, at an estimate from the packed buckets.
+    const size_t expected = expected_op_count(gathers, syncs);
+    p_.ops.reserve(expected);
+    p_.dep_ids.reserve(expected * 3 / 4);  // about 0.4-0.6 dependencies per op
     for (auto* buckets : {&ag_, &rs_})
       for (Bucket& b : *buckets) b.list = p_.add_slices(b.slices);
     ag_of_unit_.assign(U, {});
@@ -213,6 +215,24 @@ class Scheduler {
   }
 
  private:
+  // What the step below emits, from the packed buckets: per gather of an all-gather bucket
+  // (fused: buffer alloc, copy-in, all-gather, params alloc, copy-out, two frees; unfused: params
+  // alloc, one all-gather per parameter, free; partial reshard: two more), per reduction of a
+  // reduce-scatter bucket (fused: two allocs, copy-in, reduce-scatter, two frees and the
+  // all-reduce; unfused: one reduce-scatter and all-reduce per parameter), per unit and
+  // micro-batch the compute and activation ops. Close to exact, for the allocation only.
+  size_t expected_op_count(double gathers, double syncs) const {
+    const bool fused = s_.policy.comm_fusion;
+    const bool partial = s_.policy.reshard_after_forward.mode == ReshardAfterForward::Mode::Partial;
+    const bool hsdp = s_.mesh.replicate > 1;
+    double per_micro_batch = 8.0 * static_cast<double>(s_.model.units.size());
+    for (const Bucket& b : ag_)
+      per_micro_batch += gathers * ((fused ? 7.0 : 2.0 + b.list.count) + (partial ? 2.0 : 0.0));
+    double per_sync = 0;
+    for (const Bucket& b : rs_) per_sync += fused ? 6.0 + (hsdp ? 1.0 : 0.0) : 2.0 + b.list.count * (hsdp ? 2.0 : 1.0);
+    return static_cast<size_t>(per_micro_batch * p_.micro_batches + per_sync * syncs) + 16;
+  }
+
   // ---- set-up --------------------------------------------------------------------------
   // A unit computing for over an hour per micro-batch comes from inputs that are each in range
   // but together absurd (1e21 FLOPs at 0.1% of a CPU core's peak ran as a 1e19 us step):
