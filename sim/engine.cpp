@@ -24,11 +24,30 @@ void Engine::schedule_at(double time_us, int kind, int target, uint64_t version)
                  kind, target, time_us, now_us_);
     std::abort();
   }
-  heap_.push_back(Event{time_us, next_seq_++, kind, target, version});
+  const Event e{time_us, next_seq_++, kind, target, version};
+  if (time_us == now_us_) {
+    now_.push_back(e);
+    return;
+  }
+  heap_.push_back(e);
   std::push_heap(heap_.begin(), heap_.end(), Later{});
 }
 
 bool Engine::pop(Event& out) {
+  // Every queued now-event is at now_us_ (the clock cannot pass them): one goes first unless the
+  // heap holds an event at this time scheduled before it.
+  if (now_head_ < now_.size()) {
+    const Event& first = now_[now_head_];
+    if (heap_.empty() || Later{}(heap_.front(), first)) {
+      out = first;
+      if (++now_head_ == now_.size()) {
+        now_.clear();
+        now_head_ = 0;
+      }
+      ++popped_;
+      return true;
+    }
+  }
   if (heap_.empty()) return false;
   std::pop_heap(heap_.begin(), heap_.end(), Later{});
   out = heap_.back();

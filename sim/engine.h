@@ -2,6 +2,9 @@
 // Ties at equal times are broken by a monotonically increasing sequence number (insertion
 // order), never by pointers or hash order, so the same inputs always pop in the same order.
 // Events carry no closures (no per-event allocation); the owner dispatches on `kind`.
+// Events at the current time (zero-duration ops: about half of a Program's ops are alloc/free
+// markers) skip the heap: they wait in a first-in first-out queue, and pop merges the two by
+// (time, sequence), so the order is exactly the heap's.
 // Cancellation is by versioning: the owner bumps a version and ignores stale events.
 #pragma once
 #include <cstddef>
@@ -26,12 +29,14 @@ class Engine {
   // Pops the earliest event (ties: earliest scheduled) and advances the clock to it.
   // Returns false when the queue is empty.
   bool pop(Event& out);
-  bool empty() const { return heap_.empty(); }
+  bool empty() const { return heap_.empty() && now_head_ == now_.size(); }
   uint64_t events_processed() const { return popped_; }
   void reserve(size_t events) { heap_.reserve(events); }
 
  private:
   std::vector<Event> heap_;  // binary min-heap on (time_us, seq)
+  std::vector<Event> now_;   // events at now_us_, in sequence order, from now_head_ on
+  size_t now_head_ = 0;
   double now_us_ = 0;
   uint64_t next_seq_ = 0;
   uint64_t popped_ = 0;

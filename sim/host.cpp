@@ -10,17 +10,15 @@ double host_issue_cost_us(const Op& op, double launch_overhead_us) {
   return marker ? 0.0 : launch_overhead_us;
 }
 
-HostThread::HostThread(const Program& program, double launch_overhead_us) {
-  costs_.reserve(program.ops.size());
-  for (const Op& op : program.ops) costs_.push_back(host_issue_cost_us(op, launch_overhead_us));
-}
+HostThread::HostThread(const Program& program, double launch_overhead_us)
+    : ops_(program.ops), launch_overhead_us_(launch_overhead_us) {}
 
 void HostThread::issue_next() {
   if (next_op() < 0) {
     std::fprintf(stderr, "shardline sim host: issue_next with nothing left to issue\n");
     std::abort();
   }
-  clock_us_ += costs_[next_];
+  clock_us_ += host_issue_cost_us(ops_[next_], launch_overhead_us_);
   ++next_;
 }
 

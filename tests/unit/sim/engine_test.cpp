@@ -45,6 +45,34 @@ TEST(Engine, EventsScheduledWhileRunningKeepTheOrder) {
   EXPECT_EQ(order, (std::vector<int>{2, 1, 3}));
 }
 
+// Events at the current time take a shortcut past the heap; the order must not change: an event
+// already in the heap at this time was scheduled first and pops first.
+TEST(Engine, EventsAtTheCurrentTimeKeepSchedulingOrderWithTheHeap) {
+  Engine e;
+  e.schedule_at(1.0, 0, 0);
+  e.schedule_at(1.0, 0, 1);
+  e.schedule_at(3.0, 0, 2);
+  Event ev;
+  ASSERT_TRUE(e.pop(ev));
+  EXPECT_EQ(ev.target, 0);
+  e.schedule_at(1.0, 0, 3);  // now: after 1 (same time, scheduled before it)
+  e.schedule_at(1.0, 0, 4);
+  ASSERT_TRUE(e.pop(ev));
+  EXPECT_EQ(ev.target, 1);
+  e.schedule_at(1.0, 0, 5);
+  e.schedule_at(2.0, 0, 6);
+  std::vector<int> order;
+  std::vector<double> clock;
+  while (e.pop(ev)) {
+    order.push_back(ev.target);
+    clock.push_back(e.now_us());
+  }
+  EXPECT_EQ(order, (std::vector<int>{3, 4, 5, 6, 2}));
+  EXPECT_EQ(clock, (std::vector<double>{1.0, 1.0, 1.0, 2.0, 3.0}));
+  EXPECT_TRUE(e.empty());
+  EXPECT_EQ(e.events_processed(), 7u);
+}
+
 TEST(EngineDeathTest, SchedulingInThePastAborts) {
   Engine e;
   e.schedule_at(5.0, 0, 0);
