@@ -1,10 +1,13 @@
-// `shardline simulate SCENARIO [--set path=value ...] [--profile P] [--out DIR] [--json]`:
-// schedules the scenario, simulates one step (with the analytical cost model, or with a
-// calibrated profile's measured tables), prints the summary table (or the metrics JSON) and
-// optionally writes the run outputs (metrics.json, program.json, timeline.json, trace.json,
-// report.html).
+// `shardline simulate SCENARIO [--set path=value ...] [--profile P] [--out DIR] [--json]
+// [--ranks one|all [--trace-ranks LIST]]`: schedules the scenario, simulates one step (with the
+// analytical cost model, or with a calibrated profile's measured tables) on one representative
+// rank or on every rank, prints the summary table (or the metrics JSON) and optionally writes
+// the run outputs (metrics.json, program.json, timeline.json, trace.json, report.html, and with
+// every rank ranks.json).
+#include <fstream>
 #include <iostream>
 #include <optional>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -14,23 +17,53 @@
 #include "core/metrics.h"
 #include "core/profile.h"
 #include "core/schedule.h"
+#include "reports/every_rank.h"
 #include "reports/outputs.h"
 #include "sim/simulator.h"
 
 namespace shardline::cli {
 namespace {
 
+// "3,17,42" -> {3, 17, 42}; "all" -> keep_all.
+std::vector<int> parse_rank_list(const std::string& text, bool& keep_all) {
+  keep_all = text == "all";
+  std::vector<int> ranks;
+  if (keep_all || text.empty()) return ranks;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    size_t used = 0;
+    int rank = -1;
+    try {
+      rank = std::stoi(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != item.size() || rank < 0)
+      throw InputError("--trace-ranks", "\"" + item + "\" is not a rank; give ranks as 0,5,17 or all");
+    ranks.push_back(rank);
+  }
+  return ranks;
+}
+
 int run_simulate(const std::vector<std::string>& args) {
-  std::string out_dir, profile_path;
+  std::string out_dir, profile_path, ranks_mode = "one", trace_ranks;
   CommandLine cli("shardline simulate SCENARIO [--set PATH=VALUE ...] [--profile P] [--out DIR] [--json]");
   cli.add_scenario("scenarios/llama3-8b-fsdp-h100x8.json");
   cli.add_set_flag("PATH=VALUE override of the scenario JSON, e.g. policy.bucket_bytes=64MiB (repeatable)");
   cli.flags()("profile", po::value(&profile_path), "a calibrated cluster profile (shardline calibrate): measured collective, copy and issue costs replace the analytical ones")
       ("out", po::value(&out_dir), "write metrics.json, program.json, timeline.json, trace.json and report.html to this folder")
-      ("json", "print the metrics as JSON on stdout instead of the summary table");
+      ("json", "print the metrics as JSON on stdout instead of the summary table")
+      ("ranks", po::value(&ranks_mode)->default_value("one"), "one (a representative rank) or all (every rank, each with its own streams; collectives wait for their slowest member)")
+      ("trace-ranks", po::value(&trace_ranks), "--ranks all: ranks the timeline and trace keep besides rank 0, the slowest and the fastest (0,5,17), or all");
   if (cli.parse(args) == Parsed::help_shown) return 0;
   if (cli.given("out") && out_dir.empty()) throw InputError("--out", "give a folder");
   if (cli.given("profile") && profile_path.empty()) throw InputError("--profile", "give a profile JSON file written by shardline calibrate");
+  if (ranks_mode != "one" && ranks_mode != "all") throw InputError("--ranks", "\"" + ranks_mode + "\" is not one of: one, all");
+  const bool every_rank = ranks_mode == "all";
+  if (!every_rank && cli.given("trace-ranks")) throw InputError("--trace-ranks", "needs --ranks all");
+  bool keep_all = false;
+  const std::vector<int> keep_ranks = parse_rank_list(trace_ranks, keep_all);
 
   const Scenario scenario = cli.load_scenario();
   Program program = schedule(scenario);
@@ -38,16 +71,30 @@ int run_simulate(const std::vector<std::string>& args) {
   SimOptions options;
   std::optional<ClusterProfile> profile;
   if (!profile_path.empty()) options.profile = &profile.emplace(load_profile(profile_path));
-  // Without outputs to write, the Program is not needed after simulating: its ops move into the
-  // Timeline instead of being copied (half the memory of a million-op Program).
-  const Timeline timeline = out_dir.empty() ? simulate(scenario, std::move(program), options) : simulate(scenario, program, options);
+  std::optional<RankSummary> ranks;
+  Timeline timeline;
+  if (every_rank) {
+    EveryRankRun run = simulate_every_rank(scenario, program, options, nullptr, keep_ranks, keep_all);
+    timeline = std::move(run.timeline);
+    ranks = std::move(run.summary);
+  } else {
+    // Without outputs to write, the Program is not needed after simulating: its ops move into the
+    // Timeline instead of being copied (half the memory of a million-op Program).
+    timeline = out_dir.empty() ? simulate(scenario, std::move(program), options) : simulate(scenario, program, options);
+  }
   const Metrics metrics = compute_metrics(timeline);
-  if (!out_dir.empty()) write_run_outputs(out_dir, scenario, program, timeline, metrics);
+  if (!out_dir.empty()) {
+    write_run_outputs(out_dir, scenario, program, timeline, metrics);
+    if (ranks) std::ofstream(out_dir + "/ranks.json") << rank_summary_to_json(*ranks).dump(2) << "\n";
+  }
 
   if (cli.given("json")) {
-    std::cout << metrics_to_json(metrics).dump(2) << "\n";
+    nlohmann::json j = metrics_to_json(metrics);
+    if (ranks) j["ranks"] = rank_summary_to_json(*ranks);
+    std::cout << j.dump(2) << "\n";
   } else {
     std::cout << summary_table(scenario, timeline, metrics);
+    if (ranks) std::cout << "\n" << rank_summary_text(*ranks);
     if (!out_dir.empty()) std::cout << "\noutputs in " << out_dir << "/ (report.html, trace.json for Perfetto, metrics.json, program.json, timeline.json)\n";
   }
   return 0;

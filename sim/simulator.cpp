@@ -17,8 +17,10 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <algorithm>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <utility>
 
 #include "core/error.h"
@@ -71,30 +73,80 @@ void validate_ops(const Program& program) {
   }
 }
 
+// One collective running on one rank's stream: its op, its instance (every member's shared
+// state) and the phase this rank is in.
 struct RunningCollective {
   int op = -1;
-  CollectivePlan plan;
   int phase = 0;
+  uint64_t instance = 0;
 };
+
+// One collective across its group's members: the cost model's plan (the same for every member),
+// who has arrived, and how many members finished the current phase. A member starts moving
+// data only when every member has arrived, and the next phase starts when every member has
+// finished this one; in the meantime it waits inside the collective, as NCCL kernels do. With one
+// representative rank the instance has one member: it starts at once.
+struct CollectiveInstance {
+  CollectivePlan plan;
+  GroupInfo group;
+  int members = 1;   // members simulated (1: the representative rank)
+  int arrived = 0;
+  int done_in_phase = 0;
+  double last_done_us = 0;
+  std::vector<std::pair<int, double>> ready_at;  // (rank, when it arrived / finished the phase)
+};
+
+// Everything one simulated rank owns. Ranks share the Program, the stream plan and the cost model.
+struct RankState {
+  RankState(const sim::StreamPlan& plan, double compute_slowdown, const std::array<double, sim::kNumLinkClasses>& capacity)
+      : streams(plan), compute(compute_slowdown), network(capacity) {}
+  sim::StreamSet streams;
+  sim::ComputeModel compute;
+  sim::Network network;
+  std::array<RunningCollective, kNumStreams> collectives{};  // one per stream at most
+  std::array<double, kNumStreams> started_us{};              // when each stream's running op started
+  int collectives_in_flight = 0;
+  double compute_factor = 1.0;
+  int record = -1;  // index among the ranks whose intervals are kept, -1: not kept
+  RankStats stats;
+};
+
+// Events name their rank in the bits above the kind.
+constexpr int kKindBits = 4;
+constexpr int kKindMask = (1 << kKindBits) - 1;
 
 class Simulation {
  public:
-  Simulation(const Scenario& scenario, const Program& program, std::unique_ptr<sim::CostModel> cost)
+  Simulation(const Scenario& scenario, const Program& program, std::unique_ptr<sim::CostModel> cost,
+             const RankVariation* variation, int ranks, const std::vector<int>& recorded_ranks)
       : scenario_(scenario),
         program_(program),
         cost_(std::move(cost)),
-        streams_(program),
+        variation_(variation),
+        plan_(program),
         host_(program, scenario.cluster.launch_overhead_us),
-        compute_(scenario.cluster.compute_slowdown_during_comm),
-        network_({cost_->link_bandwidth_bytes_per_s(sim::LinkClass::IntraNode),
-                  cost_->link_bandwidth_bytes_per_s(sim::LinkClass::InterNode)}),
         memory_(program.static_memory_bytes) {
+    const std::array<double, sim::kNumLinkClasses> capacity{cost_->link_bandwidth_bytes_per_s(sim::LinkClass::IntraNode),
+                                                            cost_->link_bandwidth_bytes_per_s(sim::LinkClass::InterNode)};
+    ranks_.reserve(static_cast<size_t>(ranks));
+    for (int r = 0; r < ranks; ++r) {
+      std::array<double, sim::kNumLinkClasses> c = capacity;
+      if (variation_ != nullptr && !variation_->bandwidth_factor.empty())
+        for (double& b : c) b *= variation_->bandwidth_factor[static_cast<size_t>(r)];
+      ranks_.emplace_back(plan_, scenario.cluster.compute_slowdown_during_comm, c);
+      if (variation_ != nullptr && !variation_->compute_factor.empty())
+        ranks_.back().compute_factor = variation_->compute_factor[static_cast<size_t>(r)];
+    }
     const size_t n = program.ops.size();
-    intervals_.resize(n);
-    for (size_t i = 0; i < n; ++i) {
-      intervals_[i].op = static_cast<int>(i);
-      intervals_[i].rank = 0;
-      intervals_[i].iteration = 0;
+    intervals_.resize(recorded_ranks.size() * n);
+    for (size_t k = 0; k < recorded_ranks.size(); ++k) {
+      ranks_[static_cast<size_t>(recorded_ranks[k])].record = static_cast<int>(k);
+      for (size_t i = 0; i < n; ++i) {
+        OpInterval& iv = intervals_[k * n + i];
+        iv.op = static_cast<int>(i);
+        iv.rank = recorded_ranks[k];
+        iv.iteration = 0;
+      }
     }
     engine_.reserve(64);
   }
@@ -103,193 +155,303 @@ class Simulation {
     if (host_.next_op() >= 0) engine_.schedule_at(host_.next_issue_us(), kHostIssue, host_.next_op());
     Event e;
     while (engine_.pop(e)) dispatch(e);
-    if (streams_.finished_count() != streams_.op_count()) broken("simulation ended with unfinished ops", -1);
+    for (const RankState& r : ranks_)
+      if (r.streams.finished_count() != r.streams.op_count()) broken("simulation ended with unfinished ops", -1);
   }
 
   std::vector<OpInterval> take_intervals() { return std::move(intervals_); }
   uint64_t events_processed() const { return engine_.events_processed(); }
   std::vector<MemorySample> take_memory() { return memory_.take_samples(); }
+  std::vector<RankStats> rank_stats() const {
+    std::vector<RankStats> out;
+    out.reserve(ranks_.size());
+    for (const RankState& r : ranks_) out.push_back(r.stats);
+    return out;
+  }
+  const std::vector<double>& wait_caused_by_rank() const { return wait_caused_; }
+  const std::vector<double>& wait_at_op() const { return wait_at_op_; }
 
  private:
+  OpInterval* interval(const RankState& r, int op) {
+    return r.record < 0 ? nullptr : &intervals_[static_cast<size_t>(r.record) * program_.ops.size() + static_cast<size_t>(op)];
+  }
+  int rank_index(const RankState& r) const { return static_cast<int>(&r - ranks_.data()); }
+  void schedule(double time_us, int kind, int rank, int target, uint64_t version = 0) {
+    engine_.schedule_at(time_us, kind | (rank << kKindBits), target, version);
+  }
+
   void dispatch(const Event& e) {
     const double now = engine_.now_us();
-    switch (e.kind) {
+    const int kind = e.kind & kKindMask;
+    const int rank = e.kind >> kKindBits;
+    RankState& r = ranks_[static_cast<size_t>(rank)];
+    switch (kind) {
       case kHostIssue: {
-        // Issue every op due now in one go (markers are free for the host), then schedule
-        // the next issue.
+        // Issue every op due now in one go (markers are free for the host), on every rank (the
+        // host issues the same Program everywhere and never blocks), then schedule the next issue.
         while (host_.next_op() >= 0 && host_.next_issue_us() <= now) {
           const int op = host_.next_op();
-          intervals_[op].issue_us = now;
-          streams_.issue(op);
+          for (RankState& each : ranks_) {
+            if (OpInterval* iv = interval(each, op)) iv->issue_us = now;
+            each.streams.issue(op);
+          }
           host_.issue_next();
         }
         if (host_.next_op() >= 0) engine_.schedule_at(host_.next_issue_us(), kHostIssue, host_.next_op());
-        break;
+        for (RankState& each : ranks_) start_ready(each);
+        return;
       }
       case kOpDone:
-        finish_op(e.target);
+        finish_op(r, e.target);
         break;
       case kComputeDone:
-        if (!compute_.is_current(e.target, e.version)) return;  // re-rated since
-        compute_.finish(e.target);
-        if (compute_.running_count() == 0) set_compute_running(false);
-        finish_op(e.target);
+        if (!r.compute.is_current(e.target, e.version)) return;  // re-rated since
+        r.compute.finish(e.target);
+        if (r.compute.running_count() == 0) set_compute_running(r, false);
+        finish_op(r, e.target);
         break;
       case kLatencyDone:
-        begin_transfer(e.target);
+        begin_transfer(r, e.target);
         break;
       case kSignal:
-        streams_.signal(e.target);
+        r.streams.signal(e.target);
         break;
       case kFlowDone: {
-        if (!network_.is_current(e.target, e.version)) return;  // re-rated since
-        const int op = network_.owner(e.target);
-        network_.finish_flow(now, e.target);
-        schedule_flows();
-        if (is_collective(program_.ops[op].kind)) next_phase(op);
-        else finish_op(op);  // a copy that shared the link (CostModel::copy_link_bytes)
+        if (!r.network.is_current(e.target, e.version)) return;  // re-rated since
+        const int op = r.network.owner(e.target);
+        r.network.finish_flow(now, e.target);
+        schedule_flows(r);
+        if (is_collective(program_.ops[op].kind)) phase_done(r, op);
+        else finish_op(r, op);  // a copy that shared the link (CostModel::copy_link_bytes)
         break;
       }
       default:
         broken("unknown event kind", e.target);
     }
-    start_ready();
+    start_ready(r);
   }
 
-  void start_ready() {
+  void start_ready(RankState& r) {
     for (int s = 0; s < kNumStreams; ++s) {
-      const int op = streams_.ready_head(s);
-      if (op >= 0) start_op(op);
+      const int op = r.streams.ready_head(s);
+      if (op >= 0) start_op(r, op);
     }
   }
 
-  void start_op(int id) {
+  void start_op(RankState& r, int id) {
     const double now = engine_.now_us();
     const Op& op = program_.ops[id];
-    streams_.start(id);
-    intervals_[id].start_us = now;
+    r.streams.start(id);
+    r.started_us[static_cast<int>(op.stream)] = now;
+    if (OpInterval* iv = interval(r, id)) iv->start_us = now;
+    const int rank = rank_index(r);
     switch (op.kind) {
       case OpKind::Alloc:
-        memory_.alloc(now, op.bytes);
-        engine_.schedule_at(now, kOpDone, id);
+        if (rank == 0) memory_.alloc(now, op.bytes);
+        schedule(now, kOpDone, rank, id);
         break;
       case OpKind::Free:
-        memory_.free(now, op.bytes);
-        engine_.schedule_at(now, kOpDone, id);
+        if (rank == 0) memory_.free(now, op.bytes);
+        schedule(now, kOpDone, rank, id);
         break;
       case OpKind::CopyIn:
       case OpKind::CopyOut:
         if (const double link_bytes = cost_->copy_link_bytes(op.bytes); link_bytes > 0) {
-          network_.start_flow(now, sim::LinkClass::IntraNode, link_bytes, id);
-          schedule_flows();
+          r.network.start_flow(now, sim::LinkClass::IntraNode, link_bytes, id);
+          schedule_flows(r);
         } else {
-          engine_.schedule_at(now + cost_->copy_time_us(op.bytes), kOpDone, id);
+          schedule(now + cost_->copy_time_us(op.bytes), kOpDone, rank, id);
         }
         break;
-      case OpKind::Compute:
-        if (compute_.running_count() == 0) set_compute_running(true);
-        compute_.start(now, id, op.compute_us + scenario_.cluster.compute_overhead_us);
-        engine_.schedule_at(compute_.projected_end_us(compute_.running_count() - 1), kComputeDone, id,
-                            compute_.version(compute_.running_count() - 1));
-        break;
-      case OpKind::AllGather:
-      case OpKind::ReduceScatter:
-      case OpKind::AllReduce: {
-        RunningCollective& rc = collective_slot(id);
-        rc.op = id;
-        rc.phase = 0;
-        const sim::GroupPlacement group = sim::place_group(program_.group_of(op), scenario_.cluster.gpus_per_node);
-        rc.plan = cost_->collective(collective_kind(op.kind), op.bytes, group);
-        if (collectives_in_flight_++ == 0) {
-          compute_.set_comm_in_flight(now, true);
-          schedule_compute();
-        }
-        begin_phase(id);
+      case OpKind::Compute: {
+        if (r.compute.running_count() == 0) set_compute_running(r, true);
+        double work_us = op.compute_us;
+        if (r.compute_factor != 1.0) work_us *= r.compute_factor;
+        if (variation_ != nullptr && variation_->compute_jitter) work_us *= variation_->compute_jitter(rank, id);
+        r.compute.start(now, id, work_us + scenario_.cluster.compute_overhead_us);
+        schedule(r.compute.projected_end_us(r.compute.running_count() - 1), kComputeDone, rank, id,
+                 r.compute.version(r.compute.running_count() - 1));
         break;
       }
+      case OpKind::AllGather:
+      case OpKind::ReduceScatter:
+      case OpKind::AllReduce:
+        arrive(r, id);
+        break;
     }
   }
 
   // Transfers (and, on mpi profiles, copies) slow down while compute runs.
-  void set_compute_running(bool running) {
+  void set_compute_running(RankState& r, bool running) {
     const double slowdown = scenario_.cluster.comm_slowdown_during_compute;
     if (slowdown == 1.0) return;
-    network_.set_capacity_scale(engine_.now_us(), running ? 1.0 / slowdown : 1.0);
-    schedule_flows();
+    r.network.set_capacity_scale(engine_.now_us(), running ? 1.0 / slowdown : 1.0);
+    schedule_flows(r);
   }
 
-  RunningCollective& collective_slot(int op) { return collectives_[static_cast<int>(program_.ops[op].stream)]; }
+  RunningCollective& collective_slot(RankState& r, int op) { return r.collectives[static_cast<int>(program_.ops[op].stream)]; }
 
-  void begin_phase(int op) {
-    RunningCollective& rc = collective_slot(op);
-    if (rc.phase >= rc.plan.count) {
-      // Done (or free: a single-rank group): end through an event at this time.
-      engine_.schedule_at(engine_.now_us(), kOpDone, op);
+  // Rank `r` reaches collective `op`: its kernel occupies the GPU from now (compute slows down);
+  // data moves once every member is there.
+  void arrive(RankState& r, int id) {
+    const double now = engine_.now_us();
+    const Op& op = program_.ops[id];
+    const GroupInfo& group = program_.group_of(op);
+    const int rank = rank_index(r);
+    const int members = ranks_.size() > 1 ? group.size : 1;
+    const uint64_t key = static_cast<uint64_t>(id) * static_cast<uint64_t>(program_.world_size) +
+                         static_cast<uint64_t>(members > 1 ? group.color(rank) : 0);
+    CollectiveInstance& in = instances_[key];
+    if (in.arrived == 0) {
+      in.group = group;
+      in.members = members;
+      const sim::GroupPlacement placement = sim::place_group(group, scenario_.cluster.gpus_per_node);
+      in.plan = cost_->collective(collective_kind(op.kind), op.bytes, placement);
+    }
+    RunningCollective& rc = collective_slot(r, id);
+    rc.op = id;
+    rc.phase = 0;
+    rc.instance = key;
+    if (r.collectives_in_flight++ == 0) {
+      r.compute.set_comm_in_flight(now, true);
+      schedule_compute(r);
+    }
+    if (in.members > 1) in.ready_at.emplace_back(rank, now);
+    if (++in.arrived < in.members) return;
+    account_waiting(in, now, id);
+    for_each_member(in, rank, [&](RankState& m) { begin_phase(m, id); });
+    if (in.plan.count == 0) instances_.erase(key);
+  }
+
+  // Members that were ready before `now` waited inside the collective for the last one to get
+  // there. The waiting is blamed on the rank that made the last one late: followed back through
+  // the collectives it waited in itself, to a rank that was not waiting (the root of the delay).
+  void account_waiting(CollectiveInstance& in, double now, int op) {
+    if (in.members <= 1) return;
+    if (wait_caused_.empty()) {
+      wait_caused_.assign(ranks_.size(), 0.0);
+      wait_at_op_.assign(program_.ops.size(), 0.0);
+      delayed_by_.resize(ranks_.size());
+      for (size_t r = 0; r < ranks_.size(); ++r) delayed_by_[r] = static_cast<int>(r);
+    }
+    const int root = delayed_by_[static_cast<size_t>(in.ready_at.back().first)];
+    double total = 0;
+    for (const auto& [rank, at] : in.ready_at) {
+      if (!(now > at)) continue;
+      ranks_[static_cast<size_t>(rank)].stats.collective_wait_us += now - at;
+      total += now - at;
+      delayed_by_[static_cast<size_t>(rank)] = root;
+    }
+    wait_caused_[static_cast<size_t>(root)] += total;
+    wait_at_op_[static_cast<size_t>(op)] += total;
+    in.ready_at.clear();
+  }
+
+  template <typename Fn>
+  void for_each_member(const CollectiveInstance& in, int rank, Fn&& fn) {
+    if (in.members <= 1) {
+      fn(ranks_[static_cast<size_t>(rank)]);
       return;
     }
-    const double latency = rc.plan.phases[rc.phase].latency_us;
+    for (int i = 0; i < in.group.size; ++i) fn(ranks_[static_cast<size_t>(in.group.member(rank, i))]);
+  }
+
+  CollectiveInstance& instance_of(RankState& r, int op) {
+    const auto it = instances_.find(collective_slot(r, op).instance);
+    if (it == instances_.end()) broken("a running collective without its instance", op);
+    return it->second;
+  }
+
+  void begin_phase(RankState& r, int op) {
+    RunningCollective& rc = collective_slot(r, op);
+    const CollectivePlan& plan = instance_of(r, op).plan;
+    if (rc.phase >= plan.count) {
+      // Done (or free: a single-rank group): end through an event at this time.
+      schedule(engine_.now_us(), kOpDone, rank_index(r), op);
+      return;
+    }
+    const double latency = plan.phases[rc.phase].latency_us;
     if (latency > 0) {
-      engine_.schedule_at(engine_.now_us() + latency, kLatencyDone, op);
+      schedule(engine_.now_us() + latency, kLatencyDone, rank_index(r), op);
     } else {
-      begin_transfer(op);
+      begin_transfer(r, op);
     }
   }
 
-  void begin_transfer(int op) {
-    RunningCollective& rc = collective_slot(op);
+  void begin_transfer(RankState& r, int op) {
+    RunningCollective& rc = collective_slot(r, op);
     if (rc.op != op) broken("transfer for a collective that is not running", op);
-    const sim::CollectivePhase& ph = rc.plan.phases[rc.phase];
+    const sim::CollectivePhase& ph = instance_of(r, op).plan.phases[rc.phase];
     if (ph.link_bytes > 0) {
-      network_.start_flow(engine_.now_us(), ph.link, ph.link_bytes, op);
-      schedule_flows();
+      r.network.start_flow(engine_.now_us(), ph.link, ph.link_bytes, op);
+      schedule_flows(r);
     } else {
-      next_phase(op);
+      phase_done(r, op);
     }
   }
 
-  void next_phase(int op) {
-    ++collective_slot(op).phase;
-    begin_phase(op);
+  // This member finished its part of the current phase; the next starts when every member has.
+  void phase_done(RankState& r, int op) {
+    const double now = engine_.now_us();
+    const uint64_t key = collective_slot(r, op).instance;
+    CollectiveInstance& in = instance_of(r, op);
+    if (in.members > 1) in.ready_at.emplace_back(rank_index(r), now);
+    if (++in.done_in_phase < in.members) return;
+    in.done_in_phase = 0;
+    account_waiting(in, now, op);
+    bool last_phase = false;
+    for_each_member(in, rank_index(r), [&](RankState& m) {
+      RunningCollective& rc = collective_slot(m, op);
+      last_phase = ++rc.phase >= in.plan.count;
+      begin_phase(m, op);
+    });
+    if (last_phase) instances_.erase(key);
   }
 
-  void finish_op(int id) {
+  void finish_op(RankState& r, int id) {
     const double now = engine_.now_us();
-    intervals_[id].end_us = now;
+    const Op& op = program_.ops[id];
+    OpInterval* iv = interval(r, id);
+    if (iv != nullptr) iv->end_us = now;
+    r.stats.step_us = std::max(r.stats.step_us, now);
     const double latency = scenario_.cluster.event_latency_us;
-    streams_.finish(id, latency <= 0);
-    if (latency > 0) engine_.schedule_at(now + latency, kSignal, id);
-    if (is_collective(program_.ops[id].kind)) {
-      collective_slot(id).op = -1;
-      if (--collectives_in_flight_ == 0) {
-        compute_.set_comm_in_flight(now, false);
-        schedule_compute();
+    r.streams.finish(id, latency <= 0);
+    if (latency > 0) schedule(now + latency, kSignal, rank_index(r), id);
+    if (op.kind == OpKind::Compute) r.stats.compute_busy_us += now - r.started_us[static_cast<int>(op.stream)];
+    if (is_collective(op.kind)) {
+      collective_slot(r, id).op = -1;
+      if (--r.collectives_in_flight == 0) {
+        r.compute.set_comm_in_flight(now, false);
+        schedule_compute(r);
       }
     }
   }
 
   // (Re)schedules the end of every running compute op / live flow at its current projection;
   // older events for them carry older versions and are ignored.
-  void schedule_compute() {
-    for (int i = 0; i < compute_.running_count(); ++i)
-      engine_.schedule_at(compute_.projected_end_us(i), kComputeDone, compute_.running_op(i), compute_.version(i));
+  void schedule_compute(RankState& r) {
+    for (int i = 0; i < r.compute.running_count(); ++i)
+      schedule(r.compute.projected_end_us(i), kComputeDone, rank_index(r), r.compute.running_op(i), r.compute.version(i));
   }
-  void schedule_flows() {
-    for (int slot : network_.live_slots())
-      engine_.schedule_at(network_.projected_end_us(slot), kFlowDone, slot, network_.version(slot));
+  void schedule_flows(RankState& r) {
+    for (int slot : r.network.live_slots())
+      schedule(r.network.projected_end_us(slot), kFlowDone, rank_index(r), slot, r.network.version(slot));
   }
 
   const Scenario& scenario_;
   const Program& program_;
   std::unique_ptr<sim::CostModel> cost_;
+  const RankVariation* variation_;
+  sim::StreamPlan plan_;
   sim::Engine engine_;
-  sim::StreamSet streams_;
   sim::HostThread host_;
-  sim::ComputeModel compute_;
-  sim::Network network_;
-  sim::MemoryTracker memory_;
-  std::array<RunningCollective, kNumStreams> collectives_{};  // one per stream at most
-  int collectives_in_flight_ = 0;
-  std::vector<OpInterval> intervals_;
+  sim::MemoryTracker memory_;  // rank 0's
+  std::vector<RankState> ranks_;
+  std::unordered_map<uint64_t, CollectiveInstance> instances_;
+  std::vector<OpInterval> intervals_;  // per recorded rank, every op
+  std::vector<double> wait_caused_;    // per rank: waiting its late arrivals caused
+  std::vector<double> wait_at_op_;     // per op: waiting at it, summed over members and instances
+  std::vector<int> delayed_by_;        // per rank: the root of the delay it last waited for
 };
 
 std::unique_ptr<sim::CostModel> make_cost_model(const Scenario& scenario, const SimOptions& options) {
@@ -331,16 +493,46 @@ Timeline simulate_program(const Scenario& given, const Program& program, const S
     if (g.size < 1 || g.stride < 1) throw InputError("groups", "group \"" + g.name + "\" needs size and stride >= 1");
   if (program.static_memory_bytes < 0) throw InputError("static_memory_bytes", "must be >= 0");
   validate_ops(program);
+  const int ranks = options.every_rank ? program.world_size : 1;
+  if (ranks < 1) throw InputError("world_size", "must be at least 1");
+  std::vector<int> recorded = options.timeline_ranks;
+  if (!options.every_rank && (options.variation != nullptr || !recorded.empty()))
+    throw InputError("variation", "variation between ranks and a choice of ranks need every rank simulated");
+  if (recorded.empty())
+    for (int r = 0; r < ranks; ++r) recorded.push_back(r);
+  std::sort(recorded.begin(), recorded.end());
+  recorded.erase(std::unique(recorded.begin(), recorded.end()), recorded.end());
+  if (recorded.front() < 0 || recorded.back() >= ranks)
+    throw InputError("timeline_ranks", "rank " + std::to_string(recorded.front() < 0 ? recorded.front() : recorded.back()) +
+                                           " is not in the world of " + std::to_string(ranks) + " ranks");
+  if (const RankVariation* v = options.variation) {
+    for (const auto* factors : {&v->compute_factor, &v->bandwidth_factor})
+      if (!factors->empty() && factors->size() != static_cast<size_t>(ranks))
+        throw InputError("variation", "needs one factor per rank (" + std::to_string(ranks) + "), got " + std::to_string(factors->size()));
+    for (double f : v->compute_factor)
+      if (!(f > 0) || !std::isfinite(f)) throw InputError("variation", "compute factors must be finite and > 0");
+    for (double f : v->bandwidth_factor)
+      if (!(f > 0 && f <= 1)) throw InputError("variation", "bandwidth factors must be in (0, 1]");
+  }
 
-  Simulation sim(scenario, program, make_cost_model(scenario, options));
+  Simulation sim(scenario, program, make_cost_model(scenario, options), options.variation, ranks, recorded);
   sim.run();
   if (options.events_processed != nullptr) *options.events_processed = sim.events_processed();
+  if (options.rank_report != nullptr) {
+    options.rank_report->ranks = sim.rank_stats();
+    options.rank_report->wait_caused_us = sim.wait_caused_by_rank();
+    options.rank_report->wait_at_op_us = sim.wait_at_op();
+    if (options.rank_report->wait_caused_us.empty()) {
+      options.rank_report->wait_caused_us.assign(static_cast<size_t>(ranks), 0.0);
+      options.rank_report->wait_at_op_us.assign(program.ops.size(), 0.0);
+    }
+  }
 
   Timeline t;
   t.source = "predicted";
   t.backend = "sim";
   t.scenario = scenario.name;
-  t.ranks = 1;
+  t.ranks = ranks;
   t.iterations = 1;
   t.reported_iteration = 0;
   t.scale = 1.0;

@@ -1,7 +1,12 @@
 // The simulator's public entry: interprets a Program (streams, events, ops) on the scenario's
-// cluster and returns the predicted Timeline of one representative rank. Deterministic.
+// cluster and returns the predicted Timeline: of one representative rank (every member of a
+// collective is taken to arrive with it), or of every rank of the world, each with its own host
+// issue, streams, compute and links, where a collective moves data only once all its group's
+// members have reached it. Deterministic.
 #pragma once
 #include <cstdint>
+#include <functional>
+#include <vector>
 
 #include "core/program.h"
 #include "core/scenario.h"
@@ -11,11 +16,44 @@ namespace shardline {
 
 struct ClusterProfile;  // core/profile.h: measured collective tables (calibrate)
 
+// What differs between ranks (every-rank simulation): a factor on each rank's compute times and
+// on its link bandwidths, and a multiplicative jitter per compute op. Empty: 1 for every rank.
+struct RankVariation {
+  std::vector<double> compute_factor;    // per rank, > 0: 1.5 computes 50% longer
+  std::vector<double> bandwidth_factor;  // per rank, in (0, 1]: the fraction of bandwidth its links carry
+  std::function<double(int rank, int op)> compute_jitter;  // null: none
+};
+
+// One rank's step, simulated with every rank.
+struct RankStats {
+  double step_us = 0;             // its last op's end (the step starts at 0 everywhere)
+  double compute_busy_us = 0;     // time its compute ops ran
+  double collective_wait_us = 0;  // time inside collectives waiting for other members
+};
+
+// What every-rank simulation says beyond the Timeline.
+struct RankReport {
+  std::vector<RankStats> ranks;
+  // Per rank: the waiting it is the root of (summed over the members who waited): a member that
+  // waits for a late rank is blamed on that rank, or, when the late rank was itself waiting
+  // before, on the rank it waited for, and so on back. Per op: the waiting at that collective,
+  // summed over members and groups.
+  std::vector<double> wait_caused_us;
+  std::vector<double> wait_at_op_us;
+};
+
 struct SimOptions {
   // A calibrated cluster profile replaces the analytical alpha-beta costs; null: analytical.
   const ClusterProfile* profile = nullptr;
   // Out (optional): set to the number of engine events processed (bench/ reports events/s).
   uint64_t* events_processed = nullptr;
+  // Every rank of the Program's world (true) or one representative rank (false).
+  bool every_rank = false;
+  // Every rank: what varies between ranks (null: nothing), and which ranks' intervals the
+  // Timeline keeps (empty: all).
+  const RankVariation* variation = nullptr;
+  std::vector<int> timeline_ranks;
+  RankReport* rank_report = nullptr;  // out (optional, every rank)
 };
 
 Timeline simulate(const Scenario& scenario, const Program& program, const SimOptions& options = {});

@@ -20,11 +20,10 @@ std::string op_path(int i) { return "ops[" + std::to_string(i) + "]"; }
 
 }  // namespace
 
-StreamSet::StreamSet(const Program& program) {
+StreamPlan::StreamPlan(const Program& program) {
   const int n = static_cast<int>(program.ops.size());
-  state_.assign(n, kNotIssued);
   stream_of_.assign(n, 0);
-  pending_deps_.assign(n, 0);
+  dep_count_.assign(n, 0);
   dependents_begin_.assign(n + 1, 0);
 
   // Distinct deps per op (a repeated dep is one event), validated. The scheduler writes them
@@ -38,13 +37,13 @@ StreamSet::StreamSet(const Program& program) {
     scratch.erase(std::unique(scratch.begin(), scratch.end()), scratch.end());
     return scratch;
   };
-  std::vector<int> dep_count(n, 0);  // dependents per producer
+  std::vector<int> dependents(n, 0);  // dependents per producer
   for (int i = 0; i < n; ++i) {
     const Op& op = program.ops[i];
     if (op.id != i) throw InputError(op_path(i) + ".id", "op id " + std::to_string(op.id) + " must equal its index " + std::to_string(i));
     const int s = static_cast<int>(op.stream);
     if (s < 0 || s >= kNumStreams) throw InputError(op_path(i) + ".stream", "unknown stream");
-    streams_[s].ops.push_back(i);
+    stream_ops_[s].push_back(i);
     stream_of_[i] = static_cast<uint8_t>(s);
     if (static_cast<size_t>(op.deps_begin) + op.deps_count > program.dep_ids.size())
       throw InputError(op_path(i) + ".deps", "runs past the program's dependency array");
@@ -52,17 +51,20 @@ StreamSet::StreamSet(const Program& program) {
     for (int d : deps) {
       if (d < 0 || d >= i)
         throw InputError(op_path(i) + ".deps", "dependency " + std::to_string(d) + " must name an earlier op (0.." + std::to_string(i - 1) + ")");
-      ++dep_count[d];
+      ++dependents[d];
     }
-    pending_deps_[i] = static_cast<int>(deps.size());
+    dep_count_[i] = static_cast<uint32_t>(deps.size());
   }
-  for (int i = 0; i < n; ++i) dependents_begin_[i + 1] = dependents_begin_[i] + dep_count[i];
+  for (int i = 0; i < n; ++i) dependents_begin_[i + 1] = dependents_begin_[i] + dependents[i];
   dependents_.assign(dependents_begin_[n], -1);
   std::vector<int> fill(dependents_begin_.begin(), dependents_begin_.end() - 1);
   for (int i = 0; i < n; ++i) {
     for (int d : distinct_deps(program.ops[i])) dependents_[fill[d]++] = i;  // ascending i: deterministic order
   }
 }
+
+StreamSet::StreamSet(const StreamPlan& plan)
+    : plan_(&plan), state_(plan.stream_of_.size(), kNotIssued), pending_deps_(plan.dep_count_) {}
 
 void StreamSet::issue(int op) {
   if (state_[op] != kNotIssued) invariant_broken("issued twice", op);
@@ -71,15 +73,16 @@ void StreamSet::issue(int op) {
 
 int StreamSet::ready_head(int stream) const {
   const Stream& s = streams_[stream];
-  if (s.busy || s.head >= s.ops.size()) return -1;
-  const int op = s.ops[s.head];
+  const std::vector<int>& ops = plan_->stream_ops_[stream];
+  if (s.busy || s.head >= ops.size()) return -1;
+  const int op = ops[s.head];
   if (state_[op] != kIssued || pending_deps_[op] != 0) return -1;
   return op;
 }
 
 void StreamSet::start(int op) {
   // Callers start only what ready_head returned; check it to catch misuse.
-  const int s = stream_of_[op];
+  const int s = plan_->stream_of_[op];
   if (ready_head(s) != op) invariant_broken("started an op that is not ready at its stream's head", op);
   streams_[s].busy = true;
   ++streams_[s].head;
@@ -90,16 +93,17 @@ void StreamSet::finish(int op, bool signal_event) {
   if (state_[op] != kRunning) invariant_broken("finished an op that is not running", op);
   state_[op] = kFinished;
   ++finished_count_;
-  streams_[stream_of_[op]].busy = false;  // the running op of a stream is its last started
+  streams_[plan_->stream_of_[op]].busy = false;  // the running op of a stream is its last started
   if (signal_event) signal(op);
 }
 
 void StreamSet::signal(int op) {
   if (state_[op] != kFinished) invariant_broken("signalled an op that is not finished (or twice)", op);
   state_[op] = kSignalled;
-  for (int k = dependents_begin_[op]; k < dependents_begin_[op + 1]; ++k) {
-    const int d = dependents_[k];
-    if (--pending_deps_[d] < 0) invariant_broken("dependency count went negative", d);
+  for (int k = plan_->dependents_begin_[op]; k < plan_->dependents_begin_[op + 1]; ++k) {
+    const int d = plan_->dependents_[k];
+    if (pending_deps_[d] == 0) invariant_broken("dependency count went negative", d);
+    --pending_deps_[d];
   }
 }
 

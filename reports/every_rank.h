@@ -1,0 +1,26 @@
+// Every-rank simulation as the commands run it (`simulate --ranks all`): the step of every rank,
+// the same step without variation for the straggler cost, and a Timeline that keeps the ranks
+// worth looking at (rank 0, the slowest, the fastest and any asked for) rather than thousands.
+#pragma once
+#include <vector>
+
+#include "core/program.h"
+#include "core/scenario.h"
+#include "core/timeline.h"
+#include "reports/rank_summary.h"
+#include "sim/simulator.h"
+
+namespace shardline {
+
+struct EveryRankRun {
+  Timeline timeline;  // every rank's step; intervals of the kept ranks
+  RankSummary summary;
+};
+
+// `options`: the profile and the like (its every-rank fields are set here). `keep_ranks`: ranks
+// the Timeline keeps besides rank 0, the slowest and the fastest; `keep_all`: every rank.
+// Throws InputError("--trace-ranks", ...) for a rank outside the world.
+EveryRankRun simulate_every_rank(const Scenario& scenario, const Program& program, SimOptions options,
+                                 const RankVariation* variation, const std::vector<int>& keep_ranks, bool keep_all);
+
+}  // namespace shardline

@@ -1,0 +1,48 @@
+// Every-rank simulation in the numbers a user acts on: how the step, the exposed communication
+// and the waiting inside collectives spread over the ranks; what the variation costs (straggler
+// cost: the step with variation divided by the step without); and which rank and which collective
+// the waiting runs through (the critical path).
+#pragma once
+#include <string>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "core/timeline.h"
+#include "sim/simulator.h"
+
+namespace shardline {
+
+// A per-rank quantity over the ranks: percentiles (interpolated, reports/compare.h) and the
+// ranks that hold the extremes (the lowest rank on ties).
+struct RankSpread {
+  double min = 0, p10 = 0, median = 0, p90 = 0, max = 0;
+  int min_rank = 0, max_rank = 0;
+};
+
+struct RankSummary {
+  int ranks = 0;
+  RankSpread step_us;             // each rank's step
+  RankSpread exposed_comm_us;     // step - compute busy
+  RankSpread collective_wait_us;  // waiting inside collectives, summed over its collectives
+  double symmetric_step_us = 0;   // the same Program with no variation
+  double straggler_cost = 1;      // step_us.max / symmetric_step_us
+  // The critical path: the rank whose late arrivals cost the other members the most waiting
+  // (-1: nobody waited), with that waiting and everyone's; and the collective op with the most
+  // waiting at it, summed over members and groups.
+  int critical_rank = -1;
+  double critical_rank_wait_us = 0;
+  double total_wait_us = 0;
+  int critical_op = -1;
+  std::string critical_op_name;
+  double critical_op_wait_us = 0;
+};
+
+// `timeline` names the ops; `symmetric_step_us` is the step of the same scenario without variation.
+RankSummary summarize_ranks(const RankReport& report, const Timeline& timeline, double symmetric_step_us);
+// The ranks worth a trace: rank 0, the slowest and the fastest.
+std::vector<int> ranks_that_matter(const RankSummary& summary);
+
+std::string rank_summary_text(const RankSummary& summary);
+nlohmann::json rank_summary_to_json(const RankSummary& summary);
+
+}  // namespace shardline
