@@ -29,8 +29,17 @@ void Engine::schedule_at(double time_us, int kind, int target, uint64_t version)
     now_.push_back(e);
     return;
   }
+  // A 4-ary min-heap on (time, seq): half the levels of a binary heap, and a node's children
+  // share cache lines (thousands of ranks keep tens of thousands of events pending).
   heap_.push_back(e);
-  std::push_heap(heap_.begin(), heap_.end(), Later{});
+  size_t child = heap_.size() - 1;
+  while (child > 0) {
+    const size_t parent = (child - 1) / 4;
+    if (!Later{}(heap_[parent], e)) break;
+    heap_[child] = heap_[parent];
+    child = parent;
+  }
+  heap_[child] = e;
 }
 
 bool Engine::pop(Event& out) {
@@ -49,9 +58,23 @@ bool Engine::pop(Event& out) {
     }
   }
   if (heap_.empty()) return false;
-  std::pop_heap(heap_.begin(), heap_.end(), Later{});
-  out = heap_.back();
+  out = heap_.front();
+  const Event last = heap_.back();
   heap_.pop_back();
+  const size_t n = heap_.size();
+  size_t hole = 0;
+  while (n > 0) {
+    const size_t first = 4 * hole + 1;
+    if (first >= n) break;
+    size_t best = first;
+    const size_t end = std::min(first + 4, n);
+    for (size_t c = first + 1; c < end; ++c)
+      if (Later{}(heap_[best], heap_[c])) best = c;
+    if (!Later{}(last, heap_[best])) break;
+    heap_[hole] = heap_[best];
+    hole = best;
+  }
+  if (n > 0) heap_[hole] = last;
   now_us_ = out.time_us;
   ++popped_;
   return true;

@@ -34,7 +34,7 @@ class Engine {
   void reserve(size_t events) { heap_.reserve(events); }
 
  private:
-  std::vector<Event> heap_;  // binary min-heap on (time_us, seq)
+  std::vector<Event> heap_;  // 4-ary min-heap on (time_us, seq)
   std::vector<Event> now_;   // events at now_us_, in sequence order, from now_head_ on
   size_t now_head_ = 0;
   double now_us_ = 0;

@@ -118,7 +118,7 @@ constexpr int kKindMask = (1 << kKindBits) - 1;
 class Simulation {
  public:
   Simulation(const Scenario& scenario, const Program& program, std::unique_ptr<sim::CostModel> cost,
-             const RankVariation* variation, int ranks, const std::vector<int>& recorded_ranks)
+             const RankVariation* variation, int ranks, const std::vector<int>& recorded_ranks, bool every_span)
       : scenario_(scenario),
         program_(program),
         cost_(std::move(cost)),
@@ -138,6 +138,13 @@ class Simulation {
         ranks_.back().compute_factor = variation_->compute_factor[static_cast<size_t>(r)];
     }
     const size_t n = program.ops.size();
+    if (every_span) {
+      // Every rank's start and end of every op, 16 bytes each: the Timeline's ranks are chosen
+      // after the run, once the slowest and the fastest are known.
+      issue_us_.assign(n, 0.0);
+      spans_.assign(static_cast<size_t>(ranks) * n * 2, 0.0);
+      return;
+    }
     intervals_.resize(recorded_ranks.size() * n);
     for (size_t k = 0; k < recorded_ranks.size(); ++k) {
       ranks_[static_cast<size_t>(recorded_ranks[k])].record = static_cast<int>(k);
@@ -160,6 +167,18 @@ class Simulation {
   }
 
   std::vector<OpInterval> take_intervals() { return std::move(intervals_); }
+  // With every span kept: the intervals of `ranks` (ascending), rank by rank.
+  std::vector<OpInterval> intervals_of(const std::vector<int>& ranks) const {
+    const size_t n = program_.ops.size();
+    std::vector<OpInterval> out;
+    out.reserve(ranks.size() * n);
+    for (int r : ranks)
+      for (size_t i = 0; i < n; ++i) {
+        const double* span = &spans_[(static_cast<size_t>(r) * n + i) * 2];
+        out.push_back(OpInterval{static_cast<int>(i), r, 0, issue_us_[i], span[0], span[1]});
+      }
+    return out;
+  }
   uint64_t events_processed() const { return engine_.events_processed(); }
   std::vector<MemorySample> take_memory() { return memory_.take_samples(); }
   std::vector<RankStats> rank_stats() const {
@@ -172,8 +191,12 @@ class Simulation {
   const std::vector<double>& wait_at_op() const { return wait_at_op_; }
 
  private:
+  int issued() const { return host_.next_op() < 0 ? static_cast<int>(program_.ops.size()) : host_.next_op(); }
   OpInterval* interval(const RankState& r, int op) {
     return r.record < 0 ? nullptr : &intervals_[static_cast<size_t>(r.record) * program_.ops.size() + static_cast<size_t>(op)];
+  }
+  size_t span_index(const RankState& r, int op) const {
+    return (static_cast<size_t>(rank_index(r)) * program_.ops.size() + static_cast<size_t>(op)) * 2;
   }
   int rank_index(const RankState& r) const { return static_cast<int>(&r - ranks_.data()); }
   void schedule(double time_us, int kind, int rank, int target, uint64_t version = 0) {
@@ -189,16 +212,18 @@ class Simulation {
       case kHostIssue: {
         // Issue every op due now in one go (markers are free for the host), on every rank (the
         // host issues the same Program everywhere and never blocks), then schedule the next issue.
+        // Only the streams of the issued ops can have a new op ready.
+        unsigned streams = 0;
         while (host_.next_op() >= 0 && host_.next_issue_us() <= now) {
           const int op = host_.next_op();
-          for (RankState& each : ranks_) {
+          if (!issue_us_.empty()) issue_us_[static_cast<size_t>(op)] = now;
+          for (RankState& each : ranks_)
             if (OpInterval* iv = interval(each, op)) iv->issue_us = now;
-            each.streams.issue(op);
-          }
+          streams |= 1u << static_cast<unsigned>(program_.ops[op].stream);
           host_.issue_next();
         }
         if (host_.next_op() >= 0) engine_.schedule_at(host_.next_issue_us(), kHostIssue, host_.next_op());
-        for (RankState& each : ranks_) start_ready(each);
+        for (RankState& each : ranks_) start_ready(each, streams);
         return;
       }
       case kOpDone:
@@ -231,9 +256,11 @@ class Simulation {
     start_ready(r);
   }
 
-  void start_ready(RankState& r) {
+  // Starts the ready head of each stream in `streams` (a bit per stream), in stream order.
+  void start_ready(RankState& r, unsigned streams = (1u << kNumStreams) - 1) {
     for (int s = 0; s < kNumStreams; ++s) {
-      const int op = r.streams.ready_head(s);
+      if ((streams & (1u << s)) == 0) continue;
+      const int op = r.streams.ready_head(s, issued());
       if (op >= 0) start_op(r, op);
     }
   }
@@ -244,6 +271,7 @@ class Simulation {
     r.streams.start(id);
     r.started_us[static_cast<int>(op.stream)] = now;
     if (OpInterval* iv = interval(r, id)) iv->start_us = now;
+    if (!spans_.empty()) spans_[span_index(r, id)] = now;
     const int rank = rank_index(r);
     switch (op.kind) {
       case OpKind::Alloc:
@@ -413,6 +441,7 @@ class Simulation {
     const Op& op = program_.ops[id];
     OpInterval* iv = interval(r, id);
     if (iv != nullptr) iv->end_us = now;
+    if (!spans_.empty()) spans_[span_index(r, id) + 1] = now;
     r.stats.step_us = std::max(r.stats.step_us, now);
     const double latency = scenario_.cluster.event_latency_us;
     r.streams.finish(id, latency <= 0);
@@ -449,6 +478,8 @@ class Simulation {
   std::vector<RankState> ranks_;
   std::unordered_map<uint64_t, CollectiveInstance> instances_;
   std::vector<OpInterval> intervals_;  // per recorded rank, every op
+  std::vector<double> issue_us_;       // every span kept: each op's issue time (the same on every rank)
+  std::vector<double> spans_;          //   and each rank's start and end of it
   std::vector<double> wait_caused_;    // per rank: waiting its late arrivals caused
   std::vector<double> wait_at_op_;     // per op: waiting at it, summed over members and instances
   std::vector<int> delayed_by_;        // per rank: the root of the delay it last waited for
@@ -515,18 +546,33 @@ Timeline simulate_program(const Scenario& given, const Program& program, const S
       if (!(f > 0 && f <= 1)) throw InputError("variation", "bandwidth factors must be in (0, 1]");
   }
 
-  Simulation sim(scenario, program, make_cost_model(scenario, options), options.variation, ranks, recorded);
+  const bool choose_later = static_cast<bool>(options.choose_timeline_ranks);
+  if (choose_later && (!options.every_rank || !options.timeline_ranks.empty()))
+    throw InputError("timeline_ranks", "choosing the ranks after the run needs every rank and no list given");
+  Simulation sim(scenario, program, make_cost_model(scenario, options), options.variation, ranks, recorded, choose_later);
   sim.run();
   if (options.events_processed != nullptr) *options.events_processed = sim.events_processed();
-  if (options.rank_report != nullptr) {
-    options.rank_report->ranks = sim.rank_stats();
-    options.rank_report->wait_caused_us = sim.wait_caused_by_rank();
-    options.rank_report->wait_at_op_us = sim.wait_at_op();
-    if (options.rank_report->wait_caused_us.empty()) {
-      options.rank_report->wait_caused_us.assign(static_cast<size_t>(ranks), 0.0);
-      options.rank_report->wait_at_op_us.assign(program.ops.size(), 0.0);
+  RankReport report;
+  if (options.rank_report != nullptr || choose_later) {
+    report.ranks = sim.rank_stats();
+    report.wait_caused_us = sim.wait_caused_by_rank();
+    report.wait_at_op_us = sim.wait_at_op();
+    if (report.wait_caused_us.empty()) {
+      report.wait_caused_us.assign(static_cast<size_t>(ranks), 0.0);
+      report.wait_at_op_us.assign(program.ops.size(), 0.0);
     }
   }
+  std::vector<OpInterval> intervals;
+  if (choose_later) {
+    std::vector<int> chosen = options.choose_timeline_ranks(report);
+    std::sort(chosen.begin(), chosen.end());
+    chosen.erase(std::unique(chosen.begin(), chosen.end()), chosen.end());
+    if (chosen.empty() || chosen.front() < 0 || chosen.back() >= ranks) broken("chosen timeline ranks outside the world", -1);
+    intervals = sim.intervals_of(chosen);
+  } else {
+    intervals = sim.take_intervals();
+  }
+  if (options.rank_report != nullptr) *options.rank_report = std::move(report);
 
   Timeline t;
   t.source = "predicted";
@@ -540,7 +586,7 @@ Timeline simulate_program(const Scenario& given, const Program& program, const S
   t.workload = workload_of(scenario);
   t.memory_reserve = memory_reserve_of(scenario);
   t.memory_margin = scenario.run.memory_margin;
-  t.intervals = sim.take_intervals();
+  t.intervals = std::move(intervals);
   t.memory = sim.take_memory();
   if (consumed != nullptr) set_timeline_ops(t, std::move(*consumed));
   else set_timeline_ops(t, program);

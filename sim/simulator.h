@@ -53,6 +53,9 @@ struct SimOptions {
   // Timeline keeps (empty: all).
   const RankVariation* variation = nullptr;
   std::vector<int> timeline_ranks;
+  // Or: every rank's spans are kept during the run (16 bytes per rank and op) and this picks
+  // the Timeline's ranks from the finished run (e.g. the slowest and the fastest).
+  std::function<std::vector<int>(const RankReport&)> choose_timeline_ranks;
   RankReport* rank_report = nullptr;  // out (optional, every rank)
 };
 

@@ -64,26 +64,22 @@ StreamPlan::StreamPlan(const Program& program) {
 }
 
 StreamSet::StreamSet(const StreamPlan& plan)
-    : plan_(&plan), state_(plan.stream_of_.size(), kNotIssued), pending_deps_(plan.dep_count_) {}
+    : plan_(&plan), state_(plan.stream_of_.size(), kWaiting), pending_deps_(plan.dep_count_) {}
 
-void StreamSet::issue(int op) {
-  if (state_[op] != kNotIssued) invariant_broken("issued twice", op);
-  state_[op] = kIssued;
-}
-
-int StreamSet::ready_head(int stream) const {
+int StreamSet::ready_head(int stream, int issued) const {
   const Stream& s = streams_[stream];
   const std::vector<int>& ops = plan_->stream_ops_[stream];
   if (s.busy || s.head >= ops.size()) return -1;
   const int op = ops[s.head];
-  if (state_[op] != kIssued || pending_deps_[op] != 0) return -1;
+  if (op >= issued || pending_deps_[op] != 0) return -1;
   return op;
 }
 
 void StreamSet::start(int op) {
   // Callers start only what ready_head returned; check it to catch misuse.
   const int s = plan_->stream_of_[op];
-  if (ready_head(s) != op) invariant_broken("started an op that is not ready at its stream's head", op);
+  if (state_[op] != kWaiting || plan_->stream_ops_[s][streams_[s].head] != op)
+    invariant_broken("started an op that is not at its stream's head", op);
   streams_[s].busy = true;
   ++streams_[s].head;
   state_[op] = kRunning;

@@ -35,24 +35,24 @@ class StreamSet {
  public:
   explicit StreamSet(const StreamPlan& plan);  // the plan outlives this
 
-  void issue(int op);   // the host made `op` visible (in program order)
+  // The host issues ops in program order, the same on every rank: ops below `issued` are issued.
   void start(int op);   // `op` (== ready_head of its stream) begins: its stream is busy
   // `op` completed: its stream is free; its event is signalled now, or (signal_event false)
   // later by signal(op), e.g. after an event latency.
   void finish(int op, bool signal_event = true);
   void signal(int op);  // `op`'s event fires: ops that wait for it may start
 
-  // The op at the head of `stream` if it can start now (issued, stream idle, deps done), else -1.
-  int ready_head(int stream) const;
+  // The op at the head of `stream` if it can start now (below `issued`, stream idle, deps done),
+  // else -1.
+  int ready_head(int stream, int issued) const;
   int stream_of(int op) const { return plan_->stream_of_[op]; }
 
-  bool issued(int op) const { return state_[op] >= kIssued; }
   bool finished(int op) const { return state_[op] >= kFinished; }
   int finished_count() const { return finished_count_; }
   int op_count() const { return static_cast<int>(state_.size()); }
 
  private:
-  enum State : uint8_t { kNotIssued, kIssued, kRunning, kFinished, kSignalled };
+  enum State : uint8_t { kWaiting, kRunning, kFinished, kSignalled };
   struct Stream {
     uint32_t head = 0;  // next op not yet started (index into the plan's stream list)
     bool busy = false;
