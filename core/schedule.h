@@ -12,8 +12,8 @@ namespace shardline {
 
 // Throws InputError naming the key (policy.bucket_bytes, policy.micro_batches, or the model)
 // when a lower bound of the op count, estimated before anything is built, exceeds
-// kMaxProgramOps: small buckets or many micro-batches make millions of ops (about 350 bytes
-// each in memory while simulated), so the limit keeps one run near 1.4 GB, and a sweep over
+// kMaxProgramOps: small buckets or many micro-batches make millions of ops (about 170 bytes
+// each in memory while simulated), so the limit keeps one run near 0.7 GB, and a sweep over
 // bucket sizes marks the row instead of being killed for memory.
 Program schedule(const Scenario& scenario);
 inline constexpr int64_t kMaxProgramOps = 4'000'000;
