@@ -12,6 +12,7 @@
 
 #include "core/error.h"
 #include "core/json_load.h"
+#include "core/units.h"
 #include "reports/html.h"
 #include "reports/outputs.h"
 #include "reports/svg_timeline.h"
@@ -107,6 +108,21 @@ double quantile(std::vector<double> values, double p) {
   return values[lo] + (values[hi] - values[lo]) * (pos - static_cast<double>(lo));
 }
 
+namespace {
+MeasuredSpread measured_spread(const Timeline& measured, double predicted_step_us) {
+  MeasuredSpread s;
+  std::vector<double> steps;
+  for (int i = 0; i < measured.iterations; ++i) steps.push_back(compute_metrics(measured, -1, i).step_time_us);
+  s.iterations = static_cast<int>(steps.size());
+  s.median_us = quantile(steps, 0.5);
+  s.p10_us = quantile(steps, 0.1);
+  s.p90_us = quantile(steps, 0.9);
+  s.median_error = s.median_us > 0 ? (predicted_step_us - s.median_us) / s.median_us : 0;
+  s.prediction_inside = s.p10_us <= predicted_step_us && predicted_step_us <= s.p90_us;
+  return s;
+}
+}  // namespace
+
 Comparison compare_timelines(const Timeline& predicted, const Timeline& measured, double tolerance) {
   check_complete(predicted, "predicted");
   check_complete(measured, "measured");
@@ -135,6 +151,7 @@ Comparison compare_timelines(const Timeline& predicted, const Timeline& measured
   if (!(c.measured.step_time_us > 0)) throw InputError("timelines", "the measured step time is zero");
   c.step_error = (c.predicted.step_time_us - c.measured.step_time_us) / c.measured.step_time_us;
   c.within_tolerance = std::abs(c.step_error) <= tolerance;
+  c.measured_spread = measured_spread(measured, c.predicted.step_time_us);
   const Throughput& pt = c.predicted.throughput;
   const Throughput& mt = c.measured.throughput;
   if (pt.tokens_per_s_per_gpu && mt.tokens_per_s_per_gpu)
@@ -205,6 +222,12 @@ nlohmann::json comparison_to_json(const Comparison& c) {
           {"step_error", c.step_error},
           {"tolerance", c.tolerance},
           {"within_tolerance", c.within_tolerance},
+          {"measured_spread", {{"iterations", c.measured_spread.iterations},
+                               {"median_step_time_us", c.measured_spread.median_us},
+                               {"p10_step_time_us", c.measured_spread.p10_us},
+                               {"p90_step_time_us", c.measured_spread.p90_us},
+                               {"median_error", c.measured_spread.median_error},
+                               {"prediction_inside", c.measured_spread.prediction_inside}}},
           {"predicted_overlap_efficiency", c.predicted.overlap_efficiency},
           {"measured_overlap_efficiency", c.measured.overlap_efficiency},
           {"predicted_exposed_comm_us", c.predicted.exposed_comm_us},
@@ -222,6 +245,18 @@ nlohmann::json comparison_to_json(const Comparison& c) {
           {"ops", ops}};
 }
 
+// "measured step over 20 iterations: median 25.66 ms, p10 .. p90 25.4 .. 27.0 ms; the prediction
+// (23.1 ms, -10.0% from the median) is outside that run-to-run spread"
+namespace {
+std::string spread_line(const Comparison& c) {
+  const MeasuredSpread& s = c.measured_spread;
+  return "measured step over " + std::to_string(s.iterations) + " iteration" + (s.iterations == 1 ? "" : "s") + ": median " +
+         format_time_us(s.median_us) + ", p10 .. p90 " + format_time_us(s.p10_us) + " .. " + format_time_us(s.p90_us) +
+         "; the prediction (" + format_time_us(c.predicted.step_time_us) + ", " + pct(s.median_error) +
+         " from the median) is " + (s.prediction_inside ? "inside" : "outside") + " that run-to-run spread";
+}
+}  // namespace
+
 std::string comparison_table(const Comparison& c) {
   std::ostringstream o;
   o << "compare: " << c.scenario << " (measured: " << c.measured_backend << ", rank " << c.measured_rank << ", iteration "
@@ -235,7 +270,7 @@ std::string comparison_table(const Comparison& c) {
   o << pad("exposed comm (us)", 22) << pad(us(c.predicted.exposed_comm_us), 14) << pad(us(c.measured.exposed_comm_us), 14)
     << fmt("%+.1f", c.predicted.exposed_comm_us - c.measured.exposed_comm_us) << "\n";
   for (const auto& row : throughput_rows(c)) o << pad(row[0], 22) << pad(row[1], 14) << pad(row[2], 14) << row[3] << "\n";
-  o << "\n";
+  o << "\n" << spread_line(c) << "\n\n";
   o << "absolute errors per op kind (us):\n"
     << pad("kind", 16) << pad("ops", 6) << pad("dur median", 12) << pad("dur p90", 12) << pad("start median", 14)
     << "start p90\n";
@@ -267,7 +302,7 @@ std::string comparison_html(const Comparison& c, const Timeline& predicted, cons
   for (const auto& row : throughput_rows(c))
     b << "<tr><td>" << html_escape(row[0]) << "</td><td>" << html_escape(row[1]) << "</td><td>" << html_escape(row[2])
       << "</td><td>" << html_escape(row[3]) << "</td></tr>\n";
-  b << "</table>\n";
+  b << "</table>\n<p>" << html_escape(spread_line(c)) << "</p>\n";
   b << "<h2>Absolute errors per op kind (us)</h2>\n<table>\n<tr><th>kind</th><th>ops</th><th>duration median</th>"
        "<th>duration p90</th><th>start median</th><th>start p90</th></tr>\n";
   for (const auto& k : c.by_kind)

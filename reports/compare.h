@@ -45,6 +45,15 @@ struct KindErrors {
   double start_p90_abs_error_us = 0;
 };
 
+// The measured run's step over its iterations (each iteration's slowest rank), and whether the
+// prediction falls inside that run-to-run spread.
+struct MeasuredSpread {
+  int iterations = 0;
+  double median_us = 0, p10_us = 0, p90_us = 0;  // interpolated as KindErrors says
+  double median_error = 0;                       // (predicted - median) / median
+  bool prediction_inside = false;                // p10 <= predicted step <= p90
+};
+
 struct Comparison {
   std::string scenario;
   std::string measured_backend;
@@ -54,6 +63,7 @@ struct Comparison {
   double step_error = 0;       // (predicted - measured) / measured step time
   double tolerance = 0.10;
   bool within_tolerance = true;  // |step_error| <= tolerance
+  MeasuredSpread measured_spread;
   // Throughput errors; unknown when either side's value is (the timeline carries no workload).
   std::optional<double> tokens_per_s_per_gpu_error;  // (predicted - measured) / measured, relative
   std::optional<double> mfu_error;                   // predicted - measured, absolute (MFU is a fraction)

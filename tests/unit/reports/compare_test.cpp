@@ -72,6 +72,24 @@ TEST(Quantile, InterpolatesBetweenOrderStatistics) {
   EXPECT_DOUBLE_EQ(quantile({}, 0.5), 0);
 }
 
+// The measured steps are 500 us (iteration 0) and 200 us (iteration 1); the prediction, 150 us,
+// lies below both: outside the run-to-run spread, -57% from the median of 350 us.
+TEST(Compare, StatesTheMeasuredSpreadAndWhetherThePredictionIsInsideIt) {
+  const Comparison c = compare_timelines(predicted(), measured());
+  EXPECT_EQ(c.measured_spread.iterations, 2);
+  EXPECT_DOUBLE_EQ(c.measured_spread.median_us, 350);
+  EXPECT_DOUBLE_EQ(c.measured_spread.p10_us, 230);
+  EXPECT_DOUBLE_EQ(c.measured_spread.p90_us, 470);
+  EXPECT_DOUBLE_EQ(c.measured_spread.median_error, (150.0 - 350.0) / 350.0);
+  EXPECT_FALSE(c.measured_spread.prediction_inside);
+  EXPECT_NE(comparison_table(c).find("measured step over 2 iterations: median 350"), std::string::npos) << comparison_table(c);
+  EXPECT_NE(comparison_table(c).find("outside that run-to-run spread"), std::string::npos);
+  EXPECT_EQ(comparison_to_json(c).at("measured_spread").at("prediction_inside"), false);
+  Timeline wide = predicted();
+  for (OpInterval& iv : wide.intervals) iv.end_us *= 2.0, iv.start_us *= 2.0;  // a 300 us prediction
+  EXPECT_TRUE(compare_timelines(wide, measured()).measured_spread.prediction_inside);
+}
+
 TEST(Compare, StepTimeAndOverlapOnBothSides) {
   const Comparison c = compare_timelines(predicted(), measured(), 0.10);
   EXPECT_EQ(c.measured_rank, 1);
