@@ -1,6 +1,9 @@
 #include "cli/command_line.h"
 
+#include <filesystem>
 #include <iostream>
+
+#include <nlohmann/json.hpp>
 
 #include <boost/program_options/parsers.hpp>
 #include <boost/program_options/positional_options.hpp>
@@ -75,6 +78,66 @@ Parsed CommandLine::parse(const std::vector<std::string>& args, bool show_help) 
   return Parsed::run;
 }
 
-Scenario CommandLine::load_scenario() const { return shardline::load_scenario(scenario_path_, overrides_); }
+void CommandLine::add_variation_flags() {
+  listed_.add_options()("straggler", po::value(&stragglers_)->composing(),
+                        "RANK=FACTOR: this rank computes FACTOR times slower (repeatable; adds to the scenario's variation.stragglers)")
+      ("jitter", po::value(&jitter_cv_), "CV: per-op compute jitter with this coefficient of variation (variation.compute_jitter.cv; lognormal unless the scenario names another distribution)")
+      ("seed", po::value(&seed_), "N: the seed of the jitter draws (variation.seed)");
+}
+
+Scenario CommandLine::load_scenario() const {
+  nlohmann::json j = load_scenario_json(scenario_path_);
+  apply_overrides(j, overrides_);
+  if (stragglers_.empty() && !given("jitter") && !given("seed")) {
+    const auto parent = std::filesystem::path(scenario_path_).parent_path();
+    return parse_scenario(j, parent.empty() ? "." : parent.string());
+  }
+  if (!j.is_object()) return parse_scenario(j);  // the parser names what is wrong
+  nlohmann::json& variation = j["variation"];
+  if (variation.is_null()) variation = nlohmann::json::object();
+  if (!variation.is_object()) return parse_scenario(j);
+  // Each flag becomes the JSON it stands for; an error at one of those paths names the flag.
+  std::vector<std::pair<std::string, std::string>> flag_paths;
+  if (!stragglers_.empty()) {
+    nlohmann::json& list = variation["stragglers"];
+    if (list.is_null()) list = nlohmann::json::array();
+    for (const std::string& s : stragglers_) {
+      const auto eq = s.find('=');
+      size_t used_rank = 0, used_factor = 0;
+      int rank = -1;
+      double factor = 0;
+      try {
+        if (eq != std::string::npos) {
+          rank = std::stoi(s.substr(0, eq), &used_rank);
+          factor = std::stod(s.substr(eq + 1), &used_factor);
+        }
+      } catch (const std::exception&) {
+        used_rank = 0;
+      }
+      if (eq == std::string::npos || used_rank != eq || used_factor != s.size() - eq - 1 || used_factor == 0)
+        throw InputError("--straggler", "\"" + s + "\" is not RANK=FACTOR, e.g. 3=1.5 (rank 3 computes 50% slower)");
+      if (list.is_array()) flag_paths.emplace_back("variation.stragglers." + std::to_string(list.size()), "--straggler " + s);
+      if (list.is_array()) list.push_back({{"rank", rank}, {"compute_factor", factor}});
+    }
+  }
+  if (given("jitter")) {
+    nlohmann::json& jitter = variation["compute_jitter"];
+    if (jitter.is_null()) jitter = nlohmann::json::object();
+    if (jitter.is_object()) jitter["cv"] = jitter_cv_;
+    flag_paths.emplace_back("variation.compute_jitter.cv", "--jitter");
+  }
+  if (given("seed")) {
+    variation["seed"] = seed_;
+    flag_paths.emplace_back("variation.seed", "--seed");
+  }
+  try {
+    const auto parent = std::filesystem::path(scenario_path_).parent_path();
+    return parse_scenario(j, parent.empty() ? "." : parent.string());
+  } catch (const InputError& e) {
+    for (const auto& [path, flag] : flag_paths)
+      if (e.where() == path || e.where().rfind(path + ".", 0) == 0) throw InputError(flag, e.what());
+    throw;
+  }
+}
 
 }  // namespace shardline::cli

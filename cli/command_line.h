@@ -41,6 +41,9 @@ class CommandLine {
   void add_scenario(const std::string& example);
   // Repeated --set PATH=VALUE overrides of the scenario JSON, listed in --help at this point.
   void add_set_flag(const char* description = "PATH=VALUE override of the scenario JSON (repeatable)");
+  // --straggler RANK=FACTOR (repeatable), --jitter CV, --seed N: added to the scenario's
+  // `variation` by load_scenario() (after --set), checked like the JSON, errors naming the flag.
+  void add_variation_flags();
 
   // Parses the subcommand's arguments, once. With --help, prints the help on stdout when
   // `show_help` (false on MPI ranks other than 0) and returns help_shown: the subcommand then
@@ -68,6 +71,9 @@ class CommandLine {
   std::string scenario_example_;
   std::string scenario_path_;
   std::vector<std::string> overrides_;
+  std::vector<std::string> stragglers_;
+  double jitter_cv_ = -1;
+  int64_t seed_ = -1;
   po::variables_map vm_;
 };
 

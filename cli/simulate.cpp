@@ -51,21 +51,26 @@ int run_simulate(const std::vector<std::string>& args) {
   CommandLine cli("shardline simulate SCENARIO [--set PATH=VALUE ...] [--profile P] [--out DIR] [--json]");
   cli.add_scenario("scenarios/llama3-8b-fsdp-h100x8.json");
   cli.add_set_flag("PATH=VALUE override of the scenario JSON, e.g. policy.bucket_bytes=64MiB (repeatable)");
+  cli.add_variation_flags();
   cli.flags()("profile", po::value(&profile_path), "a calibrated cluster profile (shardline calibrate): measured collective, copy and issue costs replace the analytical ones")
       ("out", po::value(&out_dir), "write metrics.json, program.json, timeline.json, trace.json and report.html to this folder")
       ("json", "print the metrics as JSON on stdout instead of the summary table")
-      ("ranks", po::value(&ranks_mode)->default_value("one"), "one (a representative rank) or all (every rank, each with its own streams; collectives wait for their slowest member)")
+      ("ranks", po::value(&ranks_mode), "one (a representative rank) or all (every rank, each with its own streams; collectives wait for their slowest member); default: all when the scenario has a variation, else one")
       ("trace-ranks", po::value(&trace_ranks), "--ranks all: ranks the timeline and trace keep besides rank 0, the slowest and the fastest (0,5,17), or all");
   if (cli.parse(args) == Parsed::help_shown) return 0;
   if (cli.given("out") && out_dir.empty()) throw InputError("--out", "give a folder");
   if (cli.given("profile") && profile_path.empty()) throw InputError("--profile", "give a profile JSON file written by shardline calibrate");
-  if (ranks_mode != "one" && ranks_mode != "all") throw InputError("--ranks", "\"" + ranks_mode + "\" is not one of: one, all");
-  const bool every_rank = ranks_mode == "all";
-  if (!every_rank && cli.given("trace-ranks")) throw InputError("--trace-ranks", "needs --ranks all");
+  if (cli.given("ranks") && ranks_mode != "one" && ranks_mode != "all")
+    throw InputError("--ranks", "\"" + ranks_mode + "\" is not one of: one, all");
   bool keep_all = false;
   const std::vector<int> keep_ranks = parse_rank_list(trace_ranks, keep_all);
 
   const Scenario scenario = cli.load_scenario();
+  if (!cli.given("ranks")) ranks_mode = scenario.variation.empty() ? "one" : "all";
+  const bool every_rank = ranks_mode == "all";
+  if (!every_rank && !scenario.variation.empty())
+    throw InputError("--ranks", "the scenario's variation (stragglers, jitter, slow links) needs every rank: leave out --ranks one");
+  if (!every_rank && cli.given("trace-ranks")) throw InputError("--trace-ranks", "needs --ranks all");
   Program program = schedule(scenario);
   if (!out_dir.empty()) check_run_outputs_size(scenario, program);  // before simulating, not after
   SimOptions options;
@@ -74,7 +79,7 @@ int run_simulate(const std::vector<std::string>& args) {
   std::optional<RankSummary> ranks;
   Timeline timeline;
   if (every_rank) {
-    EveryRankRun run = simulate_every_rank(scenario, program, options, nullptr, keep_ranks, keep_all);
+    EveryRankRun run = simulate_every_rank(scenario, program, options, keep_ranks, keep_all);
     timeline = std::move(run.timeline);
     ranks = std::move(run.summary);
   } else {

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/variation.h"
 #include "core/dtype.h"
 
 namespace shardline {
@@ -170,6 +171,7 @@ struct Scenario {
   MeshSpec mesh;
   PolicySpec policy;
   RunSpec run;
+  VariationSpec variation;  // what differs between ranks (every-rank simulation, exec)
 };
 
 }  // namespace shardline

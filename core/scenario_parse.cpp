@@ -69,7 +69,13 @@ constexpr const char* kSchema = R"json({
     "master_dtype": "dtype", "optimizer_bytes_per_param": "size", "micro_batches": "int",
     "grad_sync": "every|last", "average_gradients": "bool"
   },
-  "run": {"iterations": "int", "warmup": "int", "memory_margin": "number"}
+  "run": {"iterations": "int", "warmup": "int", "memory_margin": "number"},
+  "variation": {
+    "seed": "int",
+    "compute_jitter": {"distribution": "lognormal|normal|uniform", "cv": "number"},
+    "stragglers": [{"rank": "int", "node": "int", "group": "shard|replicate", "index": "int", "compute_factor": "number"}],
+    "slow_links": [{"rank": "int", "node": "int", "bandwidth_factor": "number"}]
+  }
 })json";
 
 const json& schema() {
@@ -661,6 +667,79 @@ RunSpec parse_run(const json& j, const json& sch) {
   return r;
 }
 
+// ---- variation --------------------------------------------------------------------------------
+
+// Which ranks a straggler or slow link names: exactly one of "rank", "node" or "group" (with
+// "index"), inside the mesh.
+RankSelector parse_rank_selector(const Obj& o, const MeshSpec& mesh, const ClusterSpec& cluster, bool groups_allowed) {
+  const int world = mesh.shard * mesh.replicate;
+  const int nodes = (world + cluster.gpus_per_node - 1) / cluster.gpus_per_node;
+  int named = 0;
+  for (const char* key : {"rank", "node", "group"}) named += o.has(key) ? 1 : 0;
+  const std::string what = groups_allowed ? "one of \"rank\", \"node\" or \"group\" (with \"index\")" : "one of \"rank\" or \"node\"";
+  if (named != 1) throw InputError(o.path(), std::string(named == 0 ? "names no ranks" : "names ranks twice") + "; expected " + what);
+  if (!o.has("group") && o.has("index")) throw InputError(o.at("index"), "goes with \"group\"");
+  RankSelector sel;
+  auto index_below = [&](const std::string& key, int limit, const std::string& of) {
+    const int i = as_int(*o.opt(key), o.at(key), 0);
+    if (i >= limit) throw InputError(o.at(key), std::to_string(i) + " is outside the mesh; expected 0.." + std::to_string(limit - 1) + " (" + of + ")");
+    return i;
+  };
+  if (o.has("rank")) {
+    sel.index = index_below("rank", world, std::to_string(world) + " ranks");
+  } else if (o.has("node")) {
+    sel.scope = RankSelector::Scope::Node;
+    sel.index = index_below("node", nodes, std::to_string(nodes) + " nodes of " + std::to_string(cluster.gpus_per_node) + " GPUs");
+  } else {
+    sel.scope = as_choice<RankSelector::Scope>(*o.opt("group"), o.at("group"),
+                                              {{"shard", RankSelector::Scope::ShardGroup}, {"replicate", RankSelector::Scope::ReplicateGroup}});
+    const bool shard = sel.scope == RankSelector::Scope::ShardGroup;
+    const int groups = shard ? mesh.replicate : mesh.shard;
+    o.req("index", "the group's index");
+    sel.index = index_below("index", groups, std::to_string(groups) + " " + (shard ? "shard" : "replicate") + " groups");
+  }
+  return sel;
+}
+
+double as_factor(const Obj& o, const char* key, bool at_most_one) {
+  const json& v = o.req(key, at_most_one ? "a fraction in (0, 1]" : "a factor > 0");
+  const double f = as_number(v, o.at(key));
+  if (!(f > 0) || !std::isfinite(f) || (at_most_one && f > 1) || f > 1e6)
+    throw InputError(o.at(key), show(v) + " is out of range; expected " + (at_most_one ? "a fraction in (0, 1]" : "a factor > 0 (1.5: 50% slower)"));
+  return f;
+}
+
+VariationSpec parse_variation(const json& j, const json& sch, const MeshSpec& mesh, const ClusterSpec& cluster) {
+  const Obj o(j, "variation", sch);
+  VariationSpec v;
+  if (const json* s = o.opt("seed")) v.seed = static_cast<uint64_t>(as_int64(*s, o.at("seed"), 0));
+  if (const json* cj = o.opt("compute_jitter")) {
+    const Obj c(*cj, o.at("compute_jitter"), sch.at("compute_jitter"));
+    if (const json* d = c.opt("distribution"))
+      v.distribution = as_choice<JitterDistribution>(*d, c.at("distribution"), {{"lognormal", JitterDistribution::LogNormal},
+                                                                                {"normal", JitterDistribution::Normal},
+                                                                                {"uniform", JitterDistribution::Uniform}});
+    const json& cv = c.req("cv", "the coefficient of variation, e.g. 0.05");
+    v.jitter_cv = as_number(cv, c.at("cv"));
+    const double max_cv = v.distribution == JitterDistribution::Uniform ? kMaxUniformCv : 2.0;
+    if (!(v.jitter_cv >= 0 && v.jitter_cv <= max_cv))
+      throw InputError(c.at("cv"), show(cv) + " is out of range; expected a coefficient of variation in [0, " + std::string(max_cv == 2.0 ? "2" : "0.57") + "]" +
+                                       (v.distribution == JitterDistribution::Uniform ? " for a uniform jitter" : ""));
+  }
+  for (const auto& [key, groups_allowed] : {std::pair{"stragglers", true}, std::pair{"slow_links", false}}) {
+    const json* list = o.opt(key);
+    if (list == nullptr) continue;
+    if (!list->is_array()) type_error(*list, o.at(key), "a list of objects");
+    for (size_t i = 0; i < list->size(); ++i) {
+      const Obj e((*list)[i], join(o.at(key), i), sch.at(key).at(0));
+      const RankSelector sel = parse_rank_selector(e, mesh, cluster, groups_allowed);
+      if (groups_allowed) v.stragglers.push_back({sel, as_factor(e, "compute_factor", false)});
+      else v.slow_links.push_back({sel, as_factor(e, "bandwidth_factor", true)});
+    }
+  }
+  return v;
+}
+
 // ---- files ------------------------------------------------------------------------------------
 
 bool is_index(const std::string& s) {
@@ -762,6 +841,7 @@ Scenario parse_scenario(const nlohmann::json& scenario_json, const std::string& 
     }
   }
   s.run = top.has("run") ? parse_run(*top.opt("run"), sch.at("run")) : RunSpec{};
+  if (const json* v = top.opt("variation")) s.variation = parse_variation(*v, sch.at("variation"), s.mesh, s.cluster);
 
   // Cross-checks that need more than one section.
   if (!s.cluster.gpu.peak_tflops.count(s.policy.param_dtype)) {

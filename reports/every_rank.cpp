@@ -7,8 +7,18 @@
 #include "core/metrics.h"
 
 namespace shardline {
+RankVariation rank_variation(const Scenario& scenario) {
+  const VariationSpec& v = scenario.variation;
+  const int gpus_per_node = scenario.cluster.gpus_per_node;
+  RankVariation out;
+  if (!v.stragglers.empty()) out.compute_factor = rank_compute_factors(v, scenario.mesh.shard, scenario.mesh.replicate, gpus_per_node);
+  if (!v.slow_links.empty()) out.bandwidth_factor = rank_bandwidth_factors(v, scenario.mesh.shard, scenario.mesh.replicate, gpus_per_node);
+  if (v.jitter_cv > 0) out.compute_jitter = [v](int rank, int op) { return compute_jitter_factor(v, rank, 0, op); };
+  return out;
+}
+
 EveryRankRun simulate_every_rank(const Scenario& scenario, const Program& program, SimOptions options,
-                                 const RankVariation* variation, const std::vector<int>& keep_ranks, bool keep_all) {
+                                 const std::vector<int>& keep_ranks, bool keep_all) {
   for (int r : keep_ranks)
     if (r < 0 || r >= program.world_size)
       throw InputError("--trace-ranks", "rank " + std::to_string(r) + " is not in the world of " + std::to_string(program.world_size) + " ranks");
@@ -23,7 +33,8 @@ EveryRankRun simulate_every_rank(const Scenario& scenario, const Program& progra
 
   RankReport report;
   options.every_rank = true;
-  options.variation = variation;
+  const RankVariation variation = rank_variation(scenario);
+  options.variation = scenario.variation.empty() ? nullptr : &variation;
   options.rank_report = &report;
   options.timeline_ranks.clear();
   // One pass: the simulator keeps every rank's spans and the Timeline takes the ranks that

@@ -17,10 +17,14 @@ struct EveryRankRun {
   RankSummary summary;
 };
 
-// `options`: the profile and the like (its every-rank fields are set here). `keep_ranks`: ranks
-// the Timeline keeps besides rank 0, the slowest and the fastest; `keep_all`: every rank.
-// Throws InputError("--trace-ranks", ...) for a rank outside the world.
+// The scenario's variation as the simulator takes it: per-rank compute and bandwidth factors,
+// and the jitter of each compute op (iteration 0, the simulated step).
+RankVariation rank_variation(const Scenario& scenario);
+
+// The scenario's variation applies. `options`: the profile and the like (its every-rank fields
+// are set here). `keep_ranks`: ranks the Timeline keeps besides rank 0, the slowest and the
+// fastest; `keep_all`: every rank. Throws InputError("--trace-ranks", ...) for a rank outside the world.
 EveryRankRun simulate_every_rank(const Scenario& scenario, const Program& program, SimOptions options,
-                                 const RankVariation* variation, const std::vector<int>& keep_ranks, bool keep_all);
+                                 const std::vector<int>& keep_ranks, bool keep_all);
 
 }  // namespace shardline
