@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <map>
 
 #include <nlohmann/json.hpp>
 
@@ -54,21 +55,30 @@ RankSummary summarize_ranks(const RankReport& report, const Timeline& timeline, 
   s.collective_wait_us = spread_of(wait);
   s.symmetric_step_us = symmetric_step_us;
   s.straggler_cost = symmetric_step_us > 0 ? s.step_us.max / symmetric_step_us : 1.0;
-  for (size_t r = 0; r < report.wait_caused_us.size(); ++r) {
-    s.total_wait_us += report.wait_caused_us[r];
-    if (report.wait_caused_us[r] > s.critical_rank_wait_us) {
-      s.critical_rank_wait_us = report.wait_caused_us[r];
-      s.critical_rank = static_cast<int>(r);
+  const auto op_name = [&](int op) {
+    return op >= 0 && static_cast<size_t>(op) < timeline.ops.size() ? timeline.name(timeline.ops[static_cast<size_t>(op)]) : std::string();
+  };
+  std::map<int, double> on_rank;
+  for (const PathSegment& seg : report.critical_path) {
+    on_rank[seg.rank] += seg.to_us - seg.from_us;
+    s.path_us += seg.to_us - seg.from_us;
+    if (seg.held_up_op >= 0 && seg.held_up_wait_us > s.path_op_wait_us) {
+      s.path_op_wait_us = seg.held_up_wait_us;
+      s.path_op = seg.held_up_op;
     }
   }
+  s.path_hops = report.critical_path.empty() ? 0 : static_cast<int>(report.critical_path.size()) - 1;
+  for (const auto& [rank, us] : on_rank)
+    if (us > s.path_rank_us) s.path_rank_us = us, s.path_rank = rank;  // ascending ranks: the lowest on ties
+  s.path_op_name = op_name(s.path_op);
   for (size_t op = 0; op < report.wait_at_op_us.size(); ++op) {
-    if (report.wait_at_op_us[op] > s.critical_op_wait_us) {
-      s.critical_op_wait_us = report.wait_at_op_us[op];
-      s.critical_op = static_cast<int>(op);
+    s.total_wait_us += report.wait_at_op_us[op];
+    if (report.wait_at_op_us[op] > s.most_waiting_op_us) {
+      s.most_waiting_op_us = report.wait_at_op_us[op];
+      s.most_waiting_op = static_cast<int>(op);
     }
   }
-  if (s.critical_op >= 0 && static_cast<size_t>(s.critical_op) < timeline.ops.size())
-    s.critical_op_name = timeline.name(timeline.ops[static_cast<size_t>(s.critical_op)]);
+  s.most_waiting_op_name = op_name(s.most_waiting_op);
   return s;
 }
 
@@ -88,16 +98,21 @@ std::string rank_summary_text(const RankSummary& s) {
   std::snprintf(line, sizeof line, "  straggler cost         %.3f  (slowest step %s / %s without variation)\n", s.straggler_cost,
                 format_time_us(s.step_us.max).c_str(), format_time_us(s.symmetric_step_us).c_str());
   out += line;
-  if (s.critical_rank < 0) {
-    out += "  critical path          no rank waited for another\n";
+  if (s.path_rank >= 0) {
+    std::snprintf(line, sizeof line, "  critical path          %.0f%% on rank %d (%s of %s), crossing %d time%s between ranks\n",
+                  s.path_us > 0 ? 100.0 * s.path_rank_us / s.path_us : 0.0, s.path_rank, format_time_us(s.path_rank_us).c_str(),
+                  format_time_us(s.path_us).c_str(), s.path_hops, s.path_hops == 1 ? "" : "s");
+    out += line;
+    if (s.path_op >= 0)
+      out += "    longest wait on it   op " + std::to_string(s.path_op) + " \"" + s.path_op_name + "\": " +
+             format_time_us(s.path_op_wait_us) + " for the last member\n";
+  }
+  if (s.most_waiting_op < 0) {
+    out += "  most waiting at        nowhere: no rank waited for another\n";
     return out;
   }
-  std::snprintf(line, sizeof line, "  critical path          rank %d: its late arrivals cost the others %s of waiting (%.0f%% of all)\n",
-                s.critical_rank, format_time_us(s.critical_rank_wait_us).c_str(),
-                s.total_wait_us > 0 ? 100.0 * s.critical_rank_wait_us / s.total_wait_us : 0.0);
-  out += line;
-  out += "  most waiting at        op " + std::to_string(s.critical_op) + " \"" + s.critical_op_name + "\": " +
-         format_time_us(s.critical_op_wait_us) + " summed over members\n";
+  out += "  most waiting at        op " + std::to_string(s.most_waiting_op) + " \"" + s.most_waiting_op_name + "\": " +
+         format_time_us(s.most_waiting_op_us) + " summed over members (all collectives: " + format_time_us(s.total_wait_us) + ")\n";
   return out;
 }
 
@@ -109,12 +124,18 @@ nlohmann::json rank_summary_to_json(const RankSummary& s) {
                       {"symmetric_step_us", s.symmetric_step_us},
                       {"straggler_cost", s.straggler_cost},
                       {"total_wait_us", s.total_wait_us}};
-  j["critical_path"] = s.critical_rank < 0 ? nlohmann::json(nullptr)
-                                           : nlohmann::json{{"rank", s.critical_rank},
-                                                            {"rank_wait_caused_us", s.critical_rank_wait_us},
-                                                            {"op", s.critical_op},
-                                                            {"op_name", s.critical_op_name},
-                                                            {"op_wait_us", s.critical_op_wait_us}};
+  j["critical_path"] = s.path_rank < 0 ? nlohmann::json(nullptr)
+                                        : nlohmann::json{{"rank", s.path_rank},
+                                                         {"rank_us", s.path_rank_us},
+                                                         {"path_us", s.path_us},
+                                                         {"hops", s.path_hops},
+                                                         {"longest_wait_op", s.path_op},
+                                                         {"longest_wait_op_name", s.path_op_name},
+                                                         {"longest_wait_us", s.path_op_wait_us}};
+  j["most_waiting"] = s.most_waiting_op < 0 ? nlohmann::json(nullptr)
+                                            : nlohmann::json{{"op", s.most_waiting_op},
+                                                             {"op_name", s.most_waiting_op_name},
+                                                             {"wait_us", s.most_waiting_op_us}};
   return j;
 }
 

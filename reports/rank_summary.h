@@ -26,15 +26,21 @@ struct RankSummary {
   RankSpread collective_wait_us;  // waiting inside collectives, summed over its collectives
   double symmetric_step_us = 0;   // the same Program with no variation
   double straggler_cost = 1;      // step_us.max / symmetric_step_us
-  // The critical path: the rank whose late arrivals cost the other members the most waiting
-  // (-1: nobody waited), with that waiting and everyone's; and the collective op with the most
-  // waiting at it, summed over members and groups.
-  int critical_rank = -1;
-  double critical_rank_wait_us = 0;
+  // The critical path (sim/simulator.h RankReport): the rank it spends the most time on and that
+  // time, how many ranks it crosses, and the collective where it crossed with the longest wait
+  // (-1: it stays on one rank). Then the collective with the most waiting at it, summed over
+  // members and groups (-1: nobody waited).
+  int path_rank = -1;
+  double path_rank_us = 0;
+  double path_us = 0;
+  int path_hops = 0;
+  int path_op = -1;
+  std::string path_op_name;
+  double path_op_wait_us = 0;
   double total_wait_us = 0;
-  int critical_op = -1;
-  std::string critical_op_name;
-  double critical_op_wait_us = 0;
+  int most_waiting_op = -1;
+  std::string most_waiting_op_name;
+  double most_waiting_op_us = 0;
 };
 
 // `timeline` names the ops; `symmetric_step_us` is the step of the same scenario without variation.

@@ -187,7 +187,56 @@ class Simulation {
     for (const RankState& r : ranks_) out.push_back(r.stats);
     return out;
   }
-  const std::vector<double>& wait_caused_by_rank() const { return wait_caused_; }
+  // The critical path, walked back from the end of the slowest rank: on a rank, back to the
+  // latest collective it waited in (before that time), then over to the member it waited for,
+  // from the moment it arrived; until a rank that waited for nobody. Needs every rank's spans.
+  std::vector<PathSegment> critical_path() const {
+    std::vector<PathSegment> path;
+    if (spans_.empty() || syncs_.empty()) return path;
+    const size_t n = program_.ops.size();
+    int r = 0;
+    for (size_t k = 1; k < ranks_.size(); ++k)
+      if (ranks_[k].stats.step_us > ranks_[static_cast<size_t>(r)].stats.step_us) r = static_cast<int>(k);
+    double t = ranks_[static_cast<size_t>(r)].stats.step_us;
+    // Per rank visited: the collectives it waited in, (sync time, op), ascending.
+    std::unordered_map<int, std::vector<std::pair<double, int>>> waits;
+    int held_up_op = -1;
+    double held_up_wait = 0;
+    while (true) {
+      auto [it, fresh] = waits.try_emplace(r);
+      if (fresh) {
+        for (size_t op = 0; op < n; ++op) {
+          if (!is_collective(program_.ops[op].kind)) continue;
+          const GroupInfo& g = program_.group_of(program_.ops[op]);
+          if (g.size <= 1) continue;
+          const auto s = syncs_.find(static_cast<uint64_t>(op) * static_cast<uint64_t>(program_.world_size) +
+                                     static_cast<uint64_t>(g.color(r)));
+          if (s == syncs_.end()) continue;
+          const double arrived = spans_[(static_cast<size_t>(r) * n + op) * 2];
+          if (arrived < s->second.sync_us) it->second.emplace_back(s->second.sync_us, static_cast<int>(op));
+        }
+        std::sort(it->second.begin(), it->second.end());
+      }
+      // The latest wait that ended before t (strictly, so the walk always moves back).
+      const auto& list = it->second;
+      auto w = std::lower_bound(list.begin(), list.end(), std::pair<double, int>{t, -1});
+      if (w == list.begin()) {
+        path.push_back(PathSegment{r, 0.0, t, held_up_op, held_up_wait});
+        break;
+      }
+      --w;
+      const auto& [sync_us, op] = *w;
+      path.push_back(PathSegment{r, sync_us, t, held_up_op, held_up_wait});
+      const GroupInfo& g = program_.group_of(program_.ops[static_cast<size_t>(op)]);
+      const SyncRecord& rec = syncs_.at(static_cast<uint64_t>(op) * static_cast<uint64_t>(program_.world_size) + static_cast<uint64_t>(g.color(r)));
+      held_up_op = op;
+      held_up_wait = sync_us - spans_[(static_cast<size_t>(r) * n + static_cast<size_t>(op)) * 2];
+      r = rec.last_rank;
+      t = sync_us;
+    }
+    std::reverse(path.begin(), path.end());
+    return path;
+  }
   const std::vector<double>& wait_at_op() const { return wait_at_op_; }
 
  private:
@@ -346,32 +395,22 @@ class Simulation {
     }
     if (in.members > 1) in.ready_at.emplace_back(rank, now);
     if (++in.arrived < in.members) return;
+    if (!spans_.empty() && in.members > 1) syncs_[key] = SyncRecord{now, rank};
     account_waiting(in, now, id);
     for_each_member(in, rank, [&](RankState& m) { begin_phase(m, id); });
     if (in.plan.count == 0) instances_.erase(key);
   }
 
   // Members that were ready before `now` waited inside the collective for the last one to get
-  // there. The waiting is blamed on the rank that made the last one late: followed back through
-  // the collectives it waited in itself, to a rank that was not waiting (the root of the delay).
+  // there (or to finish the phase).
   void account_waiting(CollectiveInstance& in, double now, int op) {
     if (in.members <= 1) return;
-    if (wait_caused_.empty()) {
-      wait_caused_.assign(ranks_.size(), 0.0);
-      wait_at_op_.assign(program_.ops.size(), 0.0);
-      delayed_by_.resize(ranks_.size());
-      for (size_t r = 0; r < ranks_.size(); ++r) delayed_by_[r] = static_cast<int>(r);
-    }
-    const int root = delayed_by_[static_cast<size_t>(in.ready_at.back().first)];
-    double total = 0;
+    if (wait_at_op_.empty()) wait_at_op_.assign(program_.ops.size(), 0.0);
     for (const auto& [rank, at] : in.ready_at) {
       if (!(now > at)) continue;
       ranks_[static_cast<size_t>(rank)].stats.collective_wait_us += now - at;
-      total += now - at;
-      delayed_by_[static_cast<size_t>(rank)] = root;
+      wait_at_op_[static_cast<size_t>(op)] += now - at;
     }
-    wait_caused_[static_cast<size_t>(root)] += total;
-    wait_at_op_[static_cast<size_t>(op)] += total;
     in.ready_at.clear();
   }
 
@@ -480,9 +519,12 @@ class Simulation {
   std::vector<OpInterval> intervals_;  // per recorded rank, every op
   std::vector<double> issue_us_;       // every span kept: each op's issue time (the same on every rank)
   std::vector<double> spans_;          //   and each rank's start and end of it
-  std::vector<double> wait_caused_;    // per rank: waiting its late arrivals caused
+  struct SyncRecord {
+    double sync_us = 0;  // when the last member arrived and data began to move
+    int last_rank = -1;  // that member
+  };
+  std::unordered_map<uint64_t, SyncRecord> syncs_;  // every span kept: per collective instance
   std::vector<double> wait_at_op_;     // per op: waiting at it, summed over members and instances
-  std::vector<int> delayed_by_;        // per rank: the root of the delay it last waited for
 };
 
 std::unique_ptr<sim::CostModel> make_cost_model(const Scenario& scenario, const SimOptions& options) {
@@ -555,12 +597,9 @@ Timeline simulate_program(const Scenario& given, const Program& program, const S
   RankReport report;
   if (options.rank_report != nullptr || choose_later) {
     report.ranks = sim.rank_stats();
-    report.wait_caused_us = sim.wait_caused_by_rank();
+    report.critical_path = sim.critical_path();
     report.wait_at_op_us = sim.wait_at_op();
-    if (report.wait_caused_us.empty()) {
-      report.wait_caused_us.assign(static_cast<size_t>(ranks), 0.0);
-      report.wait_at_op_us.assign(program.ops.size(), 0.0);
-    }
+    if (report.wait_at_op_us.empty()) report.wait_at_op_us.assign(program.ops.size(), 0.0);
   }
   std::vector<OpInterval> intervals;
   if (choose_later) {

@@ -31,14 +31,25 @@ struct RankStats {
   double collective_wait_us = 0;  // time inside collectives waiting for other members
 };
 
+// A stretch of the critical path on one rank, [from_us, to_us]. `held_up_op`: the collective
+// at whose start the path leaves this rank for a member that waited for it (this rank arrived
+// last), and that member's wait there; -1 for the last stretch (the slowest rank's end).
+struct PathSegment {
+  int rank = 0;
+  double from_us = 0, to_us = 0;
+  int held_up_op = -1;
+  double held_up_wait_us = 0;
+};
+
 // What every-rank simulation says beyond the Timeline.
 struct RankReport {
   std::vector<RankStats> ranks;
-  // Per rank: the waiting it is the root of (summed over the members who waited): a member that
-  // waits for a late rank is blamed on that rank, or, when the late rank was itself waiting
-  // before, on the rank it waited for, and so on back. Per op: the waiting at that collective,
-  // summed over members and groups.
-  std::vector<double> wait_caused_us;
+  // The critical path in time order: walked back from the end of the slowest rank (the lowest on
+  // ties), on each rank back to the latest collective it waited in, then over to the member that
+  // arrived last there, until a rank that waited for nobody. Kept only when the simulator keeps
+  // every rank's spans (choose_timeline_ranks); else empty.
+  std::vector<PathSegment> critical_path;
+  // Per op: the waiting at that collective, summed over members and groups.
   std::vector<double> wait_at_op_us;
 };
 

@@ -35,7 +35,8 @@ TEST_F(SimulateRanksCli, EveryRankWithoutVariationMatchesTheRepresentativeRank) 
   EXPECT_EQ(a, json::parse(one.out));
   EXPECT_EQ(ranks.at("ranks"), 4);
   EXPECT_EQ(ranks.at("straggler_cost"), 1.0);
-  EXPECT_TRUE(ranks.at("critical_path").is_null());
+  EXPECT_TRUE(ranks.at("most_waiting").is_null());
+  EXPECT_EQ(ranks.at("critical_path").at("hops"), 0);
   EXPECT_EQ(ranks.at("step_us").at("max"), a.at("step_time_us"));
 }
 

@@ -13,7 +13,8 @@ RankReport four_ranks() {
   RankReport r;
   // step, compute busy, waiting
   r.ranks = {{100, 80, 10}, {150, 140, 0}, {110, 80, 30}, {100, 90, 20}};
-  r.wait_caused_us = {0, 55, 5, 0};
+  // The path: rank 1 from 0 to 40 us, then rank 2 (which waited 25 us for it at op 2) to 150.
+  r.critical_path = {{1, 0, 40, 2, 25}, {2, 40, 150, -1, 0}};
   r.wait_at_op_us = {0, 40, 20};
   return r;
 }
@@ -34,25 +35,30 @@ TEST(RankSummary, SpreadsNameTheRanksAtTheExtremes) {
   EXPECT_EQ(s.exposed_comm_us.max_rank, 2);
   EXPECT_EQ(s.collective_wait_us.max_rank, 2);
   EXPECT_DOUBLE_EQ(s.straggler_cost, 150.0 / 120.0);
-  EXPECT_EQ(s.critical_rank, 1);
-  EXPECT_EQ(s.critical_rank_wait_us, 55);
+  EXPECT_EQ(s.path_rank, 2);
+  EXPECT_EQ(s.path_rank_us, 110);
+  EXPECT_EQ(s.path_us, 150);
+  EXPECT_EQ(s.path_hops, 1);
+  EXPECT_EQ(s.path_op, 2);
+  EXPECT_EQ(s.path_op_wait_us, 25);
   EXPECT_EQ(s.total_wait_us, 60);
-  EXPECT_EQ(s.critical_op, 1);
-  EXPECT_EQ(s.critical_op_name, "ag b1 mb0");
+  EXPECT_EQ(s.most_waiting_op, 1);
+  EXPECT_EQ(s.most_waiting_op_name, "ag b1 mb0");
   EXPECT_EQ(ranks_that_matter(s), (std::vector<int>{0, 1}));
   const nlohmann::json j = rank_summary_to_json(s);
-  EXPECT_EQ(j.at("critical_path").at("rank"), 1);
+  EXPECT_EQ(j.at("critical_path").at("rank"), 2);
+  EXPECT_EQ(j.at("most_waiting").at("op"), 1);
   EXPECT_EQ(j.at("step_us").at("max_rank"), 1);
-  EXPECT_NE(rank_summary_text(s).find("rank 1: its late arrivals cost the others"), std::string::npos) << rank_summary_text(s);
+  EXPECT_NE(rank_summary_text(s).find("critical path          73% on rank 2"), std::string::npos) << rank_summary_text(s);
 }
 
 TEST(RankSummary, NobodyWaitingHasNoCriticalPath) {
   RankReport r;
   r.ranks = {{100, 90, 0}, {100, 90, 0}};
-  r.wait_caused_us = {0, 0};
   r.wait_at_op_us = {0};
   const RankSummary s = summarize_ranks(r, Timeline{}, 100.0);
-  EXPECT_EQ(s.critical_rank, -1);
+  EXPECT_EQ(s.path_rank, -1);
+  EXPECT_EQ(s.most_waiting_op, -1);
   EXPECT_EQ(s.straggler_cost, 1.0);
   EXPECT_TRUE(rank_summary_to_json(s).at("critical_path").is_null());
   EXPECT_NE(rank_summary_text(s).find("no rank waited"), std::string::npos);

@@ -105,15 +105,40 @@ TEST(EveryRank, AStragglerKeepsItsGroupWaitingInsideTheCollective) {
   // Waiting: the seven other members waited 100 us at each of the two shard collectives.
   EXPECT_DOUBLE_EQ(report.ranks[0].collective_wait_us, 200.0);
   EXPECT_DOUBLE_EQ(report.ranks[3].collective_wait_us, 0.0);
-  // Ranks 0..7 then reach the all-reduce late and keep ranks 8..15 waiting: blamed on rank 3,
-  // whom they were waiting for.
-  double all_waiting = 0;
-  for (const RankStats& r : report.ranks) all_waiting += r.collective_wait_us;
-  EXPECT_GT(report.ranks[11].collective_wait_us, 0.0);
-  EXPECT_DOUBLE_EQ(report.wait_caused_us[3], all_waiting);
-  for (int r = 0; r < 16; ++r)
-    if (r != 3) EXPECT_EQ(report.wait_caused_us[static_cast<size_t>(r)], 0.0) << r;
+  EXPECT_GT(report.ranks[11].collective_wait_us, 0.0);  // ranks 8..15 wait at the all-reduce
   EXPECT_DOUBLE_EQ(report.wait_at_op_us[1], 7 * 100.0);
+  EXPECT_TRUE(report.critical_path.empty());  // needs every rank's spans
+}
+
+// The critical path, walked back from the slowest rank's end, leads to the straggler (rank 3),
+// who waited for nobody; every crossing is a collective where the next rank waited for it.
+TEST(EveryRank, TheCriticalPathRunsThroughTheStraggler) {
+  const Program p = hsdp_program();
+  RankVariation v;
+  v.compute_factor.assign(16, 1.0);
+  v.compute_factor[3] = 2.0;
+  v.compute_factor[11] = 0.5;  // rank 11 computes fast and waits for rank 3 at the all-reduce
+  RankReport report;
+  SimOptions o = every_rank(&report, &v);
+  o.choose_timeline_ranks = [](const RankReport&) { return std::vector<int>{0}; };
+  simulate(test_scenario(), p, o);
+  ASSERT_FALSE(report.critical_path.empty());
+  const PathSegment& last = report.critical_path.back();
+  EXPECT_EQ(last.held_up_op, -1);
+  EXPECT_EQ(last.to_us, report.ranks[static_cast<size_t>(last.rank)].step_us);
+  double length = 0;
+  for (const PathSegment& seg : report.critical_path) {
+    EXPECT_LE(seg.from_us, seg.to_us);
+    length += seg.to_us - seg.from_us;
+  }
+  EXPECT_DOUBLE_EQ(report.critical_path.front().from_us, 0.0);
+  EXPECT_DOUBLE_EQ(length, last.to_us);  // the stretches tile [0, slowest step]
+  EXPECT_EQ(report.critical_path.front().rank, 3);  // it starts on the straggler, who waited for nobody
+  for (size_t k = 0; k + 1 < report.critical_path.size(); ++k) {
+    EXPECT_GE(report.critical_path[k].held_up_op, 0);
+    EXPECT_GT(report.critical_path[k].held_up_wait_us, 0.0);
+    EXPECT_EQ(report.critical_path[k].to_us, report.critical_path[k + 1].from_us);
+  }
 }
 
 TEST(EveryRank, ASlowLinkSlowsEveryMemberOfItsCollectives) {
