@@ -2,6 +2,7 @@
 // the per-rank spread, and the timeline keeps rank 0, the slowest, the fastest and --trace-ranks.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -67,6 +68,38 @@ TEST_F(SimulateRanksCli, BadRankFlagsExitTwoNamingTheFlag) {
     EXPECT_EQ(r.code, 2) << args << "\n" << r.out << r.err;
     EXPECT_NE(r.err.find(flag), std::string::npos) << args << ": " << r.err;
     EXPECT_TRUE(r.out.empty()) << args << ": " << r.out;
+  }
+}
+
+TEST_F(SimulateRanksCli, AStragglerFlagSimulatesEveryRankAndNamesIt) {
+  const Result r = run("simulate " + scenario("host-tiny-hsdp.json") + " --straggler 1=1.5 --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const json ranks = json::parse(r.out).at("ranks");
+  EXPECT_EQ(ranks.at("step_us").at("max_rank"), 1);
+  EXPECT_GT(ranks.at("straggler_cost").get<double>(), 1.2);
+  EXPECT_EQ(ranks.at("critical_path").at("rank"), 1);
+  EXPECT_GT(ranks.at("most_waiting").at("wait_us").get<double>(), 0);
+  // The same draw for the same seed: byte for byte.
+  const Result a = run("simulate " + scenario("host-tiny-hsdp.json") + " --jitter 0.1 --seed 5 --json");
+  const Result b = run("simulate " + scenario("host-tiny-hsdp.json") + " --jitter 0.1 --seed 5 --json");
+  const Result c = run("simulate " + scenario("host-tiny-hsdp.json") + " --jitter 0.1 --seed 6 --json");
+  ASSERT_EQ(a.code, 0) << a.err;
+  EXPECT_EQ(a.out, b.out);
+  EXPECT_NE(a.out, c.out);
+}
+
+TEST_F(SimulateRanksCli, BadVariationFlagsExitTwoNamingTheFlag) {
+  for (const auto& [args, flag] : std::vector<std::pair<std::string, std::string>>{
+           {"--straggler 4=1.5", "--straggler 4=1.5"},  // 4 ranks: 0..3
+           {"--straggler 1=0", "--straggler 1=0"},
+           {"--straggler 1", "--straggler"},
+           {"--straggler 1=2 --ranks one", "--ranks"},
+           {"--jitter -0.1", "--jitter"},
+           {"--jitter 0.1 --seed -3", "--seed"}}) {
+    const Result r = run("simulate " + scenario("host-tiny-hsdp.json") + " " + args);
+    EXPECT_EQ(r.code, 2) << args << "\n" << r.out << r.err;
+    EXPECT_NE(r.err.find(flag), std::string::npos) << args << ": " << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
   }
 }
 

@@ -1,0 +1,124 @@
+// A scenario's variation: the draws (mean, spread, determinism), which ranks a straggler or slow
+// link names, and every bad entry refused with its JSON path.
+#include <cmath>
+#include <string>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "core/scenario_parse.h"
+#include "core/variation.h"
+
+namespace shardline {
+namespace {
+
+using nlohmann::json;
+
+// 2 nodes x 4 GPUs, shard 4 x replicate 2.
+json hsdp_with(const json& variation) {
+  json j = json::parse(R"({
+    "name": "v",
+    "model": {"units": [{"name": "a", "params": 1000, "forward_flops": 1e9}]},
+    "cluster": {"gpu": {"name": "g", "peak_tflops": {"bf16": 100}, "efficiency": 0.5, "memory": "16GiB", "copy_bandwidth": "500GB/s"},
+                "nodes": 2, "gpus_per_node": 4,
+                "intra_node": {"bandwidth": "100GB/s", "latency": "2us"}, "inter_node": {"bandwidth": "25GB/s", "latency": "5us"}},
+    "mesh": {"shard": 4, "replicate": 2}
+  })");
+  j["variation"] = variation;
+  return j;
+}
+
+std::string error_path(const json& variation) {
+  try {
+    parse_scenario(hsdp_with(variation));
+  } catch (const InputError& e) {
+    return e.where();
+  }
+  return "";
+}
+
+TEST(Variation, StragglersMultiplyOnTheRanksTheyName) {
+  const Scenario s = parse_scenario(hsdp_with(json::parse(R"({"stragglers": [
+      {"rank": 5, "compute_factor": 1.5}, {"node": 1, "compute_factor": 2},
+      {"group": "shard", "index": 0, "compute_factor": 1.1}, {"group": "replicate", "index": 3, "compute_factor": 3}]})")));
+  const std::vector<double> f = rank_compute_factors(s.variation, 4, 2, 4);
+  // shard group 0 = ranks 0-3, node 1 = ranks 4-7, replicate group 3 = ranks 3 and 7.
+  const std::vector<double> expected{1.1, 1.1, 1.1, 1.1 * 3, 2, 1.5 * 2, 2, 2 * 3};
+  ASSERT_EQ(f.size(), expected.size());
+  for (size_t r = 0; r < f.size(); ++r) EXPECT_DOUBLE_EQ(f[r], expected[r]) << r;
+  EXPECT_EQ(rank_bandwidth_factors(s.variation, 4, 2, 4), std::vector<double>(8, 1.0));
+}
+
+TEST(Variation, SlowLinksNameRanksOrNodes) {
+  const Scenario s = parse_scenario(hsdp_with(json::parse(R"({"slow_links": [{"node": 0, "bandwidth_factor": 0.5}, {"rank": 2, "bandwidth_factor": 0.5}]})")));
+  EXPECT_EQ(rank_bandwidth_factors(s.variation, 4, 2, 4), (std::vector<double>{0.5, 0.5, 0.25, 0.5, 1, 1, 1, 1}));
+}
+
+// Over many draws each distribution has mean 1 and the asked coefficient of variation (a
+// wrong formula, e.g. lognormal without the -sigma^2/2 shift, misses the mean by cv^2/2).
+TEST(Variation, JitterHasMeanOneAndTheAskedSpread) {
+  for (JitterDistribution d : {JitterDistribution::LogNormal, JitterDistribution::Normal, JitterDistribution::Uniform}) {
+    VariationSpec v;
+    v.distribution = d;
+    v.jitter_cv = 0.2;
+    v.seed = 11;
+    double sum = 0, sum2 = 0;
+    const int n = 200000;
+    for (int i = 0; i < n; ++i) {
+      const double f = compute_jitter_factor(v, i % 64, i / 64 % 8, i / 512);
+      sum += f;
+      sum2 += f * f;
+    }
+    const double mean = sum / n, sd = std::sqrt(sum2 / n - mean * mean);
+    EXPECT_NEAR(mean, 1.0, 0.003) << jitter_distribution_name(d);
+    EXPECT_NEAR(sd / mean, 0.2, 0.004) << jitter_distribution_name(d);
+  }
+}
+
+TEST(Variation, DrawsDependOnlyOnSeedRankIterationAndOp) {
+  VariationSpec v;
+  v.jitter_cv = 0.1;
+  v.seed = 7;
+  const double a = compute_jitter_factor(v, 3, 2, 100);
+  EXPECT_EQ(compute_jitter_factor(v, 3, 2, 100), a);
+  EXPECT_NE(compute_jitter_factor(v, 4, 2, 100), a);
+  EXPECT_NE(compute_jitter_factor(v, 3, 1, 100), a);
+  EXPECT_NE(compute_jitter_factor(v, 3, 2, 101), a);
+  v.seed = 8;
+  EXPECT_NE(compute_jitter_factor(v, 3, 2, 100), a);
+  v.jitter_cv = 0;
+  EXPECT_EQ(compute_jitter_factor(v, 3, 2, 100), 1.0);
+}
+
+TEST(Variation, ParsesTheJitterAndSeed) {
+  const Scenario s = parse_scenario(hsdp_with(json::parse(R"({"seed": 42, "compute_jitter": {"distribution": "uniform", "cv": 0.3}})")));
+  EXPECT_EQ(s.variation.seed, 42u);
+  EXPECT_EQ(s.variation.distribution, JitterDistribution::Uniform);
+  EXPECT_DOUBLE_EQ(s.variation.jitter_cv, 0.3);
+  EXPECT_FALSE(s.variation.empty());
+  EXPECT_TRUE(parse_scenario(hsdp_with(json::object())).variation.empty());
+}
+
+TEST(Variation, BadEntriesNameTheirPath) {
+  EXPECT_EQ(error_path(json::parse(R"({"stragglers": [{"rank": 8, "compute_factor": 2}]})")), "variation.stragglers.0.rank");
+  EXPECT_EQ(error_path(json::parse(R"({"stragglers": [{"node": 2, "compute_factor": 2}]})")), "variation.stragglers.0.node");
+  EXPECT_EQ(error_path(json::parse(R"({"stragglers": [{"group": "shard", "index": 2, "compute_factor": 2}]})")), "variation.stragglers.0.index");
+  EXPECT_EQ(error_path(json::parse(R"({"stragglers": [{"group": "pipeline", "index": 0, "compute_factor": 2}]})")), "variation.stragglers.0.group");
+  EXPECT_EQ(error_path(json::parse(R"({"stragglers": [{"group": "shard", "compute_factor": 2}]})")), "variation.stragglers.0.index");
+  EXPECT_EQ(error_path(json::parse(R"({"stragglers": [{"rank": 1, "compute_factor": 0}]})")), "variation.stragglers.0.compute_factor");
+  EXPECT_EQ(error_path(json::parse(R"({"stragglers": [{"rank": 1, "compute_factor": -1}]})")), "variation.stragglers.0.compute_factor");
+  EXPECT_EQ(error_path(json::parse(R"({"stragglers": [{"compute_factor": 2}]})")), "variation.stragglers.0");
+  EXPECT_EQ(error_path(json::parse(R"({"stragglers": [{"rank": 1, "node": 0, "compute_factor": 2}]})")), "variation.stragglers.0");
+  EXPECT_EQ(error_path(json::parse(R"({"stragglers": [{"rank": 1, "index": 0, "compute_factor": 2}]})")), "variation.stragglers.0.index");
+  EXPECT_EQ(error_path(json::parse(R"({"slow_links": [{"rank": 1, "bandwidth_factor": 1.5}]})")), "variation.slow_links.0.bandwidth_factor");
+  EXPECT_EQ(error_path(json::parse(R"({"slow_links": [{"group": "shard", "index": 0, "bandwidth_factor": 0.5}]})")), "variation.slow_links.0.group");
+  EXPECT_EQ(error_path(json::parse(R"({"compute_jitter": {"distribution": "gamma", "cv": 0.1}})")), "variation.compute_jitter.distribution");
+  EXPECT_EQ(error_path(json::parse(R"({"compute_jitter": {"cv": -0.1}})")), "variation.compute_jitter.cv");
+  EXPECT_EQ(error_path(json::parse(R"({"compute_jitter": {"distribution": "uniform", "cv": 0.6}})")), "variation.compute_jitter.cv");
+  EXPECT_EQ(error_path(json::parse(R"({"compute_jiter": {"cv": 0.1}})")), "variation.compute_jiter");
+  EXPECT_EQ(error_path(json::parse(R"({"seed": -1})")), "variation.seed");
+}
+
+}  // namespace
+}  // namespace shardline
