@@ -18,6 +18,7 @@
 #include "core/metrics.h"
 #include "core/schedule.h"
 #include "core/timeline.h"
+#include "core/variation.h"
 #include "exec/exec.h"
 #include "exec/mpi/mpi_env.h"
 #include "reports/outputs.h"
@@ -44,6 +45,7 @@ int run_exec(const std::vector<std::string>& args) {
       "  run under mpirun (mpirun -n 4 shardline exec ...) or let --np launch it");
   cli.add_scenario("scenarios/host-tiny-fsdp.json");
   cli.add_set_flag();
+  cli.add_variation_flags();
   cli.flags()("backend", po::value(&backend)->default_value("mpi"), "mpi (CPU processes and threads) or nccl (one GPU per rank)")
       ("out", po::value(&out_dir), "write timeline.json (measured), metrics.json, program.json, trace.json, report.html here")
       ("np", po::value(&np), "launch mpirun with this many ranks (the mesh's world size) unless already under mpirun")
@@ -94,6 +96,14 @@ int run_exec(const std::vector<std::string>& args) {
   opt.warmup = warmup >= 0 ? warmup : scenario.run.warmup;
   opt.scale = scale;
   opt.verify = !cli.given("no-verify");
+  const VariationSpec& variation = scenario.variation;
+  if (variation.jitter_cv > 0 || !variation.stragglers.empty()) {
+    const std::vector<double> factors =
+        rank_compute_factors(variation, scenario.mesh.shard, scenario.mesh.replicate, scenario.cluster.gpus_per_node);
+    opt.compute_factor = [factors, variation](int rank, int iteration, int op) {
+      return factors[static_cast<size_t>(rank)] * compute_jitter_factor(variation, rank, iteration, op);
+    };
+  }
   if (!out_dir.empty())
     opt.on_failure = [out_dir](const Timeline& partial, const std::string& message) { write_partial(out_dir, partial, message); };
 
@@ -129,7 +139,11 @@ int run_exec(const std::vector<std::string>& args) {
       head << "\nclock alignment error <= " << r.clock_error_us << " us; data check: ";
       if (r.verified) head << "passed (" << r.elements_checked << " elements on all ranks)";
       else head << "skipped (--no-verify)";
-      head << "; buffers " << r.bytes_per_rank / (1024 * 1024) << " MiB per rank\n\n";
+      head << "; buffers " << r.bytes_per_rank / (1024 * 1024) << " MiB per rank\n";
+      if (opt.compute_factor) head << "variation injected: compute stand-ins slowed per rank and op (scenario variation)\n";
+      if (!variation.slow_links.empty())
+        head << "variation.slow_links: not injected (exec cannot slow a real link); the simulation plays them\n";
+      head << "\n";
       std::cout << head.str() << summary_table(scenario, timeline, metrics);
       if (!out_dir.empty())
         std::cout << "\noutputs in " << out_dir << "/ (report.html, trace.json, metrics.json, program.json, timeline.json)\n";

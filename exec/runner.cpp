@@ -76,6 +76,7 @@ class Run {
   // One pass over the program. `record`: keep intervals for iteration `iteration`.
   void pass(int pass_number, bool serialized, Verifier* verifier, int iteration, std::string* first_failure) {
     const int nops = static_cast<int>(P_.ops.size());
+    draw_iteration_ = iteration >= 0 ? iteration : -1 - pass_number;
     backend_.begin_pass(pass_number, nops);
     {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -180,7 +181,11 @@ class Run {
       if (P_.ops[d].stream != op.stream) backend_.wait_op(s, d);
     backend_.begin_op(s, i);
     switch (op.kind) {
-      case OpKind::Compute: backend_.compute(s, op.compute_us, options_.compute); break;
+      case OpKind::Compute: {
+        const double factor = options_.compute_factor ? options_.compute_factor(rank_, draw_iteration_, i) : 1.0;
+        backend_.compute(s, op.compute_us * factor, options_.compute);
+        break;
+      }
       case OpKind::CopyIn: backend_.copy(s, o.pack); break;
       case OpKind::CopyOut: backend_.copy(s, o.unpack); break;
       case OpKind::Alloc:
@@ -331,6 +336,7 @@ class Run {
   int64_t host_progress_ = 0;
   int current_pass_ = -1;
   int current_iteration_ = -1;
+  int draw_iteration_ = -1;  // the iteration number variation draws use in this pass
   int issued_ = 0;
   double last_origin_ = 0;
   std::vector<OpInterval> intervals_;

@@ -34,6 +34,10 @@ struct ExecOptions {
   int stall_op = -1;
   int kill_rank = -1;  // test hook: this rank kills itself (SIGKILL) before `stall_op`
   int corrupt_op = -1;
+  // Variation injected into the run (null: none): each compute stand-in runs for its op's
+  // compute_us times compute_factor(rank, iteration, op). Measured iterations are numbered
+  // 0..iterations-1; the unmeasured passes (data check, warmup) -1 - their pass number.
+  std::function<double(int rank, int iteration, int op)> compute_factor;
   // Called on a failing rank (timeout, MPI error) with its partial local timeline, before the
   // run is aborted with MPI_Abort.
   std::function<void(const Timeline& partial, const std::string& message)> on_failure;
