@@ -1,5 +1,6 @@
 #include "cli/command_line.h"
 
+#include <cstdio>
 #include <filesystem>
 #include <iostream>
 
@@ -83,6 +84,18 @@ void CommandLine::add_variation_flags() {
                         "RANK=FACTOR: this rank computes FACTOR times slower (repeatable; adds to the scenario's variation.stragglers)")
       ("jitter", po::value(&jitter_cv_), "CV: per-op compute jitter with this coefficient of variation (variation.compute_jitter.cv; lognormal unless the scenario names another distribution)")
       ("seed", po::value(&seed_), "N: the seed of the jitter draws (variation.seed)");
+}
+
+std::vector<std::string> CommandLine::variation_args() const {
+  std::vector<std::string> out;
+  for (const std::string& s : stragglers_) out.insert(out.end(), {"--straggler", s});
+  if (given("jitter")) {
+    char cv[32];
+    std::snprintf(cv, sizeof cv, "%.17g", jitter_cv_);
+    out.insert(out.end(), {"--jitter", cv});
+  }
+  if (given("seed")) out.insert(out.end(), {"--seed", std::to_string(seed_)});
+  return out;
 }
 
 Scenario CommandLine::load_scenario() const {

@@ -44,6 +44,8 @@ class CommandLine {
   // --straggler RANK=FACTOR (repeatable), --jitter CV, --seed N: added to the scenario's
   // `variation` by load_scenario() (after --set), checked like the JSON, errors naming the flag.
   void add_variation_flags();
+  // The variation flags as given, to pass on to a command run under mpirun.
+  std::vector<std::string> variation_args() const;
 
   // Parses the subcommand's arguments, once. With --help, prints the help on stdout when
   // `show_help` (false on MPI ranks other than 0) and returns help_shown: the subcommand then

@@ -20,6 +20,7 @@
 #include "core/schedule.h"
 #include "exec/exec.h"
 #include "reports/compare.h"
+#include "reports/every_rank.h"
 #include "reports/outputs.h"
 #include "sim/simulator.h"
 
@@ -39,6 +40,7 @@ int run_validate(const std::vector<std::string>& args) {
       ("profile", po::value(&profile_path), "a calibrated profile; without it, calibrate first (written to DIR/profile.json)")
       ("out", po::value(&out_dir), "output folder (default: validate-<scenario name>)");
   cli.add_set_flag();
+  cli.add_variation_flags();
   cli.flags()("tolerance", po::value(&tolerance)->default_value(0.10), "allowed relative step-time error; exit 1 above it")
       ("backend", po::value(&backend)->default_value("mpi"), "mpi or nccl, for calibrate and exec")
       ("compute", po::value(&compute), "compute stand-in for calibrate and exec (sleep, spin, kernel)")
@@ -89,13 +91,18 @@ int run_validate(const std::vector<std::string>& args) {
   std::cout << "validate: 2/4 simulating with the profile -> " << predicted_dir << std::endl;
   SimOptions sim_options;
   sim_options.profile = &profile;
-  const Timeline predicted = simulate(scenario, program, sim_options);
+  // With a variation (the scenario's, or --straggler / --jitter) every rank is predicted, and the
+  // same variation is injected into the real run.
+  const Timeline predicted = scenario.variation.empty()
+                                 ? simulate(scenario, program, sim_options)
+                                 : simulate_every_rank(scenario, program, sim_options, {}, /*keep_all=*/true).timeline;
   write_run_outputs(predicted_dir, scenario, program, predicted, compute_metrics(predicted));
 
   const std::string measured_dir = (fs::path(out_dir) / "measured").string();
   std::cout << "validate: 3/4 running for real on " << np << " ranks -> " << measured_dir << std::endl;
   std::vector<std::string> ex{cli.scenario_path(), "--out", measured_dir};
   for (const auto& s : cli.overrides()) ex.insert(ex.end(), {"--set", s});
+  for (const auto& s : cli.variation_args()) ex.push_back(s);
   ex.insert(ex.end(), {"--iterations", std::to_string(iterations)});
   if (warmup >= 0) ex.insert(ex.end(), {"--warmup", std::to_string(warmup)});
   ex.insert(ex.end(), common.begin(), common.end());

@@ -152,6 +152,14 @@ Comparison compare_timelines(const Timeline& predicted, const Timeline& measured
   c.step_error = (c.predicted.step_time_us - c.measured.step_time_us) / c.measured.step_time_us;
   c.within_tolerance = std::abs(c.step_error) <= tolerance;
   c.measured_spread = measured_spread(measured, c.predicted.step_time_us);
+  for (int r = 0; r < measured.ranks; ++r) {
+    RankComparison rc;
+    rc.rank = r;
+    rc.predicted_step_us = compute_metrics(predicted, predicted.ranks > r ? r : 0, pw.iteration).step_time_us;
+    rc.measured_step_us = compute_metrics(measured, r, mw.iteration).step_time_us;
+    rc.error = rc.measured_step_us > 0 ? (rc.predicted_step_us - rc.measured_step_us) / rc.measured_step_us : 0;
+    c.by_rank.push_back(rc);
+  }
   const Throughput& pt = c.predicted.throughput;
   const Throughput& mt = c.measured.throughput;
   if (pt.tokens_per_s_per_gpu && mt.tokens_per_s_per_gpu)
@@ -200,6 +208,16 @@ Comparison compare_timelines(const Timeline& predicted, const Timeline& measured
   return c;
 }
 
+namespace {
+nlohmann::json by_rank_json(const Comparison& c) {
+  nlohmann::json ranks = nlohmann::json::array();
+  for (const RankComparison& r : c.by_rank)
+    ranks.push_back({{"rank", r.rank}, {"predicted_step_time_us", r.predicted_step_us},
+                     {"measured_step_time_us", r.measured_step_us}, {"step_error", r.error}});
+  return ranks;
+}
+}  // namespace
+
 nlohmann::json comparison_to_json(const Comparison& c) {
   nlohmann::json kinds = nlohmann::json::array();
   for (const auto& k : c.by_kind)
@@ -222,6 +240,7 @@ nlohmann::json comparison_to_json(const Comparison& c) {
           {"step_error", c.step_error},
           {"tolerance", c.tolerance},
           {"within_tolerance", c.within_tolerance},
+          {"by_rank", by_rank_json(c)},
           {"measured_spread", {{"iterations", c.measured_spread.iterations},
                                {"median_step_time_us", c.measured_spread.median_us},
                                {"p10_step_time_us", c.measured_spread.p10_us},
@@ -271,6 +290,15 @@ std::string comparison_table(const Comparison& c) {
     << fmt("%+.1f", c.predicted.exposed_comm_us - c.measured.exposed_comm_us) << "\n";
   for (const auto& row : throughput_rows(c)) o << pad(row[0], 22) << pad(row[1], 14) << pad(row[2], 14) << row[3] << "\n";
   o << "\n" << spread_line(c) << "\n\n";
+  if (c.by_rank.size() > 1) {
+    o << "step time per rank (us):\n" << pad("rank", 8) << pad("predicted", 14) << pad("measured", 14) << "error\n";
+    for (size_t k = 0; k < c.by_rank.size() && k < 16; ++k) {
+      const RankComparison& r = c.by_rank[k];
+      o << pad(std::to_string(r.rank), 8) << pad(us(r.predicted_step_us), 14) << pad(us(r.measured_step_us), 14) << pct(r.error) << "\n";
+    }
+    if (c.by_rank.size() > 16) o << "  ... " << c.by_rank.size() - 16 << " more ranks in compare.json\n";
+    o << "\n";
+  }
   o << "absolute errors per op kind (us):\n"
     << pad("kind", 16) << pad("ops", 6) << pad("dur median", 12) << pad("dur p90", 12) << pad("start median", 14)
     << "start p90\n";

@@ -54,6 +54,14 @@ struct MeasuredSpread {
   bool prediction_inside = false;                // p10 <= predicted step <= p90
 };
 
+// One rank's step: predicted (that rank of an every-rank prediction, else the representative
+// rank) and measured (that rank, the reported iteration).
+struct RankComparison {
+  int rank = 0;
+  double predicted_step_us = 0, measured_step_us = 0;
+  double error = 0;  // (predicted - measured) / measured
+};
+
 struct Comparison {
   std::string scenario;
   std::string measured_backend;
@@ -64,6 +72,7 @@ struct Comparison {
   double tolerance = 0.10;
   bool within_tolerance = true;  // |step_error| <= tolerance
   MeasuredSpread measured_spread;
+  std::vector<RankComparison> by_rank;  // every measured rank, rank order
   // Throughput errors; unknown when either side's value is (the timeline carries no workload).
   std::optional<double> tokens_per_s_per_gpu_error;  // (predicted - measured) / measured, relative
   std::optional<double> mfu_error;                   // predicted - measured, absolute (MFU is a fraction)
