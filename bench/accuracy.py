@@ -5,6 +5,9 @@ For 2 and 4 ranks: calibrate once (shardline calibrate under mpirun), then for e
 combination of the shipped host scenarios (FSDP, HSDP), comm fusion on/off and prefetch on/off:
 simulate with the profile, run the same Program for real (shardline exec), and compare.
 Prints one markdown table row per combination and the medians, and writes the rows as JSON.
+Then, per base scenario (fused, prefetch), the same with an injected straggler (rank 1's compute
+1.5x slower, `--straggler 1=1.5`: every rank predicted, the stand-ins slowed in the real run):
+predicted vs measured step and straggler cost (step with the straggler / step without).
 
   bench/accuracy.py [--binary build/release/cli/shardline] [--out out/accuracy]
                     [--iterations 10] [--repetitions 10] [--quick]
@@ -93,6 +96,35 @@ def main():
                   f"  error {100 * row['step_error']:+6.1f}%  overlap {row['predicted_overlap']:.2f} / {row['measured_overlap']:.2f}",
                   file=sys.stderr, flush=True)
 
+    stragglers = []
+    for label, scenario, np_, sets in base:
+        vsets = VARIANTS[0][1]
+        flags = []
+        for s in sets + vsets:
+            flags += ["--set", s]
+        scen = os.path.join(ROOT, "scenarios", scenario)
+        steps = {}
+        for kind, extra in (("symmetric", []), ("straggler", ["--straggler", "1=1.5"])):
+            d = os.path.join(args.out, f"straggler-{label.replace(' ', '')}-{kind}")
+            sim_extra = extra + (["--ranks", "all", "--trace-ranks", "all"] if extra else [])
+            run([args.binary, "simulate", scen, *flags, *sim_extra, "--profile", profiles[np_], "--out", d + "/predicted"],
+                d + ".simulate.log")
+            run([args.binary, "exec", scen, *flags, *extra, "--np", str(np_), "--iterations", str(iterations),
+                 "--warmup", str(args.warmup), "--out", d + "/measured"], d + ".exec.log")
+            run([args.binary, "compare", d + "/predicted", d + "/measured", "--out", d], d + ".compare.log")
+            with open(os.path.join(d, "compare.json")) as f:
+                c = json.load(f)
+            steps[kind] = (c["predicted_step_time_us"], c["measured_spread"]["median_step_time_us"])
+        p_sym, m_sym = steps["symmetric"]
+        p_str, m_str = steps["straggler"]
+        row = {"name": f"{label}, straggler rank 1 x1.5", "ranks": np_,
+               "predicted_step_us": p_str, "measured_step_us": m_str, "step_error": (p_str - m_str) / m_str,
+               "predicted_cost": p_str / p_sym, "measured_cost": m_str / m_sym}
+        stragglers.append(row)
+        print(f"{row['name']:34s} predicted {p_str / 1e3:8.2f} ms  measured {m_str / 1e3:8.2f} ms  error "
+              f"{100 * row['step_error']:+6.1f}%  straggler cost {row['predicted_cost']:.2f} / {row['measured_cost']:.2f}",
+              file=sys.stderr, flush=True)
+
     machine = f"{platform.machine()}, {os.cpu_count()} cores"
     print(f"\nMachine: {machine}; {iterations} measured iterations after {args.warmup} warm-up, median reported.\n")
     print("| configuration | ranks | predicted (ms) | measured (ms) | step error | overlap eff. predicted / measured |")
@@ -104,8 +136,14 @@ def main():
     ov_err = [abs(r["predicted_overlap"] - r["measured_overlap"]) for r in rows]
     print(f"\nmedian |step error| {100 * statistics.median(abs_err):.1f}% (max {100 * max(abs_err):.1f}%); "
           f"median |overlap error| {statistics.median(ov_err):.2f} (max {max(ov_err):.2f}); {len(rows)} configurations")
+    print("\nInjected straggler (measured: median of the iterations):\n")
+    print("| configuration | ranks | predicted (ms) | measured (ms) | step error | straggler cost predicted / measured |")
+    print("|---|---|---|---|---|---|")
+    for r in stragglers:
+        print(f"| {r['name']} | {r['ranks']} | {r['predicted_step_us'] / 1e3:.2f} | {r['measured_step_us'] / 1e3:.2f} | "
+              f"{100 * r['step_error']:+.1f}% | {r['predicted_cost']:.2f} / {r['measured_cost']:.2f} |")
     with open(os.path.join(args.out, "accuracy.json"), "w") as f:
-        json.dump({"machine": machine, "rows": rows}, f, indent=1)
+        json.dump({"machine": machine, "rows": rows, "stragglers": stragglers}, f, indent=1)
 
 
 if __name__ == "__main__":
