@@ -14,6 +14,7 @@
 #include "core/metrics.h"
 #include "core/schedule.h"
 #include "core/scenario_parse.h"
+#include "reports/every_rank.h"
 #include "sim/simulator.h"
 
 namespace shardline {
@@ -45,8 +46,11 @@ SweepRow evaluate_sweep_point(const nlohmann::json& base_json, const std::string
     nlohmann::json j = base_json;
     apply_overrides(j, pt.overrides);
     const Scenario scenario = parse_scenario(j, base_dir);
-    const Timeline timeline = simulate(scenario, schedule(scenario));
-    row.metrics = compute_metrics(timeline);
+    // A point with a variation (the scenario's, or a varied variation.* key) is simulated on every
+    // rank: its step is the slowest rank's.
+    const Program program = schedule(scenario);
+    row.metrics = scenario.variation.empty() ? compute_metrics(simulate(scenario, program))
+                                             : compute_metrics(simulate_every_rank(scenario, program, {}, {}, false).timeline);
     row.valid = true;
   } catch (const InputError& e) {
     row.valid = false;

@@ -104,3 +104,24 @@ TEST_F(SimulateRanksCli, BadVariationFlagsExitTwoNamingTheFlag) {
 }
 
 }  // namespace
+
+namespace {
+
+// A sweep point with a variation is simulated on every rank: the cv 0 row is the plain step,
+// and a jittered one is the slowest rank's step of `simulate --jitter`.
+TEST_F(SimulateRanksCli, SweepPointsWithAVariationSimulateEveryRank) {
+  const fs::path out = dir_ / "sweep";
+  const Result r = run("sweep " + scenario("host-tiny-hsdp.json") + " --vary variation.compute_jitter.cv=0,0.2 --out " + out.string());
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  const json rows = json::parse(slurp(out / "sweep.json")).at("rows");
+  ASSERT_EQ(rows.size(), 2u);
+  const Result plain = run("simulate " + scenario("host-tiny-hsdp.json") + " --json");
+  const Result jittered = run("simulate " + scenario("host-tiny-hsdp.json") + " --jitter 0.2 --json");
+  ASSERT_EQ(plain.code, 0) << plain.err;
+  ASSERT_EQ(jittered.code, 0) << jittered.err;
+  EXPECT_EQ(rows[0].at("metrics").at("step_time_us"), json::parse(plain.out).at("step_time_us"));
+  EXPECT_EQ(rows[1].at("metrics").at("step_time_us"), json::parse(jittered.out).at("step_time_us"));
+  EXPECT_NE(rows[0].at("metrics").at("step_time_us"), rows[1].at("metrics").at("step_time_us"));
+}
+
+}  // namespace
