@@ -88,10 +88,7 @@ int run_simulate(const std::vector<std::string>& args) {
     timeline = out_dir.empty() ? simulate(scenario, std::move(program), options) : simulate(scenario, program, options);
   }
   const Metrics metrics = compute_metrics(timeline);
-  if (!out_dir.empty()) {
-    write_run_outputs(out_dir, scenario, program, timeline, metrics);
-    if (ranks) std::ofstream(out_dir + "/ranks.json") << rank_summary_to_json(*ranks).dump(2) << "\n";
-  }
+  if (!out_dir.empty()) write_run_outputs(out_dir, scenario, program, timeline, metrics, ranks ? &*ranks : nullptr);
 
   if (cli.given("json")) {
     nlohmann::json j = metrics_to_json(metrics);

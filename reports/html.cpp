@@ -31,11 +31,12 @@ std::string html_page(const std::string& title, const std::string& body_html) {
   return out;
 }
 
-std::string html_report(const Scenario& scenario, const Timeline& timeline, const Metrics& metrics) {
+std::string html_report(const Scenario& scenario, const Timeline& timeline, const Metrics& metrics, const std::string& extra_html) {
   std::string body;
   body += "<h1>shardline: " + html_escape(scenario.name) + " (" + html_escape(timeline.source) + ", " + html_escape(timeline.backend) + ")</h1>\n";
   if (!scenario.description.empty()) body += "<p>" + html_escape(scenario.description) + "</p>\n";
   body += "<h2>Summary</h2>\n<pre class=\"summary\">" + html_escape(summary_table(scenario, timeline, metrics)) + "</pre>\n";
+  body += extra_html;
 
   body += "<h2>Timeline</h2>\n";
   if (timeline.intervals.empty()) {

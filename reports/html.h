@@ -9,7 +9,9 @@
 
 namespace shardline {
 
-std::string html_report(const Scenario& scenario, const Timeline& timeline, const Metrics& metrics);
+// `extra_html`: a section placed after the summary (every-rank runs: the per-rank section).
+std::string html_report(const Scenario& scenario, const Timeline& timeline, const Metrics& metrics,
+                        const std::string& extra_html = "");
 
 // A complete HTML page with the report's inline style around `body_html` (already escaped),
 // for other reports (compare, sweep) that want the same look.

@@ -7,6 +7,7 @@
 
 #include "core/metrics.h"
 #include "core/program.h"
+#include "reports/rank_summary.h"
 #include "core/scenario.h"
 #include "core/timeline.h"
 
@@ -40,8 +41,9 @@ void write_file_atomically(const std::string& path, const std::string& text, con
 // the files are written remove the temporary folder before the process ends. So an error or a
 // signal never leaves a partial or mixed output folder, nor a temporary one. Refuses "." and
 // "..", which name no folder of the run's own.
+// `ranks` (every-rank runs): also ranks.json, and the per-rank section of report.html.
 void write_run_outputs(const std::string& dir, const Scenario& scenario, const Program& program,
-                       const Timeline& timeline, const Metrics& metrics);
+                       const Timeline& timeline, const Metrics& metrics, const RankSummary* ranks = nullptr);
 
 // The human summary table (step time, forward/backward split, compute busy, comm busy and
 // collectives, ops and bytes per kind, exposed comm, overlap efficiency, throughput: tokens/s

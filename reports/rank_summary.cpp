@@ -1,12 +1,14 @@
 #include "reports/rank_summary.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <map>
 
 #include <nlohmann/json.hpp>
 
 #include "core/units.h"
+#include "reports/svg_timeline.h"
 #include "reports/compare.h"
 
 namespace shardline {
@@ -53,6 +55,7 @@ RankSummary summarize_ranks(const RankReport& report, const Timeline& timeline, 
   s.step_us = spread_of(step);
   s.exposed_comm_us = spread_of(exposed);
   s.collective_wait_us = spread_of(wait);
+  s.wait_by_rank_us = wait;
   s.symmetric_step_us = symmetric_step_us;
   s.straggler_cost = symmetric_step_us > 0 ? s.step_us.max / symmetric_step_us : 1.0;
   const auto op_name = [&](int op) {
@@ -113,6 +116,32 @@ std::string rank_summary_text(const RankSummary& s) {
   }
   out += "  most waiting at        op " + std::to_string(s.most_waiting_op) + " \"" + s.most_waiting_op_name + "\": " +
          format_time_us(s.most_waiting_op_us) + " summed over members (all collectives: " + format_time_us(s.total_wait_us) + ")\n";
+  return out;
+}
+
+std::string rank_summary_html(const RankSummary& s) {
+  std::string out = "<h2>Every rank</h2>\n<pre class=\"summary\">" + html_escape(rank_summary_text(s)) + "</pre>\n";
+  const size_t n = s.wait_by_rank_us.size();
+  if (n == 0) return out;
+  const size_t cells = std::min<size_t>(n, 1024);
+  const size_t per_cell = (n + cells - 1) / cells;
+  const double most = s.collective_wait_us.max;
+  const double cell_w = 1000.0 / static_cast<double>((n + per_cell - 1) / per_cell);
+  char buf[256];
+  out += "<p>Waiting inside collectives per rank (white: none, dark red: the most, " + html_escape(format_time_us(most)) +
+         "):</p>\n<div class=\"scroll\"><svg xmlns=\"http://www.w3.org/2000/svg\" width=\"1000\" height=\"24\">";
+  for (size_t first = 0, k = 0; first < n; first += per_cell, ++k) {
+    const size_t last = std::min(n, first + per_cell) - 1;
+    double w = 0;
+    for (size_t r = first; r <= last; ++r) w = std::max(w, s.wait_by_rank_us[r]);
+    const int shade = most > 0 ? static_cast<int>(std::lround(255.0 * (1.0 - w / most))) : 255;
+    std::snprintf(buf, sizeof buf, "<rect x=\"%.2f\" y=\"0\" width=\"%.2f\" height=\"24\" fill=\"rgb(%d,%d,%d)\" stroke=\"#ddd\" stroke-width=\"0.2\">",
+                  static_cast<double>(k) * cell_w, cell_w, 160 + shade * 95 / 255, shade, shade);
+    out += buf;
+    const std::string who = first == last ? "rank " + std::to_string(first) : "ranks " + std::to_string(first) + "-" + std::to_string(last);
+    out += "<title>" + html_escape(who + ": waited " + (first == last ? "" : "up to ") + format_time_us(w)) + "</title></rect>";
+  }
+  out += "</svg></div>\n";
   return out;
 }
 

@@ -24,6 +24,7 @@ struct RankSummary {
   RankSpread step_us;             // each rank's step
   RankSpread exposed_comm_us;     // step - compute busy
   RankSpread collective_wait_us;  // waiting inside collectives, summed over its collectives
+  std::vector<double> wait_by_rank_us;  // that waiting, rank by rank
   double symmetric_step_us = 0;   // the same Program with no variation
   double straggler_cost = 1;      // step_us.max / symmetric_step_us
   // The critical path (sim/simulator.h RankReport): the rank it spends the most time on and that
@@ -49,6 +50,10 @@ RankSummary summarize_ranks(const RankReport& report, const Timeline& timeline, 
 std::vector<int> ranks_that_matter(const RankSummary& summary);
 
 std::string rank_summary_text(const RankSummary& summary);
+// The report's section: the summary text and a heat strip of each rank's waiting inside
+// collectives (one cell per rank; above 1,024 ranks each cell is the most any rank of its block
+// waited), darker red for more waiting, the value on hover.
+std::string rank_summary_html(const RankSummary& summary);
 nlohmann::json rank_summary_to_json(const RankSummary& summary);
 
 }  // namespace shardline

@@ -52,6 +52,23 @@ TEST(RankSummary, SpreadsNameTheRanksAtTheExtremes) {
   EXPECT_NE(rank_summary_text(s).find("critical path          73% on rank 2"), std::string::npos) << rank_summary_text(s);
 }
 
+// The report's heat strip: a cell per rank, the one that waited most the darkest red.
+TEST(RankSummary, HtmlHasAHeatStripCellPerRank) {
+  const RankSummary s = summarize_ranks(four_ranks(), Timeline{}, 120.0);
+  const std::string html = rank_summary_html(s);
+  EXPECT_NE(html.find("<h2>Every rank</h2>"), std::string::npos);
+  for (int r = 0; r < 4; ++r) EXPECT_NE(html.find("<title>rank " + std::to_string(r) + ": waited"), std::string::npos) << r;
+  EXPECT_NE(html.find("fill=\"rgb(160,0,0)\" stroke=\"#ddd\" stroke-width=\"0.2\"><title>rank 2: waited"), std::string::npos) << html;
+  EXPECT_NE(html.find("fill=\"rgb(255,255,255)\" stroke=\"#ddd\" stroke-width=\"0.2\"><title>rank 1: waited"), std::string::npos) << html;
+  // Above 1,024 ranks a cell holds a block of ranks and shows its most waiting.
+  RankReport many;
+  many.ranks.assign(3000, RankStats{10, 5, 0});
+  many.ranks[2999].collective_wait_us = 7;
+  const std::string big = rank_summary_html(summarize_ranks(many, Timeline{}, 10.0));
+  EXPECT_NE(big.find("<title>ranks 2997-2999: waited up to 7"), std::string::npos);
+  EXPECT_EQ(big.find("<title>rank 5:"), std::string::npos);
+}
+
 TEST(RankSummary, NobodyWaitingHasNoCriticalPath) {
   RankReport r;
   r.ranks = {{100, 90, 0}, {100, 90, 0}};
