@@ -97,7 +97,9 @@ int run_simulate(const std::vector<std::string>& args) {
   } else {
     std::cout << summary_table(scenario, timeline, metrics);
     if (ranks) std::cout << "\n" << rank_summary_text(*ranks);
-    if (!out_dir.empty()) std::cout << "\noutputs in " << out_dir << "/ (report.html, trace.json for Perfetto, metrics.json, program.json, timeline.json)\n";
+    if (!out_dir.empty())
+      std::cout << "\noutputs in " << out_dir << "/ (report.html, trace.json for Perfetto, metrics.json, program.json, timeline.json"
+                << (ranks ? ", ranks.json" : "") << ")\n";
   }
   return 0;
 }

@@ -33,6 +33,7 @@
 #include "core/metrics.h"
 
 #include <algorithm>
+#include <array>
 #include <cassert>
 #include <cmath>
 #include <cstdio>
@@ -120,8 +121,11 @@ Metrics metrics_for(const Timeline& t, int rank, int iteration) {
   Metrics m;
   m.step_time_us = step_end - step_start;
 
+  // Per kind, indexed by OpKind (a map keyed by name per interval cost more than the rest).
+  constexpr size_t kKinds = static_cast<size_t>(OpKind::Free) + 1;
   std::vector<std::pair<double, double>> compute, comm;
-  std::map<OpKind, std::vector<std::pair<double, double>>> per_kind;
+  std::array<std::vector<std::pair<double, double>>, kKinds> per_kind;
+  std::array<KindStats, kKinds> kind_stats{};
   int max_mb = 0;
   for (const OpInterval* iv : ivs) {
     const Op& op = t.ops[iv->op];
@@ -129,14 +133,16 @@ Metrics metrics_for(const Timeline& t, int rank, int iteration) {
     if (op.kind == OpKind::Compute) compute.emplace_back(iv->start_us, iv->end_us);
     if (is_collective(op.kind)) comm.emplace_back(iv->start_us, iv->end_us);
     if (op.kind == OpKind::Alloc || op.kind == OpKind::Free) continue;
-    per_kind[op.kind].emplace_back(iv->start_us, iv->end_us);
-    KindStats& ks = m.by_kind[std::string(op_kind_name(op.kind))];
-    ks.count += 1;
-    ks.bytes += op.bytes;
+    const size_t k = static_cast<size_t>(op.kind);
+    per_kind[k].emplace_back(iv->start_us, iv->end_us);
+    kind_stats[k].count += 1;
+    kind_stats[k].bytes += op.bytes;
   }
+  for (size_t k = 0; k < kKinds; ++k)
+    if (kind_stats[k].count > 0) m.by_kind[std::string(op_kind_name(static_cast<OpKind>(k)))] = kind_stats[k];
   for (OpKind k : kReportedKinds) {
     KindStats& ks = m.by_kind[std::string(op_kind_name(k))];
-    ks.busy_us = union_length_us(std::move(per_kind[k]));
+    ks.busy_us = union_length_us(std::move(per_kind[static_cast<size_t>(k)]));
   }
   m.compute_busy_us = union_length_us(std::move(compute));
   m.comm_busy_us = union_length_us(std::move(comm));

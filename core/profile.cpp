@@ -96,6 +96,7 @@ nlohmann::json profile_to_json(const ClusterProfile& p) {
                       {"times_us", t.times_us},
                       {"alpha_us", t.fit.alpha_us},
                       {"beta_us_per_byte", t.fit.beta_us_per_byte}});
+    if (!t.relative_spread.empty()) tables.back()["relative_spread"] = t.relative_spread;
   }
   return {{"format", "shardline-profile-1"},
           {"backend", p.backend},
@@ -108,6 +109,7 @@ nlohmann::json profile_to_json(const ClusterProfile& p) {
           {"compute_slowdown_during_comm", p.compute_slowdown_during_comm},
           {"event_latency_us", p.event_latency_us},
           {"compute_overhead_us", p.compute_overhead_us},
+          {"collective_noise", p.collective_noise},
           {"collectives", tables}};
 }
 
@@ -128,6 +130,10 @@ ClusterProfile profile_from_json(const nlohmann::json& j) {
     *field = get<double>(j, key, "profile");
     if (!(*field >= 0) || !std::isfinite(*field)) throw InputError(std::string("profile.") + key, "must be a time >= 0 in us");
   }
+  if (j.contains("collective_noise")) {
+    p.collective_noise = get<double>(j, "collective_noise", "profile");
+    if (!(p.collective_noise >= 0) || !std::isfinite(p.collective_noise)) throw InputError("profile.collective_noise", "must be finite and >= 0");
+  }
   p.comm_slowdown_during_compute = get<double>(j, "comm_slowdown_during_compute", "profile");
   p.compute_slowdown_during_comm = get<double>(j, "compute_slowdown_during_comm", "profile");
   if (p.copy_bandwidth_bytes_per_s <= 0) throw InputError("profile.copy_bandwidth_bytes_per_s", "must be > 0");
@@ -142,6 +148,13 @@ ClusterProfile profile_from_json(const nlohmann::json& j) {
     t.times_us = get<std::vector<double>>(tables[i], "times_us", where);
     t.fit.alpha_us = get<double>(tables[i], "alpha_us", where);
     t.fit.beta_us_per_byte = get<double>(tables[i], "beta_us_per_byte", where);
+    if (tables[i].contains("relative_spread")) {
+      t.relative_spread = get<std::vector<double>>(tables[i], "relative_spread", where);
+      if (t.relative_spread.size() != t.sizes_bytes.size())
+        throw InputError(where + ".relative_spread", "needs one value per size");
+      for (double s : t.relative_spread)
+        if (!(s >= 0) || !std::isfinite(s)) throw InputError(where + ".relative_spread", "values must be finite and >= 0");
+    }
     if (t.sizes_bytes.empty() || t.sizes_bytes.size() != t.times_us.size())
       throw InputError(where + ".times_us", "needs one time per size, and at least one size");
     for (size_t k = 0; k < t.sizes_bytes.size(); ++k) {

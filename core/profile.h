@@ -28,6 +28,8 @@ struct CollectiveTable {
   int group_size = 1;
   std::vector<int64_t> sizes_bytes;  // ascending, distinct
   std::vector<double> times_us;      // median measured time per size
+  // Per size, how much the repetitions varied: (p90 - p10) / median (optional in files: empty).
+  std::vector<double> relative_spread;
   AlphaBeta fit;
 
   // Exact on table points, log-log linear between them, alpha-beta outside the table.
@@ -39,6 +41,9 @@ struct ClusterProfile {
   std::string machine;   // free text: host name, CPU/GPU model
   std::string created;   // ISO 8601 UTC
   std::vector<CollectiveTable> collectives;
+  // calibrate's own noise: the median over every collective size of its relative spread (0:
+  // not measured, e.g. a profile written before it was).
+  double collective_noise = 0;
   double copy_bandwidth_bytes_per_s = 0;
   double copy_latency_us = 0;  // fixed cost per copy op (optional in files; 0 when absent)
   double issue_overhead_us = 0;

@@ -20,6 +20,19 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+// (p90 - p10) / median of repeated measurements (order statistics, interpolated); 0 for one.
+double relative_spread(std::vector<double> v) {
+  if (v.size() < 2) return 0;
+  std::sort(v.begin(), v.end());
+  const auto at = [&](double p) {
+    const double x = p * static_cast<double>(v.size() - 1);
+    const size_t i = static_cast<size_t>(x);
+    return i + 1 < v.size() ? v[i] + (x - static_cast<double>(i)) * (v[i + 1] - v[i]) : v[i];
+  };
+  const double mid = at(0.5);
+  return mid > 0 ? (at(0.9) - at(0.1)) / mid : 0;
+}
+
 std::string iso_now() {
   const std::time_t t = std::time(nullptr);
   char buf[32];
@@ -197,9 +210,11 @@ CollectiveTable measure_collective_table(Bench& bench, CollectiveKind kind, int 
   t.kind = kind;
   t.group_size = group_size;
   for (int64_t s : sizes) {
-    const double us = median(bench.repeat(1, [&] { bench.collective(0, kind, s); }, [&] { return bench.duration_us(0); }));
+    std::vector<double> samples = bench.repeat(1, [&] { bench.collective(0, kind, s); }, [&] { return bench.duration_us(0); });
+    const double us = median(samples);
     t.sizes_bytes.push_back(s);
     t.times_us.push_back(std::max(us, 1e-3));
+    t.relative_spread.push_back(relative_spread(std::move(samples)));
   }
   t.fit = fit_alpha_beta(t.sizes_bytes, t.times_us);
   return t;
@@ -368,6 +383,14 @@ ClusterProfile calibrate(const BackendMaker& make_backend, const HostComm& host,
         std::min(sizes.back(), std::max(granularity, opt.interference_bytes / granularity * granularity));
     measure_slowdowns(bench, opt, interference_bytes, p, log);
   }
+  // calibrate's own noise, stated so a user can weigh a prediction made from this profile.
+  std::vector<double> spreads;
+  for (const CollectiveTable& t : p.collectives) spreads.insert(spreads.end(), t.relative_spread.begin(), t.relative_spread.end());
+  p.collective_noise = median(spreads);
+  std::ostringstream noise;
+  noise << "noise: collective times vary by a median " << 100.0 * p.collective_noise
+        << "% between repetitions ((p90 - p10) / median, over every size)";
+  log(noise.str());
   return p;
 }
 

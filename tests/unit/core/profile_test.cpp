@@ -1,4 +1,6 @@
 // Calibrated profiles: alpha-beta fitting, interpolation, and the profile file format.
+#include <functional>
+
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -89,6 +91,37 @@ TEST(Profile, JsonRoundTripAndMissingGroupIsAnInputError) {
   } catch (const InputError& e) {
     EXPECT_EQ(e.where(), "--profile");
     EXPECT_NE(std::string(e.what()).find("all_gather"), std::string::npos);
+  }
+}
+
+// calibrate's noise travels with the profile; a profile written before it had none reads as 0.
+TEST(Profile, NoiseRoundTripsAndBadNoiseNamesThePath) {
+  ClusterProfile p;
+  p.backend = "mpi";
+  p.copy_bandwidth_bytes_per_s = 5e9;
+  p.collectives.push_back(table());
+  p.collectives[0].relative_spread.assign(p.collectives[0].sizes_bytes.size(), 0.05);
+  p.collective_noise = 0.05;
+  nlohmann::json j = profile_to_json(p);
+  const ClusterProfile q = profile_from_json(j);
+  EXPECT_DOUBLE_EQ(q.collective_noise, 0.05);
+  EXPECT_EQ(q.collectives[0].relative_spread, p.collectives[0].relative_spread);
+  nlohmann::json old = j;
+  old.erase("collective_noise");
+  old["collectives"][0].erase("relative_spread");
+  EXPECT_EQ(profile_from_json(old).collective_noise, 0.0);
+  EXPECT_TRUE(profile_from_json(old).collectives[0].relative_spread.empty());
+  for (auto [mutate, path] : std::vector<std::pair<std::function<void(nlohmann::json&)>, std::string>>{
+           {[](nlohmann::json& b) { b["collective_noise"] = -1; }, "profile.collective_noise"},
+           {[](nlohmann::json& b) { b["collectives"][0]["relative_spread"] = {0.1}; }, "profile.collectives[0].relative_spread"}}) {
+    nlohmann::json bad = j;
+    mutate(bad);
+    try {
+      profile_from_json(bad);
+      ADD_FAILURE() << path;
+    } catch (const InputError& e) {
+      EXPECT_EQ(e.where(), path);
+    }
   }
 }
 
