@@ -73,14 +73,6 @@ void validate_ops(const Program& program) {
   }
 }
 
-// One collective running on one rank's stream: its op, its instance (every member's shared
-// state) and the phase this rank is in.
-struct RunningCollective {
-  int op = -1;
-  int phase = 0;
-  uint64_t instance = 0;
-};
-
 // One collective across its group's members: the cost model's plan (the same for every member),
 // who has arrived, and how many members finished the current phase. A member starts moving
 // data only when every member has arrived, and the next phase starts when every member has
@@ -88,12 +80,22 @@ struct RunningCollective {
 // representative rank the instance has one member: it starts at once.
 struct CollectiveInstance {
   CollectivePlan plan;
-  GroupInfo group;
+  const GroupInfo* group = nullptr;  // the Program's
   int members = 1;   // members simulated (1: the representative rank)
   int arrived = 0;
   int done_in_phase = 0;
   double last_done_us = 0;
   std::vector<std::pair<int, double>> ready_at;  // (rank, when it arrived / finished the phase)
+};
+
+// One collective running on one rank's stream: its op, its instance (every member's shared
+// state) and the phase this rank is in.
+struct RunningCollective {
+  int op = -1;
+  int phase = 0;
+  uint64_t instance = 0;  // key of the shared instance; unused when `own` is
+  bool own_instance = false;
+  CollectiveInstance own;  // a one-member instance (the representative rank): no shared state
 };
 
 // Everything one simulated rank owns. Ranks share the Program, the stream plan and the cost model.
@@ -378,17 +380,19 @@ class Simulation {
     const int members = ranks_.size() > 1 ? group.size : 1;
     const uint64_t key = static_cast<uint64_t>(id) * static_cast<uint64_t>(program_.world_size) +
                          static_cast<uint64_t>(members > 1 ? group.color(rank) : 0);
-    CollectiveInstance& in = instances_[key];
-    if (in.arrived == 0) {
-      in.group = group;
-      in.members = members;
-      const sim::GroupPlacement placement = sim::place_group(group, scenario_.cluster.gpus_per_node);
-      in.plan = cost_->collective(collective_kind(op.kind), op.bytes, placement);
-    }
     RunningCollective& rc = collective_slot(r, id);
     rc.op = id;
     rc.phase = 0;
     rc.instance = key;
+    rc.own_instance = members == 1;
+    CollectiveInstance& in = rc.own_instance ? rc.own : instances_[key];
+    if (rc.own_instance) in = CollectiveInstance{};
+    if (in.arrived == 0) {
+      in.group = &group;
+      in.members = members;
+      const sim::GroupPlacement placement = sim::place_group(group, scenario_.cluster.gpus_per_node);
+      in.plan = cost_->collective(collective_kind(op.kind), op.bytes, placement);
+    }
     if (r.collectives_in_flight++ == 0) {
       r.compute.set_comm_in_flight(now, true);
       schedule_compute(r);
@@ -398,7 +402,7 @@ class Simulation {
     if (!spans_.empty() && in.members > 1) syncs_[key] = SyncRecord{now, rank};
     account_waiting(in, now, id);
     for_each_member(in, rank, [&](RankState& m) { begin_phase(m, id); });
-    if (in.plan.count == 0) instances_.erase(key);
+    if (in.plan.count == 0 && !rc.own_instance) instances_.erase(key);
   }
 
   // Members that were ready before `now` waited inside the collective for the last one to get
@@ -420,11 +424,13 @@ class Simulation {
       fn(ranks_[static_cast<size_t>(rank)]);
       return;
     }
-    for (int i = 0; i < in.group.size; ++i) fn(ranks_[static_cast<size_t>(in.group.member(rank, i))]);
+    for (int i = 0; i < in.group->size; ++i) fn(ranks_[static_cast<size_t>(in.group->member(rank, i))]);
   }
 
   CollectiveInstance& instance_of(RankState& r, int op) {
-    const auto it = instances_.find(collective_slot(r, op).instance);
+    RunningCollective& rc = collective_slot(r, op);
+    if (rc.own_instance) return rc.own;
+    const auto it = instances_.find(rc.instance);
     if (it == instances_.end()) broken("a running collective without its instance", op);
     return it->second;
   }
@@ -461,6 +467,7 @@ class Simulation {
   void phase_done(RankState& r, int op) {
     const double now = engine_.now_us();
     const uint64_t key = collective_slot(r, op).instance;
+    const bool shared = !collective_slot(r, op).own_instance;
     CollectiveInstance& in = instance_of(r, op);
     if (in.members > 1) in.ready_at.emplace_back(rank_index(r), now);
     if (++in.done_in_phase < in.members) return;
@@ -472,7 +479,7 @@ class Simulation {
       last_phase = ++rc.phase >= in.plan.count;
       begin_phase(m, op);
     });
-    if (last_phase) instances_.erase(key);
+    if (last_phase && shared) instances_.erase(key);
   }
 
   void finish_op(RankState& r, int id) {
