@@ -163,6 +163,9 @@ struct RunSpec {
   double memory_margin = 0.0;  // extra fraction of GPU memory kept free beyond the reserve when judging "fits"
 };
 
+// The most ranks a scenario (and so any timeline it makes) may have: nodes x gpus_per_node.
+inline constexpr int kMaxWorldRanks = 1 << 20;
+
 struct Scenario {
   std::string name;
   std::string description;

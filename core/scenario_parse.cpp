@@ -460,7 +460,7 @@ constexpr double kMinEfficiency = 1e-3;
 constexpr double kMaxPeakTflops = 1e6;
 constexpr double kMinPeakTflops = 1e-3;
 // At most a million ranks: per-rank and per-group tables stay small.
-constexpr int64_t kMaxWorld = 1 << 20;
+constexpr int64_t kMaxWorld = kMaxWorldRanks;
 
 ClusterSpec parse_cluster(const json& j, const json& sch, const std::string& base_dir) {
   const Obj raw(j, "cluster", sch);

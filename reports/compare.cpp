@@ -12,6 +12,7 @@
 
 #include "core/error.h"
 #include "core/json_load.h"
+#include "core/scenario.h"
 #include "core/units.h"
 #include "reports/html.h"
 #include "reports/outputs.h"
@@ -29,10 +30,31 @@ bool is_marker(OpKind k) { return k == OpKind::Alloc || k == OpKind::Free; }
 // iterations is refused instead of exhausting memory. The reader has already refused rows that
 // repeat an (op, rank, iteration) or fall outside the claimed ranges, so fewer rows than claimed
 // means some are missing. Throws InputError naming the JSON key.
-void check_complete(const Timeline& t) {
+// The ranks a timeline holds intervals of, ascending (a predicted every-rank timeline keeps some
+// of its ranks: rank 0, the slowest, the fastest, any asked for). Bounded by the intervals, not
+// by the ranks the file claims.
+std::vector<int> ranks_held(const Timeline& t) {
+  std::vector<int> ranks;
+  for (const OpInterval& iv : t.intervals) ranks.push_back(iv.rank);
+  std::sort(ranks.begin(), ranks.end());
+  ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
+  return ranks;
+}
+
+// Every op once per rank and iteration; `subset_ok`: of the ranks the timeline holds, which may
+// be fewer than its world (a predicted every-rank timeline).
+void check_complete(const Timeline& t, bool subset_ok = false) {
   if (t.ops.empty()) throw InputError("ops", "the timeline has no ops");
   const double ops = static_cast<double>(t.ops.size());
   const double rows = static_cast<double>(t.intervals.size());
+  const int ranks_kept = subset_ok ? static_cast<int>(ranks_held(t).size()) : t.ranks;
+  if (subset_ok && ranks_kept >= 1 && ranks_kept < t.ranks && t.ranks <= kMaxWorldRanks) {
+    if (static_cast<double>(ranks_kept) * static_cast<double>(t.iterations) * ops != rows)
+      throw InputError("intervals", std::to_string(ranks_kept) + " ranks held x " + std::to_string(t.iterations) + " iterations x " +
+                                        std::to_string(t.ops.size()) + " ops need one interval each, but the file holds " +
+                                        std::to_string(t.intervals.size()) + " intervals");
+    return;
+  }
   const std::string held = "but the file holds " + std::to_string(t.intervals.size()) + " intervals";
   if (static_cast<double>(t.iterations) * ops > rows)
     throw InputError("iterations", std::to_string(t.iterations) + " iterations of " + std::to_string(t.ops.size()) + " ops claimed, " + held);
@@ -43,9 +65,9 @@ void check_complete(const Timeline& t) {
                                       std::to_string(t.ops.size()) + " ops need one interval each, " + held);
 }
 
-void check_complete(const Timeline& t, const char* which) {
+void check_complete(const Timeline& t, const char* which, bool subset_ok) {
   try {
-    check_complete(t);
+    check_complete(t, subset_ok);
   } catch (const InputError& e) {
     throw InputError("timelines", std::string("the ") + which + " timeline: " + e.what());
   }
@@ -124,8 +146,8 @@ MeasuredSpread measured_spread(const Timeline& measured, double predicted_step_u
 }  // namespace
 
 Comparison compare_timelines(const Timeline& predicted, const Timeline& measured, double tolerance) {
-  check_complete(predicted, "predicted");
-  check_complete(measured, "measured");
+  check_complete(predicted, "predicted", /*subset_ok=*/true);
+  check_complete(measured, "measured", false);
   if (predicted.ops.size() != measured.ops.size())
     throw InputError("timelines", "the predicted timeline has " + std::to_string(predicted.ops.size()) +
                                       " ops and the measured one " + std::to_string(measured.ops.size()) +
@@ -152,10 +174,14 @@ Comparison compare_timelines(const Timeline& predicted, const Timeline& measured
   c.step_error = (c.predicted.step_time_us - c.measured.step_time_us) / c.measured.step_time_us;
   c.within_tolerance = std::abs(c.step_error) <= tolerance;
   c.measured_spread = measured_spread(measured, c.predicted.step_time_us);
+  // A representative prediction stands for every rank; an every-rank one for the ranks it holds.
+  const std::vector<int> predicted_holds = ranks_held(predicted);
   for (int r = 0; r < measured.ranks; ++r) {
+    const int pr = predicted.ranks == 1 ? 0 : r;
+    if (!std::binary_search(predicted_holds.begin(), predicted_holds.end(), pr)) continue;
     RankComparison rc;
     rc.rank = r;
-    rc.predicted_step_us = compute_metrics(predicted, predicted.ranks > r ? r : 0, pw.iteration).step_time_us;
+    rc.predicted_step_us = compute_metrics(predicted, pr, pw.iteration).step_time_us;
     rc.measured_step_us = compute_metrics(measured, r, mw.iteration).step_time_us;
     rc.error = rc.measured_step_us > 0 ? (rc.predicted_step_us - rc.measured_step_us) / rc.measured_step_us : 0;
     c.by_rank.push_back(rc);
@@ -366,7 +392,7 @@ Timeline read_timeline_dir(const std::string& dir, const char* which) {
   const nlohmann::json j = load_json_file(path, which, kMaxOutputJsonBytes);
   try {
     Timeline t = timeline_from_json(j);
-    check_complete(t);
+    check_complete(t, std::string(which) == "PREDICTED_DIR");
     return t;
   } catch (const InputError& e) {
     throw InputError(which, "\"" + path + "\": " + e.what());

@@ -90,6 +90,26 @@ TEST(Compare, StatesTheMeasuredSpreadAndWhetherThePredictionIsInsideIt) {
   EXPECT_TRUE(compare_timelines(wide, measured()).measured_spread.prediction_inside);
 }
 
+// Every measured rank gets a row: against the representative prediction, or against the same
+// rank of an every-rank prediction that kept it (one that kept only some ranks is accepted).
+TEST(Compare, ComparesEveryRankThePredictionHolds) {
+  const Comparison c = compare_timelines(predicted(), measured());
+  ASSERT_EQ(c.by_rank.size(), 2u);
+  EXPECT_EQ(c.by_rank[1].rank, 1);
+  EXPECT_DOUBLE_EQ(c.by_rank[0].predicted_step_us, 150);
+  EXPECT_DOUBLE_EQ(c.by_rank[1].predicted_step_us, 150);
+  EXPECT_DOUBLE_EQ(c.by_rank[1].measured_step_us, 200);  // rank 1, iteration 1: 1000..1200
+  EXPECT_DOUBLE_EQ(c.by_rank[1].error, -0.25);
+  Timeline kept = predicted();
+  kept.ranks = 2;
+  for (OpInterval& iv : kept.intervals) iv.rank = 1;  // an every-rank prediction that kept rank 1
+  const Comparison k = compare_timelines(kept, measured());
+  ASSERT_EQ(k.by_rank.size(), 1u);
+  EXPECT_EQ(k.by_rank[0].rank, 1);
+  kept.intervals.pop_back();  // a kept rank must still be complete
+  EXPECT_THROW(compare_timelines(kept, measured()), InputError);
+}
+
 TEST(Compare, StepTimeAndOverlapOnBothSides) {
   const Comparison c = compare_timelines(predicted(), measured(), 0.10);
   EXPECT_EQ(c.measured_rank, 1);
