@@ -17,7 +17,19 @@ using shardline::clitest::slurp;
 
 namespace {
 
-class SimulateRanksCli : public shardline::clitest::CliTest {};
+class SimulateRanksCli : public shardline::clitest::CliTest {
+ protected:
+  // Each (arguments, flag): exit 2, one line on stderr naming the flag, nothing on stdout.
+  void expect_flag_errors(const std::vector<std::pair<std::string, std::string>>& cases) {
+    for (const auto& [args, flag] : cases) {
+      const Result r = run("simulate " + scenario("host-tiny-hsdp.json") + " " + args);
+      EXPECT_EQ(r.code, 2) << args << "\n" << r.out << r.err;
+      EXPECT_NE(r.err.find(flag), std::string::npos) << args << ": " << r.err;
+      EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+      EXPECT_TRUE(r.out.empty()) << args << ": " << r.out;
+    }
+  }
+};
 
 std::set<int> timeline_ranks(const json& timeline) {
   std::set<int> ranks;
@@ -58,17 +70,11 @@ TEST_F(SimulateRanksCli, OutputsKeepTheRanksThatMatterAndTheOnesAskedFor) {
 }
 
 TEST_F(SimulateRanksCli, BadRankFlagsExitTwoNamingTheFlag) {
-  for (const auto& [args, flag] : std::vector<std::pair<std::string, std::string>>{
-           {"--ranks some", "--ranks"},
-           {"--trace-ranks 1", "--trace-ranks"},  // needs --ranks all
-           {"--ranks all --trace-ranks 4", "--trace-ranks"},
-           {"--ranks all --trace-ranks 1,x", "--trace-ranks"},
-           {"--ranks all --trace-ranks -1", "--trace-ranks"}}) {
-    const Result r = run("simulate " + scenario("host-tiny-hsdp.json") + " " + args);
-    EXPECT_EQ(r.code, 2) << args << "\n" << r.out << r.err;
-    EXPECT_NE(r.err.find(flag), std::string::npos) << args << ": " << r.err;
-    EXPECT_TRUE(r.out.empty()) << args << ": " << r.out;
-  }
+  expect_flag_errors({{"--ranks some", "--ranks"},
+                      {"--trace-ranks 1", "--trace-ranks"},  // needs --ranks all
+                      {"--ranks all --trace-ranks 4", "--trace-ranks"},
+                      {"--ranks all --trace-ranks 1,x", "--trace-ranks"},
+                      {"--ranks all --trace-ranks -1", "--trace-ranks"}});
 }
 
 TEST_F(SimulateRanksCli, AStragglerFlagSimulatesEveryRankAndNamesIt) {
@@ -89,18 +95,12 @@ TEST_F(SimulateRanksCli, AStragglerFlagSimulatesEveryRankAndNamesIt) {
 }
 
 TEST_F(SimulateRanksCli, BadVariationFlagsExitTwoNamingTheFlag) {
-  for (const auto& [args, flag] : std::vector<std::pair<std::string, std::string>>{
-           {"--straggler 4=1.5", "--straggler 4=1.5"},  // 4 ranks: 0..3
-           {"--straggler 1=0", "--straggler 1=0"},
-           {"--straggler 1", "--straggler"},
-           {"--straggler 1=2 --ranks one", "--ranks"},
-           {"--jitter -0.1", "--jitter"},
-           {"--jitter 0.1 --seed -3", "--seed"}}) {
-    const Result r = run("simulate " + scenario("host-tiny-hsdp.json") + " " + args);
-    EXPECT_EQ(r.code, 2) << args << "\n" << r.out << r.err;
-    EXPECT_NE(r.err.find(flag), std::string::npos) << args << ": " << r.err;
-    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
-  }
+  expect_flag_errors({{"--straggler 4=1.5", "--straggler 4=1.5"},  // 4 ranks: 0..3
+                      {"--straggler 1=0", "--straggler 1=0"},
+                      {"--straggler 1", "--straggler"},
+                      {"--straggler 1=2 --ranks one", "--ranks"},
+                      {"--jitter -0.1", "--jitter"},
+                      {"--jitter 0.1 --seed -3", "--seed"}});
 }
 
 }  // namespace
