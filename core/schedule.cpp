@@ -283,25 +283,37 @@ class Scheduler {
 
   // ---- op helpers ----------------------------------------------------------------------
   // An op's label and label number (>= 0: printed after it, e.g. a bucket: "ag b" 12 -> "ag b12").
+  // A string literal's label is looked up once and then found by its address (millions of ops
+  // of small buckets share a few dozen labels).
   struct Label {
     Label(std::string t, int n = -1) : text(std::move(t)), number(n) {}
-    Label(const char* t) : text(t) {}
-    std::string text;
+    Label(const char* t, int n = -1) : literal(t), number(n) {}
+    const char* literal = nullptr;
+    std::string text;  // when not a literal
     int number = -1;
   };
-  Op make(OpKind kind, StreamId stream, const Label& label) {
+  // The label table's index of `prefix` + the label's text.
+  int label_id(const Label& label, const char* prefix = "") {
+    if (label.literal == nullptr) return p_.labels.add(prefix + label.text);
+    for (const LiteralLabel& c : literal_labels_)
+      if (c.literal == label.literal && std::string_view(c.prefix) == prefix) return c.id;
+    const int id = p_.labels.add(std::string(prefix) + label.literal);
+    literal_labels_.push_back({label.literal, prefix, id});
+    return id;
+  }
+  Op make(OpKind kind, StreamId stream, const Label& label, const char* label_prefix = "") {
     Op op;
     op.kind = kind;
     op.stream = stream;
     op.phase = phase_;
     op.microbatch = mb_;
-    op.label = p_.labels.add(label.text);  // the name is made when printed: label, number, " mb<k>"
+    op.label = label_id(label, label_prefix);  // the name is made when printed: label, number, " mb<k>"
     op.label_number = label.number;
     return op;
   }
   int memory_op(OpKind kind, StreamId stream, MemoryKind what, int64_t bytes, const Label& label,
                 std::initializer_list<int> deps = {}) {
-    Op op = make(kind, stream, Label(std::string(kind == OpKind::Alloc ? "alloc " : "free ") + label.text, label.number));
+    Op op = make(kind, stream, label, kind == OpKind::Alloc ? kAllocPrefix : kFreePrefix);
     op.memory = what;
     op.bytes = bytes;
     return em_.emit(std::move(op), deps);
@@ -310,6 +322,14 @@ class Scheduler {
     return b.shard_elems * group_size * dtype_bytes(dtype);
   }
   static Label bucket_label(const char* prefix, int b) { return Label(prefix, b); }
+  static constexpr const char* kAllocPrefix = "alloc ";
+  static constexpr const char* kFreePrefix = "free ";
+  struct LiteralLabel {
+    const char* literal;
+    const char* prefix;
+    int id;
+  };
+  std::vector<LiteralLabel> literal_labels_;
 
   // ---- data buffers (the Program's buffer table) ----------------------------------------
   // The scheduler's buffers: each is added to the table when an op first uses it, and its id
