@@ -278,33 +278,33 @@ class Simulation {
         return;
       }
       case kOpDone:
-        finish_op(r, e.target);
-        break;
-      case kComputeDone:
+        start_ready(r, finish_op(r, e.target));
+        return;
+      case kComputeDone: {
         if (!r.compute.is_current(e.target, e.version)) return;  // re-rated since
         r.compute.finish(e.target);
         if (r.compute.running_count() == 0) set_compute_running(r, false);
-        finish_op(r, e.target);
-        break;
+        start_ready(r, finish_op(r, e.target));
+        return;
+      }
       case kLatencyDone:
-        begin_transfer(r, e.target);
-        break;
+        begin_transfer(r, e.target);  // no op ends: no stream can have a new head ready
+        return;
       case kSignal:
-        r.streams.signal(e.target);
-        break;
+        start_ready(r, r.streams.signal(e.target));
+        return;
       case kFlowDone: {
         if (!r.network.is_current(e.target, e.version)) return;  // re-rated since
         const int op = r.network.owner(e.target);
         r.network.finish_flow(now, e.target);
         schedule_flows(r);
         if (is_collective(program_.ops[op].kind)) phase_done(r, op);
-        else finish_op(r, op);  // a copy that shared the link (CostModel::copy_link_bytes)
-        break;
+        else start_ready(r, finish_op(r, op));  // a copy that shared the link (CostModel::copy_link_bytes)
+        return;
       }
       default:
         broken("unknown event kind", e.target);
     }
-    start_ready(r);
   }
 
   // Starts the ready head of each stream in `streams` (a bit per stream), in stream order.
@@ -482,7 +482,8 @@ class Simulation {
     if (last_phase && shared) instances_.erase(key);
   }
 
-  void finish_op(RankState& r, int id) {
+  // Returns the streams whose head may have become ready (sim/streams.h).
+  unsigned finish_op(RankState& r, int id) {
     const double now = engine_.now_us();
     const Op& op = program_.ops[id];
     OpInterval* iv = interval(r, id);
@@ -490,7 +491,7 @@ class Simulation {
     if (!spans_.empty()) spans_[span_index(r, id) + 1] = now;
     r.stats.step_us = std::max(r.stats.step_us, now);
     const double latency = scenario_.cluster.event_latency_us;
-    r.streams.finish(id, latency <= 0);
+    const unsigned touched = r.streams.finish(id, latency <= 0);
     if (latency > 0) schedule(now + latency, kSignal, rank_index(r), id);
     if (op.kind == OpKind::Compute) r.stats.compute_busy_us += now - r.started_us[static_cast<int>(op.stream)];
     if (is_collective(op.kind)) {
@@ -500,6 +501,7 @@ class Simulation {
         schedule_compute(r);
       }
     }
+    return touched;
   }
 
   // (Re)schedules the end of every running compute op / live flow at its current projection;

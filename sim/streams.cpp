@@ -85,22 +85,25 @@ void StreamSet::start(int op) {
   state_[op] = kRunning;
 }
 
-void StreamSet::finish(int op, bool signal_event) {
+unsigned StreamSet::finish(int op, bool signal_event) {
   if (state_[op] != kRunning) invariant_broken("finished an op that is not running", op);
   state_[op] = kFinished;
   ++finished_count_;
   streams_[plan_->stream_of_[op]].busy = false;  // the running op of a stream is its last started
-  if (signal_event) signal(op);
+  const unsigned freed = 1u << plan_->stream_of_[op];
+  return signal_event ? freed | signal(op) : freed;
 }
 
-void StreamSet::signal(int op) {
+unsigned StreamSet::signal(int op) {
   if (state_[op] != kFinished) invariant_broken("signalled an op that is not finished (or twice)", op);
   state_[op] = kSignalled;
+  unsigned ready = 0;
   for (int k = plan_->dependents_begin_[op]; k < plan_->dependents_begin_[op + 1]; ++k) {
     const int d = plan_->dependents_[k];
     if (pending_deps_[d] == 0) invariant_broken("dependency count went negative", d);
-    --pending_deps_[d];
+    if (--pending_deps_[d] == 0) ready |= 1u << plan_->stream_of_[d];
   }
+  return ready;
 }
 
 }  // namespace shardline::sim

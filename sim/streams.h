@@ -38,9 +38,10 @@ class StreamSet {
   // The host issues ops in program order, the same on every rank: ops below `issued` are issued.
   void start(int op);   // `op` (== ready_head of its stream) begins: its stream is busy
   // `op` completed: its stream is free; its event is signalled now, or (signal_event false)
-  // later by signal(op), e.g. after an event latency.
-  void finish(int op, bool signal_event = true);
-  void signal(int op);  // `op`'s event fires: ops that wait for it may start
+  // later by signal(op), e.g. after an event latency. Both return the streams (a bit each) whose
+  // head may have become ready: no other stream's can have.
+  unsigned finish(int op, bool signal_event = true);
+  unsigned signal(int op);  // `op`'s event fires: ops that wait for it may start
 
   // The op at the head of `stream` if it can start now (below `issued`, stream idle, deps done),
   // else -1.
