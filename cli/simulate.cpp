@@ -4,6 +4,7 @@
 // rank or on every rank, prints the summary table (or the metrics JSON) and optionally writes
 // the run outputs (metrics.json, program.json, timeline.json, trace.json, report.html, and with
 // every rank ranks.json).
+#include <algorithm>
 #include <fstream>
 #include <iostream>
 #include <optional>
@@ -73,6 +74,16 @@ int run_simulate(const std::vector<std::string>& args) {
   if (!every_rank && cli.given("trace-ranks")) throw InputError("--trace-ranks", "needs --ranks all");
   Program program = schedule(scenario);
   if (!out_dir.empty()) check_run_outputs_size(scenario, program);  // before simulating, not after
+  if (!out_dir.empty() && every_rank) {
+    // The timeline and trace hold every kept rank's ops: the default three ranks at most, or
+    // what --trace-ranks asks for, within three times the one-rank limit.
+    const int64_t kept = keep_all ? scenario.mesh.world() : 3 + static_cast<int64_t>(keep_ranks.size());
+    const int64_t intervals = std::min<int64_t>(kept, scenario.mesh.world()) * static_cast<int64_t>(program.ops.size());
+    if (intervals > 3 * kMaxOutputOps)
+      throw InputError("--trace-ranks", "keeps " + std::to_string(std::min<int64_t>(kept, scenario.mesh.world())) + " ranks x " +
+                                            std::to_string(program.ops.size()) + " ops in the timeline and trace written by --out; at most " +
+                                            std::to_string(3 * kMaxOutputOps) + " op intervals are written: keep fewer ranks, or leave out --out");
+  }
   SimOptions options;
   std::optional<ClusterProfile> profile;
   if (!profile_path.empty()) options.profile = &profile.emplace(load_profile(profile_path));

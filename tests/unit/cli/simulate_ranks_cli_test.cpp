@@ -74,7 +74,11 @@ TEST_F(SimulateRanksCli, BadRankFlagsExitTwoNamingTheFlag) {
                       {"--trace-ranks 1", "--trace-ranks"},  // needs --ranks all
                       {"--ranks all --trace-ranks 4", "--trace-ranks"},
                       {"--ranks all --trace-ranks 1,x", "--trace-ranks"},
-                      {"--ranks all --trace-ranks -1", "--trace-ranks"}});
+                      {"--ranks all --trace-ranks -1", "--trace-ranks"},
+                      // every rank of 4,096 written out: refused before simulating, no folder left
+                      {"--set cluster.nodes=2048 --set mesh.replicate=2048 --ranks all --trace-ranks all --out " + (dir_ / "big").string(),
+                       "--trace-ranks"}});
+  EXPECT_FALSE(fs::exists(dir_ / "big"));
 }
 
 TEST_F(SimulateRanksCli, AStragglerFlagSimulatesEveryRankAndNamesIt) {
