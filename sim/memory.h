@@ -13,6 +13,7 @@ namespace shardline::sim {
 class MemoryTracker {
  public:
   explicit MemoryTracker(int64_t static_bytes, double start_us = 0);
+  void reserve(size_t changes) { samples_.reserve(changes + 1); }  // room for this many changes
   void alloc(double now_us, int64_t bytes);
   void free(double now_us, int64_t bytes);
   int64_t live_bytes() const { return live_; }

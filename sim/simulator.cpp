@@ -140,6 +140,10 @@ class Simulation {
         ranks_.back().compute_factor = variation_->compute_factor[static_cast<size_t>(r)];
     }
     const size_t n = program.ops.size();
+    // Rank 0's memory samples: one per alloc/free, allocated once.
+    memory_.reserve(static_cast<size_t>(std::count_if(program.ops.begin(), program.ops.end(), [](const Op& op) {
+      return op.kind == OpKind::Alloc || op.kind == OpKind::Free;
+    })));
     if (every_span) {
       // Every rank's start and end of every op, 16 bytes each: the Timeline's ranks are chosen
       // after the run, once the slowest and the fastest are known.
