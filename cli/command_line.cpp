@@ -20,6 +20,16 @@ void CommandLine::add_positional(const char* name, std::string* value, const cha
   positionals_.push_back({name, value, description});
 }
 
+void CommandLine::add_positional_list(const char* name, std::vector<std::string>* values, const char* description) {
+  list_name_ = name;
+  list_values_ = values;
+  list_description_ = description;
+}
+
+void CommandLine::add_scenario_flag(const char* description) {
+  listed_.add_options()("scenario", po::value(&scenario_path_), description);
+}
+
 void CommandLine::add_scenario(const std::string& example) {
   takes_scenario_ = true;
   scenario_example_ = example;
@@ -56,6 +66,10 @@ Parsed CommandLine::parse(const std::vector<std::string>& args, bool show_help) 
   for (const Positional& p : positionals_) {
     listed_.add_options()(p.name, po::value(p.value), p.description);
     positional.add(p.name, 1);
+  }
+  if (list_values_) {
+    listed_.add_options()(list_name_, po::value(list_values_)->composing(), list_description_);
+    positional.add(list_name_, -1);
   }
   po::options_description all;
   all.add(listed_).add(hidden_);

@@ -35,10 +35,14 @@ class CommandLine {
   po::options_description_easy_init hidden_flags() { return hidden_.add_options(); }
   // A positional argument, also accepted as --NAME; listed in --help after every flag.
   void add_positional(const char* name, std::string* value, const char* description);
+  // Every positional word after those of add_positional (call it last), also accepted as --NAME.
+  void add_positional_list(const char* name, std::vector<std::string>* values, const char* description);
 
   // The positional SCENARIO, the scenario JSON file. Required: parse() throws InputError("SCENARIO")
   // without it, suggesting `example` (a shipped scenario; "" suggests none).
   void add_scenario(const std::string& example);
+  // The scenario as an optional --scenario flag instead (load_scenario() only when given()).
+  void add_scenario_flag(const char* description);
   // Repeated --set PATH=VALUE overrides of the scenario JSON, listed in --help at this point.
   void add_set_flag(const char* description = "PATH=VALUE override of the scenario JSON (repeatable)");
   // --straggler RANK=FACTOR (repeatable), --jitter CV, --seed N: added to the scenario's
@@ -69,6 +73,9 @@ class CommandLine {
   po::options_description listed_;
   po::options_description hidden_;
   std::vector<Positional> positionals_;
+  const char* list_name_ = nullptr;
+  std::vector<std::string>* list_values_ = nullptr;
+  const char* list_description_ = nullptr;
   bool takes_scenario_ = false;
   std::string scenario_example_;
   std::string scenario_path_;

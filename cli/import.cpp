@@ -1,0 +1,104 @@
+// `shardline import TRACE [TRACE ...] [--scenario S.json [--set PATH=VALUE ...]] [--out DIR] [--json]`:
+// reads PyTorch profiler traces (one per rank, plain or gzip JSON, streamed; kineto/). Without
+// a scenario it prints what each trace says (step time, compute, comm per kind, exposed comm,
+// overlap efficiency per profiler step); with one it maps the traces onto the scenario's
+// Program and writes the measured run in shardline's format (timeline.json, metrics.json,
+// report.html, trace.json, program.json) plus import.json, the report of what did not match.
+// docs/import.md.
+#include <algorithm>
+#include <iostream>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/command.h"
+#include "cli/command_line.h"
+#include "core/error.h"
+#include "core/memory_reserve.h"
+#include "core/metrics.h"
+#include "core/schedule.h"
+#include "core/workload.h"
+#include "kineto/program_mapping.h"
+#include "kineto/trace_reader.h"
+#include "kineto/trace_summary.h"
+#include "reports/outputs.h"
+
+namespace shardline::cli {
+namespace {
+
+// The traces in rank order: by distributedInfo.rank when every trace names a distinct rank
+// below their count, else in the order given.
+std::vector<kineto::KinetoTrace> in_rank_order(std::vector<kineto::KinetoTrace> traces) {
+  std::set<int> ranks;
+  for (const auto& t : traces)
+    if (t.rank >= 0 && t.rank < static_cast<int>(traces.size())) ranks.insert(t.rank);
+  if (ranks.size() != traces.size()) return traces;
+  std::sort(traces.begin(), traces.end(), [](const auto& a, const auto& b) { return a.rank < b.rank; });
+  return traces;
+}
+
+int run_import(const std::vector<std::string>& args) {
+  std::vector<std::string> paths;
+  std::string out_dir;
+  CommandLine cli("shardline import TRACE [TRACE ...] [--scenario S.json [--set PATH=VALUE ...]] [--out DIR] [--json]");
+  cli.add_scenario_flag("map the traces (one per rank) onto this scenario's Program: a measured timeline");
+  cli.add_set_flag();
+  cli.flags()("out", po::value(&out_dir), "write the outputs here (summary.json; with --scenario also timeline.json, import.json, ...)")
+      ("json", "print the trace summaries as JSON");
+  cli.add_positional_list("trace", &paths, "PyTorch profiler trace (.json or .json.gz), one per rank");
+  if (cli.parse(args) == Parsed::help_shown) return 0;
+  if (paths.empty()) throw InputError("TRACE", "give at least one PyTorch profiler trace (.json or .json.gz)");
+  if (!cli.given("scenario") && !cli.overrides().empty()) throw InputError("--set", "needs --scenario");
+
+  std::vector<kineto::KinetoTrace> traces;
+  for (const std::string& p : paths) traces.push_back(kineto::read_trace(p));
+  traces = in_rank_order(std::move(traces));
+  nlohmann::json summaries = nlohmann::json::array();
+  std::string summary_lines;
+  for (const auto& t : traces) {
+    const kineto::TraceSummary s = kineto::summarize_trace(t);
+    summaries.push_back(kineto::summary_to_json(s));
+    summary_lines += kineto::summary_text(s);
+  }
+
+  if (!cli.given("scenario")) {
+    if (cli.given("json")) std::cout << summaries.dump(2) << "\n";
+    else std::cout << summary_lines;
+    if (!out_dir.empty()) {
+      const std::string text = summaries.dump(2) + "\n";
+      write_output_folder(out_dir, {{"summary.json", [&text] { return text; }}}, "--out");
+      std::cout << "outputs in " << out_dir << "/ (summary.json)\n";
+    }
+    return 0;
+  }
+
+  const Scenario scenario = cli.load_scenario();
+  const Program program = schedule(scenario);
+  kineto::ImportOptions options;
+  options.event_latency_us = scenario.cluster.event_latency_us;
+  kineto::ImportResult r = kineto::map_traces_to_program(traces, program, options);
+  Timeline& timeline = r.timeline;
+  timeline.memory_capacity_bytes = scenario.cluster.gpu.memory_bytes;
+  timeline.workload = workload_of(scenario);
+  timeline.memory_reserve = memory_reserve_of(scenario);
+  timeline.memory_margin = scenario.run.memory_margin;
+  const Metrics metrics = compute_metrics(timeline);
+  if (cli.given("json")) std::cout << summaries.dump(2) << "\n";
+  else std::cout << summary_lines;
+  std::cout << "\n" << kineto::import_report_text(r.report) << "\n" << summary_table(scenario, timeline, metrics);
+  if (!out_dir.empty()) {
+    write_run_outputs(out_dir, scenario, program, timeline, metrics);
+    write_file_atomically(out_dir + "/import.json", kineto::import_report_to_json(r.report).dump(2) + "\n", "--out");
+    write_file_atomically(out_dir + "/summary.json", summaries.dump(2) + "\n", "--out");
+    std::cout << "\noutputs in " << out_dir
+              << "/ (report.html, trace.json, metrics.json, program.json, timeline.json, import.json, summary.json)\n";
+  }
+  return 0;
+}
+
+const CommandRegistration registration("import",
+                                       "read PyTorch profiler traces: a summary, or with --scenario the measured timeline of its Program",
+                                       run_import);
+
+}  // namespace
+}  // namespace shardline::cli

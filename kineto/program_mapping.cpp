@@ -1,0 +1,567 @@
+#include "kineto/program_mapping.h"
+
+#include <algorithm>
+#include <set>
+#include <sstream>
+#include <unordered_map>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "kineto/launch_index.h"
+
+namespace shardline::kineto {
+namespace {
+
+constexpr int64_t kNone = INT64_MIN;
+
+// An `FSDP::<label> (<fqn>)` range split into its label and module FQN.
+struct FsdpRange {
+  int64_t ts_ns = 0, end_ns = 0, tid = 0;
+  std::string label;  // "FSDP::pre_forward"
+  std::string fqn;    // "layers.3" ("" when none)
+  int index = 0;      // position in the trace's range list: identifies the occurrence
+};
+
+FsdpRange split_range(const KinetoTrace& t, const CpuRange& r, int index) {
+  FsdpRange f{r.ts_ns, r.end_ns(), r.tid, t.name_of(r), "", index};
+  const size_t open = f.label.find(" (");
+  if (open != std::string::npos) {
+    const size_t close = f.label.rfind(')');
+    if (close != std::string::npos && close > open) f.fqn = f.label.substr(open + 2, close - open - 2);
+    f.label.resize(open);
+  }
+  return f;
+}
+
+// A unit's forward or backward compute window on one CPU thread.
+struct Window {
+  int64_t ts_ns = 0, end_ns = 0, tid = 0;
+  Phase phase = Phase::Forward;
+  int unit = -1;
+};
+
+// The Program's unit for a module FQN: its exact name, or a name the FQN ends with after a dot.
+int unit_of(const Program& p, const std::string& fqn) {
+  for (size_t u = 0; u < p.units.size(); ++u)
+    if (fqn == p.units[u]) return static_cast<int>(u);
+  for (size_t u = 0; u < p.units.size(); ++u) {
+    const std::string& n = p.units[u];
+    if (fqn.size() > n.size() && fqn.compare(fqn.size() - n.size(), n.size(), n) == 0 && fqn[fqn.size() - n.size() - 1] == '.')
+      return static_cast<int>(u);
+  }
+  return -1;
+}
+
+// What one trace group or Program op is matched by: a sequence and a key within it.
+enum class Seq : uint8_t { Compute, AgCopyIn, RsCopyIn, CopyOut, Collective };
+
+struct SeqKey {
+  Seq seq = Seq::Compute;
+  int a = 0, b = 0, c = 0;  // compute: phase, unit, micro-batch; collective: kind, group
+  bool operator<(const SeqKey& o) const { return std::tie(seq, a, b, c) < std::tie(o.seq, o.a, o.b, o.c); }
+};
+
+std::string describe(const Program& p, const SeqKey& k) {
+  switch (k.seq) {
+    case Seq::Compute:
+      return std::string(phase_name(static_cast<Phase>(k.a))) + " compute of " +
+             (k.b >= 0 && k.b < static_cast<int>(p.units.size()) ? p.units[static_cast<size_t>(k.b)] : "?") + " mb" + std::to_string(k.c);
+    case Seq::AgCopyIn: return "all-gather copy-ins";
+    case Seq::RsCopyIn: return "reduce-scatter copy-ins";
+    case Seq::CopyOut: return "copy-outs";
+    case Seq::Collective:
+      return std::string(comm_kind_name(static_cast<CommKind>(k.a))) + "s over " + p.groups[static_cast<size_t>(k.b)].name + "(" +
+             std::to_string(p.groups[static_cast<size_t>(k.b)].size) + ")";
+  }
+  return "?";
+}
+
+CommKind comm_kind_of(OpKind k) {
+  return k == OpKind::AllGather ? CommKind::AllGather : k == OpKind::ReduceScatter ? CommKind::ReduceScatter : CommKind::AllReduce;
+}
+
+// The Program's ops of one iteration by sequence key, in program order; markers apart.
+struct ProgramSeqs {
+  std::map<SeqKey, std::vector<int>> ops;
+  std::vector<std::vector<int>> groups_by_kind = std::vector<std::vector<int>>(4);  // by CommKind
+};
+
+ProgramSeqs program_seqs(const Program& p) {
+  ProgramSeqs s;
+  for (const Op& op : p.ops) {
+    switch (op.kind) {
+      case OpKind::Alloc:
+      case OpKind::Free: break;
+      case OpKind::Compute:
+        s.ops[{Seq::Compute, static_cast<int>(op.phase), op.unit, op.microbatch}].push_back(op.id);
+        break;
+      case OpKind::CopyIn: {
+        const OpKind target = op.link >= 0 ? p.ops[static_cast<size_t>(op.link)].kind : OpKind::Compute;
+        s.ops[{target == OpKind::AllGather ? Seq::AgCopyIn : Seq::RsCopyIn, 0, 0, 0}].push_back(op.id);
+        break;
+      }
+      case OpKind::CopyOut: s.ops[{Seq::CopyOut, 0, 0, 0}].push_back(op.id); break;
+      case OpKind::AllGather:
+      case OpKind::ReduceScatter:
+      case OpKind::AllReduce: {
+        const int kind = static_cast<int>(comm_kind_of(op.kind));
+        s.ops[{Seq::Collective, kind, static_cast<int>(op.group), 0}].push_back(op.id);
+        auto& groups = s.groups_by_kind[static_cast<size_t>(kind)];
+        if (std::find(groups.begin(), groups.end(), static_cast<int>(op.group)) == groups.end()) groups.push_back(static_cast<int>(op.group));
+        break;
+      }
+    }
+  }
+  return s;
+}
+
+// One trace group: the GPU activities that make one op.
+struct Group {
+  int64_t first_launch_ns = INT64_MAX, start_ns = INT64_MAX, end_ns = INT64_MIN;
+  int64_t order_ns = INT64_MAX;  // sort key (the range occurrence's start, else first launch)
+  int collective = -1;           // the NCCL kernel's metadata (collectives)
+  void add(int64_t launch, const GpuActivity& a) {
+    first_launch_ns = std::min(first_launch_ns, launch);
+    start_ns = std::min(start_ns, a.ts_ns);
+    end_ns = std::max(end_ns, a.end_ns());
+  }
+};
+
+struct OpTimesNs {
+  int64_t issue = kNone, start = kNone, end = kNone;
+};
+
+// One rank's trace, indexed for the mapping.
+class RankMapper {
+ public:
+  RankMapper(const KinetoTrace& t, const Program& p, const ProgramSeqs& seqs, int rank, ImportReport& report)
+      : t_(t), p_(p), seqs_(seqs), rank_(rank), report_(report), launches_(t), steps_(profiler_steps(t)) {
+    for (size_t i = 0; i < t.ranges.size(); ++i) {
+      const std::string& name = t.name_of(t.ranges[i]);
+      if (name.rfind("FSDP::", 0) == 0) ranges_[t.ranges[i].tid].push_back(split_range(t, t.ranges[i], static_cast<int>(i)));
+    }
+    for (auto& [tid, list] : ranges_) {
+      std::stable_sort(list.begin(), list.end(), [](const FsdpRange& a, const FsdpRange& b) { return a.ts_ns < b.ts_ns; });
+      build_windows(list);
+    }
+    for (auto& [tid, list] : windows_)
+      std::stable_sort(list.begin(), list.end(), [](const Window& a, const Window& b) { return a.ts_ns < b.ts_ns; });
+    by_step_.resize(steps_.size());
+    for (size_t i = 0; i < t.gpu.size(); ++i) {
+      const int w = step_of(steps_, launches_.launch_ns(t.gpu[i]));
+      if (w < 0) ++report_.gpu_activities_outside_steps;
+      else by_step_[static_cast<size_t>(w)].push_back(static_cast<int>(i));
+    }
+  }
+
+  const std::vector<ProfilerStepWindow>& steps() const { return steps_; }
+
+  // Matches step `w`: fills `times` (indexed by op id, markers left kNone) or returns why not.
+  std::string match_step(size_t w, std::vector<OpTimesNs>& times, std::map<std::string, NotInProgram>& extra) {
+    std::map<SeqKey, std::vector<Group>> found;
+    std::map<int, Group> occurrence_groups;  // range occurrence -> group (copy-ins, copy-outs)
+    std::map<int, std::pair<int, Seq>> occurrence_seq;
+    struct Reduce {
+      int64_t first_nccl_launch = INT64_MAX;
+      std::vector<std::pair<int64_t, int>> kernels;  // (launch, activity)
+    };
+    std::map<int, Reduce> reduces;  // post_backward_reduce occurrence -> its non-NCCL work
+    std::map<std::tuple<int, int, int64_t>, int> window_occurrence;  // (phase, unit, window ts) -> k
+    std::map<std::pair<int, int>, int> window_count;
+    std::vector<std::pair<SeqKey, Group>> compute_found;
+    std::map<std::tuple<int, int, int64_t, int64_t>, size_t> compute_slot;
+
+    for (int i : by_step_[w]) {
+      const GpuActivity& a = t_.gpu[static_cast<size_t>(i)];
+      const int64_t launch = launches_.launch_ns(a);
+      const int64_t tid = launches_.launch_tid(a);
+      if (const CollectiveInfo* c = t_.collective_of(a)) {
+        const FsdpRange* r = innermost(tid, launch, "FSDP::post_backward_reduce");
+        if (r) {
+          Reduce& red = reduces[r->index];
+          red.first_nccl_launch = std::min(red.first_nccl_launch, launch);
+        }
+        if (c->kind == CommKind::Other) {
+          add_extra(extra, "NCCL " + c->name + " kernels", a);
+          continue;
+        }
+        const int group = group_of(*c);
+        if (group < 0) {
+          add_extra(extra, std::string("NCCL ") + std::string(comm_kind_name(c->kind)) + " kernels over a communicator the Program does not use", a);
+          continue;
+        }
+        Group g;
+        g.add(launch, a);
+        g.order_ns = launch;
+        g.collective = a.collective;
+        found[{Seq::Collective, static_cast<int>(c->kind), group, 0}].push_back(g);
+        continue;
+      }
+      const FsdpRange* r = innermost(tid, launch, nullptr);
+      if (r && r->label == "FSDP::all_gather_copy_in") {
+        add_to_occurrence(occurrence_groups, occurrence_seq, *r, Seq::AgCopyIn, launch, a);
+        continue;
+      }
+      if (r && r->label == "FSDP::all_gather_copy_out") {
+        add_to_occurrence(occurrence_groups, occurrence_seq, *r, Seq::CopyOut, launch, a);
+        continue;
+      }
+      if (const FsdpRange* red = innermost(tid, launch, "FSDP::post_backward_reduce")) {
+        reduces[red->index].kernels.emplace_back(launch, i);
+        continue;
+      }
+      const Window* win = window_at(tid, launch);
+      if (!win) {
+        add_extra(extra, "GPU work outside every FSDP unit window", a);
+        continue;
+      }
+      const auto wkey = std::make_tuple(static_cast<int>(win->phase), win->unit, win->ts_ns);
+      auto [it, added] = window_occurrence.try_emplace(wkey, 0);
+      if (added) it->second = window_count[{static_cast<int>(win->phase), win->unit}]++;
+      const SeqKey key{Seq::Compute, static_cast<int>(win->phase), win->unit, it->second};
+      const auto slot_key = std::make_tuple(key.a, key.b, static_cast<int64_t>(key.c), win->ts_ns);
+      auto [slot, fresh] = compute_slot.try_emplace(slot_key, compute_found.size());
+      if (fresh) compute_found.emplace_back(key, Group{});
+      compute_found[slot->second].second.add(launch, a);
+      compute_found[slot->second].second.order_ns = std::min(compute_found[slot->second].second.order_ns, win->ts_ns);
+    }
+    for (auto& [index, red] : reduces) {
+      Group g;
+      bool any = false;
+      for (const auto& [launch, i] : red.kernels) {
+        const GpuActivity& a = t_.gpu[static_cast<size_t>(i)];
+        if (launch < red.first_nccl_launch) {
+          g.add(launch, a);
+          g.order_ns = std::min(g.order_ns, launch);
+          any = true;
+        } else {
+          add_extra(extra, "GPU work after the reduce-scatter in FSDP::post_backward_reduce", a);
+        }
+      }
+      if (any) found[{Seq::RsCopyIn, 0, 0, 0}].push_back(g);
+    }
+    for (auto& [index, g] : occurrence_groups) found[{occurrence_seq[index].second, 0, 0, 0}].push_back(g);
+    for (auto& [key, g] : compute_found) found[key].push_back(g);
+    for (auto& [key, list] : found)
+      std::stable_sort(list.begin(), list.end(), [](const Group& a, const Group& b) { return a.order_ns < b.order_ns; });
+
+    // Every Program sequence against the trace's.
+    for (const auto& [key, ops] : seqs_.ops) {
+      const auto it = found.find(key);
+      const size_t have = it == found.end() ? 0 : it->second.size();
+      if (have != ops.size())
+        return "the Program has " + std::to_string(ops.size()) + " " + describe(p_, key) + ", the trace " + std::to_string(have);
+      for (size_t k = 0; k < ops.size(); ++k) {
+        const Group& g = it->second[k];
+        const Op& op = p_.ops[static_cast<size_t>(ops[k])];
+        if (g.collective >= 0) {
+          const std::string why = check_size(op, t_.collectives[static_cast<size_t>(g.collective)]);
+          if (!why.empty()) return p_.name(op) + ": " + why;
+        }
+        times[static_cast<size_t>(op.id)] = OpTimesNs{g.first_launch_ns, g.start_ns, g.end_ns};
+      }
+    }
+    for (const auto& [key, list] : found) {
+      if (seqs_.ops.count(key)) continue;
+      return "the trace has " + std::to_string(list.size()) + " " + describe(p_, key) + ", the Program none";
+    }
+    return "";
+  }
+
+  // The step's [memory] events, in time order.
+  std::vector<MemoryEvent> memory_in(size_t w) const {
+    std::vector<MemoryEvent> out;
+    for (const MemoryEvent& m : t_.memory)
+      if (m.ts_ns >= steps_[w].ts_ns && m.ts_ns < steps_[w].end_ns) out.push_back(m);
+    std::stable_sort(out.begin(), out.end(), [](const MemoryEvent& a, const MemoryEvent& b) { return a.ts_ns < b.ts_ns; });
+    return out;
+  }
+
+ private:
+  void add_extra(std::map<std::string, NotInProgram>& extra, const std::string& what, const GpuActivity& a) {
+    NotInProgram& n = extra[what];
+    ++n.count;
+    n.gpu_us += static_cast<double>(a.dur_ns) / 1000.0;
+  }
+
+  void add_to_occurrence(std::map<int, Group>& groups, std::map<int, std::pair<int, Seq>>& seq, const FsdpRange& r, Seq s,
+                         int64_t launch, const GpuActivity& a) {
+    Group& g = groups[r.index];
+    g.add(launch, a);
+    g.order_ns = std::min(g.order_ns, r.ts_ns);
+    seq[r.index] = {r.index, s};
+  }
+
+  // The innermost FSDP range (latest start) holding CPU time `ns` on thread `tid`, of label
+  // `label` when given.
+  const FsdpRange* innermost(int64_t tid, int64_t ns, const char* label) const {
+    const auto it = ranges_.find(tid);
+    if (it == ranges_.end()) return nullptr;
+    const auto& list = it->second;
+    auto pos = std::upper_bound(list.begin(), list.end(), ns, [](int64_t t, const FsdpRange& r) { return t < r.ts_ns; });
+    int steps = 0;
+    while (pos != list.begin() && steps++ < 4096) {
+      --pos;
+      if (ns < pos->end_ns && (!label || pos->label == label)) return &*pos;
+    }
+    return nullptr;
+  }
+
+  const Window* window_at(int64_t tid, int64_t ns) const {
+    const auto it = windows_.find(tid);
+    if (it == windows_.end()) return nullptr;
+    const auto& list = it->second;
+    auto pos = std::upper_bound(list.begin(), list.end(), ns, [](int64_t t, const Window& w) { return t < w.ts_ns; });
+    int steps = 0;
+    while (pos != list.begin() && steps++ < 4096) {
+      --pos;
+      if (ns < pos->end_ns) return &*pos;
+    }
+    return nullptr;
+  }
+
+  void build_windows(const std::vector<FsdpRange>& list) {
+    for (size_t i = 0; i < list.size(); ++i) {
+      const FsdpRange& open = list[i];
+      const bool forward = open.label == "FSDP::pre_forward";
+      if (!forward && open.label != "FSDP::pre_backward") continue;
+      const int unit = unit_of(p_, open.fqn);
+      for (size_t j = i + 1; j < list.size(); ++j) {
+        const FsdpRange& close = list[j];
+        if (close.fqn != open.fqn) continue;
+        const bool closes = forward ? close.label == "FSDP::post_forward" : close.label.rfind("FSDP::post_backward", 0) == 0;
+        if (!closes) continue;
+        if (unit >= 0) windows_[open.tid].push_back(Window{open.end_ns, close.ts_ns, open.tid, forward ? Phase::Forward : Phase::Backward, unit});
+        else ++unknown_units_[open.fqn];
+        break;
+      }
+    }
+  }
+
+  int group_of(const CollectiveInfo& c) const {
+    const auto& candidates = seqs_.groups_by_kind[static_cast<size_t>(c.kind)];
+    if (!c.group_ranks.empty()) {
+      const std::set<int> ranks(c.group_ranks.begin(), c.group_ranks.end());
+      for (int g : candidates) {
+        const GroupInfo& info = p_.groups[static_cast<size_t>(g)];
+        std::set<int> members;
+        for (int i = 0; i < info.size; ++i) members.insert(info.member(rank_, i));
+        if (members == ranks) return g;
+      }
+      return -1;
+    }
+    int match = -1, matches = 0;
+    for (int g : candidates) {
+      if (c.group_size < 0 || p_.groups[static_cast<size_t>(g)].size == c.group_size) {
+        match = g;
+        ++matches;
+      }
+    }
+    return matches == 1 ? match : -1;
+  }
+
+  std::string check_size(const Op& op, const CollectiveInfo& c) {
+    const int64_t nelems = c.kind == CommKind::AllGather ? c.out_nelems : c.in_nelems;
+    const int width = c.dtype_bytes();
+    if (nelems < 0 || width == 0) {
+      ++report_.collectives_without_sizes;
+      return "";
+    }
+    if (c.group_size > 0 && c.group_size != op.group_size)
+      return "the trace's collective has group size " + std::to_string(c.group_size) + ", the Program's " + std::to_string(op.group_size);
+    if (nelems * width != op.bytes)
+      return "the trace's collective moves " + std::to_string(nelems * width) + " bytes (" + std::to_string(nelems) + " x " + c.dtype +
+             "), the Program's " + std::to_string(op.bytes);
+    return "";
+  }
+
+ public:
+  const std::map<std::string, int>& unknown_units() const { return unknown_units_; }
+
+ private:
+  const KinetoTrace& t_;
+  const Program& p_;
+  const ProgramSeqs& seqs_;
+  int rank_;
+  ImportReport& report_;
+  LaunchIndex launches_;
+  std::vector<ProfilerStepWindow> steps_;
+  std::unordered_map<int64_t, std::vector<FsdpRange>> ranges_;
+  std::unordered_map<int64_t, std::vector<Window>> windows_;
+  std::map<std::string, int> unknown_units_;
+  std::vector<std::vector<int>> by_step_;
+};
+
+// Alloc / free markers: issued at their [memory] event (same signed size, in order) when there
+// is one, else with the next op that has GPU work; they happen when their stream and their
+// dependencies let them.
+void place_markers(const Program& p, const std::vector<MemoryEvent>& memory, double event_latency_us,
+                   std::vector<OpTimesNs>& times, ImportReport& report) {
+  const int n = static_cast<int>(p.ops.size());
+  std::vector<int64_t> next_issue(static_cast<size_t>(n) + 1, kNone);
+  int64_t last = kNone;
+  for (int i = n - 1; i >= 0; --i) {
+    if (times[static_cast<size_t>(i)].issue != kNone && p.ops[static_cast<size_t>(i)].kind != OpKind::Alloc &&
+        p.ops[static_cast<size_t>(i)].kind != OpKind::Free)
+      last = times[static_cast<size_t>(i)].issue;
+    next_issue[static_cast<size_t>(i)] = last;
+  }
+  int64_t previous_issue = 0;
+  size_t m = 0;
+  std::vector<int64_t> stream_end(static_cast<size_t>(kNumStreams), kNone);
+  const int64_t latency_ns = static_cast<int64_t>(std::llround(event_latency_us * 1000.0));
+  for (int i = 0; i < n; ++i) {
+    const Op& op = p.ops[static_cast<size_t>(i)];
+    OpTimesNs& t = times[static_cast<size_t>(i)];
+    const bool marker = op.kind == OpKind::Alloc || op.kind == OpKind::Free;
+    if (marker) {
+      const int64_t signed_bytes = op.kind == OpKind::Alloc ? op.bytes : -op.bytes;
+      size_t j = m;
+      while (j < memory.size() && memory[j].bytes != signed_bytes) ++j;
+      if (j < memory.size()) {
+        t.issue = memory[j].ts_ns;
+        m = j + 1;
+        ++report.markers_from_memory_events;
+      } else {
+        t.issue = next_issue[static_cast<size_t>(i)] != kNone ? next_issue[static_cast<size_t>(i)] : previous_issue;
+        ++report.markers_from_stream_order;
+      }
+      int64_t at = std::max(t.issue, stream_end[static_cast<size_t>(op.stream)]);
+      for (int d : p.deps(op)) at = std::max(at, times[static_cast<size_t>(d)].end + latency_ns);
+      t.start = t.end = at;
+    }
+    previous_issue = t.issue;
+    stream_end[static_cast<size_t>(op.stream)] = std::max(stream_end[static_cast<size_t>(op.stream)], t.end);
+  }
+}
+
+}  // namespace
+
+ImportResult map_traces_to_program(const std::vector<KinetoTrace>& traces, const Program& program, const ImportOptions& options) {
+  if (static_cast<int>(traces.size()) != program.world_size)
+    throw InputError("TRACE", "got " + std::to_string(traces.size()) + " traces; the scenario's mesh has " +
+                                  std::to_string(program.world_size) + " ranks: give one trace per rank");
+  ImportResult result;
+  ImportReport& report = result.report;
+  report.ranks = program.world_size;
+  const ProgramSeqs seqs = program_seqs(program);
+  const size_t nops = program.ops.size();
+
+  // Per rank: the steps that match, with their op times (ns, the rank's clock).
+  std::vector<std::map<std::string, std::vector<OpTimesNs>>> matched(traces.size());
+  std::vector<std::map<std::string, int64_t>> step_start(traces.size());
+  std::vector<std::string> step_order;
+  std::vector<std::map<std::string, std::map<std::string, NotInProgram>>> extras(traces.size());
+  for (size_t r = 0; r < traces.size(); ++r) {
+    if (traces[r].gpu.empty())
+      throw InputError(traces[r].path, "has no GPU kernels, memcpys or memsets: profile with ProfilerActivity.CUDA to import it");
+    RankMapper mapper(traces[r], program, seqs, static_cast<int>(r), report);
+    for (const auto& [fqn, count] : mapper.unknown_units())
+      report.unmatched_steps.push_back("rank " + std::to_string(r) + ": " + std::to_string(count) + " FSDP windows of module \"" + fqn +
+                                       "\", which names no unit of the scenario");
+    for (size_t w = 0; w < mapper.steps().size(); ++w) {
+      const std::string& name = mapper.steps()[w].name;
+      std::vector<OpTimesNs> times(nops);
+      std::map<std::string, NotInProgram> extra;
+      const std::string why = mapper.match_step(w, times, extra);
+      if (!why.empty()) {
+        report.unmatched_steps.push_back("rank " + std::to_string(r) + ", " + name + ": " + why);
+        continue;
+      }
+      place_markers(program, mapper.memory_in(w), options.event_latency_us, times, report);
+      int64_t first = kNone;
+      for (const OpTimesNs& t : times) first = first == kNone ? t.issue : std::min(first, t.issue);
+      step_start[r][name] = mapper.steps()[w].ts_ns == INT64_MIN ? first : mapper.steps()[w].ts_ns;
+      matched[r][name] = std::move(times);
+      extras[r][name] = std::move(extra);
+      if (r == 0) step_order.push_back(name);
+    }
+  }
+  for (const std::string& name : step_order) {
+    bool everywhere = true;
+    for (size_t r = 1; r < traces.size(); ++r) everywhere = everywhere && matched[r].count(name);
+    if (everywhere) report.steps.push_back(name);
+    else report.unmatched_steps.push_back(name + ": matched on rank 0, not on every rank");
+  }
+  if (report.steps.empty()) {
+    std::string why = report.unmatched_steps.empty() ? "the traces have no GPU work in any profiler step" : report.unmatched_steps.front();
+    throw InputError("TRACE", "no profiler step matches the scenario's Program on every rank (" + why + ")");
+  }
+
+  Timeline& t = result.timeline;
+  t.source = "measured";
+  t.backend = "nccl";
+  t.scenario = program.scenario;
+  t.ranks = program.world_size;
+  t.iterations = static_cast<int>(report.steps.size());
+  set_timeline_ops(t, program);
+  std::vector<double> step_us;
+  for (size_t it = 0; it < report.steps.size(); ++it) {
+    const std::string& name = report.steps[it];
+    int64_t origin = INT64_MAX;
+    for (size_t r = 0; r < traces.size(); ++r) origin = std::min(origin, step_start[r][name]);
+    double first = 1e300, last = -1e300;
+    for (size_t r = 0; r < traces.size(); ++r) {
+      const std::vector<OpTimesNs>& times = matched[r][name];
+      for (size_t i = 0; i < nops; ++i) {
+        OpInterval iv;
+        iv.op = static_cast<int>(i);
+        iv.rank = static_cast<int>(r);
+        iv.iteration = static_cast<int>(it);
+        iv.issue_us = static_cast<double>(times[i].issue - origin) / 1000.0;
+        iv.start_us = static_cast<double>(times[i].start - origin) / 1000.0;
+        iv.end_us = static_cast<double>(times[i].end - origin) / 1000.0;
+        first = std::min(first, iv.issue_us);
+        last = std::max(last, iv.end_us);
+        t.intervals.push_back(iv);
+      }
+      for (const auto& [what, n] : extras[r][name]) {
+        report.not_in_program[what].count += n.count;
+        report.not_in_program[what].gpu_us += n.gpu_us;
+      }
+    }
+    step_us.push_back(last - first);
+  }
+  std::vector<int> order(step_us.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return step_us[static_cast<size_t>(a)] < step_us[static_cast<size_t>(b)]; });
+  t.reported_iteration = order[(order.size() - 1) / 2];
+  return result;
+}
+
+std::string import_report_text(const ImportReport& r) {
+  std::ostringstream out;
+  out << "imported " << r.steps.size() << " profiler steps on " << r.ranks << " ranks:";
+  for (const std::string& s : r.steps) out << " " << s;
+  out << "\n";
+  if (!r.unmatched_steps.empty()) {
+    out << "left out (" << r.unmatched_steps.size() << "):\n";
+    for (const std::string& s : r.unmatched_steps) out << "  " << s << "\n";
+  }
+  if (!r.not_in_program.empty()) {
+    out << "GPU work in the imported steps with no op in the Program (every rank):\n";
+    for (const auto& [what, n] : r.not_in_program) out << "  " << what << ": " << n.count << " (" << n.gpu_us / 1e3 << " ms of GPU time)\n";
+  }
+  if (r.gpu_activities_outside_steps > 0) out << r.gpu_activities_outside_steps << " GPU activities launched outside every profiler step\n";
+  out << "alloc/free markers: " << r.markers_from_memory_events << " at their [memory] event, " << r.markers_from_stream_order
+      << " placed by stream order (no matching [memory] event)\n";
+  if (r.collectives_without_sizes > 0) out << r.collectives_without_sizes << " NCCL kernels without size metadata: sizes not checked\n";
+  return out.str();
+}
+
+nlohmann::json import_report_to_json(const ImportReport& r) {
+  nlohmann::json j;
+  j["ranks"] = r.ranks;
+  j["steps"] = r.steps;
+  j["unmatched_steps"] = r.unmatched_steps;
+  j["not_in_program"] = nlohmann::json::object();
+  for (const auto& [what, n] : r.not_in_program) j["not_in_program"][what] = {{"count", n.count}, {"gpu_us", n.gpu_us}};
+  j["gpu_activities_outside_steps"] = r.gpu_activities_outside_steps;
+  j["markers_from_memory_events"] = r.markers_from_memory_events;
+  j["markers_from_stream_order"] = r.markers_from_stream_order;
+  j["collectives_without_sizes"] = r.collectives_without_sizes;
+  return j;
+}
+
+}  // namespace shardline::kineto

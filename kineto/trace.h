@@ -1,0 +1,100 @@
+// One rank's PyTorch profiler (Kineto) trace, reduced to what shardline reads from it: the GPU
+// activities (kernels, memcpys, memsets) with their stream and the collective metadata the
+// profiler records on NCCL kernels, the CPU ranges that say what launched them (FSDP2's
+// `FSDP::...` record_function ranges and `ProfilerStep#N`), and the CPU launch of each GPU
+// activity (its correlation id). Times are integer nanoseconds as the profiler writes them
+// (microseconds with three decimals), so nothing is lost to rounding. Everything else the trace
+// holds is counted by category (docs/import.md), never silently dropped.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace shardline::kineto {
+
+// What an NCCL kernel does, from the profiler's "Collective name" or else the kernel's name.
+enum class CommKind : uint8_t { AllGather, ReduceScatter, AllReduce, Other };
+std::string_view comm_kind_name(CommKind k);  // "all_gather", "reduce_scatter", "all_reduce", "other"
+
+// The collective metadata of one NCCL kernel (absent fields: -1 / empty).
+struct CollectiveInfo {
+  CommKind kind = CommKind::Other;
+  std::string name;             // "Collective name" or the kernel's collective, e.g. "allreduce", "SendRecv"
+  int64_t in_nelems = -1;       // "In msg nelems"
+  int64_t out_nelems = -1;      // "Out msg nelems"
+  int group_size = -1;          // "Group size"
+  std::string dtype;            // "dtype", e.g. "Float", "BFloat16"
+  std::string group_name;       // "Process Group Name"
+  std::vector<int> group_ranks; // "Process Group Ranks"
+  // Bytes per element of `dtype` (0: unknown dtype or none given).
+  int dtype_bytes() const;
+};
+
+enum class ActivityKind : uint8_t { Kernel, Memcpy, Memset };
+
+struct GpuActivity {
+  int64_t ts_ns = 0;
+  int64_t dur_ns = 0;
+  int64_t correlation = -1;  // links it to its CPU launch (-1: none recorded)
+  int stream = -1;
+  int name = -1;             // index into KinetoTrace::names
+  int collective = -1;       // index into KinetoTrace::collectives, -1: not an NCCL kernel
+  ActivityKind kind = ActivityKind::Kernel;
+  int64_t end_ns() const { return ts_ns + dur_ns; }
+};
+
+// A CPU range the importer reads: `FSDP::...` (with the module FQN FSDP2 appends) or
+// `ProfilerStep#N`.
+struct CpuRange {
+  int64_t ts_ns = 0;
+  int64_t dur_ns = 0;
+  int64_t tid = 0;
+  int name = -1;  // index into KinetoTrace::names
+  int64_t end_ns() const { return ts_ns + dur_ns; }
+};
+
+// A CUDA runtime (or driver) call carrying a correlation id: the CPU side of a launch.
+struct Launch {
+  int64_t correlation = -1;
+  int64_t ts_ns = 0;
+  int64_t tid = 0;
+};
+
+// An allocator event (`[memory]`, recorded with profile_memory=True): `bytes` > 0 allocates,
+// < 0 frees, at CPU time `ts_ns`.
+struct MemoryEvent {
+  int64_t ts_ns = 0;
+  int64_t bytes = 0;
+};
+
+struct KinetoTrace {
+  std::string path;
+  int rank = -1;        // distributedInfo.rank (-1: not recorded)
+  int world_size = -1;  // distributedInfo.world_size
+  std::string device;   // deviceProperties[0].name
+  std::vector<std::string> names;  // interned event names
+  std::vector<GpuActivity> gpu;    // in file order
+  std::vector<CollectiveInfo> collectives;
+  std::vector<CpuRange> ranges;    // in file order
+  std::vector<Launch> launches;    // in file order
+  std::vector<MemoryEvent> memory; // in file order
+  int64_t events = 0;              // every entry of traceEvents
+  // Events not kept above, by "cat" (or "ph=<ph>" without one): read, counted, not used.
+  std::map<std::string, int64_t> skipped_by_category;
+
+  const std::string& name_of(const GpuActivity& a) const { return names[static_cast<size_t>(a.name)]; }
+  const std::string& name_of(const CpuRange& r) const { return names[static_cast<size_t>(r.name)]; }
+  const CollectiveInfo* collective_of(const GpuActivity& a) const {
+    return a.collective < 0 ? nullptr : &collectives[static_cast<size_t>(a.collective)];
+  }
+};
+
+// The kind of an NCCL kernel from its name ("ncclDevKernel_AllGather_RING_LL(...)" or the older
+// "ncclKernel_AllReduce_RING_LL_Sum_float(...)"), or from the profiler's "Collective name"
+// ("allgather", "_allgather_base", "all_gather_into_tensor", "reduce_scatter_tensor", ...).
+bool is_nccl_kernel_name(std::string_view name);
+CommKind comm_kind_from_kernel_name(std::string_view name);
+CommKind comm_kind_from_collective_name(std::string_view name);
+
+}  // namespace shardline::kineto

@@ -1,0 +1,386 @@
+#include "kineto/trace_reader.h"
+
+#include <zlib.h>
+
+#include <cmath>
+#include <filesystem>
+#include <istream>
+#include <streambuf>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+
+namespace shardline::kineto {
+namespace {
+
+using nlohmann::json;
+
+// A read-only streambuf over zlib's gz* interface, which reads gzip and plain files alike.
+// A truncated or corrupt gzip throws InputError naming the file.
+class GzipFileBuf : public std::streambuf {
+ public:
+  explicit GzipFileBuf(const std::string& path) : path_(path), buffer_(1 << 18) {
+    file_ = gzopen(path.c_str(), "rb");
+    if (!file_) throw InputError(path, "cannot be opened for reading");
+    gzbuffer(file_, 1 << 17);
+  }
+  ~GzipFileBuf() override {
+    if (file_) gzclose(file_);
+  }
+  GzipFileBuf(const GzipFileBuf&) = delete;
+  GzipFileBuf& operator=(const GzipFileBuf&) = delete;
+  int64_t bytes_read() const { return bytes_read_; }
+
+ protected:
+  int_type underflow() override {
+    if (gptr() < egptr()) return traits_type::to_int_type(*gptr());
+    const int n = gzread(file_, buffer_.data(), static_cast<unsigned>(buffer_.size()));
+    int error = Z_OK;
+    const char* message = gzerror(file_, &error);
+    if (n < 0 || (error != Z_OK && error != Z_STREAM_END)) {
+      const std::string what = error == Z_BUF_ERROR ? "the gzip stream ends early (truncated file)" : std::string("corrupt gzip: ") + message;
+      throw InputError(path_, what + " after " + std::to_string(bytes_read_) + " uncompressed bytes");
+    }
+    if (n == 0) return traits_type::eof();
+    bytes_read_ += n;
+    setg(buffer_.data(), buffer_.data(), buffer_.data() + n);
+    return traits_type::to_int_type(*gptr());
+  }
+
+ private:
+  std::string path_;
+  gzFile file_ = nullptr;
+  std::vector<char> buffer_;
+  int64_t bytes_read_ = 0;
+};
+
+// Where in the document a value sits.
+enum class Ctx : uint8_t { Root, TraceEvents, Event, Args, RanksArray, DistInfo, DeviceProps, DeviceProp, Ignored };
+
+struct PendingEvent {
+  std::string ph, cat, name;
+  int64_t tid = 0;
+  int64_t ts_ns = 0, dur_ns = 0;
+  bool has_ts = false, has_dur = false;
+  int64_t stream = -1, correlation = -1;
+  int64_t bytes = 0;
+  bool has_bytes = false;
+  bool has_collective = false;
+  CollectiveInfo collective;
+  std::string ranks_text;
+
+  void reset() {
+    ph.clear();
+    cat.clear();
+    name.clear();
+    tid = 0;
+    ts_ns = dur_ns = 0;
+    has_ts = has_dur = false;
+    stream = correlation = -1;
+    bytes = 0;
+    has_bytes = false;
+    has_collective = false;
+    collective = CollectiveInfo{};
+    ranks_text.clear();
+  }
+};
+
+std::vector<int> parse_rank_list(std::string_view text) {
+  std::vector<int> ranks;
+  int64_t value = -1;
+  for (char c : text) {
+    if (c >= '0' && c <= '9') {
+      value = (value < 0 ? 0 : value * 10) + (c - '0');
+      if (value > (int64_t{1} << 30)) return {};
+    } else if (value >= 0) {
+      ranks.push_back(static_cast<int>(value));
+      value = -1;
+    }
+  }
+  if (value >= 0) ranks.push_back(static_cast<int>(value));
+  return ranks;
+}
+
+bool starts_with(std::string_view s, std::string_view prefix) { return s.substr(0, prefix.size()) == prefix; }
+
+class TraceSax {
+ public:
+  explicit TraceSax(KinetoTrace& trace) : t_(trace) {}
+
+  bool saw_trace_events() const { return saw_trace_events_; }
+  const std::string& error() const { return error_; }
+
+  bool null() { return scalar_done(); }
+  bool boolean(bool) { return scalar_done(); }
+  bool number_integer(json::number_integer_t v) { return integer(static_cast<int64_t>(v)); }
+  bool number_unsigned(json::number_unsigned_t v) {
+    return integer(v > static_cast<json::number_unsigned_t>(INT64_MAX) ? INT64_MAX : static_cast<int64_t>(v));
+  }
+  bool number_float(json::number_float_t v, const std::string& text) {
+    const Ctx c = top();
+    if (c == Ctx::Event && (key_ == "ts" || key_ == "dur")) {
+      set_time(microseconds_text_to_ns(text, v));
+    } else if (std::isfinite(v) && std::abs(v) < 9e18) {
+      // Some writers give integral fields as floats ("Group size": 2.0).
+      const double rounded = std::round(v);
+      if (rounded == v) return integer(static_cast<int64_t>(rounded));
+    }
+    return scalar_done();
+  }
+  bool string(std::string& v) {
+    switch (top()) {
+      case Ctx::Event:
+        if (key_ == "ph") ev_.ph = v;
+        else if (key_ == "cat") ev_.cat = v;
+        else if (key_ == "name") ev_.name = v;
+        break;
+      case Ctx::Args:
+        if (key_ == "Collective name") {
+          ev_.collective.name = v;
+          ev_.has_collective = true;
+        } else if (key_ == "dtype") {
+          ev_.collective.dtype = v;
+        } else if (key_ == "Process Group Name") {
+          ev_.collective.group_name = v;
+        } else if (key_ == "Process Group Ranks") {
+          ev_.ranks_text = v;
+        }
+        break;
+      case Ctx::DeviceProp:
+        if (key_ == "name" && t_.device.empty()) t_.device = v;
+        break;
+      default: break;
+    }
+    return scalar_done();
+  }
+  bool binary(json::binary_t&) { return scalar_done(); }
+
+  bool start_object(std::size_t) {
+    Ctx next = Ctx::Ignored;
+    if (stack_.empty()) {
+      next = Ctx::Root;
+    } else {
+      switch (top()) {
+        case Ctx::Root: next = key_ == "distributedInfo" ? Ctx::DistInfo : Ctx::Ignored; break;
+        case Ctx::TraceEvents:
+          next = Ctx::Event;
+          ev_.reset();
+          break;
+        case Ctx::Event: next = key_ == "args" ? Ctx::Args : Ctx::Ignored; break;
+        case Ctx::DeviceProps: next = Ctx::DeviceProp; break;
+        default: break;
+      }
+    }
+    return push(next);
+  }
+  bool key(std::string& k) {
+    key_ = k;
+    return true;
+  }
+  bool end_object() {
+    const Ctx c = top();
+    stack_.pop_back();
+    if (c == Ctx::Event) {
+      finish_event();  // counts it
+      return true;
+    }
+    return scalar_done();
+  }
+  bool start_array(std::size_t) {
+    Ctx next = Ctx::Ignored;
+    if (stack_.empty()) {
+      next = Ctx::TraceEvents;  // a bare array of events (Chrome's "JSON array format")
+      saw_trace_events_ = true;
+    } else if (top() == Ctx::Root && key_ == "traceEvents") {
+      next = Ctx::TraceEvents;
+      saw_trace_events_ = true;
+    } else if (top() == Ctx::Root && key_ == "deviceProperties") {
+      next = Ctx::DeviceProps;
+    } else if (top() == Ctx::Args && key_ == "Process Group Ranks") {
+      next = Ctx::RanksArray;
+      ev_.collective.group_ranks.clear();
+    }
+    return push(next);
+  }
+  bool end_array() {
+    stack_.pop_back();
+    return scalar_done();
+  }
+  bool parse_error(std::size_t position, const std::string& last_token, const json::exception& e) {
+    std::string what = e.what();
+    if (const size_t bracket = what.find("] "); bracket != std::string::npos) what = what.substr(bracket + 2);
+    error_ = "not JSON at byte " + std::to_string(position) + " (near '" + last_token.substr(0, 40) + "'): " + what;
+    return false;
+  }
+
+ private:
+  static constexpr size_t kMaxDepth = 64;
+
+  Ctx top() const { return stack_.back(); }
+  bool push(Ctx c) {
+    if (stack_.size() >= kMaxDepth) {
+      error_ = "JSON nested deeper than " + std::to_string(kMaxDepth) + " levels; expected a profiler trace (a few levels)";
+      return false;
+    }
+    stack_.push_back(c);
+    return true;
+  }
+  // After a value inside an array of events, count it.
+  bool scalar_done() {
+    if (!stack_.empty() && top() == Ctx::TraceEvents) ++t_.events;
+    return true;
+  }
+  void set_time(int64_t ns) {
+    if (key_ == "ts") {
+      ev_.ts_ns = ns;
+      ev_.has_ts = true;
+    } else {
+      ev_.dur_ns = ns;
+      ev_.has_dur = true;
+    }
+  }
+  bool integer(int64_t v) {
+    switch (top()) {
+      case Ctx::Event:
+        if (key_ == "ts" || key_ == "dur") set_time(v > INT64_MAX / 1000 ? INT64_MAX : v * 1000);
+        else if (key_ == "tid") ev_.tid = v;
+        break;
+      case Ctx::Args:
+        if (key_ == "stream") ev_.stream = v;
+        else if (key_ == "correlation") ev_.correlation = v;
+        else if (key_ == "Bytes") {
+          ev_.bytes = v;
+          ev_.has_bytes = true;
+        }
+        else if (key_ == "In msg nelems") ev_.collective.in_nelems = v;
+        else if (key_ == "Out msg nelems") ev_.collective.out_nelems = v;
+        else if (key_ == "Group size") ev_.collective.group_size = static_cast<int>(std::min<int64_t>(v, 1 << 30));
+        break;
+      case Ctx::RanksArray:
+        if (v >= 0 && v < (int64_t{1} << 30)) ev_.collective.group_ranks.push_back(static_cast<int>(v));
+        break;
+      case Ctx::DistInfo:
+        if (key_ == "rank") t_.rank = static_cast<int>(std::clamp<int64_t>(v, -1, 1 << 30));
+        else if (key_ == "world_size") t_.world_size = static_cast<int>(std::clamp<int64_t>(v, -1, 1 << 30));
+        break;
+      default: break;
+    }
+    return scalar_done();
+  }
+
+  int intern(const std::string& name) {
+    auto [it, added] = ids_.try_emplace(name, static_cast<int>(t_.names.size()));
+    if (added) t_.names.push_back(name);
+    return it->second;
+  }
+
+  void skip(const std::string& why) { ++t_.skipped_by_category[why]; }
+
+  void finish_event() {
+    ++t_.events;
+    const std::string& cat = ev_.cat;
+    const bool complete = ev_.ph == "X" && ev_.has_ts && ev_.has_dur && ev_.dur_ns >= 0;
+    if (complete && (cat == "kernel" || cat == "gpu_memcpy" || cat == "gpu_memset")) {
+      GpuActivity a;
+      a.ts_ns = ev_.ts_ns;
+      a.dur_ns = ev_.dur_ns;
+      a.correlation = ev_.correlation;
+      a.stream = static_cast<int>(std::clamp<int64_t>(ev_.stream >= 0 ? ev_.stream : ev_.tid, -1, 1 << 30));
+      a.name = intern(ev_.name);
+      a.kind = cat == "kernel" ? ActivityKind::Kernel : cat == "gpu_memcpy" ? ActivityKind::Memcpy : ActivityKind::Memset;
+      if (a.kind == ActivityKind::Kernel && is_nccl_kernel_name(ev_.name)) {
+        CollectiveInfo info = std::move(ev_.collective);
+        if (!ev_.ranks_text.empty()) info.group_ranks = parse_rank_list(ev_.ranks_text);
+        if (ev_.has_collective) {
+          info.kind = comm_kind_from_collective_name(info.name);
+        } else {
+          info.kind = comm_kind_from_kernel_name(ev_.name);
+          const size_t u = ev_.name.find('_');
+          info.name = ev_.name.substr(u + 1, ev_.name.find_first_of("_(", u + 1) - u - 1);
+        }
+        a.collective = static_cast<int>(t_.collectives.size());
+        t_.collectives.push_back(std::move(info));
+      }
+      t_.gpu.push_back(a);
+      return;
+    }
+    if (complete && (cat == "cuda_runtime" || cat == "cuda_driver") && ev_.correlation >= 0) {
+      t_.launches.push_back(Launch{ev_.correlation, ev_.ts_ns, ev_.tid});
+      return;
+    }
+    if (complete && (cat == "user_annotation" || cat == "cpu_op") &&
+        (starts_with(ev_.name, "FSDP::") || starts_with(ev_.name, "ProfilerStep#"))) {
+      t_.ranges.push_back(CpuRange{ev_.ts_ns, ev_.dur_ns, ev_.tid, intern(ev_.name)});
+      return;
+    }
+    if (ev_.name == "[memory]" && ev_.has_ts && ev_.has_bytes) {
+      t_.memory.push_back(MemoryEvent{ev_.ts_ns, ev_.bytes});
+      return;
+    }
+    skip(cat.empty() ? "ph=" + ev_.ph : cat);
+  }
+
+  KinetoTrace& t_;
+  std::vector<Ctx> stack_;
+  std::string key_;
+  PendingEvent ev_;
+  std::unordered_map<std::string, int> ids_;
+  bool saw_trace_events_ = false;
+  std::string error_;
+};
+
+}  // namespace
+
+int64_t microseconds_text_to_ns(std::string_view text, double value) {
+  if (text.find_first_of("eE") != std::string_view::npos || text.size() > 30) {
+    const double ns = value * 1000.0;
+    return std::abs(ns) < 9e18 ? std::llround(ns) : (ns < 0 ? INT64_MIN : INT64_MAX);
+  }
+  bool negative = false;
+  size_t i = 0;
+  if (i < text.size() && text[i] == '-') {
+    negative = true;
+    ++i;
+  }
+  int64_t whole = 0;
+  for (; i < text.size() && text[i] != '.'; ++i) {
+    if (whole > INT64_MAX / 10000) return negative ? INT64_MIN : INT64_MAX;
+    whole = whole * 10 + (text[i] - '0');
+  }
+  int64_t fraction = 0;
+  int digits = 0;
+  bool round_up = false;
+  if (i < text.size() && text[i] == '.') {
+    for (++i; i < text.size(); ++i, ++digits) {
+      if (digits < 3) fraction = fraction * 10 + (text[i] - '0');
+      else if (digits == 3) round_up = text[i] >= '5';
+    }
+  }
+  for (int d = std::min(digits, 3); d < 3; ++d) fraction *= 10;
+  const int64_t ns = whole * 1000 + fraction + (round_up ? 1 : 0);
+  return negative ? -ns : ns;
+}
+
+KinetoTrace read_trace(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::file_status status = fs::status(path, ec);
+  if (ec || !fs::exists(status)) throw InputError(path, "no such file; expected a PyTorch profiler trace (.json or .json.gz)");
+  if (!fs::is_regular_file(status)) throw InputError(path, "is not a regular file; expected a PyTorch profiler trace (.json or .json.gz)");
+  KinetoTrace trace;
+  trace.path = path;
+  GzipFileBuf buf(path);
+  std::istream in(&buf);
+  TraceSax sax(trace);
+  const bool ok = json::sax_parse(in, &sax, json::input_format_t::json, true, false);
+  if (!ok) throw InputError(path, sax.error().empty() ? "is not a PyTorch profiler trace" : sax.error());
+  if (!sax.saw_trace_events())
+    throw InputError(path, "has no \"traceEvents\" array: expected a PyTorch profiler (Chrome-trace JSON) file");
+  return trace;
+}
+
+}  // namespace shardline::kineto

@@ -1,0 +1,143 @@
+#include "kineto/trace_summary.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <sstream>
+#include <unordered_map>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "core/metrics.h"
+#include "kineto/launch_index.h"
+
+namespace shardline::kineto {
+namespace {
+
+double us(int64_t ns) { return static_cast<double>(ns) / 1000.0; }
+
+}  // namespace
+
+TraceSummary summarize_trace(const KinetoTrace& trace) {
+  if (trace.gpu.empty())
+    throw InputError(trace.path, "has no GPU kernels, memcpys or memsets: profile with ProfilerActivity.CUDA to import it");
+  TraceSummary s;
+  s.path = trace.path;
+  s.rank = trace.rank;
+  s.world_size = trace.world_size;
+  s.device = trace.device;
+  s.events = trace.events;
+  s.gpu_activities = static_cast<int64_t>(trace.gpu.size());
+  s.skipped_by_category = trace.skipped_by_category;
+  for (const GpuActivity& a : trace.gpu) {
+    if (const CollectiveInfo* c = trace.collective_of(a)) {
+      ++s.collectives_by_kind[static_cast<int>(c->kind)];
+      if (!c->group_name.empty() || c->in_nelems >= 0) ++s.collectives_with_metadata;
+    }
+  }
+
+  const LaunchIndex launches(trace);
+  const std::vector<ProfilerStepWindow> windows = profiler_steps(trace);
+  struct Acc {
+    int64_t first_launch_ns = INT64_MAX, last_end_ns = INT64_MIN;
+    std::vector<std::pair<double, double>> compute, comm;
+    std::array<std::vector<std::pair<double, double>>, kNumCommKinds> by_kind;
+    StepSummary out;
+  };
+  std::vector<Acc> acc(windows.size());
+  for (size_t w = 0; w < windows.size(); ++w) acc[w].out.name = windows[w].name;
+  for (const GpuActivity& a : trace.gpu) {
+    const int64_t host_ns = launches.launch_ns(a);
+    const int w = step_of(windows, host_ns);
+    if (w < 0) {
+      ++s.outside_steps;
+      continue;
+    }
+    Acc& x = acc[static_cast<size_t>(w)];
+    ++x.out.activities;
+    x.first_launch_ns = std::min(x.first_launch_ns, host_ns);
+    x.last_end_ns = std::max(x.last_end_ns, a.end_ns());
+    const std::pair<double, double> iv{us(a.ts_ns), us(a.end_ns())};
+    if (const CollectiveInfo* c = trace.collective_of(a)) {
+      x.comm.push_back(iv);
+      x.by_kind[static_cast<int>(c->kind)].push_back(iv);
+      ++x.out.collectives_by_kind[static_cast<int>(c->kind)];
+    } else {
+      x.compute.push_back(iv);
+    }
+  }
+  for (Acc& x : acc) {
+    if (x.out.activities == 0) continue;
+    StepSummary& o = x.out;
+    o.step_time_us = us(x.last_end_ns - x.first_launch_ns);
+    o.compute_busy_us = union_length_us(std::move(x.compute));
+    o.comm_busy_us = union_length_us(std::move(x.comm));
+    for (int k = 0; k < kNumCommKinds; ++k) o.comm_busy_by_kind_us[k] = union_length_us(std::move(x.by_kind[k]));
+    o.exposed_comm_us = std::max(0.0, o.step_time_us - o.compute_busy_us);
+    o.overlap_efficiency = o.comm_busy_us > 0 ? std::clamp(1.0 - o.exposed_comm_us / o.comm_busy_us, 0.0, 1.0) : 1.0;
+    s.steps.push_back(std::move(o));
+  }
+  return s;
+}
+
+std::string summary_text(const TraceSummary& s) {
+  std::ostringstream out;
+  out << "# " << s.path << ": rank " << s.rank << " of " << s.world_size;
+  if (!s.device.empty()) out << ", " << s.device;
+  out << "; " << s.events << " events, " << s.gpu_activities << " GPU activities\n";
+  out << "# NCCL kernels:";
+  for (int k = 0; k < kNumCommKinds; ++k)
+    out << " " << comm_kind_name(static_cast<CommKind>(k)) << " " << s.collectives_by_kind[k];
+  out << " (" << s.collectives_with_metadata << " with collective metadata)\n";
+  char line[256];
+  std::snprintf(line, sizeof line, "%-22s %8s %12s %12s %12s %12s %8s\n", "step", "gpu_ops", "step_ms", "compute_ms",
+                "comm_ms", "exposed_ms", "overlap");
+  out << line;
+  for (const StepSummary& st : s.steps) {
+    std::snprintf(line, sizeof line, "%-22s %8d %12.3f %12.3f %12.3f %12.3f %8.3f\n", st.name.c_str(), st.activities,
+                  st.step_time_us / 1e3, st.compute_busy_us / 1e3, st.comm_busy_us / 1e3, st.exposed_comm_us / 1e3,
+                  st.overlap_efficiency);
+    out << line;
+  }
+  if (s.outside_steps > 0) out << "# " << s.outside_steps << " GPU activities were launched outside every ProfilerStep\n";
+  if (!s.skipped_by_category.empty()) {
+    out << "# read and not used, by category:";
+    for (const auto& [cat, n] : s.skipped_by_category) out << " " << cat << " " << n;
+    out << "\n";
+  }
+  return out.str();
+}
+
+nlohmann::json summary_to_json(const TraceSummary& s) {
+  nlohmann::json j;
+  j["path"] = s.path;
+  j["rank"] = s.rank;
+  j["world_size"] = s.world_size;
+  j["device"] = s.device;
+  j["events"] = s.events;
+  j["gpu_activities"] = s.gpu_activities;
+  for (int k = 0; k < kNumCommKinds; ++k)
+    j["collectives"][std::string(comm_kind_name(static_cast<CommKind>(k)))] = s.collectives_by_kind[k];
+  j["collectives_with_metadata"] = s.collectives_with_metadata;
+  j["outside_steps"] = s.outside_steps;
+  j["skipped_by_category"] = s.skipped_by_category;
+  j["steps"] = nlohmann::json::array();
+  for (const StepSummary& st : s.steps) {
+    nlohmann::json x{{"name", st.name},
+                     {"gpu_activities", st.activities},
+                     {"step_time_us", st.step_time_us},
+                     {"compute_busy_us", st.compute_busy_us},
+                     {"comm_busy_us", st.comm_busy_us},
+                     {"exposed_comm_us", st.exposed_comm_us},
+                     {"overlap_efficiency", st.overlap_efficiency}};
+    for (int k = 0; k < kNumCommKinds; ++k) {
+      const std::string kind(comm_kind_name(static_cast<CommKind>(k)));
+      x["comm_busy_by_kind_us"][kind] = st.comm_busy_by_kind_us[k];
+      x["collectives_by_kind"][kind] = st.collectives_by_kind[k];
+    }
+    j["steps"].push_back(std::move(x));
+  }
+  return j;
+}
+
+}  // namespace shardline::kineto

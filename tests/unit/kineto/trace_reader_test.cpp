@@ -1,0 +1,207 @@
+// The profiler-trace reader: real traces (Holistic Trace Analysis test data) parse with every
+// event and every NCCL kernel counted; plain and gzip files read alike; bad files fail with
+// the file named; times keep their nanoseconds.
+#include <gtest/gtest.h>
+
+#include <zlib.h>
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+
+#include "core/error.h"
+#include "kineto/trace_reader.h"
+#include "kineto/trace_summary.h"
+
+namespace shardline::kineto {
+namespace {
+
+const std::string kHta = std::string(SHARDLINE_SOURCE_DIR) + "/tests/data/hta/";
+
+std::string temp_path(const std::string& name) {
+  return (std::filesystem::temp_directory_path() / ("shardline_kineto_" + std::to_string(::getpid()) + "_" + name)).string();
+}
+
+void write_text(const std::string& path, const std::string& text) {
+  std::ofstream(path, std::ios::binary) << text;
+}
+
+void write_gzip(const std::string& path, const std::string& text) {
+  gzFile f = gzopen(path.c_str(), "wb");
+  ASSERT_NE(f, nullptr);
+  ASSERT_EQ(gzwrite(f, text.data(), static_cast<unsigned>(text.size())), static_cast<int>(text.size()));
+  gzclose(f);
+}
+
+std::map<std::string, int> nccl_by_name(const KinetoTrace& t) {
+  std::map<std::string, int> out;
+  for (const GpuActivity& a : t.gpu)
+    if (t.collective_of(a)) {
+      const std::string& n = t.name_of(a);
+      const size_t u = n.find('_');
+      out[n.substr(u + 1, n.find_first_of("_(", u + 1) - u - 1)]++;
+    }
+  return out;
+}
+
+struct HtaCase {
+  const char* file;
+  int64_t events;
+  size_t gpu;
+  std::map<std::string, int> nccl;
+  int rank, world;
+};
+
+// Expected counts from Python's json module (tests/data/hta/README.md), not from this reader.
+TEST(TraceReader, EveryHtaTraceParsesWithItsEventsAndNcclKernelsCounted) {
+  const std::vector<HtaCase> cases = {
+      {"nccl_parser_config-nccl_data.json.gz", 40573, 3774, {{"AllReduce", 15}, {"Broadcast", 6}}, 0, 2},
+      {"negative_queue_length_values_check-rank0.json.gz", 108936, 7747, {{"SendRecv", 80}}, 0, 16},
+      {"trace_diff-control.json.gz", 109123, 9450, {{"AllReduce", 18}, {"SendRecv", 42}}, 3, 8},
+      {"trace_filter-sampled_rank-0.json.gz", 4855, 1204, {{"SendRecv", 10}}, 0, 128},
+      {"trace_filter-sampled_rank-1.json.gz", 4720, 1154, {{"SendRecv", 10}}, 1, 128},
+  };
+  for (const HtaCase& c : cases) {
+    SCOPED_TRACE(c.file);
+    const KinetoTrace t = read_trace(kHta + c.file);
+    EXPECT_EQ(t.events, c.events);
+    EXPECT_EQ(t.gpu.size(), c.gpu);
+    EXPECT_EQ(nccl_by_name(t), c.nccl);
+    EXPECT_EQ(t.rank, c.rank);
+    EXPECT_EQ(t.world_size, c.world);
+  }
+}
+
+TEST(TraceReader, ReadsTheCollectiveMetadataTheProfilerRecordsOnNcclKernels) {
+  const KinetoTrace t = read_trace(kHta + "nccl_parser_config-nccl_data.json.gz");
+  int all_reduce = 0;
+  for (const GpuActivity& a : t.gpu) {
+    const CollectiveInfo* c = t.collective_of(a);
+    if (!c || c->kind != CommKind::AllReduce) continue;
+    ++all_reduce;
+    EXPECT_EQ(c->name, "allreduce");
+    EXPECT_EQ(c->dtype, "Float");
+    EXPECT_EQ(c->dtype_bytes(), 4);
+    EXPECT_EQ(c->group_size, 2);
+    EXPECT_EQ(c->group_ranks, (std::vector<int>{0, 1}));
+    EXPECT_EQ(c->group_name, "0");
+    EXPECT_GT(c->in_nelems, 0);
+    EXPECT_EQ(c->in_nelems, c->out_nelems);
+  }
+  EXPECT_EQ(all_reduce, 15);
+  // The first all-reduce kernel of the file: ts 4458677009853.422, dur 2636.669 (microseconds).
+  for (const GpuActivity& a : t.gpu) {
+    if (a.collective < 0) continue;
+    EXPECT_EQ(a.ts_ns, 4458677009853422);
+    EXPECT_EQ(a.dur_ns, 2636669);
+    EXPECT_EQ(a.stream, 40);
+    EXPECT_EQ(t.collectives[static_cast<size_t>(a.collective)].in_nelems, 6637568);
+    break;
+  }
+}
+
+const char* kSmallTrace = R"TRACE({"schemaVersion": 1, "distributedInfo": {"rank": 1, "world_size": 2},
+ "traceEvents": [
+  {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#3", "pid": 1, "tid": 9, "ts": 100, "dur": 1000},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 9, "ts": 110.5, "dur": 2, "args": {"correlation": 7}},
+  {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 120.25, "dur": 30, "args": {"stream": 7, "correlation": 7}},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 9, "ts": 130, "dur": 2, "args": {"correlation": 8}},
+  {"ph": "X", "cat": "kernel", "name": "ncclDevKernel_AllGather_RING_LL(x)", "pid": 0, "tid": 20, "ts": 140, "dur": 50,
+   "args": {"stream": 20, "correlation": 8, "Collective name": "_allgather_base", "In msg nelems": 4, "Out msg nelems": 8,
+            "Group size": 2, "dtype": "BFloat16", "Process Group Ranks": [0, 1]}},
+  {"ph": "i", "cat": "cpu_instant_event", "name": "[memory]", "pid": 1, "tid": 9, "ts": 111, "args": {"Bytes": -64}},
+  {"ph": "M", "name": "process_name", "pid": 0, "args": {"name": "GPU 0"}}
+ ]})TRACE";
+
+TEST(TraceReader, PlainAndGzipFilesReadAlike) {
+  const std::string plain = temp_path("small.json"), gz = temp_path("small.json.gz");
+  write_text(plain, kSmallTrace);
+  write_gzip(gz, kSmallTrace);
+  for (const std::string& path : {plain, gz}) {
+    SCOPED_TRACE(path);
+    const KinetoTrace t = read_trace(path);
+    EXPECT_EQ(t.events, 7);
+    EXPECT_EQ(t.rank, 1);
+    ASSERT_EQ(t.gpu.size(), 2u);
+    EXPECT_EQ(t.gpu[0].ts_ns, 120250);
+    EXPECT_EQ(t.gpu[0].dur_ns, 30000);
+    EXPECT_EQ(t.gpu[0].collective, -1);
+    const CollectiveInfo* c = t.collective_of(t.gpu[1]);
+    ASSERT_NE(c, nullptr);
+    EXPECT_EQ(c->kind, CommKind::AllGather);
+    EXPECT_EQ(c->group_ranks, (std::vector<int>{0, 1}));
+    EXPECT_EQ(c->dtype_bytes(), 2);
+    ASSERT_EQ(t.launches.size(), 2u);
+    EXPECT_EQ(t.launches[0].ts_ns, 110500);
+    ASSERT_EQ(t.ranges.size(), 1u);
+    EXPECT_EQ(t.name_of(t.ranges[0]), "ProfilerStep#3");
+    ASSERT_EQ(t.memory.size(), 1u);
+    EXPECT_EQ(t.memory[0].bytes, -64);
+    EXPECT_EQ(t.skipped_by_category.at("ph=M"), 1);
+  }
+  std::remove(plain.c_str());
+  std::remove(gz.c_str());
+}
+
+TEST(TraceReader, SummaryAppliesTheProjectMetricsToOneStep) {
+  const std::string plain = temp_path("summary.json");
+  write_text(plain, kSmallTrace);
+  const TraceSummary s = summarize_trace(read_trace(plain));
+  std::remove(plain.c_str());
+  ASSERT_EQ(s.steps.size(), 1u);
+  const StepSummary& st = s.steps[0];
+  EXPECT_EQ(st.name, "ProfilerStep#3");
+  EXPECT_EQ(st.activities, 2);
+  EXPECT_DOUBLE_EQ(st.step_time_us, 190.0 - 110.5);  // first launch to last end
+  EXPECT_DOUBLE_EQ(st.compute_busy_us, 30.0);
+  EXPECT_DOUBLE_EQ(st.comm_busy_us, 50.0);
+  EXPECT_DOUBLE_EQ(st.exposed_comm_us, 79.5 - 30.0);
+  EXPECT_DOUBLE_EQ(st.overlap_efficiency, 1.0 - 49.5 / 50.0);
+  EXPECT_EQ(st.collectives_by_kind[static_cast<int>(CommKind::AllGather)], 1);
+}
+
+void expect_input_error(const std::string& path, const std::string& needle) {
+  try {
+    read_trace(path);
+    ADD_FAILURE() << "no error for " << path;
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+  }
+}
+
+TEST(TraceReader, BadFilesFailNamingTheFile) {
+  const std::string not_json = temp_path("not.json"), no_events = temp_path("none.json"), truncated = temp_path("cut.json.gz");
+  write_text(not_json, "this is not a trace");
+  write_text(no_events, R"({"schemaVersion": 1})");
+  const std::string full = temp_path("full.json.gz");
+  std::string big = kSmallTrace;
+  for (int i = 0; i < 200; ++i) big.insert(big.size() - 3, R"(, {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 1, "dur": 1})");
+  write_gzip(full, big);
+  {
+    std::ifstream in(full, std::ios::binary);
+    const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    write_text(truncated, bytes.substr(0, bytes.size() / 2));
+  }
+  expect_input_error(not_json, "not JSON at byte");
+  expect_input_error(no_events, "no \"traceEvents\"");
+  expect_input_error(truncated, "truncated");
+  expect_input_error(temp_path("missing.json"), "no such file");
+  for (const auto& p : {not_json, no_events, truncated, full}) std::remove(p.c_str());
+}
+
+TEST(TraceReader, MicrosecondTextBecomesExactNanoseconds) {
+  EXPECT_EQ(microseconds_text_to_ns("4458677009853.422", 4458677009853.422), 4458677009853422);
+  EXPECT_EQ(microseconds_text_to_ns("1.5", 1.5), 1500);
+  EXPECT_EQ(microseconds_text_to_ns("2.0004", 2.0004), 2000);
+  EXPECT_EQ(microseconds_text_to_ns("2.0005", 2.0005), 2001);
+  EXPECT_EQ(microseconds_text_to_ns("-3.25", -3.25), -3250);
+  EXPECT_EQ(microseconds_text_to_ns("1.5e3", 1500.0), 1500000);
+}
+
+}  // namespace
+}  // namespace shardline::kineto
