@@ -54,7 +54,14 @@ int unit_of(const Program& p, const std::string& fqn) {
 }
 
 // What one trace group or Program op is matched by: a sequence and a key within it.
-enum class Seq : uint8_t { Compute, AgCopyIn, RsCopyIn, CopyOut, Collective };
+enum class Seq : uint8_t { Compute, AgCopyIn, RsCopyIn, CopyOut, Collective, Finalize };
+
+// End-of-step compute (phase finalize) by name: 0 gradient clipping, 1 the optimizer step, -1 other.
+int finalize_index(std::string_view name) {
+  if (name.find("clip_grad_norm") != std::string_view::npos) return 0;
+  if (name.rfind("optimizer_step", 0) == 0 || name.rfind("Optimizer.step#", 0) == 0) return 1;
+  return -1;
+}
 
 struct SeqKey {
   Seq seq = Seq::Compute;
@@ -70,6 +77,7 @@ std::string describe(const Program& p, const SeqKey& k) {
     case Seq::AgCopyIn: return "all-gather copy-ins";
     case Seq::RsCopyIn: return "reduce-scatter copy-ins";
     case Seq::CopyOut: return "copy-outs";
+    case Seq::Finalize: return k.a == 0 ? "gradient clippings (clip_grad_norm)" : k.a == 1 ? "optimizer steps" : "end-of-step computes";
     case Seq::Collective:
       return std::string(comm_kind_name(static_cast<CommKind>(k.a))) + "s over " + p.groups[static_cast<size_t>(k.b)].name + "(" +
              std::to_string(p.groups[static_cast<size_t>(k.b)].size) + ")";
@@ -94,7 +102,8 @@ ProgramSeqs program_seqs(const Program& p) {
       case OpKind::Alloc:
       case OpKind::Free: break;
       case OpKind::Compute:
-        s.ops[{Seq::Compute, static_cast<int>(op.phase), op.unit, op.microbatch}].push_back(op.id);
+        if (op.phase == Phase::Finalize) s.ops[{Seq::Finalize, finalize_index(p.name(op)), 0, 0}].push_back(op.id);
+        else s.ops[{Seq::Compute, static_cast<int>(op.phase), op.unit, op.microbatch}].push_back(op.id);
         break;
       case OpKind::CopyIn: {
         const OpKind target = op.link >= 0 ? p.ops[static_cast<size_t>(op.link)].kind : OpKind::Compute;
@@ -139,7 +148,7 @@ class RankMapper {
       : t_(t), p_(p), seqs_(seqs), rank_(rank), report_(report), launches_(t), steps_(profiler_steps(t)) {
     for (size_t i = 0; i < t.ranges.size(); ++i) {
       const std::string& name = t.name_of(t.ranges[i]);
-      if (name.rfind("FSDP::", 0) == 0) ranges_[t.ranges[i].tid].push_back(split_range(t, t.ranges[i], static_cast<int>(i)));
+      if (name.rfind("ProfilerStep#", 0) != 0) ranges_[t.ranges[i].tid].push_back(split_range(t, t.ranges[i], static_cast<int>(i)));
     }
     for (auto& [tid, list] : ranges_) {
       std::stable_sort(list.begin(), list.end(), [](const FsdpRange& a, const FsdpRange& b) { return a.ts_ns < b.ts_ns; });
@@ -161,7 +170,7 @@ class RankMapper {
   std::string match_step(size_t w, std::vector<OpTimesNs>& times, std::map<std::string, NotInProgram>& extra) {
     std::map<SeqKey, std::vector<Group>> found;
     std::map<int, Group> occurrence_groups;  // range occurrence -> group (copy-ins, copy-outs)
-    std::map<int, std::pair<int, Seq>> occurrence_seq;
+    std::map<int, SeqKey> occurrence_seq;
     struct Reduce {
       int64_t first_nccl_launch = INT64_MAX;
       std::vector<std::pair<int64_t, int>> kernels;  // (launch, activity)
@@ -200,11 +209,15 @@ class RankMapper {
       }
       const FsdpRange* r = innermost(tid, launch, nullptr);
       if (r && r->label == "FSDP::all_gather_copy_in") {
-        add_to_occurrence(occurrence_groups, occurrence_seq, *r, Seq::AgCopyIn, launch, a);
+        add_to_occurrence(occurrence_groups, occurrence_seq, *r, {Seq::AgCopyIn, 0, 0, 0}, launch, a);
         continue;
       }
       if (r && r->label == "FSDP::all_gather_copy_out") {
-        add_to_occurrence(occurrence_groups, occurrence_seq, *r, Seq::CopyOut, launch, a);
+        add_to_occurrence(occurrence_groups, occurrence_seq, *r, {Seq::CopyOut, 0, 0, 0}, launch, a);
+        continue;
+      }
+      if (r && r->label.rfind("FSDP::", 0) != 0) {  // Optimizer.step#..., ...clip_grad_norm...
+        add_to_occurrence(occurrence_groups, occurrence_seq, *r, {Seq::Finalize, finalize_index(r->label), 0, 0}, launch, a);
         continue;
       }
       if (const FsdpRange* red = innermost(tid, launch, "FSDP::post_backward_reduce")) {
@@ -241,7 +254,7 @@ class RankMapper {
       }
       if (any) found[{Seq::RsCopyIn, 0, 0, 0}].push_back(g);
     }
-    for (auto& [index, g] : occurrence_groups) found[{occurrence_seq[index].second, 0, 0, 0}].push_back(g);
+    for (auto& [index, g] : occurrence_groups) found[occurrence_seq[index]].push_back(g);
     for (auto& [key, g] : compute_found) found[key].push_back(g);
     for (auto& [key, list] : found)
       std::stable_sort(list.begin(), list.end(), [](const Group& a, const Group& b) { return a.order_ns < b.order_ns; });
@@ -285,12 +298,12 @@ class RankMapper {
     n.gpu_us += static_cast<double>(a.dur_ns) / 1000.0;
   }
 
-  void add_to_occurrence(std::map<int, Group>& groups, std::map<int, std::pair<int, Seq>>& seq, const FsdpRange& r, Seq s,
+  void add_to_occurrence(std::map<int, Group>& groups, std::map<int, SeqKey>& seq, const FsdpRange& r, SeqKey key,
                          int64_t launch, const GpuActivity& a) {
     Group& g = groups[r.index];
     g.add(launch, a);
     g.order_ns = std::min(g.order_ns, r.ts_ns);
-    seq[r.index] = {r.index, s};
+    seq[r.index] = key;
   }
 
   // The innermost FSDP range (latest start) holding CPU time `ns` on thread `tid`, of label

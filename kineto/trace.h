@@ -44,8 +44,9 @@ struct GpuActivity {
   int64_t end_ns() const { return ts_ns + dur_ns; }
 };
 
-// A CPU range the importer reads: `FSDP::...` (with the module FQN FSDP2 appends) or
-// `ProfilerStep#N`.
+// A CPU range the importer reads: `FSDP::...` (with the module FQN FSDP2 appends),
+// `ProfilerStep#N`, the optimizer's `Optimizer.step#<class>.step`, or a user range whose name
+// holds `clip_grad_norm`.
 struct CpuRange {
   int64_t ts_ns = 0;
   int64_t dur_ns = 0;

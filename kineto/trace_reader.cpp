@@ -313,7 +313,8 @@ class TraceSax {
       return;
     }
     if (complete && (cat == "user_annotation" || cat == "cpu_op") &&
-        (starts_with(ev_.name, "FSDP::") || starts_with(ev_.name, "ProfilerStep#"))) {
+        (starts_with(ev_.name, "FSDP::") || starts_with(ev_.name, "ProfilerStep#") || starts_with(ev_.name, "Optimizer.step#") ||
+         ev_.name.find("clip_grad_norm") != std::string::npos)) {
       t_.ranges.push_back(CpuRange{ev_.ts_ns, ev_.dur_ns, ev_.tid, intern(ev_.name)});
       return;
     }
@@ -348,7 +349,7 @@ int64_t microseconds_text_to_ns(std::string_view text, double value) {
   }
   int64_t whole = 0;
   for (; i < text.size() && text[i] != '.'; ++i) {
-    if (whole > INT64_MAX / 10000) return negative ? INT64_MIN : INT64_MAX;
+    if (whole > (INT64_MAX / 1000 - 9) / 10) return negative ? INT64_MIN : INT64_MAX;
     whole = whole * 10 + (text[i] - '0');
   }
   int64_t fraction = 0;

@@ -201,6 +201,8 @@ TEST(TraceReader, MicrosecondTextBecomesExactNanoseconds) {
   EXPECT_EQ(microseconds_text_to_ns("2.0005", 2.0005), 2001);
   EXPECT_EQ(microseconds_text_to_ns("-3.25", -3.25), -3250);
   EXPECT_EQ(microseconds_text_to_ns("1.5e3", 1500.0), 1500000);
+  // Microseconds since the epoch, as the profiler writes them, with nanoseconds.
+  EXPECT_EQ(microseconds_text_to_ns("1661203463042907.125", 1661203463042907.125), 1661203463042907125);
 }
 
 }  // namespace

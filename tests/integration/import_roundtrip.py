@@ -1,0 +1,59 @@
+#!/usr/bin/env python3
+"""Import round trip (docs/import.md): simulate a scenario with every rank kept, write the
+FSDP2-shaped profiler traces of that run (scripts/fsdp2-trace), import them against the same
+scenario, and require the imported timeline to equal the known answer exactly: every op of
+every rank and iteration, issue, start and end. Then `shardline compare` of the simulated and
+the imported run must find no step-time error.
+
+    import_roundtrip.py --binary SHARDLINE --scenario S.json --work DIR [--set PATH=VALUE ...]
+"""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+here = os.path.dirname(os.path.abspath(__file__))
+repo = os.path.dirname(os.path.dirname(here))
+
+p = argparse.ArgumentParser()
+p.add_argument("--binary", required=True)
+p.add_argument("--scenario", required=True)
+p.add_argument("--work", required=True)
+p.add_argument("--set", action="append", default=[])
+p.add_argument("--plain", action="store_true")
+a = p.parse_args()
+shutil.rmtree(a.work, ignore_errors=True)
+os.makedirs(a.work)
+sets = sum((["--set", s] for s in a.set), [])
+
+
+def run(cmd):
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.exit("FAILED (%d): %s\n%s%s" % (r.returncode, " ".join(cmd), r.stdout[-3000:], r.stderr[-3000:]))
+    return r.stdout
+
+
+sim, gen, imp = (os.path.join(a.work, d) for d in ("sim", "traces", "imported"))
+run([a.binary, "simulate", a.scenario, "--ranks", "all", "--trace-ranks", "all", "--out", sim] + sets)
+run([sys.executable, os.path.join(repo, "scripts", "fsdp2-trace"), sim, "--out", gen, "--iterations", "3"]
+    + (["--plain"] if a.plain else []))
+traces = sorted(os.path.join(gen, f) for f in os.listdir(gen) if f.startswith("rank-"))
+out = run([a.binary, "import"] + traces + ["--scenario", a.scenario, "--out", imp] + sets)
+expected = json.load(open(os.path.join(gen, "expected-timeline.json")))
+got = json.load(open(os.path.join(imp, "timeline.json")))
+want, have = sorted(map(tuple, expected["intervals"])), sorted(map(tuple, got["intervals"]))
+if want != have:
+    diff = [(w, h) for w, h in zip(want, have) if w != h][:5]
+    sys.exit("FAILED: the imported timeline differs from the known answer (%d vs %d intervals); first differences "
+             "(op, rank, iteration, issue, start, end) expected vs imported: %s" % (len(want), len(have), diff))
+for key in ("iterations", "reported_iteration", "ranks", "source", "backend"):
+    if expected[key] != got[key]:
+        sys.exit("FAILED: %s: expected %r, imported %r" % (key, expected[key], got[key]))
+report = json.load(open(os.path.join(imp, "import.json")))
+if report["unmatched_steps"] or report["not_in_program"] or report["markers_from_stream_order"]:
+    sys.exit("FAILED: the import report is not clean: %s" % json.dumps(report))
+run([a.binary, "compare", sim, imp, "--tolerance", "0.0001", "--out", os.path.join(a.work, "compare")])
+print("ok: %d intervals of %d ranks x %d iterations imported exactly" % (len(have), got["ranks"], got["iterations"]))
