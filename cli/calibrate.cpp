@@ -5,6 +5,7 @@
 #include <mpi.h>  // MPI_Get_library_version, for the profile's machine field
 #include <unistd.h>
 
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <thread>
@@ -15,7 +16,9 @@
 #include "cli/command_line.h"
 #include "cli/mpirun_launch.h"
 #include "core/error.h"
+#include "core/json_load.h"
 #include "core/profile.h"
+#include "core/timeline_profile.h"
 #include "reports/outputs.h"
 #include "core/units.h"
 #include "exec/calibrate.h"
@@ -45,8 +48,36 @@ std::string describe_machine() {
          std::to_string(std::thread::hardware_concurrency()) + " hardware threads, " + mpi;
 }
 
+// calibrate --from-trace DIR: the profile fitted on DIR/timeline.json (core/timeline_profile.h).
+int calibrate_from_run(const std::string& dir, const std::string& out, bool np_given) {
+  if (np_given) throw InputError("--np", "measures nothing with --from-trace: leave it out");
+  if (dir.empty()) throw InputError("--from-trace", "give the output folder of `shardline import --scenario ... --out DIR`");
+  const std::string timeline_path = (std::filesystem::path(dir) / "timeline.json").string();
+  if (!std::filesystem::is_regular_file(timeline_path))
+    throw InputError("--from-trace", "\"" + dir + "\" has no timeline.json: give the --out folder of `shardline import --scenario`");
+  const Timeline timeline = timeline_from_json(load_json_file(timeline_path, timeline_path, kMaxOutputJsonBytes));
+  // The GPUs' names from import's summary.json, when there.
+  std::string machine = "the measured run in " + dir;
+  const std::string summary_path = (std::filesystem::path(dir) / "summary.json").string();
+  if (std::filesystem::is_regular_file(summary_path)) {
+    const nlohmann::json summary = load_json_file(summary_path, summary_path, kMaxInputJsonBytes);
+    if (summary.is_array() && !summary.empty() && summary[0].is_object() && summary[0].value("device", "") != "")
+      machine = std::to_string(summary.size()) + " x " + summary[0].value("device", "") + " (profiler traces in " + dir + ")";
+  }
+  const ClusterProfile profile = profile_from_timeline(timeline, machine);
+  write_file_atomically(out, profile_to_json(profile).dump(2) + "\n", "--out");
+  std::cout << "profile fitted on the measured run in " << dir << " (" << timeline.iterations << " iterations, " << timeline.ranks
+            << " ranks) written to " << out << ":\n";
+  for (const CollectiveTable& t : profile.collectives)
+    std::cout << "  " << collective_traits(t.kind).name << " over " << t.group_size << " ranks: " << t.sizes_bytes.size()
+              << " sizes, alpha " << t.fit.alpha_us << " us, " << 1e-3 / t.fit.beta_us_per_byte << " GB/s (1/beta)\n";
+  std::cout << "  copies: latency " << profile.copy_latency_us << " us, " << profile.copy_bandwidth_bytes_per_s / 1e9
+            << " GB/s; issue overhead " << profile.issue_overhead_us << " us; " << profile.units.size() << " units timed\n";
+  return 0;
+}
+
 int run_calibrate(const std::vector<std::string>& args) {
-  std::string out, backend = "mpi", compute, max_bytes = "64MiB", min_bytes = "1KiB";
+  std::string out, backend = "mpi", compute, max_bytes = "64MiB", min_bytes = "1KiB", from_trace;
   int np = 0;
   exec::CalibrateOptions opt;
   CommandLine cli(
@@ -60,9 +91,11 @@ int run_calibrate(const std::vector<std::string>& args) {
       ("repetitions", po::value(&opt.repetitions)->default_value(10), "measured repetitions per point (medians are kept)")
       ("warmup", po::value(&opt.warmup)->default_value(2), "unmeasured repetitions before each point")
       ("compute", po::value(&compute), "compute stand-in for the slow-down measurements: sleep (default on mpi), spin, kernel (nccl)")
-      ("quiet", "no progress lines");
+      ("quiet", "no progress lines")
+      ("from-trace", po::value(&from_trace), "fit the profile on a measured run instead: the --out folder of `shardline import` (or exec)");
   if (cli.parse(args) == Parsed::help_shown) return 0;
   if (out.empty()) throw InputError("--out", "give the profile file to write, e.g. --out profile.json");
+  if (cli.given("from-trace")) return calibrate_from_run(from_trace, out, cli.given("np"));
   if (backend != "mpi" && backend != "nccl") throw InputError("--backend", "expected mpi or nccl, got \"" + backend + "\"");
   if (compute.empty()) compute = backend == "nccl" ? "kernel" : "sleep";
   if (compute == "sleep") opt.compute = exec::ComputeMode::Sleep;

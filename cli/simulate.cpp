@@ -18,6 +18,7 @@
 #include "core/metrics.h"
 #include "core/profile.h"
 #include "core/schedule.h"
+#include "core/timeline_profile.h"
 #include "reports/every_rank.h"
 #include "reports/outputs.h"
 #include "sim/simulator.h"
@@ -66,7 +67,14 @@ int run_simulate(const std::vector<std::string>& args) {
   bool keep_all = false;
   const std::vector<int> keep_ranks = parse_rank_list(trace_ranks, keep_all);
 
-  const Scenario scenario = cli.load_scenario();
+  Scenario scenario = cli.load_scenario();
+  std::optional<ClusterProfile> profile;
+  if (!profile_path.empty()) {
+    profile.emplace(load_profile(profile_path));
+    // A profile fitted on a real run (calibrate --from-trace) also times the units it measured.
+    if (const int timed = apply_unit_times(scenario, *profile); timed > 0)
+      std::cerr << "simulate: " << timed << " of " << scenario.model.units.size() << " units timed by the profile's measurements\n";
+  }
   if (!cli.given("ranks")) ranks_mode = scenario.variation.empty() ? "one" : "all";
   const bool every_rank = ranks_mode == "all";
   if (!every_rank && !scenario.variation.empty())
@@ -85,8 +93,7 @@ int run_simulate(const std::vector<std::string>& args) {
                                             std::to_string(3 * kMaxOutputOps) + " op intervals are written: keep fewer ranks, or leave out --out");
   }
   SimOptions options;
-  std::optional<ClusterProfile> profile;
-  if (!profile_path.empty()) options.profile = &profile.emplace(load_profile(profile_path));
+  if (profile) options.profile = &*profile;
   std::optional<RankSummary> ranks;
   Timeline timeline;
   if (every_rank) {

@@ -98,7 +98,7 @@ nlohmann::json profile_to_json(const ClusterProfile& p) {
                       {"beta_us_per_byte", t.fit.beta_us_per_byte}});
     if (!t.relative_spread.empty()) tables.back()["relative_spread"] = t.relative_spread;
   }
-  return {{"format", "shardline-profile-1"},
+  nlohmann::json j = {{"format", "shardline-profile-1"},
           {"backend", p.backend},
           {"machine", p.machine},
           {"created", p.created},
@@ -111,6 +111,11 @@ nlohmann::json profile_to_json(const ClusterProfile& p) {
           {"compute_overhead_us", p.compute_overhead_us},
           {"collective_noise", p.collective_noise},
           {"collectives", tables}};
+  if (!p.units.empty()) {
+    j["units"] = nlohmann::json::array();
+    for (const UnitTimes& u : p.units) j["units"].push_back({{"name", u.name}, {"forward_us", u.forward_us}, {"backward_us", u.backward_us}});
+  }
+  return j;
 }
 
 ClusterProfile profile_from_json(const nlohmann::json& j) {
@@ -163,6 +168,20 @@ ClusterProfile profile_from_json(const nlohmann::json& j) {
         throw InputError(where + ".sizes_bytes", "must be strictly ascending");
     }
     p.collectives.push_back(std::move(t));
+  }
+  if (j.contains("units")) {
+    const auto& units = get<nlohmann::json>(j, "units", "profile");
+    if (!units.is_array()) throw InputError("profile.units", "expected an array of {name, forward_us, backward_us}");
+    for (size_t i = 0; i < units.size(); ++i) {
+      const std::string where = "profile.units[" + std::to_string(i) + "]";
+      UnitTimes u;
+      u.name = get<std::string>(units[i], "name", where);
+      u.forward_us = get<double>(units[i], "forward_us", where);
+      u.backward_us = get<double>(units[i], "backward_us", where);
+      for (auto [key, v] : {std::pair{"forward_us", u.forward_us}, std::pair{"backward_us", u.backward_us}})
+        if (!(v >= 0) || !std::isfinite(v)) throw InputError(where + "." + key, "must be a finite time >= 0 in us");
+      p.units.push_back(std::move(u));
+    }
   }
   return p;
 }

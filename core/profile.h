@@ -36,6 +36,14 @@ struct CollectiveTable {
   double time_us(int64_t size_bytes) const;
 };
 
+// A unit's measured compute per micro-batch (a profile from a real run: calibrate --from-trace);
+// backward without the recomputed forward.
+struct UnitTimes {
+  std::string name;
+  double forward_us = 0;
+  double backward_us = 0;
+};
+
 struct ClusterProfile {
   std::string backend;   // "mpi" | "nccl"
   std::string machine;   // free text: host name, CPU/GPU model
@@ -53,6 +61,9 @@ struct ClusterProfile {
   // another stream that waits for it, and what a compute stand-in takes beyond its request.
   double event_latency_us = 0;
   double compute_overhead_us = 0;
+  // Optional in files (empty when absent): measured unit compute times, which `simulate
+  // --profile` puts in place of the scenario's compute model for the units of those names.
+  std::vector<UnitTimes> units;
 
   const CollectiveTable* find(CollectiveKind kind, int group_size) const;
   // Throws InputError("--profile", ...) when the profile has no table for (kind, group size).

@@ -56,7 +56,9 @@ Workload workload_of(const Scenario& s) {
     double model = 0, recompute = 0;
     bool known = true;
     for (const UnitSpec& u : s.model.units) {
-      if (u.forward_time_us || u.backward_time_us) known = false;
+      // Measured times without FLOPs leave the model's FLOPs unknown; a unit timed by a profile
+      // (calibrate --from-trace) keeps the FLOPs it states.
+      if ((u.forward_time_us || u.backward_time_us) && u.forward_flops == 0 && u.backward_flops == 0) known = false;
       model += u.forward_flops + u.backward_flops;
       if (u.recompute_forward) recompute += u.forward_flops;
     }

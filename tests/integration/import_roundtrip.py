@@ -3,7 +3,8 @@
 FSDP2-shaped profiler traces of that run (scripts/fsdp2-trace), import them against the same
 scenario, and require the imported timeline to equal the known answer exactly: every op of
 every rank and iteration, issue, start and end. Then `shardline compare` of the simulated and
-the imported run must find no step-time error.
+the imported run must find no step-time error. Last, `calibrate --from-trace` on the imported
+run and `simulate --profile` must predict that run's step time within 3%.
 
     import_roundtrip.py --binary SHARDLINE --scenario S.json --work DIR [--set PATH=VALUE ...]
 """
@@ -56,4 +57,18 @@ report = json.load(open(os.path.join(imp, "import.json")))
 if report["unmatched_steps"] or report["not_in_program"] or report["markers_from_stream_order"]:
     sys.exit("FAILED: the import report is not clean: %s" % json.dumps(report))
 run([a.binary, "compare", sim, imp, "--tolerance", "0.0001", "--out", os.path.join(a.work, "compare")])
-print("ok: %d intervals of %d ranks x %d iterations imported exactly" % (len(have), got["ranks"], got["iterations"]))
+
+# Calibrated from the imported run, the simulator predicts that same run again: its step time
+# within 3% (the profile's tables are medians per size and alpha-beta between them).
+profile = os.path.join(a.work, "profile.json")
+run([a.binary, "calibrate", "--from-trace", imp, "--out", profile])
+again = os.path.join(a.work, "predicted-from-profile")
+run([a.binary, "simulate", a.scenario, "--profile", profile, "--out", again] + sets)
+measured = json.load(open(os.path.join(sim, "metrics.json")))["step_time_us"]
+predicted = json.load(open(os.path.join(again, "metrics.json")))["step_time_us"]
+error = predicted / measured - 1
+if abs(error) > 0.03:
+    sys.exit("FAILED: calibrated on the imported run, the prediction of that run is off by %.1f%% (%.0f vs %.0f us)"
+             % (100 * error, predicted, measured))
+print("ok: %d intervals of %d ranks x %d iterations imported exactly; re-predicted from its profile within %+.2f%%"
+      % (len(have), got["ranks"], got["iterations"], 100 * error))
