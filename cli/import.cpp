@@ -7,6 +7,7 @@
 // docs/import.md.
 #include <algorithm>
 #include <iostream>
+#include <optional>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -35,6 +36,23 @@ std::vector<kineto::KinetoTrace> in_rank_order(std::vector<kineto::KinetoTrace> 
   if (ranks.size() != traces.size()) return traces;
   std::sort(traces.begin(), traces.end(), [](const auto& a, const auto& b) { return a.rank < b.rank; });
   return traces;
+}
+
+constexpr int kDrawnSteps = 8;
+
+// The timeline's steps [first, first + count) around the reported one, renumbered from 0.
+Timeline steps_around_reported(const Timeline& t, int count) {
+  const int first = std::clamp(t.reported_iteration - count / 2, 0, t.iterations - count);
+  Timeline out = t;
+  out.intervals.clear();
+  for (OpInterval iv : t.intervals) {
+    if (iv.iteration < first || iv.iteration >= first + count) continue;
+    iv.iteration -= first;
+    out.intervals.push_back(iv);
+  }
+  out.iterations = count;
+  out.reported_iteration = t.reported_iteration - first;
+  return out;
 }
 
 int run_import(const std::vector<std::string>& args) {
@@ -87,7 +105,16 @@ int run_import(const std::vector<std::string>& args) {
   else std::cout << summary_lines;
   std::cout << "\n" << kineto::import_report_text(r.report) << "\n" << summary_table(scenario, timeline, metrics);
   if (!out_dir.empty()) {
-    write_run_outputs(out_dir, scenario, program, timeline, metrics);
+    // The Perfetto trace and the HTML report draw at most kDrawnSteps steps around the reported
+    // (median) one; timeline.json keeps every imported step.
+    std::optional<Timeline> drawn;
+    if (timeline.iterations > kDrawnSteps) drawn = steps_around_reported(timeline, kDrawnSteps);
+    write_run_outputs(out_dir, scenario, program, timeline, metrics, nullptr, drawn ? &*drawn : nullptr);
+    if (drawn) {
+      const int first = timeline.reported_iteration - drawn->reported_iteration;
+      std::cout << "\ntrace.json and report.html draw imported steps " << first << " to " << first + kDrawnSteps - 1 << " of "
+                << timeline.iterations << " (the median step and its neighbours; timeline.json has every step)\n";
+    }
     write_file_atomically(out_dir + "/import.json", kineto::import_report_to_json(r.report).dump(2) + "\n", "--out");
     write_file_atomically(out_dir + "/summary.json", summaries.dump(2) + "\n", "--out");
     std::cout << "\noutputs in " << out_dir

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <set>
+#include <type_traits>
 #include <sstream>
 #include <unordered_map>
 
@@ -153,9 +154,14 @@ class RankMapper {
     for (auto& [tid, list] : ranges_) {
       std::stable_sort(list.begin(), list.end(), [](const FsdpRange& a, const FsdpRange& b) { return a.ts_ns < b.ts_ns; });
       build_windows(list);
+      range_reach_[tid] = reach(list);
     }
-    for (auto& [tid, list] : windows_)
+    for (auto& [tid, list] : windows_) {
       std::stable_sort(list.begin(), list.end(), [](const Window& a, const Window& b) { return a.ts_ns < b.ts_ns; });
+      window_reach_[tid] = reach(list);
+    }
+    memory_ = t.memory;
+    std::stable_sort(memory_.begin(), memory_.end(), [](const MemoryEvent& a, const MemoryEvent& b) { return a.ts_ns < b.ts_ns; });
     by_step_.resize(steps_.size());
     for (size_t i = 0; i < t.gpu.size(); ++i) {
       const int w = step_of(steps_, launches_.launch_ns(t.gpu[i]));
@@ -284,11 +290,10 @@ class RankMapper {
 
   // The step's [memory] events, in time order.
   std::vector<MemoryEvent> memory_in(size_t w) const {
-    std::vector<MemoryEvent> out;
-    for (const MemoryEvent& m : t_.memory)
-      if (m.ts_ns >= steps_[w].ts_ns && m.ts_ns < steps_[w].end_ns) out.push_back(m);
-    std::stable_sort(out.begin(), out.end(), [](const MemoryEvent& a, const MemoryEvent& b) { return a.ts_ns < b.ts_ns; });
-    return out;
+    const auto by_time = [](const MemoryEvent& m, int64_t t) { return m.ts_ns < t; };
+    const auto first = std::lower_bound(memory_.begin(), memory_.end(), steps_[w].ts_ns, by_time);
+    const auto last = std::lower_bound(first, memory_.end(), steps_[w].end_ns, by_time);
+    return {first, last};
   }
 
  private:
@@ -306,50 +311,73 @@ class RankMapper {
     seq[r.index] = key;
   }
 
-  // The innermost FSDP range (latest start) holding CPU time `ns` on thread `tid`, of label
+  // For ranges sorted by start: the latest end among the first i + 1, so that a backward walk
+  // stops once no earlier range can still be open.
+  template <class T>
+  static std::vector<int64_t> reach(const std::vector<T>& list) {
+    std::vector<int64_t> out(list.size());
+    int64_t r = INT64_MIN;
+    for (size_t i = 0; i < list.size(); ++i) out[i] = r = std::max(r, list[i].end_ns);
+    return out;
+  }
+
+  // The innermost (latest-starting) of `list` that holds time `ns`, whose label is `label` when given.
+  template <class T>
+  static const T* innermost_of(const std::vector<T>& list, const std::vector<int64_t>& reach, int64_t ns, const char* label) {
+    auto pos = std::upper_bound(list.begin(), list.end(), ns, [](int64_t t, const T& r) { return t < r.ts_ns; });
+    while (pos != list.begin()) {
+      --pos;
+      if (reach[static_cast<size_t>(pos - list.begin())] <= ns) return nullptr;  // every earlier one ended
+      if constexpr (std::is_same_v<T, FsdpRange>) {
+        if (ns < pos->end_ns && (!label || pos->label == label)) return &*pos;
+      } else {
+        if (ns < pos->end_ns) return &*pos;
+      }
+    }
+    return nullptr;
+  }
+
+  // The innermost FSDP (or end-of-step) range holding CPU time `ns` on thread `tid`, of label
   // `label` when given.
   const FsdpRange* innermost(int64_t tid, int64_t ns, const char* label) const {
     const auto it = ranges_.find(tid);
-    if (it == ranges_.end()) return nullptr;
-    const auto& list = it->second;
-    auto pos = std::upper_bound(list.begin(), list.end(), ns, [](int64_t t, const FsdpRange& r) { return t < r.ts_ns; });
-    int steps = 0;
-    while (pos != list.begin() && steps++ < 4096) {
-      --pos;
-      if (ns < pos->end_ns && (!label || pos->label == label)) return &*pos;
-    }
-    return nullptr;
+    return it == ranges_.end() ? nullptr : innermost_of(it->second, range_reach_.at(tid), ns, label);
   }
 
   const Window* window_at(int64_t tid, int64_t ns) const {
     const auto it = windows_.find(tid);
-    if (it == windows_.end()) return nullptr;
-    const auto& list = it->second;
-    auto pos = std::upper_bound(list.begin(), list.end(), ns, [](int64_t t, const Window& w) { return t < w.ts_ns; });
-    int steps = 0;
-    while (pos != list.begin() && steps++ < 4096) {
-      --pos;
-      if (ns < pos->end_ns) return &*pos;
-    }
-    return nullptr;
+    return it == windows_.end() ? nullptr : innermost_of(it->second, window_reach_.at(tid), ns, nullptr);
   }
 
+  // Per module FQN, in time order: each pre_forward closed by the next post_forward, each
+  // pre_backward by the next post_backward_*.
   void build_windows(const std::vector<FsdpRange>& list) {
-    for (size_t i = 0; i < list.size(); ++i) {
-      const FsdpRange& open = list[i];
-      const bool forward = open.label == "FSDP::pre_forward";
-      if (!forward && open.label != "FSDP::pre_backward") continue;
-      const int unit = unit_of(p_, open.fqn);
-      for (size_t j = i + 1; j < list.size(); ++j) {
-        const FsdpRange& close = list[j];
-        if (close.fqn != open.fqn) continue;
-        const bool closes = forward ? close.label == "FSDP::post_forward" : close.label.rfind("FSDP::post_backward", 0) == 0;
-        if (!closes) continue;
-        if (unit >= 0) windows_[open.tid].push_back(Window{open.end_ns, close.ts_ns, open.tid, forward ? Phase::Forward : Phase::Backward, unit});
-        else ++unknown_units_[open.fqn];
-        break;
+    std::unordered_map<std::string, std::vector<const FsdpRange*>> by_fqn;
+    for (const FsdpRange& r : list)
+      if (!r.fqn.empty() || r.label.rfind("FSDP::pre_", 0) == 0) by_fqn[r.fqn].push_back(&r);
+    for (const auto& [fqn, ranges] : by_fqn) {
+      const int unit = unit_of(p_, fqn);
+      const FsdpRange* open_forward = nullptr;
+      const FsdpRange* open_backward = nullptr;
+      for (const FsdpRange* r : ranges) {
+        if (r->label == "FSDP::pre_forward") {
+          open_forward = r;
+        } else if (r->label == "FSDP::pre_backward") {
+          open_backward = r;
+        } else if (r->label == "FSDP::post_forward" && open_forward) {
+          add_window(*open_forward, *r, Phase::Forward, unit);
+          open_forward = nullptr;
+        } else if (r->label.rfind("FSDP::post_backward", 0) == 0 && open_backward) {
+          add_window(*open_backward, *r, Phase::Backward, unit);
+          open_backward = nullptr;
+        }
       }
     }
+  }
+
+  void add_window(const FsdpRange& open, const FsdpRange& close, Phase phase, int unit) {
+    if (unit >= 0) windows_[open.tid].push_back(Window{open.end_ns, close.ts_ns, open.tid, phase, unit});
+    else ++unknown_units_[open.fqn];
   }
 
   int group_of(const CollectiveInfo& c) const {
@@ -402,6 +430,8 @@ class RankMapper {
   std::vector<ProfilerStepWindow> steps_;
   std::unordered_map<int64_t, std::vector<FsdpRange>> ranges_;
   std::unordered_map<int64_t, std::vector<Window>> windows_;
+  std::unordered_map<int64_t, std::vector<int64_t>> range_reach_, window_reach_;
+  std::vector<MemoryEvent> memory_;  // in time order
   std::map<std::string, int> unknown_units_;
   std::vector<std::vector<int>> by_step_;
 };

@@ -312,15 +312,16 @@ void write_file_atomically(const std::string& path, const std::string& text, con
 }
 
 void write_run_outputs(const std::string& dir, const Scenario& scenario, const Program& program, const Timeline& timeline,
-                       const Metrics& metrics, const RankSummary* ranks) {
+                       const Metrics& metrics, const RankSummary* ranks, const Timeline* drawn) {
   check_run_outputs_size(scenario, program);
+  const Timeline& picture = drawn ? *drawn : timeline;
   const std::vector<UnitCompute> kernels = unit_breakdowns(scenario);
   std::vector<OutputFile> files{
       {"metrics.json", [&] { return metrics_to_json(metrics).dump(2) + "\n"; }},
       {"program.json", [&] { return program_to_json(program).dump(1) + "\n"; }},
       {"timeline.json", [&] { return timeline_to_json(timeline).dump() + "\n"; }},
-      {"trace.json", [&] { return trace_to_json(timeline, &kernels).dump() + "\n"; }},
-      {"report.html", [&] { return html_report(scenario, timeline, metrics, ranks ? rank_summary_html(*ranks) : std::string()); }}};
+      {"trace.json", [&] { return trace_to_json(picture, &kernels).dump() + "\n"; }},
+      {"report.html", [&] { return html_report(scenario, picture, metrics, ranks ? rank_summary_html(*ranks) : std::string()); }}};
   if (ranks != nullptr) files.push_back({"ranks.json", [&] { return rank_summary_to_json(*ranks).dump(2) + "\n"; }});
   write_output_folder(dir, files, "--out");
 }

@@ -42,8 +42,11 @@ void write_file_atomically(const std::string& path, const std::string& text, con
 // signal never leaves a partial or mixed output folder, nor a temporary one. Refuses "." and
 // "..", which name no folder of the run's own.
 // `ranks` (every-rank runs): also ranks.json, and the per-rank section of report.html.
+// `drawn` (import of many profiler steps): the timeline trace.json and report.html draw, when
+// not all of `timeline` (default: the same).
 void write_run_outputs(const std::string& dir, const Scenario& scenario, const Program& program,
-                       const Timeline& timeline, const Metrics& metrics, const RankSummary* ranks = nullptr);
+                       const Timeline& timeline, const Metrics& metrics, const RankSummary* ranks = nullptr,
+                       const Timeline* drawn = nullptr);
 
 // The human summary table (step time, forward/backward split, compute busy, comm busy and
 // collectives, ops and bytes per kind, exposed comm, overlap efficiency, throughput: tokens/s
