@@ -3,7 +3,8 @@
 
 It mutates the shipped scenarios, a cluster profile, and the timeline.json / metrics.json of a
 fresh `simulate --out` run, feeds each mutant to the command that reads it (simulate, schedule,
-sweep, simulate --profile, simulate --set, compare, regress, track) and fails when any run
+sweep, simulate --profile, simulate --set, compare, regress, track; and a generated profiler
+trace to import, with and without a scenario, and an imported run to calibrate --from-trace) and fails when any run
 
   - exits with a code the command does not document (0 or 2; compare and regress may say 1),
   - dies of a signal (abort, segfault, sanitizer report),
@@ -122,7 +123,12 @@ def mutate_tree(rng, doc):
         elif op < 0.8 and isinstance(parent, dict):
             parent[rng.choice([str(key) + "s", "extra", str(key)[:-1] or "k"])] = random_value(rng, None)
         elif op < 0.9 and isinstance(parent[key], list) and parent[key]:
-            parent[key] = parent[key] * rng.choice([2, 10, 1000])
+            # At most 200,000 elements: a trace's 1,300 events repeated 1,000 times would grow this
+            # process to 1 GB, and a child's peak memory includes its parent's at exec (Linux).
+            factor = rng.choice([2, 10, 1000])
+            while factor > 2 and len(parent[key]) * factor > 200_000:
+                factor //= 10
+            parent[key] = parent[key] * factor
         else:
             other = get(doc, rng.choice(paths)) if paths else None
             parent[key] = copy.deepcopy(other)
@@ -165,9 +171,22 @@ class Corpus:
         proc = subprocess.run([binary, "simulate", self.host, "--out", self.run_dir], capture_output=True, text=True)
         if proc.returncode != 0:
             raise SystemExit(f"fuzz_cli.py: the seed run failed: {proc.stderr.strip()}")
+        # Profiler traces of the same scenario (scripts/fsdp2-trace) and their import: what
+        # import and calibrate --from-trace read.
+        every = os.path.join(work, "seed-every-rank")
+        self.traces = os.path.join(work, "seed-traces")
+        self.imported = os.path.join(work, "seed-imported")
+        for argv in ([binary, "simulate", self.host, "--ranks", "all", "--trace-ranks", "all", "--out", every],
+                     [sys.executable, os.path.join(ROOT, "scripts", "fsdp2-trace"), every, "--out", self.traces,
+                      "--iterations", "1", "--plain"],
+                     [binary, "import", os.path.join(self.traces, "rank-0.json"), os.path.join(self.traces, "rank-1.json"),
+                      "--scenario", self.host, "--out", self.imported]):
+            proc = subprocess.run(argv, capture_output=True, text=True)
+            if proc.returncode != 0:
+                raise SystemExit(f"fuzz_cli.py: the seed traces failed: {' '.join(argv)}: {proc.stderr.strip()}")
         self.texts = {p: open(p, encoding="utf-8").read() for p in self.scenarios + [self.profile]}
-        for name in ("timeline.json", "metrics.json"):
-            p = os.path.join(self.run_dir, name)
+        for p in (os.path.join(self.run_dir, "timeline.json"), os.path.join(self.run_dir, "metrics.json"),
+                  os.path.join(self.traces, "rank-0.json"), os.path.join(self.imported, "timeline.json")):
             self.texts[p] = open(p, encoding="utf-8").read()
         self.docs = {p: json.loads(t) for p, t in self.texts.items()}
 
@@ -175,8 +194,9 @@ class Corpus:
 def make_case(rng, corpus, case_dir):
     """One mutant: files written into case_dir, the argv to run, and the exit codes allowed."""
     os.makedirs(case_dir)
-    kind = rng.choices(["simulate", "schedule", "simulate-out", "set", "sweep", "profile", "compare", "regress", "track"],
-                       weights=[30, 6, 6, 18, 4, 8, 12, 8, 8])[0]
+    kind = rng.choices(["simulate", "schedule", "simulate-out", "set", "sweep", "profile", "compare", "regress", "track",
+                        "import", "import-scenario", "calibrate-trace"],
+                       weights=[30, 6, 6, 18, 4, 8, 12, 8, 8, 6, 6, 4])[0]
 
     def write(name, src):
         path = os.path.join(case_dir, name)
@@ -216,6 +236,19 @@ def make_case(rng, corpus, case_dir):
             src = os.path.join(corpus.run_dir, "timeline.json")
             f.write(mutant_text(rng, corpus.docs[src], corpus.texts[src]))
         return kind, ["compare", corpus.run_dir, meas, "--out", os.path.join(case_dir, "cmp")], {0, 1, 2}
+    if kind in ("import", "import-scenario"):
+        trace = write("rank-0.json", os.path.join(corpus.traces, "rank-0.json"))
+        if kind == "import":
+            return kind, ["import", trace, "--json"], {0, 2}
+        return kind, ["import", trace, os.path.join(corpus.traces, "rank-1.json"), "--scenario", corpus.host,
+                      "--out", os.path.join(case_dir, "imported")], {0, 2}
+    if kind == "calibrate-trace":
+        run = os.path.join(case_dir, "run")
+        os.makedirs(run)
+        src = os.path.join(corpus.imported, "timeline.json")
+        with open(os.path.join(run, "timeline.json"), "w", encoding="utf-8", errors="surrogatepass") as f:
+            f.write(mutant_text(rng, corpus.docs[src], corpus.texts[src]))
+        return kind, ["calibrate", "--from-trace", run, "--out", os.path.join(case_dir, "profile.json")], {0, 2}
     metrics = write("metrics.json", os.path.join(corpus.run_dir, "metrics.json"))
     if kind == "regress":
         base = os.path.join(corpus.run_dir, "metrics.json")
@@ -277,7 +310,7 @@ def check_case(kind, argv, allowed, result, case_dir, limits):
         problems.append("sanitizer report")
     if "[json.exception" in err_text:
         problems.append("nlohmann's raw exception text in the message")
-    if kind not in ("compare", "regress", "track") and INTERNAL_FIELD.search(err_text):
+    if kind not in ("compare", "regress", "track", "calibrate-trace") and INTERNAL_FIELD.search(err_text):
         problems.append("the message names an internal Program field, not the scenario key")
     left = glob.glob(os.path.join(case_dir, ".*.tmp-*")) + glob.glob(os.path.join(case_dir, "*", ".*.tmp-*"))
     if left:
