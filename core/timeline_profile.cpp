@@ -32,9 +32,15 @@ std::string now_iso8601() {
   return buf;
 }
 
-// alpha + beta * S through points (medians per distinct size); one size: through the origin.
+// A latency (alpha) is only told apart from a bandwidth (beta) by sizes that differ enough: a
+// training run's buckets are often within 2-3x of each other, where any alpha fits the noise.
+constexpr double kMinSizeSpanForAlpha = 8.0;
+
+// alpha + beta * S through points (medians per distinct size) when the sizes span at least
+// kMinSizeSpanForAlpha; else (or when the fit is not physical) the mean cost per byte, alpha 0.
 AlphaBeta fit_points(const std::vector<int64_t>& sizes, const std::vector<double>& times) {
-  if (sizes.size() >= 2) {
+  const auto [lo, hi] = std::minmax_element(sizes.begin(), sizes.end());
+  if (sizes.size() >= 2 && static_cast<double>(*hi) >= kMinSizeSpanForAlpha * static_cast<double>(*lo)) {
     AlphaBeta f = fit_alpha_beta(sizes, times);
     if (f.alpha_us >= 0 && f.beta_us_per_byte > 0) return f;
   }

@@ -24,6 +24,7 @@ p.add_argument("--scenario", required=True)
 p.add_argument("--work", required=True)
 p.add_argument("--set", action="append", default=[])
 p.add_argument("--plain", action="store_true")
+p.add_argument("--what-if", help="PATH=VALUE: predicted from the profile, within 3%% of the model the traces came from")
 a = p.parse_args()
 shutil.rmtree(a.work, ignore_errors=True)
 os.makedirs(a.work)
@@ -72,3 +73,17 @@ if abs(error) > 0.03:
              % (100 * error, predicted, measured))
 print("ok: %d intervals of %d ranks x %d iterations imported exactly; re-predicted from its profile within %+.2f%%"
       % (len(have), got["ranks"], got["iterations"], 100 * error))
+
+# A what-if (e.g. another bucket size) predicted from that profile agrees with the model the
+# traces were generated from: the profile carries the run's costs, not the run's shape.
+if a.what_if:
+    steps = []
+    for extra in (["--profile", profile], []):
+        out_dir = os.path.join(a.work, "what-if-%s" % ("profile" if extra else "model"))
+        run([a.binary, "simulate", a.scenario, "--set", a.what_if, "--out", out_dir] + extra + sets)
+        steps.append(json.load(open(os.path.join(out_dir, "metrics.json")))["step_time_us"])
+    error = steps[0] / steps[1] - 1
+    if abs(error) > 0.03:
+        sys.exit("FAILED: what-if %s: from the profile %.0f us, from the model %.0f us (%+.1f%%)"
+                 % (a.what_if, steps[0], steps[1], 100 * error))
+    print("ok: what-if %s from the profile within %+.2f%% of the model" % (a.what_if, 100 * error))

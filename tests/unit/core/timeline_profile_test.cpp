@@ -89,6 +89,22 @@ TEST(TimelineProfile, RecoversTheCostsTheDurationsFollow) {
   EXPECT_EQ(s.model.units[1].backward_time_us, std::optional<double>(200));
 }
 
+TEST(TimelineProfile, SizesWithinEightTimesGiveABandwidthWithoutALatency) {
+  // 2 and 4 MiB cost 1,000 and 1,600 us: a line through them has alpha 400 us, which sizes so
+  // close cannot tell from noise; the profile keeps the mean cost per byte and alpha 0.
+  Builder b;
+  const int small = b.op(OpKind::ReduceScatter, int64_t{2} << 20);
+  const int large = b.op(OpKind::ReduceScatter, int64_t{4} << 20);
+  b.run(small, 0, 1000);
+  b.run(large, 0, 1600);
+  b.run(b.op(OpKind::CopyOut, 1 << 20), 0, 5);
+  const ClusterProfile p = profile_from_timeline(b.t, "");
+  ASSERT_EQ(p.collectives.size(), 1u);
+  EXPECT_EQ(p.collectives[0].fit.alpha_us, 0.0);
+  EXPECT_DOUBLE_EQ(p.collectives[0].fit.beta_us_per_byte, 2600.0 / static_cast<double>(int64_t{6} << 20));
+  EXPECT_DOUBLE_EQ(p.collectives[0].time_us(int64_t{2} << 20), 1000.0);  // measured sizes stay exact
+}
+
 TEST(TimelineProfile, RefusesPredictedTimelinesAndRunsWithoutCollectives) {
   Builder b;
   b.t.source = "predicted";
