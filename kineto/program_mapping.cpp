@@ -152,12 +152,18 @@ class RankMapper {
       if (name.rfind("ProfilerStep#", 0) != 0) ranges_[t.ranges[i].tid].push_back(split_range(t, t.ranges[i], static_cast<int>(i)));
     }
     for (auto& [tid, list] : ranges_) {
-      std::stable_sort(list.begin(), list.end(), [](const FsdpRange& a, const FsdpRange& b) { return a.ts_ns < b.ts_ns; });
+      // By start; of two that start together the longer (outer) first, so that a backward walk
+      // meets the inner one first.
+      std::stable_sort(list.begin(), list.end(), [](const FsdpRange& a, const FsdpRange& b) {
+        return a.ts_ns != b.ts_ns ? a.ts_ns < b.ts_ns : a.end_ns > b.end_ns;
+      });
       build_windows(list);
       range_reach_[tid] = reach(list);
     }
     for (auto& [tid, list] : windows_) {
-      std::stable_sort(list.begin(), list.end(), [](const Window& a, const Window& b) { return a.ts_ns < b.ts_ns; });
+      std::stable_sort(list.begin(), list.end(), [](const Window& a, const Window& b) {
+        return a.ts_ns != b.ts_ns ? a.ts_ns < b.ts_ns : a.end_ns > b.end_ns;
+      });
       window_reach_[tid] = reach(list);
     }
     memory_ = t.memory;
