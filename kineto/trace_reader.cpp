@@ -295,6 +295,13 @@ class TraceSax {
       if (a.kind == ActivityKind::Kernel && is_nccl_kernel_name(ev_.name)) {
         CollectiveInfo info = std::move(ev_.collective);
         if (!ev_.ranks_text.empty()) info.group_ranks = parse_rank_list(ev_.ranks_text);
+        // The profiler shortens long rank lists ("[0, 8, 16, ..., 120, ...]"): the group is then
+        // `Group size` ranks at the stride of the first two.
+        if (ev_.ranks_text.find("...") != std::string::npos && info.group_ranks.size() >= 2 && info.group_size > 0) {
+          const int first = info.group_ranks[0], stride = info.group_ranks[1] - info.group_ranks[0];
+          info.group_ranks.clear();
+          for (int i = 0; i < info.group_size && stride > 0; ++i) info.group_ranks.push_back(first + i * stride);
+        }
         if (ev_.has_collective) {
           info.kind = comm_kind_from_collective_name(info.name);
         } else {

@@ -117,6 +117,17 @@ const char* kSmallTrace = R"TRACE({"schemaVersion": 1, "distributedInfo": {"rank
   {"ph": "M", "name": "process_name", "pid": 0, "args": {"name": "GPU 0"}}
  ]})TRACE";
 
+TEST(TraceReader, AShortenedRankListIsTheGroupSizeAtTheStrideOfItsFirstTwo) {
+  const std::string path = temp_path("ranks.json");
+  write_text(path, R"TRACE({"traceEvents": [{"ph": "X", "cat": "kernel", "name": "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(x)",
+    "ts": 1, "dur": 2, "args": {"stream": 9, "Collective name": "allreduce", "Group size": 5,
+    "Process Group Ranks": "[3, 11, 19, ...]", "In msg nelems": 8, "dtype": "BFloat16"}}]})TRACE");
+  const KinetoTrace t = read_trace(path);
+  std::remove(path.c_str());
+  ASSERT_EQ(t.gpu.size(), 1u);
+  EXPECT_EQ(t.collective_of(t.gpu[0])->group_ranks, (std::vector<int>{3, 11, 19, 27, 35}));
+}
+
 TEST(TraceReader, PlainAndGzipFilesReadAlike) {
   const std::string plain = temp_path("small.json"), gz = temp_path("small.json.gz");
   write_text(plain, kSmallTrace);
