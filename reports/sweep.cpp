@@ -543,6 +543,7 @@ nlohmann::json sweep_row_to_json(const SweepRow& row, const std::vector<std::str
     j["fits_memory"] = row.fits_memory;
     j["fits_with_margin"] = row.fits_with_margin;
     j["metrics"] = metrics_to_json(row.metrics);
+    if (row.straggler_cost) j["straggler_cost"] = *row.straggler_cost;
   } else {
     j["error"] = row.error;
   }
@@ -562,6 +563,7 @@ SweepRow sweep_row_from_json(const nlohmann::json& j, const std::vector<std::str
     row.fits_memory = j.at("fits_memory").get<bool>();
     row.fits_with_margin = j.at("fits_with_margin").get<bool>();
     row.metrics = metrics_from_json(j.at("metrics"));
+    if (j.contains("straggler_cost")) row.straggler_cost = j.at("straggler_cost").get<double>();
   } else {
     row.error = j.at("error").get<std::string>();
   }
@@ -599,7 +601,7 @@ std::string sweep_csv(const std::vector<SweepRow>& rows, const std::vector<std::
   for (const auto& p : paths) out << "," << csv_cell(p);
   out << ",valid,fits_memory,fits_with_margin,step_time_us,compute_busy_us,comm_busy_us,exposed_comm_us,"
          "overlap_efficiency,forward_us,backward_us,peak_memory_bytes,peak_reserved_bytes,memory_capacity_bytes,"
-         "samples_per_s,tokens_per_s,tokens_per_s_per_gpu,model_tflops_per_gpu,mfu,hfu";
+         "samples_per_s,tokens_per_s,tokens_per_s_per_gpu,model_tflops_per_gpu,mfu,hfu,straggler_cost";
   for (const auto& k : kinds) out << "," << k << "_count," << k << "_bytes," << k << "_busy_us";
   out << ",error\n";
   for (const auto& r : rows) {
@@ -615,6 +617,7 @@ std::string sweep_csv(const std::vector<SweepRow>& rows, const std::vector<std::
       const Throughput& tp = m.throughput;
       for (const auto* v : {&tp.samples_per_s, &tp.tokens_per_s, &tp.tokens_per_s_per_gpu, &tp.model_tflops_per_gpu, &tp.mfu, &tp.hfu})
         out << "," << (*v ? num(**v) : std::string());  // empty: unknown
+      out << "," << (r.straggler_cost ? num(*r.straggler_cost) : std::string());  // empty: no variation
       for (const auto& k : kinds) {
         auto it = m.by_kind.find(k);
         if (it == m.by_kind.end()) out << ",0,0,0";
@@ -622,7 +625,7 @@ std::string sweep_csv(const std::vector<SweepRow>& rows, const std::vector<std::
       }
       out << ",";
     } else {
-      for (int i = 0; i < 18; ++i) out << ",";  // fits_memory, fits_with_margin, the 10 metrics and 6 throughput values
+      for (int i = 0; i < 19; ++i) out << ",";  // fits_memory, fits_with_margin, 10 metrics, 6 throughput values, straggler cost
       for (size_t i = 0; i < kinds.size() * 3; ++i) out << ",";
       out << "," << csv_cell(r.error);
     }

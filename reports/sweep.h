@@ -61,6 +61,9 @@ struct SweepRow {
   Metrics metrics;                  // meaningful only when valid
   bool fits_memory = false;         // peak reserved <= capacity
   bool fits_with_margin = false;    // peak reserved <= capacity * (1 - margin)
+  // A point with a variation (stragglers, jitter, slow links; simulated on every rank): its step
+  // with the variation / without it (docs/every-rank.md). Unset without a variation.
+  std::optional<double> straggler_cost;
 };
 
 // Sets fits_memory / fits_with_margin of a valid row from its metrics' peak reserved estimate.

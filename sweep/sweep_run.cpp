@@ -49,8 +49,13 @@ SweepRow evaluate_sweep_point(const nlohmann::json& base_json, const std::string
     // A point with a variation (the scenario's, or a varied variation.* key) is simulated on every
     // rank: its step is the slowest rank's.
     const Program program = schedule(scenario);
-    row.metrics = scenario.variation.empty() ? compute_metrics(simulate(scenario, program))
-                                             : compute_metrics(simulate_every_rank(scenario, program, {}, {}, false).timeline);
+    if (scenario.variation.empty()) {
+      row.metrics = compute_metrics(simulate(scenario, program));
+    } else {
+      const EveryRankRun run = simulate_every_rank(scenario, program, {}, {}, false);
+      row.metrics = compute_metrics(run.timeline);
+      row.straggler_cost = run.summary.straggler_cost;
+    }
     row.valid = true;
   } catch (const InputError& e) {
     row.valid = false;

@@ -106,6 +106,24 @@ TEST_F(SweepCli, ObjectiveThroughputRecommendsTheLargerMicroBatch) {
   EXPECT_NE(mem.out.find("Recommendation (lowest peak reserved memory"), std::string::npos) << mem.out;
 }
 
+// Points with a variation are simulated on every rank and carry their straggler cost (step
+// with the variation / without it); points without one leave the column empty.
+TEST_F(SweepCli, PointsWithAVariationCarryTheirStragglerCost) {
+  const Result r = run("sweep " + shardline::clitest::scenario("host-tiny-fsdp.json") +
+                       " --vary variation.compute_jitter.cv=0.02,0.3 --out jitter");
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  const auto j = nlohmann::json::parse(slurp(dir_ / "jitter" / "sweep.json"));
+  ASSERT_EQ(j["rows"].size(), 2u);
+  const double small = j["rows"][0]["straggler_cost"].get<double>(), large = j["rows"][1]["straggler_cost"].get<double>();
+  EXPECT_GE(small, 1.0);
+  EXPECT_GT(large, small);  // more jitter, a slower slowest rank
+  EXPECT_NE(slurp(dir_ / "jitter" / "sweep.csv").find(",hfu,straggler_cost,"), std::string::npos);
+
+  ASSERT_EQ(run("sweep " + shardline::clitest::scenario("host-tiny-fsdp.json") + " --vary policy.forward_prefetch=0,1 --out plain").code, 0);
+  const auto p = nlohmann::json::parse(slurp(dir_ / "plain" / "sweep.json"));
+  EXPECT_FALSE(p["rows"][0].contains("straggler_cost"));
+}
+
 TEST_F(SweepCli, BadObjectiveExitsTwoBeforeAnythingRuns) {
   const Result r = run("sweep " + scenario("host-tiny-fsdp.json") + " --vary policy.forward_prefetch=0,1 --objective tokens --out " +
                        (dir_ / "o").string());
