@@ -72,11 +72,12 @@ int run_import(const std::vector<std::string>& args) {
   for (const std::string& p : paths) traces.push_back(kineto::read_trace(p));
   traces = in_rank_order(std::move(traces));
   nlohmann::json summaries = nlohmann::json::array();
-  std::string summary_lines;
+  std::string summary_lines, digest_lines;
   for (const auto& t : traces) {
     const kineto::TraceSummary s = kineto::summarize_trace(t);
     summaries.push_back(kineto::summary_to_json(s));
     summary_lines += kineto::summary_text(s);
+    digest_lines += kineto::summary_digest(s);
   }
 
   if (!cli.given("scenario")) {
@@ -101,8 +102,10 @@ int run_import(const std::vector<std::string>& args) {
   timeline.memory_reserve = memory_reserve_of(scenario);
   timeline.memory_margin = scenario.run.memory_margin;
   const Metrics metrics = compute_metrics(timeline);
+  // With a scenario the per-trace tables (one per rank) give way to one line each; --json and
+  // summary.json keep them whole.
   if (cli.given("json")) std::cout << summaries.dump(2) << "\n";
-  else std::cout << summary_lines;
+  else std::cout << digest_lines;
   std::cout << "\n" << kineto::import_report_text(r.report) << "\n" << summary_table(scenario, timeline, metrics);
   if (!out_dir.empty()) {
     // The Perfetto trace and the HTML report draw at most kDrawnSteps steps around the reported

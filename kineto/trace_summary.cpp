@@ -108,6 +108,19 @@ std::string summary_text(const TraceSummary& s) {
   return out.str();
 }
 
+std::string summary_digest(const TraceSummary& s) {
+  std::vector<double> steps;
+  for (const StepSummary& st : s.steps) steps.push_back(st.step_time_us);
+  std::sort(steps.begin(), steps.end());
+  std::ostringstream out;
+  out << "rank " << s.rank << ": " << s.path << ": " << s.events << " events, " << s.gpu_activities << " GPU activities, NCCL";
+  for (int k = 0; k < kNumCommKinds; ++k) out << " " << comm_kind_name(static_cast<CommKind>(k)) << " " << s.collectives_by_kind[k];
+  out << "; " << s.steps.size() << " steps";
+  if (!steps.empty()) out << ", median " << steps[steps.size() / 2] / 1e3 << " ms";
+  out << "\n";
+  return out.str();
+}
+
 nlohmann::json summary_to_json(const TraceSummary& s) {
   nlohmann::json j;
   j["path"] = s.path;

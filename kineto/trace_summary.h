@@ -48,6 +48,9 @@ struct TraceSummary {
 TraceSummary summarize_trace(const KinetoTrace& trace);
 
 std::string summary_text(const TraceSummary& s);
+// One line: the file, rank, events, GPU activities, NCCL kernels by kind, profiler steps and
+// their median step time.
+std::string summary_digest(const TraceSummary& s);
 nlohmann::json summary_to_json(const TraceSummary& s);
 
 }  // namespace shardline::kineto
