@@ -4,6 +4,7 @@
 // (or cut into pieces) to the chart's width; the SVG grows taller, never wider, so no label is
 // cut off.
 #pragma once
+#include "reports/html_escape.h"
 #include <functional>
 #include <optional>
 #include <string>
@@ -42,7 +43,6 @@ std::string render_svg_chart(const Chart& chart);
 double chart_text_width(const std::string& text);
 // `text` split into lines of at most `max_chars` characters: at ", " where it can be, else cut.
 std::vector<std::string> wrap_label(const std::string& text, size_t max_chars);
-std::string html_escape(const std::string& text);
 // The palette colour of series `i`.
 std::string chart_color(size_t i);
 

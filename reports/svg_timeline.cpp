@@ -50,22 +50,6 @@ std::string_view op_kind_color(OpKind kind) {
   return "#9c9c9c";
 }
 
-std::string html_escape(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (char c : text) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
-
 SvgAxis shared_axis(const std::vector<StepWindow>& windows, double plot_width_px) {
   SvgAxis axis;
   axis.plot_width_px = plot_width_px;

@@ -3,6 +3,7 @@
 // Several timelines share one SvgAxis so they can be stacked on the same time scale
 // (predicted over measured): each is drawn relative to its own step start.
 #pragma once
+#include "reports/html_escape.h"
 #include <string>
 #include <string_view>
 #include <vector>
@@ -43,7 +44,5 @@ std::string svg_legend();
 // The fill color of an op kind ("#4e79a7"), shared by the timeline and the legend.
 std::string_view op_kind_color(OpKind kind);
 
-// Escapes &, <, >, " and ' for HTML/SVG text and attributes.
-std::string html_escape(std::string_view text);
 
 }  // namespace shardline
