@@ -129,7 +129,7 @@ int run_calibrate(const std::vector<std::string>& args) {
   return 0;
 }
 
-const CommandRegistration registration("calibrate", "measure collectives, copies and slow-downs into a cluster profile",
+const CommandRegistration registration("calibrate", "measure collectives, copies and slow-downs into a cluster profile (--from-trace: fit one on an imported run)",
                                        run_calibrate);
 
 }  // namespace
