@@ -71,8 +71,11 @@ int calibrate_from_run(const std::string& dir, const std::string& out, bool np_g
   for (const CollectiveTable& t : profile.collectives)
     std::cout << "  " << collective_traits(t.kind).name << " over " << t.group_size << " ranks: " << t.sizes_bytes.size()
               << " sizes, alpha " << t.fit.alpha_us << " us, " << 1e-3 / t.fit.beta_us_per_byte << " GB/s (1/beta)\n";
-  std::cout << "  copies: latency " << profile.copy_latency_us << " us, " << profile.copy_bandwidth_bytes_per_s / 1e9
-            << " GB/s; issue overhead " << profile.issue_overhead_us << " us; " << profile.units.size() << " units timed\n";
+  if (profile.copy_bandwidth_bytes_per_s > 0)
+    std::cout << "  copies: latency " << profile.copy_latency_us << " us, " << profile.copy_bandwidth_bytes_per_s / 1e9 << " GB/s;";
+  else
+    std::cout << "  copies: none in the run (not measured; a scenario with copies is refused with this profile);";
+  std::cout << " issue overhead " << profile.issue_overhead_us << " us; " << profile.units.size() << " units timed\n";
   return 0;
 }
 

@@ -141,7 +141,9 @@ ClusterProfile profile_from_json(const nlohmann::json& j) {
   }
   p.comm_slowdown_during_compute = get<double>(j, "comm_slowdown_during_compute", "profile");
   p.compute_slowdown_during_comm = get<double>(j, "compute_slowdown_during_comm", "profile");
-  if (p.copy_bandwidth_bytes_per_s <= 0) throw InputError("profile.copy_bandwidth_bytes_per_s", "must be > 0");
+  // 0: not measured (a profile fitted on a zero-copy run, which copies nothing).
+  if (!(p.copy_bandwidth_bytes_per_s >= 0) || !std::isfinite(p.copy_bandwidth_bytes_per_s))
+    throw InputError("profile.copy_bandwidth_bytes_per_s", "must be a rate in bytes/s > 0, or 0 for not measured");
   const auto& tables = get<nlohmann::json>(j, "collectives", "profile");
   if (!tables.is_array()) throw InputError("profile.collectives", "expected an array");
   for (size_t i = 0; i < tables.size(); ++i) {

@@ -52,7 +52,7 @@ struct ClusterProfile {
   // calibrate's own noise: the median over every collective size of its relative spread (0:
   // not measured, e.g. a profile written before it was).
   double collective_noise = 0;
-  double copy_bandwidth_bytes_per_s = 0;
+  double copy_bandwidth_bytes_per_s = 0;  // 0: not measured (a run with no copies); copies are then refused
   double copy_latency_us = 0;  // fixed cost per copy op (optional in files; 0 when absent)
   double issue_overhead_us = 0;
   double comm_slowdown_during_compute = 1.0;  // collective time factor while compute runs

@@ -89,7 +89,6 @@ ClusterProfile profile_from_timeline(const Timeline& t, const std::string& machi
     }
   }
   if (collectives.empty()) throw InputError("timeline", "has no measured collective: nothing to fit alpha and beta on");
-  if (copies.empty()) throw InputError("timeline", "has no measured copy-in or copy-out: nothing to fit the copy bandwidth on");
 
   std::vector<double> spreads;
   for (const auto& [key, by_size] : collectives) {
@@ -108,15 +107,18 @@ ClusterProfile profile_from_timeline(const Timeline& t, const std::string& machi
   }
   p.collective_noise = median(spreads);
 
-  std::vector<int64_t> copy_sizes;
-  std::vector<double> copy_times;
-  for (const auto& [bytes, times] : copies) {
-    copy_sizes.push_back(bytes);
-    copy_times.push_back(median(times));
+  // A run without copies (zero-copy) leaves the copy cost unmeasured: 0, refused when used.
+  if (!copies.empty()) {
+    std::vector<int64_t> copy_sizes;
+    std::vector<double> copy_times;
+    for (const auto& [bytes, times] : copies) {
+      copy_sizes.push_back(bytes);
+      copy_times.push_back(median(times));
+    }
+    const AlphaBeta copy = fit_points(copy_sizes, copy_times);
+    p.copy_latency_us = copy.alpha_us;
+    p.copy_bandwidth_bytes_per_s = 1e6 / copy.beta_us_per_byte;
   }
-  const AlphaBeta copy = fit_points(copy_sizes, copy_times);
-  p.copy_latency_us = copy.alpha_us;
-  p.copy_bandwidth_bytes_per_s = 1e6 / copy.beta_us_per_byte;
 
   std::vector<double> gaps;
   for (auto& [key, list] : issues) {

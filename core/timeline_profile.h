@@ -14,7 +14,8 @@
 
 namespace shardline {
 
-// Throws InputError("timeline") when the timeline is not measured, or has no collective or no copy.
+// Throws InputError("timeline") when the timeline is not measured or has no collective. A run
+// without copies (zero-copy) gives copy_bandwidth_bytes_per_s 0: not measured.
 ClusterProfile profile_from_timeline(const Timeline& timeline, const std::string& machine);
 
 // Puts the profile's measured unit times in place of the scenario's compute model for every

@@ -8,8 +8,8 @@
 namespace shardline::sim {
 
 ProfileCostModel::ProfileCostModel(const ClusterProfile& profile) : profile_(profile) {
-  if (!(profile.copy_bandwidth_bytes_per_s > 0) || !std::isfinite(profile.copy_bandwidth_bytes_per_s))
-    throw InputError("--profile", "the profile's copy_bandwidth_bytes_per_s must be a positive number");
+  if (!(profile.copy_bandwidth_bytes_per_s >= 0) || !std::isfinite(profile.copy_bandwidth_bytes_per_s))
+    throw InputError("--profile", "the profile's copy_bandwidth_bytes_per_s must be a positive number (0: not measured)");
 }
 
 CollectivePlan ProfileCostModel::collective(CollectiveKind kind, int64_t size_bytes, const GroupPlacement& group) const {
@@ -27,6 +27,9 @@ CollectivePlan ProfileCostModel::collective(CollectiveKind kind, int64_t size_by
 
 double ProfileCostModel::copy_time_us(int64_t bytes) const {
   if (bytes == 0) return 0.0;
+  if (profile_.copy_bandwidth_bytes_per_s == 0)
+    throw InputError("--profile", "the profile measured no copies (it was fitted on a run without copy-ins or copy-outs, e.g. "
+                                  "zero-copy), so it cannot time this scenario's copies: calibrate on a run that has them");
   return profile_.copy_latency_us + static_cast<double>(bytes) / profile_.copy_bandwidth_bytes_per_s * 1e6;
 }
 

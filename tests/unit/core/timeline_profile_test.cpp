@@ -105,13 +105,17 @@ TEST(TimelineProfile, SizesWithinEightTimesGiveABandwidthWithoutALatency) {
   EXPECT_DOUBLE_EQ(p.collectives[0].time_us(int64_t{2} << 20), 1000.0);  // measured sizes stay exact
 }
 
-TEST(TimelineProfile, RefusesPredictedTimelinesAndRunsWithoutCollectives) {
+TEST(TimelineProfile, RefusesPredictedTimelinesAndRunsWithoutCollectivesButNotWithoutCopies) {
   Builder b;
   b.t.source = "predicted";
   EXPECT_THROW(profile_from_timeline(b.t, ""), InputError);
   Builder c;
   c.run(c.op(OpKind::CopyIn, 1024), 0, 5);
   EXPECT_THROW(profile_from_timeline(c.t, ""), InputError);
+  // Collectives without copies (zero-copy): the copy cost is left unmeasured, 0.
+  Builder d;
+  d.run(d.op(OpKind::AllGather, 1 << 20), 0, 10);
+  EXPECT_EQ(profile_from_timeline(d.t, "").copy_bandwidth_bytes_per_s, 0.0);
 }
 
 TEST(TimelineProfile, ProfileUnitsWithANegativeTimeAreRefusedWithTheirPath) {

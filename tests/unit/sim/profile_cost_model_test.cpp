@@ -3,6 +3,8 @@
 // the profile. Hand-computed.
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include "core/error.h"
 #include "core/profile.h"
 #include "sim/simulator.h"
@@ -67,6 +69,28 @@ TEST(ProfileCostModel, CopiesPayLatencyPlusBytesOverBandwidth) {
   b.copy_in(3000000);
   const Timeline t = run(b, profile());
   EXPECT_NEAR(duration(t, 0), 1 + 3, 1e-9);
+}
+
+// A profile fitted on a run without copies (calibrate --from-trace on zero-copy) has copy
+// bandwidth 0: collectives still simulate; a copy is refused naming --profile.
+TEST(ProfileCostModel, AProfileWithoutCopiesRefusesToTimeACopy) {
+  ClusterProfile p = profile();
+  p.copy_bandwidth_bytes_per_s = 0;
+  p.copy_latency_us = 0;
+  ProgramBuilder collectives_only;
+  collectives_only.collective(OpKind::AllGather, 4000, CommGroup::Shard, 8);
+  EXPECT_NEAR(duration(run(collectives_only, p), 0), 80, 1e-9);
+  ProgramBuilder with_copy;
+  with_copy.copy_in(3000000);
+  try {
+    run(with_copy, p);
+    FAIL() << "a copy was timed without a copy bandwidth";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where(), "--profile");
+    EXPECT_NE(std::string(e.what()).find("measured no copies"), std::string::npos) << e.what();
+  }
+  // And the file keeps the 0.
+  EXPECT_EQ(profile_from_json(profile_to_json(p)).copy_bandwidth_bytes_per_s, 0.0);
 }
 
 TEST(ProfileCostModel, IssueOverheadAndComputeSlowdownComeFromTheProfile) {
