@@ -280,9 +280,20 @@ class TraceSax {
 
   void skip(const std::string& why) { ++t_.skipped_by_category[why]; }
 
+  // The category, with the names older profilers (PyTorch 1.8-1.10 Kineto) wrote mapped to
+  // today's: "Kernel", "Memcpy", "Memset", "Runtime", "Driver".
+  static std::string_view category(const std::string& cat) {
+    if (cat == "Kernel") return "kernel";
+    if (cat == "Memcpy") return "gpu_memcpy";
+    if (cat == "Memset") return "gpu_memset";
+    if (cat == "Runtime") return "cuda_runtime";
+    if (cat == "Driver") return "cuda_driver";
+    return cat;
+  }
+
   void finish_event() {
     ++t_.events;
-    const std::string& cat = ev_.cat;
+    const std::string_view cat = category(ev_.cat);
     const bool complete = ev_.ph == "X" && ev_.has_ts && ev_.has_dur && ev_.dur_ns >= 0;
     if (complete && (cat == "kernel" || cat == "gpu_memcpy" || cat == "gpu_memset")) {
       GpuActivity a;
@@ -329,7 +340,7 @@ class TraceSax {
       t_.memory.push_back(MemoryEvent{ev_.ts_ns, ev_.bytes});
       return;
     }
-    skip(cat.empty() ? "ph=" + ev_.ph : cat);
+    skip(cat.empty() ? "ph=" + ev_.ph : std::string(cat));
   }
 
   KinetoTrace& t_;

@@ -82,7 +82,8 @@ TraceSummary summarize_trace(const KinetoTrace& trace) {
 
 std::string summary_text(const TraceSummary& s) {
   std::ostringstream out;
-  out << "# " << s.path << ": rank " << s.rank << " of " << s.world_size;
+  const auto known = [](int v) { return v >= 0 ? std::to_string(v) : std::string("?"); };  // distributedInfo may lack them
+  out << "# " << s.path << ": rank " << known(s.rank) << " of " << known(s.world_size);
   if (!s.device.empty()) out << ", " << s.device;
   out << "; " << s.events << " events, " << s.gpu_activities << " GPU activities\n";
   out << "# NCCL kernels:";
@@ -113,7 +114,7 @@ std::string summary_digest(const TraceSummary& s) {
   for (const StepSummary& st : s.steps) steps.push_back(st.step_time_us);
   std::sort(steps.begin(), steps.end());
   std::ostringstream out;
-  out << "rank " << s.rank << ": " << s.path << ": " << s.events << " events, " << s.gpu_activities << " GPU activities, NCCL";
+  out << "rank " << (s.rank >= 0 ? std::to_string(s.rank) : std::string("?")) << ": " << s.path << ": " << s.events << " events, " << s.gpu_activities << " GPU activities, NCCL";
   for (int k = 0; k < kNumCommKinds; ++k) out << " " << comm_kind_name(static_cast<CommKind>(k)) << " " << s.collectives_by_kind[k];
   out << "; " << s.steps.size() << " steps";
   if (!steps.empty()) out << ", median " << steps[steps.size() / 2] / 1e3 << " ms";

@@ -128,6 +128,23 @@ TEST(TraceReader, AShortenedRankListIsTheGroupSizeAtTheStrideOfItsFirstTwo) {
   EXPECT_EQ(t.collective_of(t.gpu[0])->group_ranks, (std::vector<int>{3, 11, 19, 27, 35}));
 }
 
+// PyTorch 1.8-1.10 wrote "Kernel", "Runtime", "Memcpy" instead of "kernel", "cuda_runtime",
+// "gpu_memcpy" (e.g. HTA's trace_file_list/inference_rank_1.json.gz).
+TEST(TraceReader, ReadsTheCategoryNamesOfOlderProfilers) {
+  const std::string path = temp_path("old.json");
+  write_text(path, R"TRACE({"traceEvents": [
+    {"ph": "X", "cat": "Runtime", "name": "cudaLaunchKernel", "tid": 3, "ts": 10, "dur": 2, "args": {"correlation": 5}},
+    {"ph": "X", "cat": "Kernel", "name": "gemm", "tid": 7, "ts": 20, "dur": 4, "args": {"stream": 7, "correlation": 5}},
+    {"ph": "X", "cat": "Memcpy", "name": "Memcpy HtoD", "tid": 7, "ts": 30, "dur": 1, "args": {"stream": 7}}]})TRACE");
+  const KinetoTrace t = read_trace(path);
+  std::remove(path.c_str());
+  ASSERT_EQ(t.gpu.size(), 2u);
+  EXPECT_EQ(t.gpu[0].kind, ActivityKind::Kernel);
+  EXPECT_EQ(t.gpu[1].kind, ActivityKind::Memcpy);
+  ASSERT_EQ(t.launches.size(), 1u);
+  EXPECT_EQ(t.launches[0].correlation, 5);
+}
+
 TEST(TraceReader, PlainAndGzipFilesReadAlike) {
   const std::string plain = temp_path("small.json"), gz = temp_path("small.json.gz");
   write_text(plain, kSmallTrace);
