@@ -68,9 +68,7 @@ int run_import(const std::vector<std::string>& args) {
   if (paths.empty()) throw InputError("TRACE", "give at least one PyTorch profiler trace (.json or .json.gz)");
   if (!cli.given("scenario") && !cli.overrides().empty()) throw InputError("--set", "needs --scenario");
 
-  std::vector<kineto::KinetoTrace> traces;
-  for (const std::string& p : paths) traces.push_back(kineto::read_trace(p));
-  traces = in_rank_order(std::move(traces));
+  std::vector<kineto::KinetoTrace> traces = in_rank_order(kineto::read_traces(paths));
   nlohmann::json summaries = nlohmann::json::array();
   std::string summary_lines, digest_lines;
   for (const auto& t : traces) {

@@ -2,7 +2,11 @@
 
 #include <zlib.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <exception>
+#include <thread>
 #include <filesystem>
 #include <istream>
 #include <streambuf>
@@ -400,6 +404,30 @@ KinetoTrace read_trace(const std::string& path) {
   if (!sax.saw_trace_events())
     throw InputError(path, "has no \"traceEvents\" array: expected a PyTorch profiler (Chrome-trace JSON) file");
   return trace;
+}
+
+std::vector<KinetoTrace> read_traces(const std::vector<std::string>& paths, int jobs) {
+  if (jobs <= 0) jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const size_t n = paths.size();
+  std::vector<KinetoTrace> traces(n);
+  std::vector<std::exception_ptr> errors(n);
+  std::atomic<size_t> next{0};
+  const auto work = [&] {
+    for (size_t i = next++; i < n; i = next++) {
+      try {
+        traces[i] = read_trace(paths[i]);
+      } catch (...) {
+        errors[i] = std::current_exception();
+      }
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int t = 1; t < std::min<int>(jobs, static_cast<int>(n)); ++t) threads.emplace_back(work);
+  work();
+  for (std::thread& t : threads) t.join();
+  for (const std::exception_ptr& e : errors)
+    if (e) std::rethrow_exception(e);
+  return traces;
 }
 
 }  // namespace shardline::kineto

@@ -3,6 +3,7 @@
 // records of kineto/trace.h are kept, so a 1 GB trace never sits in memory whole.
 #pragma once
 #include <string>
+#include <vector>
 
 #include "kineto/trace.h"
 
@@ -11,6 +12,10 @@ namespace shardline::kineto {
 // Throws InputError naming `path` when the file cannot be read, is not JSON (with the byte
 // offset), is a truncated or corrupt gzip, or holds no "traceEvents".
 KinetoTrace read_trace(const std::string& path);
+
+// Every trace of `paths`, in that order, read `jobs` at a time on threads (0: one per hardware
+// thread). The first failing path (in `paths` order) throws its InputError.
+std::vector<KinetoTrace> read_traces(const std::vector<std::string>& paths, int jobs = 0);
 
 // Microseconds as written in a trace ("1661203463042907", "4458677009853.422", "1.5e3") to
 // integer nanoseconds, rounding beyond the third decimal to the nearest. `value`: the number

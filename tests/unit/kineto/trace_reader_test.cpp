@@ -222,6 +222,23 @@ TEST(TraceReader, BadFilesFailNamingTheFile) {
   for (const auto& p : {not_json, no_events, truncated, full}) std::remove(p.c_str());
 }
 
+TEST(TraceReader, ManyTracesReadOnThreadsKeepTheirOrderAndTheFirstErrorInOrder) {
+  const std::vector<std::string> paths = {kHta + "trace_filter-sampled_rank-1.json.gz", kHta + "trace_filter-sampled_rank-0.json.gz",
+                                          kHta + "nccl_parser_config-nccl_data.json.gz"};
+  const std::vector<KinetoTrace> traces = read_traces(paths, 3);
+  ASSERT_EQ(traces.size(), 3u);
+  EXPECT_EQ(traces[0].events, 4720);
+  EXPECT_EQ(traces[1].events, 4855);
+  EXPECT_EQ(traces[2].events, 40573);
+  const std::string missing_a = temp_path("missing-a.json"), missing_b = temp_path("missing-b.json");
+  try {
+    read_traces({paths[0], missing_a, missing_b}, 2);
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where(), missing_a);
+  }
+}
+
 TEST(TraceReader, MicrosecondTextBecomesExactNanoseconds) {
   EXPECT_EQ(microseconds_text_to_ns("4458677009853.422", 4458677009853.422), 4458677009853422);
   EXPECT_EQ(microseconds_text_to_ns("1.5", 1.5), 1500);
