@@ -90,16 +90,18 @@ std::string summary_text(const TraceSummary& s) {
   for (int k = 0; k < kNumCommKinds; ++k)
     out << " " << comm_kind_name(static_cast<CommKind>(k)) << " " << s.collectives_by_kind[k];
   out << " (" << s.collectives_with_metadata << " with collective metadata)\n";
-  char line[256];
-  std::snprintf(line, sizeof line, "%-22s %8s %12s %12s %12s %12s %8s\n", "step", "gpu_ops", "step_ms", "compute_ms",
-                "comm_ms", "exposed_ms", "overlap");
+  char line[320];
+  std::snprintf(line, sizeof line, "%-22s %8s %11s %11s %11s %9s %9s %9s %9s %11s %8s\n", "step", "gpu_ops", "step_ms",
+                "compute_ms", "comm_ms", "ag_ms", "rs_ms", "ar_ms", "other_ms", "exposed_ms", "overlap");
   out << line;
   for (const StepSummary& st : s.steps) {
-    std::snprintf(line, sizeof line, "%-22s %8d %12.3f %12.3f %12.3f %12.3f %8.3f\n", st.name.c_str(), st.activities,
-                  st.step_time_us / 1e3, st.compute_busy_us / 1e3, st.comm_busy_us / 1e3, st.exposed_comm_us / 1e3,
-                  st.overlap_efficiency);
+    const auto& k = st.comm_busy_by_kind_us;
+    std::snprintf(line, sizeof line, "%-22s %8d %11.3f %11.3f %11.3f %9.3f %9.3f %9.3f %9.3f %11.3f %8.3f\n", st.name.c_str(),
+                  st.activities, st.step_time_us / 1e3, st.compute_busy_us / 1e3, st.comm_busy_us / 1e3, k[0] / 1e3, k[1] / 1e3,
+                  k[2] / 1e3, k[3] / 1e3, st.exposed_comm_us / 1e3, st.overlap_efficiency);
     out << line;
   }
+  out << "# ag / rs / ar / other: busy time of NCCL all-gather, reduce-scatter, all-reduce and other kernels (each a union)\n";
   if (s.outside_steps > 0) out << "# " << s.outside_steps << " GPU activities were launched outside every ProfilerStep\n";
   if (!s.skipped_by_category.empty()) {
     out << "# read and not used, by category:";
