@@ -142,6 +142,12 @@ struct OpTimesNs {
   int64_t issue = kNone, start = kNone, end = kNone;
 };
 
+// What one rank's step contributes to the report's counts (added only for imported steps).
+struct StepTally {
+  std::map<std::string, NotInProgram> not_in_program;
+  int64_t markers_from_memory_events = 0, markers_from_stream_order = 0, collectives_without_sizes = 0;
+};
+
 // One rank's trace, indexed for the mapping.
 class RankMapper {
  public:
@@ -179,7 +185,8 @@ class RankMapper {
   const std::vector<ProfilerStepWindow>& steps() const { return steps_; }
 
   // Matches step `w`: fills `times` (indexed by op id, markers left kNone) or returns why not.
-  std::string match_step(size_t w, std::vector<OpTimesNs>& times, std::map<std::string, NotInProgram>& extra) {
+  std::string match_step(size_t w, std::vector<OpTimesNs>& times, StepTally& tally) {
+    std::map<std::string, NotInProgram>& extra = tally.not_in_program;
     std::map<SeqKey, std::vector<Group>> found;
     std::map<int, Group> occurrence_groups;  // range occurrence -> group (copy-ins, copy-outs)
     std::map<int, SeqKey> occurrence_seq;
@@ -281,7 +288,7 @@ class RankMapper {
         const Group& g = it->second[k];
         const Op& op = p_.ops[static_cast<size_t>(ops[k])];
         if (g.collective >= 0) {
-          const std::string why = check_size(op, t_.collectives[static_cast<size_t>(g.collective)]);
+          const std::string why = check_size(op, t_.collectives[static_cast<size_t>(g.collective)], tally);
           if (!why.empty()) return p_.name(op) + ": " + why;
         }
         times[static_cast<size_t>(op.id)] = OpTimesNs{g.first_launch_ns, g.start_ns, g.end_ns};
@@ -408,11 +415,11 @@ class RankMapper {
     return matches == 1 ? match : -1;
   }
 
-  std::string check_size(const Op& op, const CollectiveInfo& c) {
+  static std::string check_size(const Op& op, const CollectiveInfo& c, StepTally& tally) {
     const int64_t nelems = c.kind == CommKind::AllGather ? c.out_nelems : c.in_nelems;
     const int width = c.dtype_bytes();
     if (nelems < 0 || width == 0) {
-      ++report_.collectives_without_sizes;
+      ++tally.collectives_without_sizes;
       return "";
     }
     if (c.group_size > 0 && c.group_size != op.group_size)
@@ -446,7 +453,7 @@ class RankMapper {
 // is one, else with the next op that has GPU work; they happen when their stream and their
 // dependencies let them.
 void place_markers(const Program& p, const std::vector<MemoryEvent>& memory, double event_latency_us,
-                   std::vector<OpTimesNs>& times, ImportReport& report) {
+                   std::vector<OpTimesNs>& times, StepTally& tally) {
   const int n = static_cast<int>(p.ops.size());
   std::vector<int64_t> next_issue(static_cast<size_t>(n) + 1, kNone);
   int64_t last = kNone;
@@ -471,10 +478,10 @@ void place_markers(const Program& p, const std::vector<MemoryEvent>& memory, dou
       if (j < memory.size()) {
         t.issue = memory[j].ts_ns;
         m = j + 1;
-        ++report.markers_from_memory_events;
+        ++tally.markers_from_memory_events;
       } else {
         t.issue = next_issue[static_cast<size_t>(i)] != kNone ? next_issue[static_cast<size_t>(i)] : previous_issue;
-        ++report.markers_from_stream_order;
+        ++tally.markers_from_stream_order;
       }
       int64_t at = std::max(t.issue, stream_end[static_cast<size_t>(op.stream)]);
       for (int d : p.deps(op)) at = std::max(at, times[static_cast<size_t>(d)].end + latency_ns);
@@ -501,7 +508,7 @@ ImportResult map_traces_to_program(const std::vector<KinetoTrace>& traces, const
   std::vector<std::map<std::string, std::vector<OpTimesNs>>> matched(traces.size());
   std::vector<std::map<std::string, int64_t>> step_start(traces.size());
   std::vector<std::string> step_order;
-  std::vector<std::map<std::string, std::map<std::string, NotInProgram>>> extras(traces.size());
+  std::vector<std::map<std::string, StepTally>> tallies(traces.size());  // per rank, per step
   for (size_t r = 0; r < traces.size(); ++r) {
     if (traces[r].gpu.empty())
       throw InputError(traces[r].path, "has no GPU kernels, memcpys or memsets: profile with ProfilerActivity.CUDA to import it");
@@ -512,18 +519,18 @@ ImportResult map_traces_to_program(const std::vector<KinetoTrace>& traces, const
     for (size_t w = 0; w < mapper.steps().size(); ++w) {
       const std::string& name = mapper.steps()[w].name;
       std::vector<OpTimesNs> times(nops);
-      std::map<std::string, NotInProgram> extra;
-      const std::string why = mapper.match_step(w, times, extra);
+      StepTally tally;
+      const std::string why = mapper.match_step(w, times, tally);
       if (!why.empty()) {
         report.unmatched_steps.push_back("rank " + std::to_string(r) + ", " + name + ": " + why);
         continue;
       }
-      place_markers(program, mapper.memory_in(w), options.event_latency_us, times, report);
+      place_markers(program, mapper.memory_in(w), options.event_latency_us, times, tally);
       int64_t first = kNone;
       for (const OpTimesNs& t : times) first = first == kNone ? t.issue : std::min(first, t.issue);
       step_start[r][name] = mapper.steps()[w].ts_ns == INT64_MIN ? first : mapper.steps()[w].ts_ns;
       matched[r][name] = std::move(times);
-      extras[r][name] = std::move(extra);
+      tallies[r][name] = std::move(tally);
       if (r == 0) step_order.push_back(name);
     }
   }
@@ -565,10 +572,14 @@ ImportResult map_traces_to_program(const std::vector<KinetoTrace>& traces, const
         last = std::max(last, iv.end_us);
         t.intervals.push_back(iv);
       }
-      for (const auto& [what, n] : extras[r][name]) {
+      const StepTally& tally = tallies[r][name];
+      for (const auto& [what, n] : tally.not_in_program) {
         report.not_in_program[what].count += n.count;
         report.not_in_program[what].gpu_us += n.gpu_us;
       }
+      report.markers_from_memory_events += tally.markers_from_memory_events;
+      report.markers_from_stream_order += tally.markers_from_stream_order;
+      report.collectives_without_sizes += tally.collectives_without_sizes;
     }
     step_us.push_back(last - first);
   }

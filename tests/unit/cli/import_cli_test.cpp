@@ -7,6 +7,8 @@
 #include <fstream>
 #include <iterator>
 
+#include <nlohmann/json.hpp>
+
 #include "cli_test_support.h"
 
 namespace shardline::clitest {
@@ -46,6 +48,33 @@ TEST_F(ImportCli, WritesTheMeasuredRunOfGeneratedTraces) {
   for (const char* f : {"timeline.json", "metrics.json", "report.html", "trace.json", "import.json", "summary.json"})
     EXPECT_TRUE(fs::exists(dir_ / "imported" / f)) << f;
   EXPECT_EQ(run("compare sim imported --out cmp").code, 0) << out_ << err_;
+}
+
+// A step that matches on one rank only is left out and named; the report's counts are those of
+// the imported steps alone.
+TEST_F(ImportCli, AStepMissingACollectiveOnOneRankIsLeftOutAndNamed) {
+  ASSERT_EQ(run("simulate " + scenario("host-tiny-fsdp.json") + " --ranks all --trace-ranks all --out sim").code, 0) << err_;
+  const std::string cmd = "cd " + dir_.string() + " && python3 " + SHARDLINE_SOURCE_DIR + "/scripts/fsdp2-trace sim --out traces --plain";
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  // Drop rank 1's last NCCL kernel (a reduce-scatter of ProfilerStep#2), editing the text: a
+  // JSON library would round the nanoseconds of the 19-digit timestamps.
+  std::string text = slurp(dir_ / "traces" / "rank-1.json");
+  const size_t name = text.rfind("\"cat\": \"kernel\", \"name\": \"ncclDevKernel_");
+  ASSERT_NE(name, std::string::npos);
+  const size_t begin = text.rfind("{", name), end = text.find("}}, ", name);
+  ASSERT_TRUE(begin != std::string::npos && end != std::string::npos);
+  text.erase(begin, end + 4 - begin);
+  write_text("traces/rank-1.json", text);
+  const Result r = run("import traces/rank-0.json traces/rank-1.json --scenario " + scenario("host-tiny-fsdp.json") + " --out imported");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto report = nlohmann::json::parse(slurp(dir_ / "imported" / "import.json"));
+  EXPECT_EQ(report["steps"], nlohmann::json::array({"ProfilerStep#1"}));
+  const std::string left_out = report["unmatched_steps"].dump();
+  EXPECT_NE(left_out.find("rank 1, ProfilerStep#2: the Program has 6 reduce_scatters over shard(2), the trace 5"), std::string::npos) << left_out;
+  EXPECT_NE(left_out.find("ProfilerStep#2: matched on rank 0, not on every rank"), std::string::npos) << left_out;
+  // 84 alloc/free markers per step and rank in host-tiny-fsdp: one step on two ranks.
+  EXPECT_EQ(report["markers_from_memory_events"], 2 * 84);
+  EXPECT_EQ(nlohmann::json::parse(slurp(dir_ / "imported" / "timeline.json"))["iterations"], 1);
 }
 
 TEST_F(ImportCli, RefusesARankCountThatIsNotTheMesh) {
