@@ -55,6 +55,52 @@ namespace {
 constexpr OpKind kReportedKinds[] = {OpKind::Compute, OpKind::CopyIn, OpKind::AllGather,
                                      OpKind::CopyOut, OpKind::ReduceScatter, OpKind::AllReduce};
 
+// The length of a union of intervals fed in (start, end) order: merges overlapping ones and
+// sums the merged lengths (skipping empty intervals), the one arithmetic every union here uses.
+class UnionSum {
+ public:
+  void add(double s, double e) {
+    if (e <= s) return;
+    if (!open_ || s > cur_end_) {
+      if (open_) total_ += cur_end_ - cur_start_;
+      cur_start_ = s;
+      cur_end_ = e;
+      open_ = true;
+    } else {
+      cur_end_ = std::max(cur_end_, e);
+    }
+  }
+  double result() const { return open_ ? total_ + (cur_end_ - cur_start_) : total_; }
+
+ private:
+  double total_ = 0;
+  bool open_ = false;
+  double cur_start_ = 0, cur_end_ = 0;
+};
+
+using Span = std::pair<double, double>;
+
+// The union of several lists, each sorted, merged in (start, end) order: the same sequence, and
+// so the same sum, as sorting their concatenation.
+double union_of_sorted_us(std::initializer_list<const std::vector<Span>*> lists) {
+  std::vector<size_t> at(lists.size(), 0);
+  UnionSum sum;
+  for (;;) {
+    const Span* next = nullptr;
+    size_t from = 0, i = 0;
+    for (const std::vector<Span>* l : lists) {
+      if (at[i] < l->size() && (next == nullptr || (*l)[at[i]] < *next)) {
+        next = &(*l)[at[i]];
+        from = i;
+      }
+      ++i;
+    }
+    if (next == nullptr) return sum.result();
+    sum.add(next->first, next->second);
+    ++at[from];
+  }
+}
+
 [[noreturn]] void invariant_broken(const char* what) {
   std::fprintf(stderr, "shardline: internal error in compute_metrics: %s\n", what);
   std::abort();
@@ -63,6 +109,9 @@ constexpr OpKind kReportedKinds[] = {OpKind::Compute, OpKind::CopyIn, OpKind::Al
 // The intervals of one rank and iteration; InputError when there are none.
 std::vector<const OpInterval*> intervals_of(const Timeline& t, int rank, int iteration) {
   std::vector<const OpInterval*> ivs;
+  size_t count = 0;  // counted first: the list is as long as the Program, allocated once
+  for (const OpInterval& iv : t.intervals) count += iv.rank == rank && iv.iteration == iteration;
+  ivs.reserve(count);
   for (const OpInterval& iv : t.intervals) {
     if (iv.rank == rank && iv.iteration == iteration) ivs.push_back(&iv);
   }
@@ -122,30 +171,36 @@ Metrics metrics_for(const Timeline& t, int rank, int iteration) {
   m.step_time_us = step_end - step_start;
 
   // Per kind, indexed by OpKind (a map keyed by name per interval cost more than the rest).
+  // Each kind's intervals are held once, allocated at their count and sorted in place: compute
+  // busy is the compute kind's union, comm busy the union of the three collective kinds merged
+  // (no second copy of either).
   constexpr size_t kKinds = static_cast<size_t>(OpKind::Free) + 1;
-  std::vector<std::pair<double, double>> compute, comm;
-  std::array<std::vector<std::pair<double, double>>, kKinds> per_kind;
+  std::array<std::vector<Span>, kKinds> per_kind;
   std::array<KindStats, kKinds> kind_stats{};
   int max_mb = 0;
   for (const OpInterval* iv : ivs) {
     const Op& op = t.ops[iv->op];
     max_mb = std::max(max_mb, op.microbatch);
-    if (op.kind == OpKind::Compute) compute.emplace_back(iv->start_us, iv->end_us);
-    if (is_collective(op.kind)) comm.emplace_back(iv->start_us, iv->end_us);
     if (op.kind == OpKind::Alloc || op.kind == OpKind::Free) continue;
     const size_t k = static_cast<size_t>(op.kind);
-    per_kind[k].emplace_back(iv->start_us, iv->end_us);
     kind_stats[k].count += 1;
     kind_stats[k].bytes += op.bytes;
   }
+  for (size_t k = 0; k < kKinds; ++k) per_kind[k].reserve(static_cast<size_t>(kind_stats[k].count));
+  for (const OpInterval* iv : ivs) {
+    const OpKind kind = t.ops[iv->op].kind;
+    if (kind != OpKind::Alloc && kind != OpKind::Free) per_kind[static_cast<size_t>(kind)].emplace_back(iv->start_us, iv->end_us);
+  }
+  for (auto& list : per_kind) std::sort(list.begin(), list.end());
   for (size_t k = 0; k < kKinds; ++k)
     if (kind_stats[k].count > 0) m.by_kind[std::string(op_kind_name(static_cast<OpKind>(k)))] = kind_stats[k];
   for (OpKind k : kReportedKinds) {
     KindStats& ks = m.by_kind[std::string(op_kind_name(k))];
-    ks.busy_us = union_length_us(std::move(per_kind[static_cast<size_t>(k)]));
+    ks.busy_us = union_of_sorted_us({&per_kind[static_cast<size_t>(k)]});
   }
-  m.compute_busy_us = union_length_us(std::move(compute));
-  m.comm_busy_us = union_length_us(std::move(comm));
+  const auto& of = [&](OpKind k) { return &per_kind[static_cast<size_t>(k)]; };
+  m.compute_busy_us = union_of_sorted_us({of(OpKind::Compute)});
+  m.comm_busy_us = union_of_sorted_us({of(OpKind::AllGather), of(OpKind::ReduceScatter), of(OpKind::AllReduce)});
 
   m.exposed_comm_us = m.step_time_us - m.compute_busy_us;
   if (m.exposed_comm_us < 0) {
@@ -244,22 +299,9 @@ Throughput throughput_of(const Workload& w, double step_time_us) {
 
 double union_length_us(std::vector<std::pair<double, double>> intervals) {
   std::sort(intervals.begin(), intervals.end());
-  double total = 0;
-  bool open = false;
-  double cur_start = 0, cur_end = 0;
-  for (const auto& [s, e] : intervals) {
-    if (e <= s) continue;
-    if (!open || s > cur_end) {
-      if (open) total += cur_end - cur_start;
-      cur_start = s;
-      cur_end = e;
-      open = true;
-    } else {
-      cur_end = std::max(cur_end, e);
-    }
-  }
-  if (open) total += cur_end - cur_start;
-  return total;
+  UnionSum sum;
+  for (const auto& [s, e] : intervals) sum.add(s, e);
+  return sum.result();
 }
 
 StepWindow step_window(const Timeline& timeline, int rank, int iteration) {
