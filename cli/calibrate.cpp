@@ -49,8 +49,7 @@ std::string describe_machine() {
 }
 
 // calibrate --from-trace DIR: the profile fitted on DIR/timeline.json (core/timeline_profile.h).
-int calibrate_from_run(const std::string& dir, const std::string& out, bool np_given) {
-  if (np_given) throw InputError("--np", "measures nothing with --from-trace: leave it out");
+int calibrate_from_run(const std::string& dir, const std::string& out) {
   if (dir.empty()) throw InputError("--from-trace", "give the output folder of `shardline import --scenario ... --out DIR`");
   const std::string timeline_path = (std::filesystem::path(dir) / "timeline.json").string();
   if (!std::filesystem::is_regular_file(timeline_path))
@@ -98,7 +97,13 @@ int run_calibrate(const std::vector<std::string>& args) {
       ("from-trace", po::value(&from_trace), "fit the profile on a measured run instead: the --out folder of `shardline import` (or exec)");
   if (cli.parse(args) == Parsed::help_shown) return 0;
   if (out.empty()) throw InputError("--out", "give the profile file to write, e.g. --out profile.json");
-  if (cli.given("from-trace")) return calibrate_from_run(from_trace, out, cli.given("np"));
+  if (cli.given("from-trace")) {
+    // Nothing is measured: a measuring flag would be silently ignored, so it is refused.
+    for (const char* flag : {"backend", "np", "max-bytes", "min-bytes", "repetitions", "warmup", "compute"})
+      if (cli.written(flag))
+        throw InputError(std::string("--") + flag, "measures nothing with --from-trace (the profile is fitted on the run): leave it out");
+    return calibrate_from_run(from_trace, out);
+  }
   if (backend != "mpi" && backend != "nccl") throw InputError("--backend", "expected mpi or nccl, got \"" + backend + "\"");
   if (compute.empty()) compute = backend == "nccl" ? "kernel" : "sleep";
   if (compute == "sleep") opt.compute = exec::ComputeMode::Sleep;

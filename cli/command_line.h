@@ -58,6 +58,8 @@ class CommandLine {
 
   // Whether the flag was given on the command line (or has a default value).
   bool given(const char* flag) const { return vm_.count(flag) > 0; }
+  // Whether the user wrote the flag (a default value does not count).
+  bool written(const char* flag) const { return vm_.count(flag) > 0 && !vm_[flag].defaulted(); }
   const std::string& scenario_path() const { return scenario_path_; }
   const std::vector<std::string>& overrides() const { return overrides_; }
   // The scenario file with the --set overrides applied, validated (core/scenario_parse.h).

@@ -77,6 +77,18 @@ TEST_F(ImportCli, AStepMissingACollectiveOnOneRankIsLeftOutAndNamed) {
   EXPECT_EQ(nlohmann::json::parse(slurp(dir_ / "imported" / "timeline.json"))["iterations"], 1);
 }
 
+TEST_F(ImportCli, CalibrateFromTraceRefusesMeasuringFlagsAndAFolderWithoutATimeline) {
+  generate_fsdp_traces();
+  ASSERT_EQ(run("import traces/rank-0.json.gz traces/rank-1.json.gz --scenario " + scenario("host-tiny-fsdp.json") + " --out run").code, 0);
+  expect_one_error_line(run("calibrate --from-trace run --out p.json --backend nccl"), "--backend: measures nothing with --from-trace");
+  expect_one_error_line(run("calibrate --from-trace run --out p.json --np 2"), "--np: measures nothing with --from-trace");
+  expect_one_error_line(run("calibrate --from-trace traces --out p.json"), "--from-trace: \"traces\" has no timeline.json");
+  const Result ok = run("calibrate --from-trace run --out p.json");
+  ASSERT_EQ(ok.code, 0) << ok.err;
+  EXPECT_NE(ok.out.find("all_gather over 2 ranks"), std::string::npos) << ok.out;
+  EXPECT_TRUE(fs::exists(dir_ / "p.json"));
+}
+
 TEST_F(ImportCli, RefusesARankCountThatIsNotTheMesh) {
   generate_fsdp_traces();
   expect_one_error_line(run("import traces/rank-0.json.gz traces/rank-1.json.gz --scenario " + scenario("host-tiny-hsdp.json")),
