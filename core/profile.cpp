@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cassert>
 #include <cmath>
+#include <ctime>
 #include <fstream>
 
 #include <nlohmann/json.hpp>
@@ -86,6 +87,13 @@ T get(const nlohmann::json& j, const char* key, const std::string& where) {
 }
 
 }  // namespace
+
+std::string profile_created_now() {
+  const std::time_t t = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  return buf;
+}
 
 nlohmann::json profile_to_json(const ClusterProfile& p) {
   nlohmann::json tables = nlohmann::json::array();

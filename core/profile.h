@@ -63,12 +63,15 @@ struct ClusterProfile {
   double compute_overhead_us = 0;
   // Optional in files (empty when absent): measured unit compute times, which `simulate
   // --profile` puts in place of the scenario's compute model for the units of those names.
-  std::vector<UnitTimes> units;
+  std::vector<UnitTimes> units{};
 
   const CollectiveTable* find(CollectiveKind kind, int group_size) const;
   // Throws InputError("--profile", ...) when the profile has no table for (kind, group size).
   double collective_time_us(CollectiveKind kind, int64_t size_bytes, int group_size) const;
 };
+
+// Now as a profile's `created` stamp: ISO 8601 UTC, to the second.
+std::string profile_created_now();
 
 nlohmann::json profile_to_json(const ClusterProfile& profile);
 ClusterProfile profile_from_json(const nlohmann::json& j);  // throws InputError with the path

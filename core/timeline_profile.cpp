@@ -1,36 +1,14 @@
 #include "core/timeline_profile.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
-#include <ctime>
 #include <map>
 
 #include "core/error.h"
+#include "core/statistics.h"
 
 namespace shardline {
 namespace {
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-double quantile(std::vector<double> v, double q) {
-  std::sort(v.begin(), v.end());
-  const double pos = q * static_cast<double>(v.size() - 1);
-  const size_t lo = static_cast<size_t>(pos);
-  const size_t hi = std::min(lo + 1, v.size() - 1);
-  return v[lo] + (pos - static_cast<double>(lo)) * (v[hi] - v[lo]);
-}
-
-std::string now_iso8601() {
-  const std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
-  return buf;
-}
 
 // A latency (alpha) is only told apart from a bandwidth (beta) by sizes that differ enough: a
 // training run's buckets are often within 2-3x of each other, where any alpha fits the noise.
@@ -60,7 +38,7 @@ ClusterProfile profile_from_timeline(const Timeline& t, const std::string& machi
   ClusterProfile p;
   p.backend = t.backend;
   p.machine = machine;
-  p.created = now_iso8601();
+  p.created = profile_created_now();
 
   std::map<std::pair<int, int>, std::map<int64_t, std::vector<double>>> collectives;  // (kind, n) -> size -> times
   std::map<int64_t, std::vector<double>> copies;                                       // bytes -> times
@@ -98,7 +76,7 @@ ClusterProfile profile_from_timeline(const Timeline& t, const std::string& machi
     for (const auto& [bytes, times] : by_size) {
       table.sizes_bytes.push_back(bytes);
       table.times_us.push_back(median(times));
-      const double spread = (quantile(times, 0.9) - quantile(times, 0.1)) / table.times_us.back();
+      const double spread = relative_spread(times);
       table.relative_spread.push_back(spread);
       spreads.push_back(spread);
     }

@@ -8,37 +8,12 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/statistics.h"
 #include "exec/host_comm.h"
 
 namespace shardline::exec {
 namespace {
 
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-// (p90 - p10) / median of repeated measurements (order statistics, interpolated); 0 for one.
-double relative_spread(std::vector<double> v) {
-  if (v.size() < 2) return 0;
-  std::sort(v.begin(), v.end());
-  const auto at = [&](double p) {
-    const double x = p * static_cast<double>(v.size() - 1);
-    const size_t i = static_cast<size_t>(x);
-    return i + 1 < v.size() ? v[i] + (x - static_cast<double>(i)) * (v[i + 1] - v[i]) : v[i];
-  };
-  const double mid = at(0.5);
-  return mid > 0 ? (at(0.9) - at(0.1)) / mid : 0;
-}
-
-std::string iso_now() {
-  const std::time_t t = std::time(nullptr);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
-  return buf;
-}
 
 // The streams calibrate measures on: compute, copies, and one per collective kind, at the
 // priorities a training step gives them (copies and the all-gather / reduce-scatter streams
@@ -359,7 +334,7 @@ ClusterProfile calibrate(const BackendMaker& make_backend, const HostComm& host,
 
   ClusterProfile p;
   p.machine = opt.machine;
-  p.created = iso_now();
+  p.created = profile_created_now();
   const int64_t granularity = static_cast<int64_t>(world) * kWidth;
   std::vector<int64_t> sizes;
 

@@ -1,5 +1,7 @@
 #include "reports/compare.h"
 
+#include "core/statistics.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -120,15 +122,6 @@ std::vector<std::vector<std::string>> throughput_rows(const Comparison& c) {
 }  // namespace
 
 double OpComparison::disagreement_us() const { return std::max(std::abs(start_error_us()), std::abs(end_error_us())); }
-
-double quantile(std::vector<double> values, double p) {
-  if (values.empty()) return 0.0;
-  std::sort(values.begin(), values.end());
-  const double pos = p * static_cast<double>(values.size() - 1);
-  const size_t lo = static_cast<size_t>(std::floor(pos));
-  const size_t hi = std::min(lo + 1, values.size() - 1);
-  return values[lo] + (values[hi] - values[lo]) * (pos - static_cast<double>(lo));
-}
 
 namespace {
 MeasuredSpread measured_spread(const Timeline& measured, double predicted_step_us) {

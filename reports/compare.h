@@ -81,9 +81,6 @@ struct Comparison {
   std::vector<OpComparison> worst;   // up to ten, largest disagreement first (ties: lower op id)
 };
 
-// The p-quantile (0..1) of `values` (unsorted; empty: 0), interpolated as KindErrors says.
-double quantile(std::vector<double> values, double p);
-
 // Throws InputError("timelines", ...) when the two timelines do not describe the same Program
 // (op count, kinds and names must match), or when either is incomplete: compare needs every op
 // recorded once per rank and iteration (ranks x iterations x ops intervals).

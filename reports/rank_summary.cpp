@@ -9,7 +9,7 @@
 
 #include "core/units.h"
 #include "reports/svg_timeline.h"
-#include "reports/compare.h"
+#include "core/statistics.h"
 
 namespace shardline {
 namespace {

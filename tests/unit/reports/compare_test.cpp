@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/statistics.h"
 
 namespace shardline {
 namespace {
