@@ -123,10 +123,7 @@ int run_exec(const std::vector<std::string>& args) {
       rc = 1;
     } else {
       Timeline timeline = r.timeline;
-      timeline.memory_capacity_bytes = scenario.cluster.gpu.memory_bytes;
-      timeline.workload = workload_of(scenario);
-      timeline.memory_reserve = memory_reserve_of(scenario);
-      timeline.memory_margin = scenario.run.memory_margin;
+      set_timeline_scenario(timeline, scenario);
       const Metrics metrics = compute_metrics(timeline);
       if (!out_dir.empty()) write_run_outputs(out_dir, scenario, program, timeline, metrics);
       std::ostringstream head;

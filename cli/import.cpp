@@ -15,10 +15,8 @@
 #include "cli/command.h"
 #include "cli/command_line.h"
 #include "core/error.h"
-#include "core/memory_reserve.h"
 #include "core/metrics.h"
 #include "core/schedule.h"
-#include "core/workload.h"
 #include "kineto/program_mapping.h"
 #include "kineto/trace_reader.h"
 #include "kineto/trace_summary.h"
@@ -95,10 +93,7 @@ int run_import(const std::vector<std::string>& args) {
   options.event_latency_us = scenario.cluster.event_latency_us;
   kineto::ImportResult r = kineto::map_traces_to_program(traces, program, options);
   Timeline& timeline = r.timeline;
-  timeline.memory_capacity_bytes = scenario.cluster.gpu.memory_bytes;
-  timeline.workload = workload_of(scenario);
-  timeline.memory_reserve = memory_reserve_of(scenario);
-  timeline.memory_margin = scenario.run.memory_margin;
+  set_timeline_scenario(timeline, scenario);
   const Metrics metrics = compute_metrics(timeline);
   // With a scenario the per-trace tables (one per rank) give way to one line each; --json and
   // summary.json keep them whole.

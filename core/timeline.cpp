@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "core/json_fields.h"
 #include "core/op_json.h"
+#include "core/scenario.h"
 
 namespace shardline {
 
@@ -47,6 +48,13 @@ void check_no_duplicate_intervals(const std::vector<OpInterval>& intervals) {
 }  // namespace
 
 bool is_backend_name(std::string_view name) { return name == "sim" || name == "mpi" || name == "nccl"; }
+
+void set_timeline_scenario(Timeline& timeline, const Scenario& scenario) {
+  timeline.memory_capacity_bytes = scenario.cluster.gpu.memory_bytes;
+  timeline.workload = workload_of(scenario);
+  timeline.memory_reserve = memory_reserve_of(scenario);
+  timeline.memory_margin = scenario.run.memory_margin;
+}
 
 void set_timeline_ops(Timeline& timeline, Program&& program) {
   timeline.ops = std::move(program.ops);

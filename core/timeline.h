@@ -16,6 +16,8 @@
 
 namespace shardline {
 
+struct Scenario;
+
 struct OpInterval {
   int op = -1;
   int rank = 0;
@@ -50,6 +52,10 @@ struct Timeline {
   std::string name(const Op& op) const { return op_name(labels, op); }
   void set_name(Op& op, std::string_view name) { set_op_name(labels, op, name); }
 };
+
+// Gives the Timeline what it carries of its scenario: the GPU's memory capacity, the workload
+// (tokens, samples, FLOPs per step), the memory reserve estimate and the memory margin.
+void set_timeline_scenario(Timeline& timeline, const Scenario& scenario);
 
 // Gives the Timeline the op metadata (without slices and deps) and the op names of `program`.
 void set_timeline_ops(Timeline& timeline, const Program& program);

@@ -634,10 +634,7 @@ Timeline simulate_program(const Scenario& given, const Program& program, const S
   t.iterations = 1;
   t.reported_iteration = 0;
   t.scale = 1.0;
-  t.memory_capacity_bytes = scenario.cluster.gpu.memory_bytes;
-  t.workload = workload_of(scenario);
-  t.memory_reserve = memory_reserve_of(scenario);
-  t.memory_margin = scenario.run.memory_margin;
+  set_timeline_scenario(t, scenario);
   t.intervals = std::move(intervals);
   t.memory = sim.take_memory();
   if (consumed != nullptr) set_timeline_ops(t, std::move(*consumed));
