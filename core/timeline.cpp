@@ -49,6 +49,25 @@ void check_no_duplicate_intervals(const std::vector<OpInterval>& intervals) {
 
 bool is_backend_name(std::string_view name) { return name == "sim" || name == "mpi" || name == "nccl"; }
 
+std::vector<double> iteration_step_times_us(const Timeline& t) {
+  std::vector<double> first(static_cast<size_t>(t.iterations), 1e300), last(static_cast<size_t>(t.iterations), -1e300);
+  for (const OpInterval& iv : t.intervals) {
+    first[static_cast<size_t>(iv.iteration)] = std::min(first[static_cast<size_t>(iv.iteration)], iv.issue_us);
+    last[static_cast<size_t>(iv.iteration)] = std::max(last[static_cast<size_t>(iv.iteration)], iv.end_us);
+  }
+  std::vector<double> steps;
+  for (int it = 0; it < t.iterations; ++it) steps.push_back(last[static_cast<size_t>(it)] - first[static_cast<size_t>(it)]);
+  return steps;
+}
+
+int median_step_iteration(const std::vector<double>& step_times_us) {
+  std::vector<int> order(step_times_us.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int a, int b) { return step_times_us[static_cast<size_t>(a)] < step_times_us[static_cast<size_t>(b)]; });
+  return order[(order.size() - 1) / 2];
+}
+
 void set_timeline_scenario(Timeline& timeline, const Scenario& scenario) {
   timeline.memory_capacity_bytes = scenario.cluster.gpu.memory_bytes;
   timeline.workload = workload_of(scenario);

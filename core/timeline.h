@@ -53,6 +53,12 @@ struct Timeline {
   void set_name(Op& op, std::string_view name) { set_op_name(labels, op, name); }
 };
 
+// Step time of each iteration over every rank it holds: first issue to last end.
+std::vector<double> iteration_step_times_us(const Timeline& timeline);
+// The iteration a measured run reports: the median step (of an even count the lower middle;
+// of equal steps the earlier iteration).
+int median_step_iteration(const std::vector<double>& step_times_us);
+
 // Gives the Timeline what it carries of its scenario: the GPU's memory capacity, the workload
 // (tokens, samples, FLOPs per step), the memory reserve estimate and the memory margin.
 void set_timeline_scenario(Timeline& timeline, const Scenario& scenario);

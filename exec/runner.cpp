@@ -500,19 +500,9 @@ std::vector<OpInterval> gather_intervals_to_root(const HostComm& host, const std
 
 // Step time per iteration (first issue to last end, over ranks) from the timeline's intervals,
 // and the median iteration as the reported one.
-void record_step_times(int iterations, ExecResult& result) {
-  Timeline& t = result.timeline;
-  std::vector<double> first(iterations, 1e300), last(iterations, -1e300);
-  for (const auto& iv : t.intervals) {
-    first[iv.iteration] = std::min(first[iv.iteration], iv.issue_us);
-    last[iv.iteration] = std::max(last[iv.iteration], iv.end_us);
-  }
-  for (int it = 0; it < iterations; ++it) result.step_times_us.push_back(last[it] - first[it]);
-  std::vector<int> order(iterations);
-  for (int i = 0; i < iterations; ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(),
-                   [&](int a, int b) { return result.step_times_us[a] < result.step_times_us[b]; });
-  t.reported_iteration = order[(iterations - 1) / 2];
+void record_step_times(ExecResult& result) {
+  result.step_times_us = iteration_step_times_us(result.timeline);
+  result.timeline.reported_iteration = median_step_iteration(result.step_times_us);
 }
 
 }  // namespace
@@ -556,7 +546,7 @@ ExecResult run_program(const Program& program, const ExecOptions& options, Backe
   t.scale = static_cast<double>(plan.scale);
   set_measured_ops(t, plan);
   t.intervals = gather_intervals_to_root(host, run.intervals());
-  if (!result.verify_failed && rank == 0) record_step_times(options.iterations, result);
+  if (!result.verify_failed && rank == 0) record_step_times(result);
   release_plan(plan, backend);
   return result;
 }

@@ -552,12 +552,10 @@ ImportResult map_traces_to_program(const std::vector<KinetoTrace>& traces, const
   t.ranks = program.world_size;
   t.iterations = static_cast<int>(report.steps.size());
   set_timeline_ops(t, program);
-  std::vector<double> step_us;
   for (size_t it = 0; it < report.steps.size(); ++it) {
     const std::string& name = report.steps[it];
     int64_t origin = INT64_MAX;
     for (size_t r = 0; r < traces.size(); ++r) origin = std::min(origin, step_start[r][name]);
-    double first = 1e300, last = -1e300;
     for (size_t r = 0; r < traces.size(); ++r) {
       const std::vector<OpTimesNs>& times = matched[r][name];
       for (size_t i = 0; i < nops; ++i) {
@@ -568,8 +566,6 @@ ImportResult map_traces_to_program(const std::vector<KinetoTrace>& traces, const
         iv.issue_us = static_cast<double>(times[i].issue - origin) / 1000.0;
         iv.start_us = static_cast<double>(times[i].start - origin) / 1000.0;
         iv.end_us = static_cast<double>(times[i].end - origin) / 1000.0;
-        first = std::min(first, iv.issue_us);
-        last = std::max(last, iv.end_us);
         t.intervals.push_back(iv);
       }
       const StepTally& tally = tallies[r][name];
@@ -581,12 +577,8 @@ ImportResult map_traces_to_program(const std::vector<KinetoTrace>& traces, const
       report.markers_from_stream_order += tally.markers_from_stream_order;
       report.collectives_without_sizes += tally.collectives_without_sizes;
     }
-    step_us.push_back(last - first);
   }
-  std::vector<int> order(step_us.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
-  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return step_us[static_cast<size_t>(a)] < step_us[static_cast<size_t>(b)]; });
-  t.reported_iteration = order[(order.size() - 1) / 2];
+  t.reported_iteration = median_step_iteration(iteration_step_times_us(t));  // as exec reports its run
   return result;
 }
 
