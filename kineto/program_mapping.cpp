@@ -37,7 +37,7 @@ FsdpRange split_range(const KinetoTrace& t, const CpuRange& r, int index) {
 
 // A unit's forward or backward compute window on one CPU thread.
 struct Window {
-  int64_t ts_ns = 0, end_ns = 0, tid = 0;
+  int64_t ts_ns = 0, end_ns = 0;
   Phase phase = Phase::Forward;
   int unit = -1;
 };
@@ -195,10 +195,7 @@ class RankMapper {
       std::vector<std::pair<int64_t, int>> kernels;  // (launch, activity)
     };
     std::map<int, Reduce> reduces;  // post_backward_reduce occurrence -> its non-NCCL work
-    std::map<std::tuple<int, int, int64_t>, int> window_occurrence;  // (phase, unit, window ts) -> k
-    std::map<std::pair<int, int>, int> window_count;
-    std::vector<std::pair<SeqKey, Group>> compute_found;
-    std::map<std::tuple<int, int, int64_t, int64_t>, size_t> compute_slot;
+    std::map<std::tuple<int, int, int64_t>, Group> compute_windows;  // (phase, unit, window start) -> its work
 
     for (int i : by_step_[w]) {
       const GpuActivity& a = t_.gpu[static_cast<size_t>(i)];
@@ -248,15 +245,9 @@ class RankMapper {
         add_extra(extra, "GPU work outside every FSDP unit window", a);
         continue;
       }
-      const auto wkey = std::make_tuple(static_cast<int>(win->phase), win->unit, win->ts_ns);
-      auto [it, added] = window_occurrence.try_emplace(wkey, 0);
-      if (added) it->second = window_count[{static_cast<int>(win->phase), win->unit}]++;
-      const SeqKey key{Seq::Compute, static_cast<int>(win->phase), win->unit, it->second};
-      const auto slot_key = std::make_tuple(key.a, key.b, static_cast<int64_t>(key.c), win->ts_ns);
-      auto [slot, fresh] = compute_slot.try_emplace(slot_key, compute_found.size());
-      if (fresh) compute_found.emplace_back(key, Group{});
-      compute_found[slot->second].second.add(launch, a);
-      compute_found[slot->second].second.order_ns = std::min(compute_found[slot->second].second.order_ns, win->ts_ns);
+      Group& g = compute_windows[{static_cast<int>(win->phase), win->unit, win->ts_ns}];
+      g.add(launch, a);
+      g.order_ns = win->ts_ns;
     }
     for (auto& [index, red] : reduces) {
       Group g;
@@ -274,7 +265,15 @@ class RankMapper {
       if (any) found[{Seq::RsCopyIn, 0, 0, 0}].push_back(g);
     }
     for (auto& [index, g] : occurrence_groups) found[occurrence_seq[index]].push_back(g);
-    for (auto& [key, g] : compute_found) found[key].push_back(g);
+    // A unit's k-th window of a phase in the step, in time order (the map's), is micro-batch k.
+    int k = 0;
+    std::pair<int, int> previous{-1, -1};
+    for (const auto& [key, g] : compute_windows) {
+      const auto& [phase, unit, start] = key;
+      k = std::pair{phase, unit} == previous ? k + 1 : 0;
+      previous = {phase, unit};
+      found[{Seq::Compute, phase, unit, k}].push_back(g);
+    }
     for (auto& [key, list] : found)
       std::stable_sort(list.begin(), list.end(), [](const Group& a, const Group& b) { return a.order_ns < b.order_ns; });
 
@@ -389,7 +388,7 @@ class RankMapper {
   }
 
   void add_window(const FsdpRange& open, const FsdpRange& close, Phase phase, int unit) {
-    if (unit >= 0) windows_[open.tid].push_back(Window{open.end_ns, close.ts_ns, open.tid, phase, unit});
+    if (unit >= 0) windows_[open.tid].push_back(Window{open.end_ns, close.ts_ns, phase, unit});
     else ++unknown_units_[open.fqn];
   }
 
@@ -449,9 +448,10 @@ class RankMapper {
   std::vector<std::vector<int>> by_step_;
 };
 
-// Alloc / free markers: issued at their [memory] event (same signed size, in order) when there
-// is one, else with the next op that has GPU work; they happen when their stream and their
-// dependencies let them.
+// Alloc / free markers: issued at their [memory] event when there is one (the first of the same
+// signed size not earlier than the previous marker's event), else with the next op that has GPU
+// work; they happen when their stream and their dependencies let them. Events of one time
+// match in any file order.
 void place_markers(const Program& p, const std::vector<MemoryEvent>& memory, double event_latency_us,
                    std::vector<OpTimesNs>& times, StepTally& tally) {
   const int n = static_cast<int>(p.ops.size());
@@ -464,7 +464,10 @@ void place_markers(const Program& p, const std::vector<MemoryEvent>& memory, dou
     next_issue[static_cast<size_t>(i)] = last;
   }
   int64_t previous_issue = 0;
-  size_t m = 0;
+  std::unordered_map<int64_t, std::vector<int64_t>> events_by_size;  // signed bytes -> times, ascending
+  for (const MemoryEvent& e : memory) events_by_size[e.bytes].push_back(e.ts_ns);
+  std::unordered_map<int64_t, size_t> next_event;  // signed bytes -> first unused of events_by_size
+  int64_t last_matched_ns = INT64_MIN;
   std::vector<int64_t> stream_end(static_cast<size_t>(kNumStreams), kNone);
   const int64_t latency_ns = static_cast<int64_t>(std::llround(event_latency_us * 1000.0));
   for (int i = 0; i < n; ++i) {
@@ -473,11 +476,12 @@ void place_markers(const Program& p, const std::vector<MemoryEvent>& memory, dou
     const bool marker = op.kind == OpKind::Alloc || op.kind == OpKind::Free;
     if (marker) {
       const int64_t signed_bytes = op.kind == OpKind::Alloc ? op.bytes : -op.bytes;
-      size_t j = m;
-      while (j < memory.size() && memory[j].bytes != signed_bytes) ++j;
-      if (j < memory.size()) {
-        t.issue = memory[j].ts_ns;
-        m = j + 1;
+      const auto events = events_by_size.find(signed_bytes);
+      size_t& j = next_event[signed_bytes];
+      if (events != events_by_size.end())
+        while (j < events->second.size() && events->second[j] < last_matched_ns) ++j;
+      if (events != events_by_size.end() && j < events->second.size()) {
+        t.issue = last_matched_ns = events->second[j++];
         ++tally.markers_from_memory_events;
       } else {
         t.issue = next_issue[static_cast<size_t>(i)] != kNone ? next_issue[static_cast<size_t>(i)] : previous_issue;

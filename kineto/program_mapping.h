@@ -10,11 +10,11 @@
 //   before its reduce-scatter the reduce-scatter's copy-in; one range occurrence is one op;
 // - other GPU work launched between `FSDP::pre_forward (FQN)` and `FSDP::post_forward (FQN)`
 //   (backward: `FSDP::pre_backward` and the next `FSDP::post_backward_*` of FQN) is that unit's
-//   forward (backward) compute; the k-th such window of a step is micro-batch k; FQN names the
+//   forward (backward) compute; the k-th such window of a step, in time order, is micro-batch k; FQN names the
 //   Program's unit exactly or ends with "." + its name;
 // - an op spans its GPU activities: issue = first launch, start = first start, end = last end;
-// - alloc / free markers (no GPU work) are issued at the matching `[memory]` event when the
-//   trace has one, else with the next op; they happen when their stream and dependencies let
+// - alloc / free markers (no GPU work) are issued at a `[memory]` event of their signed size not
+//   earlier than the previous marker's, when the trace has one, else with the next op; they happen when their stream and dependencies let
 //   them (the simulator's stream and event semantics).
 // A step where any op has no match, or any count or size disagrees, is left out and named in
 // the report; no step matching on every rank is an InputError.

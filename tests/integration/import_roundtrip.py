@@ -25,6 +25,8 @@ p.add_argument("--work", required=True)
 p.add_argument("--set", action="append", default=[])
 p.add_argument("--plain", action="store_true")
 p.add_argument("--realistic", action="store_true", help="scripts/fsdp2-trace --realistic: extra work the report must count")
+p.add_argument("--reverse-events", action="store_true",
+               help="write every trace's events in reverse file order (with --plain): the import must not depend on it")
 p.add_argument("--what-if", help="PATH=VALUE: predicted from the profile, within 3%% of the model the traces came from")
 a = p.parse_args()
 shutil.rmtree(a.work, ignore_errors=True)
@@ -44,6 +46,36 @@ run([a.binary, "simulate", a.scenario, "--ranks", "all", "--trace-ranks", "all",
 run([sys.executable, os.path.join(repo, "scripts", "fsdp2-trace"), sim, "--out", gen, "--iterations", "3"]
     + (["--plain"] if a.plain else []) + (["--realistic"] if a.realistic else []))
 traces = sorted(os.path.join(gen, f) for f in os.listdir(gen) if f.startswith("rank-"))
+
+
+def top_level_events(text):
+    """The traceEvents array's entries as text (a JSON library would round the 19-digit times)."""
+    begin = text.index('"traceEvents": [') + len('"traceEvents": [')
+    entries, depth, start, in_string, escaped = [], 0, begin, False, False
+    for i in range(begin, len(text)):
+        c = text[i]
+        if in_string:
+            escaped, in_string = (False, in_string) if escaped else (c == "\\", c != '"')
+            continue
+        if c == '"':
+            in_string = True
+        elif c in "{[":
+            depth += 1
+        elif c in "}]":
+            if depth == 0:
+                entries.append(text[start:i].strip())
+                return text[:begin], entries, text[i:]
+            depth -= 1
+        elif c == "," and depth == 0:
+            entries.append(text[start:i].strip())
+            start = i + 1
+    raise SystemExit("FAILED: no end of traceEvents")
+
+
+if a.reverse_events:
+    for path in traces:
+        head, entries, tail = top_level_events(open(path).read())
+        open(path, "w").write(head + ", ".join(reversed([e for e in entries if e])) + tail)
 out = run([a.binary, "import"] + traces + ["--scenario", a.scenario, "--out", imp] + sets)
 expected = json.load(open(os.path.join(gen, "expected-timeline.json")))
 got = json.load(open(os.path.join(imp, "timeline.json")))
