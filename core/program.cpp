@@ -91,7 +91,6 @@ int Program::append_op(Op op, std::span<const int> deps) {
   assert(dep_ids.size() + deps.size() < UINT32_MAX && "dependency pool overflow");
   op.id = static_cast<int>(ops.size());
   op.deps_begin = static_cast<uint32_t>(dep_ids.size());
-  op.deps_count = static_cast<uint32_t>(deps.size());
   dep_ids.insert(dep_ids.end(), deps.begin(), deps.end());
   ops.push_back(std::move(op));
   return ops.back().id;

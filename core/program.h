@@ -76,9 +76,10 @@ struct Op {
   int label_number = -1;
   // Where the op's slices and dependencies live in the Program's shared arrays (read them with
   // Program::slices(op) / deps(op)): a bucket's slice list is stored once and shared by every
-  // op that moves it; dependencies are ids of earlier ops that must finish first.
+  // op that moves it; dependencies are ids of earlier ops that must finish first, stored in op
+  // order (append_op), so op i's run from its deps_begin to the next op's.
   SliceList slice_list;
-  uint32_t deps_begin = 0, deps_count = 0;
+  uint32_t deps_begin = 0;
   // Data buffers (indices into Program::buffers), -1 for none. A collective reads `src_buffer`
   // and writes `dst_buffer` (the same buffer for an in-place all-reduce); a copy-in reads its
   // collective's source, a copy-out writes its collective's destination.
@@ -91,9 +92,11 @@ struct Op {
   CommGroup group = CommGroup::None;
   Reduction reduction = Reduction::None;  // collectives: how values combine
   MemoryKind memory = MemoryKind::None;   // alloc/free: what is allocated or released
-  bool recompute = false;    // compute: includes activation recomputation
-  bool whole_name = false;   // the label is the whole name (read so from a file)
+  bool recompute : 1 = false;   // compute: includes activation recomputation
+  bool whole_name : 1 = false;  // the label is the whole name (read so from a file)
 };
+// A fixed-size record with no heap block: 72 bytes (docs/benchmarks.md measures what it costs).
+static_assert(sizeof(Op) <= 72, "Op grew: every op of a million-op Program pays for it");
 
 // The op's name from a label table, e.g. "fwd layers.3 mb0", "ag b2 mb1".
 inline std::string op_name(const OpLabels& labels, const Op& op) { return labels.name(op.label, op.label_number, op.whole_name, op.microbatch); }
@@ -167,11 +170,20 @@ struct Program {
   std::vector<Op> ops;
   OpLabels labels;                       // the ops' names (Op::label)
   std::vector<TensorSlice> slice_lists;  // every op's slices (Op::slice_list)
-  std::vector<int> dep_ids;              // every op's dependencies (Op::deps_begin/count)
+  std::vector<int> dep_ids;              // every op's dependencies, in op order (Op::deps_begin)
 
   std::span<const TensorSlice> slices(const Op& op) const { return {slice_lists.data() + op.slice_list.begin, op.slice_list.count}; }
   std::span<TensorSlice> slices(const Op& op) { return {slice_lists.data() + op.slice_list.begin, op.slice_list.count}; }
-  std::span<const int> deps(const Op& op) const { return {dep_ids.data() + op.deps_begin, op.deps_count}; }
+  std::span<const int> deps(const Op& op) const { return {dep_ids.data() + op.deps_begin, deps_end(op) - op.deps_begin}; }
+  // One past `op`'s last dependency in dep_ids: the next op's deps_begin. deps_valid(op) says
+  // whether that range is inside dep_ids (a Program read from a file is checked with it).
+  uint32_t deps_end(const Op& op) const {
+    const size_t next = static_cast<size_t>(op.id) + 1;
+    return next < ops.size() ? ops[next].deps_begin : static_cast<uint32_t>(dep_ids.size());
+  }
+  bool deps_valid(const Op& op) const {
+    return op.id >= 0 && static_cast<size_t>(op.id) < ops.size() && op.deps_begin <= deps_end(op) && deps_end(op) <= dep_ids.size();
+  }
   // Appends a slice list that ops can then share.
   SliceList add_slices(std::span<const TensorSlice> slices);
   // Appends `op` (its slice_list already set, e.g. from add_slices) with dependencies `deps`; sets

@@ -80,7 +80,7 @@ void set_timeline_ops(Timeline& timeline, Program&& program) {
   timeline.labels = std::move(program.labels);
   for (Op& op : timeline.ops) {
     op.slice_list = {};  // a Timeline has no slice or dependency arrays
-    op.deps_begin = op.deps_count = 0;
+    op.deps_begin = 0;
   }
 }
 

@@ -107,7 +107,7 @@ Plan make_plan(const Program& input, int64_t scale, int rank, int world, int cor
   for (int i = 0; i < nops; ++i) {
     const Op& op = P.ops[i];
     if (op.id != i) throw InputError(op_path(i) + ".id", "must equal its index " + std::to_string(i));
-    if (static_cast<size_t>(op.deps_begin) + op.deps_count > P.dep_ids.size() ||
+    if (!P.deps_valid(op) ||
         static_cast<size_t>(op.slice_list.begin) + op.slice_list.count > P.slice_lists.size())
       throw InputError(op_path(i), "its dependencies or slices run past the program's arrays");
     for (int d : P.deps(op))

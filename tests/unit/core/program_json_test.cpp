@@ -254,7 +254,7 @@ TEST(TimelineJson, TimelineOpsDropSlicesAndDeps) {
   const std::vector<Op>& ops = t.ops;
   ASSERT_EQ(ops.size(), 4u);
   EXPECT_EQ(ops[0].slice_list.count, 0u);
-  EXPECT_EQ(ops[2].deps_count, 0u);
+  EXPECT_EQ(ops[2].deps_begin, 0u);
   EXPECT_EQ(t.name(ops[1]), "ag u1");
   EXPECT_EQ(t.name(ops[2]), "bwd u1 mb1");
   EXPECT_EQ(ops[1].bytes, 256);

@@ -382,9 +382,9 @@ TEST(Simulator, DependencyOnALaterOpIsAnInputError) {
   b.compute(1);
   b.compute(1);
   Program& p = b.program();
-  p.dep_ids.push_back(1);  // op 0 depends on op 1
+  p.dep_ids.push_back(1);  // op 0 depends on op 1: op 0's deps run up to op 1's deps_begin
   p.ops[0].deps_begin = static_cast<uint32_t>(p.dep_ids.size() - 1);
-  p.ops[0].deps_count = 1;
+  p.ops[1].deps_begin = static_cast<uint32_t>(p.dep_ids.size());
   try {
     simulate(test_scenario(), b.program());
     FAIL() << "expected InputError";
