@@ -2,9 +2,12 @@
 // - each stream runs its ops FIFO in program order, one at a time;
 // - an op may start only when the host has issued it, its stream's previous op has finished,
 //   and every op in its `deps` has finished (each op's completion is its event).
-// Pure bookkeeping: no clock, no durations. What every rank shares (per-stream op lists, the
-// dependents of each op) is a StreamPlan built once; a StreamSet is one rank's state over it
-// (a byte and a counter per op), so simulating thousands of ranks does not copy the Program.
+// Pure bookkeeping: no clock, no durations. What every rank shares is a StreamPlan built once
+// (the validated Program and each op's stream); a StreamSet is one rank's state over it: a byte
+// per op and a few words per stream, so simulating thousands of ranks does not copy the Program.
+// Readiness is pulled: a stream's head checks its own dependencies, from a cursor that only moves
+// forward (a finished dependency stays finished), and remembers the one it waits for, so a
+// finished op knows which streams it may have unblocked without a list of its dependents.
 // Every operation is O(1) amortised (no scans over all ops).
 #pragma once
 #include <array>
@@ -17,18 +20,15 @@ namespace shardline::sim {
 
 class StreamPlan {
  public:
-  // Validates what the bookkeeping relies on (op ids == indices, deps name earlier ops) and
-  // throws InputError("ops[i]...", ...) otherwise.
+  // Validates what the bookkeeping relies on (op ids == indices, known streams, deps name earlier
+  // ops) and throws InputError("ops[i]...", ...) otherwise. `program` outlives the plan.
   explicit StreamPlan(const Program& program);
   int op_count() const { return static_cast<int>(stream_of_.size()); }
 
  private:
   friend class StreamSet;
-  std::array<std::vector<int>, kNumStreams> stream_ops_;  // each stream's ops, program order
-  std::vector<uint8_t> stream_of_;                        // each op's stream index
-  std::vector<uint32_t> dep_count_;                       // distinct deps per op
-  std::vector<int> dependents_begin_;                     // CSR: dependents of op i are
-  std::vector<int> dependents_;                           //   dependents_[begin[i] .. begin[i+1])
+  const Program* program_;
+  std::vector<uint8_t> stream_of_;  // each op's stream index
 };
 
 class StreamSet {
@@ -44,8 +44,8 @@ class StreamSet {
   unsigned signal(int op);  // `op`'s event fires: ops that wait for it may start
 
   // The op at the head of `stream` if it can start now (below `issued`, stream idle, deps done),
-  // else -1.
-  int ready_head(int stream, int issued) const;
+  // else -1. Moves the head's dependency cursor past the deps already done.
+  int ready_head(int stream, int issued);
   int stream_of(int op) const { return plan_->stream_of_[op]; }
 
   bool finished(int op) const { return state_[op] >= kFinished; }
@@ -55,13 +55,16 @@ class StreamSet {
  private:
   enum State : uint8_t { kWaiting, kRunning, kFinished, kSignalled };
   struct Stream {
-    uint32_t head = 0;  // next op not yet started (index into the plan's stream list)
+    int head = 0;             // next op of this stream not yet started (op_count: none left)
+    uint32_t dep_cursor = 0;  // the head's deps before this index in dep_ids are done
+    int waiting_on = -1;      // the dep the head was last found waiting for, -1: none
     bool busy = false;
   };
+  int next_of_stream(int stream, int after) const;  // first op of `stream` after op `after`
+  void set_head(int stream, int op);
   const StreamPlan* plan_;
   std::array<Stream, kNumStreams> streams_{};
   std::vector<uint8_t> state_;
-  std::vector<uint32_t> pending_deps_;  // unfinished distinct deps per op
   int finished_count_ = 0;
 };
 
