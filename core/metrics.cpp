@@ -106,33 +106,32 @@ double union_of_sorted_us(std::initializer_list<const std::vector<Span>*> lists)
   std::abort();
 }
 
-// The intervals of one rank and iteration; InputError when there are none.
-std::vector<const OpInterval*> intervals_of(const Timeline& t, int rank, int iteration) {
-  std::vector<const OpInterval*> ivs;
-  size_t count = 0;  // counted first: the list is as long as the Program, allocated once
-  for (const OpInterval& iv : t.intervals) count += iv.rank == rank && iv.iteration == iteration;
-  ivs.reserve(count);
-  for (const OpInterval& iv : t.intervals) {
-    if (iv.rank == rank && iv.iteration == iteration) ivs.push_back(&iv);
-  }
-  if (ivs.empty()) {
-    throw InputError("timeline", "no op intervals for rank " + std::to_string(rank) + ", iteration " + std::to_string(iteration));
-  }
-  const int num_ops = static_cast<int>(t.ops.size());
-  for (const OpInterval* iv : ivs) {
-    if (iv->op < 0 || iv->op >= num_ops) invariant_broken("interval names an op the timeline does not carry");
-  }
-  return ivs;
+// The intervals of one rank and iteration, visited in timeline order without a list of them (a
+// million-op step would need 8 bytes per op for one). The first visit, by window_of, checks that
+// there are some (InputError otherwise) and that each names an op the timeline carries.
+template <typename Fn>
+void for_each_interval(const Timeline& t, int rank, int iteration, Fn&& fn) {
+  for (const OpInterval& iv : t.intervals)
+    if (iv.rank == rank && iv.iteration == iteration) fn(iv);
 }
 
-StepWindow window_of(const std::vector<const OpInterval*>& ivs, int rank, int iteration) {
+StepWindow window_of(const Timeline& t, int rank, int iteration) {
   bool has_issue = false;
+  size_t count = 0;
+  const int num_ops = static_cast<int>(t.ops.size());
   StepWindow w{rank, iteration, std::numeric_limits<double>::infinity(), -std::numeric_limits<double>::infinity()};
-  for (const OpInterval* iv : ivs) {
-    if (iv->issue_us != 0) has_issue = true;
-    w.end_us = std::max(w.end_us, iv->end_us);
+  for_each_interval(t, rank, iteration, [&](const OpInterval& iv) {
+    if (iv.op < 0 || iv.op >= num_ops) invariant_broken("interval names an op the timeline does not carry");
+    ++count;
+    if (iv.issue_us != 0) has_issue = true;
+    w.end_us = std::max(w.end_us, iv.end_us);
+  });
+  if (count == 0) {
+    throw InputError("timeline", "no op intervals for rank " + std::to_string(rank) + ", iteration " + std::to_string(iteration));
   }
-  for (const OpInterval* iv : ivs) w.start_us = std::min(w.start_us, has_issue ? std::min(iv->issue_us, iv->start_us) : iv->start_us);
+  for_each_interval(t, rank, iteration, [&](const OpInterval& iv) {
+    w.start_us = std::min(w.start_us, has_issue ? std::min(iv.issue_us, iv.start_us) : iv.start_us);
+  });
   return w;
 }
 
@@ -162,8 +161,7 @@ std::vector<int> ranks_with_intervals(const Timeline& t, int iteration) {
 }
 
 Metrics metrics_for(const Timeline& t, int rank, int iteration) {
-  const std::vector<const OpInterval*> ivs = intervals_of(t, rank, iteration);
-  const StepWindow window = window_of(ivs, rank, iteration);
+  const StepWindow window = window_of(t, rank, iteration);
   const double step_start = window.start_us;
   const double step_end = window.end_us;
 
@@ -178,19 +176,19 @@ Metrics metrics_for(const Timeline& t, int rank, int iteration) {
   std::array<std::vector<Span>, kKinds> per_kind;
   std::array<KindStats, kKinds> kind_stats{};
   int max_mb = 0;
-  for (const OpInterval* iv : ivs) {
-    const Op& op = t.ops[iv->op];
+  for_each_interval(t, rank, iteration, [&](const OpInterval& iv) {
+    const Op& op = t.ops[iv.op];
     max_mb = std::max(max_mb, op.microbatch);
-    if (op.kind == OpKind::Alloc || op.kind == OpKind::Free) continue;
+    if (op.kind == OpKind::Alloc || op.kind == OpKind::Free) return;
     const size_t k = static_cast<size_t>(op.kind);
     kind_stats[k].count += 1;
     kind_stats[k].bytes += op.bytes;
-  }
+  });
   for (size_t k = 0; k < kKinds; ++k) per_kind[k].reserve(static_cast<size_t>(kind_stats[k].count));
-  for (const OpInterval* iv : ivs) {
-    const OpKind kind = t.ops[iv->op].kind;
-    if (kind != OpKind::Alloc && kind != OpKind::Free) per_kind[static_cast<size_t>(kind)].emplace_back(iv->start_us, iv->end_us);
-  }
+  for_each_interval(t, rank, iteration, [&](const OpInterval& iv) {
+    const OpKind kind = t.ops[iv.op].kind;
+    if (kind != OpKind::Alloc && kind != OpKind::Free) per_kind[static_cast<size_t>(kind)].emplace_back(iv.start_us, iv.end_us);
+  });
   for (auto& list : per_kind) std::sort(list.begin(), list.end());
   for (size_t k = 0; k < kKinds; ++k)
     if (kind_stats[k].count > 0) m.by_kind[std::string(op_kind_name(static_cast<OpKind>(k)))] = kind_stats[k];
@@ -213,12 +211,12 @@ Metrics metrics_for(const Timeline& t, int rank, int iteration) {
   // Forward / backward split, per micro-batch.
   std::vector<double> last_fwd_end(max_mb + 1, -std::numeric_limits<double>::infinity());
   std::vector<double> last_bwd_end(max_mb + 1, -std::numeric_limits<double>::infinity());
-  for (const OpInterval* iv : ivs) {
-    const Op& op = t.ops[iv->op];
-    if (op.kind != OpKind::Compute) continue;
-    if (op.phase == Phase::Forward) last_fwd_end[op.microbatch] = std::max(last_fwd_end[op.microbatch], iv->end_us);
-    if (op.phase == Phase::Backward) last_bwd_end[op.microbatch] = std::max(last_bwd_end[op.microbatch], iv->end_us);
-  }
+  for_each_interval(t, rank, iteration, [&](const OpInterval& iv) {
+    const Op& op = t.ops[iv.op];
+    if (op.kind != OpKind::Compute) return;
+    if (op.phase == Phase::Forward) last_fwd_end[op.microbatch] = std::max(last_fwd_end[op.microbatch], iv.end_us);
+    if (op.phase == Phase::Backward) last_bwd_end[op.microbatch] = std::max(last_bwd_end[op.microbatch], iv.end_us);
+  });
   double forward = 0;
   double window_start = step_start;
   for (int mb = 0; mb <= max_mb; ++mb) {
@@ -307,11 +305,11 @@ double union_length_us(std::vector<std::pair<double, double>> intervals) {
 StepWindow step_window(const Timeline& timeline, int rank, int iteration) {
   const int it = resolve_iteration(timeline, iteration);
   check_rank(timeline, rank);
-  if (rank >= 0) return window_of(intervals_of(timeline, rank, it), rank, it);
+  if (rank >= 0) return window_of(timeline, rank, it);
   StepWindow worst;
   bool have = false;
   for (int r : ranks_with_intervals(timeline, it)) {
-    StepWindow w = window_of(intervals_of(timeline, r, it), r, it);
+    StepWindow w = window_of(timeline, r, it);
     if (!have || w.end_us - w.start_us > worst.end_us - worst.start_us) worst = w;
     have = true;
   }
