@@ -8,38 +8,99 @@
 namespace shardline::sim {
 namespace {
 
-// std heap algorithms build a max-heap; "greater" gives the earliest (time, seq) on top.
-struct Later {
-  bool operator()(const Event& a, const Event& b) const {
-    if (a.time_us != b.time_us) return a.time_us > b.time_us;
-    return a.seq > b.seq;
-  }
-};
+constexpr size_t kIdle = static_cast<size_t>(-1);
+
+// Whether `a` pops after `b`: the earliest (time, seq) is on top.
+bool later(const Event& a, const Event& b) {
+  if (a.time_us != b.time_us) return a.time_us > b.time_us;
+  return a.seq > b.seq;
+}
 
 }  // namespace
 
-void Engine::schedule_at(double time_us, int kind, int target, uint64_t version) {
+Event Engine::make_event(double time_us, int kind, int target, uint64_t version) {
   if (!(time_us >= now_us_) || !std::isfinite(time_us)) {
     std::fprintf(stderr, "shardline sim engine: event (kind %d, target %d) scheduled at %.17g, before now %.17g\n",
                  kind, target, time_us, now_us_);
     std::abort();
   }
-  const Event e{time_us, next_seq_++, kind, target, version};
+  return Event{time_us, next_seq_++, kind, target, version, -1};
+}
+
+void Engine::put(size_t i, const Event& e) {
+  heap_[i] = e;
+  if (e.timer >= 0) timer_at_[static_cast<size_t>(e.timer)] = i;
+}
+
+// A 4-ary min-heap on (time, seq): half the levels of a binary heap, and a node's children
+// share cache lines (thousands of ranks keep tens of thousands of events pending).
+void Engine::sift_up(size_t i, const Event& e) {
+  while (i > 0) {
+    const size_t parent = (i - 1) / 4;
+    if (!later(heap_[parent], e)) break;
+    put(i, heap_[parent]);
+    i = parent;
+  }
+  put(i, e);
+}
+
+void Engine::sift_down(size_t i, const Event& e) {
+  const size_t n = heap_.size();
+  while (true) {
+    const size_t first = 4 * i + 1;
+    if (first >= n) break;
+    size_t best = first;
+    const size_t end = std::min(first + 4, n);
+    for (size_t c = first + 1; c < end; ++c)
+      if (later(heap_[best], heap_[c])) best = c;
+    if (!later(e, heap_[best])) break;
+    put(i, heap_[best]);
+    i = best;
+  }
+  put(i, e);
+}
+
+void Engine::remove_at(size_t i) {
+  const Event last = heap_.back();
+  heap_.pop_back();
+  if (i == heap_.size()) return;  // it was the last
+  if (i > 0 && later(heap_[(i - 1) / 4], last)) sift_up(i, last);
+  else sift_down(i, last);
+}
+
+void Engine::schedule_at(double time_us, int kind, int target, uint64_t version) {
+  const Event e = make_event(time_us, kind, target, version);
   if (time_us == now_us_) {
     now_.push_back(e);
     return;
   }
-  // A 4-ary min-heap on (time, seq): half the levels of a binary heap, and a node's children
-  // share cache lines (thousands of ranks keep tens of thousands of events pending).
   heap_.push_back(e);
-  size_t child = heap_.size() - 1;
-  while (child > 0) {
-    const size_t parent = (child - 1) / 4;
-    if (!Later{}(heap_[parent], e)) break;
-    heap_[child] = heap_[parent];
-    child = parent;
+  sift_up(heap_.size() - 1, e);
+}
+
+int Engine::add_timer() {
+  timer_at_.push_back(kIdle);
+  return static_cast<int>(timer_at_.size() - 1);
+}
+
+void Engine::set_timer(int timer, double time_us, int kind, int target, uint64_t version) {
+  if (timer < 0 || static_cast<size_t>(timer) >= timer_at_.size()) {
+    std::fprintf(stderr, "shardline sim engine: unknown timer %d\n", timer);
+    std::abort();
   }
-  heap_[child] = e;
+  Event e = make_event(time_us, kind, target, version);
+  const size_t at = timer_at_[static_cast<size_t>(timer)];
+  if (at != kIdle) {
+    timer_at_[static_cast<size_t>(timer)] = kIdle;
+    remove_at(at);
+  }
+  if (time_us == now_us_) {
+    now_.push_back(e);
+    return;
+  }
+  e.timer = timer;
+  heap_.push_back(e);
+  sift_up(heap_.size() - 1, e);
 }
 
 bool Engine::pop(Event& out) {
@@ -47,7 +108,7 @@ bool Engine::pop(Event& out) {
   // heap holds an event at this time scheduled before it.
   if (now_head_ < now_.size()) {
     const Event& first = now_[now_head_];
-    if (heap_.empty() || Later{}(heap_.front(), first)) {
+    if (heap_.empty() || later(heap_.front(), first)) {
       out = first;
       if (++now_head_ == now_.size()) {
         now_.clear();
@@ -59,22 +120,8 @@ bool Engine::pop(Event& out) {
   }
   if (heap_.empty()) return false;
   out = heap_.front();
-  const Event last = heap_.back();
-  heap_.pop_back();
-  const size_t n = heap_.size();
-  size_t hole = 0;
-  while (n > 0) {
-    const size_t first = 4 * hole + 1;
-    if (first >= n) break;
-    size_t best = first;
-    const size_t end = std::min(first + 4, n);
-    for (size_t c = first + 1; c < end; ++c)
-      if (Later{}(heap_[best], heap_[c])) best = c;
-    if (!Later{}(last, heap_[best])) break;
-    heap_[hole] = heap_[best];
-    hole = best;
-  }
-  if (n > 0) heap_[hole] = last;
+  if (out.timer >= 0) timer_at_[static_cast<size_t>(out.timer)] = kIdle;
+  remove_at(0);
   now_us_ = out.time_us;
   ++popped_;
   return true;

@@ -101,12 +101,15 @@ struct RunningCollective {
 // Everything one simulated rank owns. Ranks share the Program, the stream plan and the cost model.
 struct RankState {
   RankState(const sim::StreamPlan& plan, double compute_slowdown, const std::array<double, sim::kNumLinkClasses>& capacity)
-      : streams(plan), compute(compute_slowdown), network(capacity) {}
+      : streams(plan), compute(compute_slowdown), network(capacity) {
+    compute_timer.fill(-1);
+  }
   sim::StreamSet streams;
   sim::ComputeModel compute;
   sim::Network network;
   std::array<RunningCollective, kNumStreams> collectives{};  // one per stream at most
   std::array<double, kNumStreams> started_us{};              // when each stream's running op started
+  std::array<int, kNumStreams> compute_timer;                // the engine timer of each stream's compute end (-1: none yet)
   int collectives_in_flight = 0;
   double compute_factor = 1.0;
   int record = -1;  // index among the ranks whose intervals are kept, -1: not kept
@@ -352,8 +355,7 @@ class Simulation {
         if (r.compute_factor != 1.0) work_us *= r.compute_factor;
         if (variation_ != nullptr && variation_->compute_jitter) work_us *= variation_->compute_jitter(rank, id);
         r.compute.start(now, id, work_us + scenario_.cluster.compute_overhead_us);
-        schedule(r.compute.projected_end_us(r.compute.running_count() - 1), kComputeDone, rank, id,
-                 r.compute.version(r.compute.running_count() - 1));
+        schedule_compute_end(r, r.compute.running_count() - 1);
         break;
       }
       case OpKind::AllGather:
@@ -511,8 +513,16 @@ class Simulation {
   // (Re)schedules the end of every running compute op / live flow at its current projection;
   // older events for them carry older versions and are ignored.
   void schedule_compute(RankState& r) {
-    for (int i = 0; i < r.compute.running_count(); ++i)
-      schedule(r.compute.projected_end_us(i), kComputeDone, rank_index(r), r.compute.running_op(i), r.compute.version(i));
+    for (int i = 0; i < r.compute.running_count(); ++i) schedule_compute_end(r, i);
+  }
+  // A compute op's end moves each time collectives start or stop on its rank: it is the stream's
+  // timer, re-armed in place (no stale event left in the queue).
+  void schedule_compute_end(RankState& r, int running) {
+    const int op = r.compute.running_op(running);
+    int& timer = r.compute_timer[static_cast<int>(program_.ops[op].stream)];
+    if (timer < 0) timer = engine_.add_timer();
+    engine_.set_timer(timer, r.compute.projected_end_us(running), kComputeDone | (rank_index(r) << kKindBits), op,
+                      r.compute.version(running));
   }
   void schedule_flows(RankState& r) {
     for (int slot : r.network.live_slots())
