@@ -7,6 +7,7 @@
 #include <exception>
 #include <mutex>
 #include <thread>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -48,9 +49,10 @@ SweepRow evaluate_sweep_point(const nlohmann::json& base_json, const std::string
     const Scenario scenario = parse_scenario(j, base_dir);
     // A point with a variation (the scenario's, or a varied variation.* key) is simulated on every
     // rank: its step is the slowest rank's.
-    const Program program = schedule(scenario);
+    Program program = schedule(scenario);
     if (scenario.variation.empty()) {
-      row.metrics = compute_metrics(simulate(scenario, program));
+      // The point's Program is not needed afterwards: its ops move into the Timeline (no copy).
+      row.metrics = compute_metrics(simulate(scenario, std::move(program)));
     } else {
       const EveryRankRun run = simulate_every_rank(scenario, program, {}, {}, false);
       row.metrics = compute_metrics(run.timeline);
