@@ -107,33 +107,58 @@ double union_of_sorted_us(std::initializer_list<const std::vector<Span>*> lists)
 }
 
 // The intervals of one rank and iteration, visited in timeline order without a list of them (a
-// million-op step would need 8 bytes per op for one). The first visit, by window_of, checks that
-// there are some (InputError otherwise) and that each names an op the timeline carries.
+// million-op step would need 8 bytes per op for one).
 template <typename Fn>
 void for_each_interval(const Timeline& t, int rank, int iteration, Fn&& fn) {
   for (const OpInterval& iv : t.intervals)
     if (iv.rank == rank && iv.iteration == iteration) fn(iv);
 }
 
-StepWindow window_of(const Timeline& t, int rank, int iteration) {
+constexpr size_t kKinds = static_cast<size_t>(OpKind::Free) + 1;
+
+// What one pass over a step's intervals collects (each pass over a million-op step reads its
+// intervals and ops from memory, so the metrics take them in two: this one, then the per-kind
+// spans). InputError when the step has no intervals; each must name an op the timeline carries.
+struct StepScan {
+  StepWindow window;
+  std::array<KindStats, kKinds> kind_stats{};  // count and bytes (alloc/free not counted)
+  std::vector<double> last_fwd_end, last_bwd_end;  // per micro-batch, -inf when none
+};
+
+StepScan scan_step(const Timeline& t, int rank, int iteration) {
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  StepScan scan;
   bool has_issue = false;
   size_t count = 0;
+  double min_start = kInf, min_issue_or_start = kInf, end = -kInf;
   const int num_ops = static_cast<int>(t.ops.size());
-  StepWindow w{rank, iteration, std::numeric_limits<double>::infinity(), -std::numeric_limits<double>::infinity()};
   for_each_interval(t, rank, iteration, [&](const OpInterval& iv) {
     if (iv.op < 0 || iv.op >= num_ops) invariant_broken("interval names an op the timeline does not carry");
     ++count;
     if (iv.issue_us != 0) has_issue = true;
-    w.end_us = std::max(w.end_us, iv.end_us);
+    end = std::max(end, iv.end_us);
+    min_start = std::min(min_start, iv.start_us);
+    min_issue_or_start = std::min(min_issue_or_start, std::min(iv.issue_us, iv.start_us));
+    const Op& op = t.ops[iv.op];
+    if (op.kind == OpKind::Compute && (op.phase == Phase::Forward || op.phase == Phase::Backward)) {
+      std::vector<double>& last = op.phase == Phase::Forward ? scan.last_fwd_end : scan.last_bwd_end;
+      const size_t mb = static_cast<size_t>(op.microbatch);
+      if (last.size() <= mb) last.resize(mb + 1, -kInf);
+      last[mb] = std::max(last[mb], iv.end_us);
+    }
+    if (op.kind == OpKind::Alloc || op.kind == OpKind::Free) return;
+    KindStats& ks = scan.kind_stats[static_cast<size_t>(op.kind)];
+    ks.count += 1;
+    ks.bytes += op.bytes;
   });
   if (count == 0) {
     throw InputError("timeline", "no op intervals for rank " + std::to_string(rank) + ", iteration " + std::to_string(iteration));
   }
-  for_each_interval(t, rank, iteration, [&](const OpInterval& iv) {
-    w.start_us = std::min(w.start_us, has_issue ? std::min(iv.issue_us, iv.start_us) : iv.start_us);
-  });
-  return w;
+  scan.window = StepWindow{rank, iteration, has_issue ? min_issue_or_start : min_start, end};
+  return scan;
 }
+
+StepWindow window_of(const Timeline& t, int rank, int iteration) { return scan_step(t, rank, iteration).window; }
 
 int resolve_iteration(const Timeline& t, int iteration) {
   const int it = iteration < 0 ? t.reported_iteration : iteration;
@@ -161,9 +186,9 @@ std::vector<int> ranks_with_intervals(const Timeline& t, int iteration) {
 }
 
 Metrics metrics_for(const Timeline& t, int rank, int iteration) {
-  const StepWindow window = window_of(t, rank, iteration);
-  const double step_start = window.start_us;
-  const double step_end = window.end_us;
+  StepScan scan = scan_step(t, rank, iteration);
+  const double step_start = scan.window.start_us;
+  const double step_end = scan.window.end_us;
 
   Metrics m;
   m.step_time_us = step_end - step_start;
@@ -172,24 +197,16 @@ Metrics metrics_for(const Timeline& t, int rank, int iteration) {
   // Each kind's intervals are held once, allocated at their count and sorted in place: compute
   // busy is the compute kind's union, comm busy the union of the three collective kinds merged
   // (no second copy of either).
-  constexpr size_t kKinds = static_cast<size_t>(OpKind::Free) + 1;
   std::array<std::vector<Span>, kKinds> per_kind;
-  std::array<KindStats, kKinds> kind_stats{};
-  int max_mb = 0;
-  for_each_interval(t, rank, iteration, [&](const OpInterval& iv) {
-    const Op& op = t.ops[iv.op];
-    max_mb = std::max(max_mb, op.microbatch);
-    if (op.kind == OpKind::Alloc || op.kind == OpKind::Free) return;
-    const size_t k = static_cast<size_t>(op.kind);
-    kind_stats[k].count += 1;
-    kind_stats[k].bytes += op.bytes;
-  });
+  const std::array<KindStats, kKinds>& kind_stats = scan.kind_stats;
   for (size_t k = 0; k < kKinds; ++k) per_kind[k].reserve(static_cast<size_t>(kind_stats[k].count));
   for_each_interval(t, rank, iteration, [&](const OpInterval& iv) {
     const OpKind kind = t.ops[iv.op].kind;
     if (kind != OpKind::Alloc && kind != OpKind::Free) per_kind[static_cast<size_t>(kind)].emplace_back(iv.start_us, iv.end_us);
   });
-  for (auto& list : per_kind) std::sort(list.begin(), list.end());
+  // A kind's ops on one stream come in time order already: then checking is all the sort costs.
+  for (auto& list : per_kind)
+    if (!std::is_sorted(list.begin(), list.end())) std::sort(list.begin(), list.end());
   for (size_t k = 0; k < kKinds; ++k)
     if (kind_stats[k].count > 0) m.by_kind[std::string(op_kind_name(static_cast<OpKind>(k)))] = kind_stats[k];
   for (OpKind k : kReportedKinds) {
@@ -209,17 +226,14 @@ Metrics metrics_for(const Timeline& t, int rank, int iteration) {
   m.overlap_efficiency = m.comm_busy_us > 0 ? std::clamp(1.0 - m.exposed_comm_us / m.comm_busy_us, 0.0, 1.0) : 1.0;
 
   // Forward / backward split, per micro-batch.
-  std::vector<double> last_fwd_end(max_mb + 1, -std::numeric_limits<double>::infinity());
-  std::vector<double> last_bwd_end(max_mb + 1, -std::numeric_limits<double>::infinity());
-  for_each_interval(t, rank, iteration, [&](const OpInterval& iv) {
-    const Op& op = t.ops[iv.op];
-    if (op.kind != OpKind::Compute) return;
-    if (op.phase == Phase::Forward) last_fwd_end[op.microbatch] = std::max(last_fwd_end[op.microbatch], iv.end_us);
-    if (op.phase == Phase::Backward) last_bwd_end[op.microbatch] = std::max(last_bwd_end[op.microbatch], iv.end_us);
-  });
+  const size_t micro_batches = std::max(scan.last_fwd_end.size(), scan.last_bwd_end.size());
+  scan.last_fwd_end.resize(micro_batches, -std::numeric_limits<double>::infinity());
+  scan.last_bwd_end.resize(micro_batches, -std::numeric_limits<double>::infinity());
+  const std::vector<double>& last_fwd_end = scan.last_fwd_end;
+  const std::vector<double>& last_bwd_end = scan.last_bwd_end;
   double forward = 0;
   double window_start = step_start;
-  for (int mb = 0; mb <= max_mb; ++mb) {
+  for (size_t mb = 0; mb < micro_batches; ++mb) {
     if (std::isfinite(last_fwd_end[mb])) forward += std::max(0.0, last_fwd_end[mb] - window_start);
     if (std::isfinite(last_bwd_end[mb])) window_start = last_bwd_end[mb];
   }

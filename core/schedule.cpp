@@ -196,11 +196,12 @@ class Scheduler {
     for (int b = 0; b < static_cast<int>(ag_.size()); ++b)
       for (int u : ag_[b].units) ag_of_unit_[u].push_back(b);
     rs_done_at_unit_.assign(U, {});
-    rs_first_unit_.assign(rs_.size(), -1);
+    rs_first_at_unit_.assign(U, {});
     for (int b = 0; b < static_cast<int>(rs_.size()); ++b) {
-      // Gradients of a bucket are ready when its last unit in backward order (lowest index) ends.
+      // Gradients of a bucket are ready when its last unit in backward order (lowest index) ends;
+      // they are first written by its first unit in backward order (the highest index).
       rs_done_at_unit_[rs_[b].units.front()].push_back(b);
-      rs_first_unit_[b] = rs_[b].units.back();
+      rs_first_at_unit_[rs_[b].units.back()].push_back(b);
     }
 
     ag_state_.assign(ag_.size(), ParamState::Sharded);
@@ -553,8 +554,8 @@ class Scheduler {
       // Unsharded gradients of each gradient bucket exist from the first backward compute
       // that writes them until their reduce-scatter copy-in (kept across micro-batches when
       // gradients are only synchronized on the last one).
-      for (int rb = 0; rb < static_cast<int>(rs_.size()); ++rb) {
-        if (rs_first_unit_[rb] == i && !grads_allocated_[rb]) {
+      for (int rb : rs_first_at_unit_[i]) {
+        if (!grads_allocated_[rb]) {
           memory_op(OpKind::Alloc, StreamId::Compute, MemoryKind::UnshardedGrads,
                     bucket_bytes(rs_[rb], p_.param_dtype, s_.mesh.shard), bucket_label("grads rb", rb));
           grads_allocated_[rb] = true;
@@ -704,7 +705,7 @@ class Scheduler {
   std::vector<Bucket> ag_, rs_;
   std::vector<std::vector<int>> ag_of_unit_;
   std::vector<std::vector<int>> rs_done_at_unit_;
-  std::vector<int> rs_first_unit_;
+  std::vector<std::vector<int>> rs_first_at_unit_;  // per unit: the gradient buckets it writes first, ascending
   std::vector<ParamState> ag_state_;
   std::vector<int> ag_op_;
   std::vector<bool> grads_allocated_;

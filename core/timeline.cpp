@@ -78,6 +78,10 @@ void set_timeline_scenario(Timeline& timeline, const Scenario& scenario) {
 void set_timeline_ops(Timeline& timeline, Program&& program) {
   timeline.ops = std::move(program.ops);
   timeline.labels = std::move(program.labels);
+  // The consumed Program's shared arrays describe ops it no longer has: release them now rather
+  // than when the caller's Program goes (a million-op step's dependencies are tens of MB).
+  std::vector<int>().swap(program.dep_ids);
+  std::vector<TensorSlice>().swap(program.slice_lists);
   for (Op& op : timeline.ops) {
     op.slice_list = {};  // a Timeline has no slice or dependency arrays
     op.deps_begin = 0;
@@ -155,6 +159,9 @@ Timeline timeline_from_json(const json& j) {
     const std::string path = jf::index_path("ops", i);
     Op op = op_from_json(ops[i], path, t.labels);
     if (op.id != static_cast<int>(i)) throw InputError(jf::join_path(path, "id"), "op ids must equal their index; expected " + std::to_string(i) + ", found " + std::to_string(op.id));
+    // Every micro-batch has ops, so an index is below the op count (metrics keep one slot each).
+    if (op.microbatch < 0 || static_cast<size_t>(op.microbatch) >= ops.size())
+      throw InputError(jf::join_path(path, "microbatch"), "micro-batch " + std::to_string(op.microbatch) + " is not in [0, " + std::to_string(ops.size()) + ")");
     t.ops.push_back(std::move(op));
   }
   const int num_ops = static_cast<int>(t.ops.size());

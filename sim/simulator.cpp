@@ -56,11 +56,14 @@ enum EventKind : int {
 
 std::string op_path(int i) { return "ops[" + std::to_string(i) + "]"; }
 
-// What simulate() relies on beyond the stream bookkeeping's checks.
-void validate_ops(const Program& program) {
+// What simulate() relies on beyond the stream bookkeeping's checks. Returns the number of
+// alloc/free markers (one memory sample each), counted in the same pass over the ops.
+size_t validate_ops(const Program& program) {
+  size_t markers = 0;
   for (size_t i = 0; i < program.ops.size(); ++i) {
     const Op& op = program.ops[i];
     const int id = static_cast<int>(i);
+    markers += op.kind == OpKind::Alloc || op.kind == OpKind::Free;
     if (op.bytes < 0) throw InputError(op_path(id) + ".bytes", "bytes must be >= 0, got " + std::to_string(op.bytes));
     if (op.kind == OpKind::Compute && (!(op.compute_us >= 0) || !std::isfinite(op.compute_us)))
       throw InputError(op_path(id) + ".compute_us", "a compute op needs a finite duration >= 0");
@@ -71,6 +74,7 @@ void validate_ops(const Program& program) {
                                                          program.group_of(op).name + " group has " +
                                                          std::to_string(program.group_of(op).size) + " ranks");
   }
+  return markers;
 }
 
 // One collective across its group's members: the cost model's plan (the same for every member),
@@ -123,7 +127,8 @@ constexpr int kKindMask = (1 << kKindBits) - 1;
 class Simulation {
  public:
   Simulation(const Scenario& scenario, const Program& program, std::unique_ptr<sim::CostModel> cost,
-             const RankVariation* variation, int ranks, const std::vector<int>& recorded_ranks, bool every_span)
+             const RankVariation* variation, int ranks, const std::vector<int>& recorded_ranks, bool every_span,
+             size_t memory_markers)
       : scenario_(scenario),
         program_(program),
         cost_(std::move(cost)),
@@ -143,10 +148,7 @@ class Simulation {
         ranks_.back().compute_factor = variation_->compute_factor[static_cast<size_t>(r)];
     }
     const size_t n = program.ops.size();
-    // Rank 0's memory samples: one per alloc/free, allocated once.
-    memory_.reserve(static_cast<size_t>(std::count_if(program.ops.begin(), program.ops.end(), [](const Op& op) {
-      return op.kind == OpKind::Alloc || op.kind == OpKind::Free;
-    })));
+    memory_.reserve(memory_markers);  // rank 0's memory samples: one per alloc/free, allocated once
     if (every_span) {
       // Every rank's start and end of every op, 16 bytes each: the Timeline's ranks are chosen
       // after the run, once the slowest and the fastest are known.
@@ -588,7 +590,7 @@ Timeline simulate_program(const Scenario& given, const Program& program, const S
   for (const GroupInfo& g : program.groups)
     if (g.size < 1 || g.stride < 1) throw InputError("groups", "group \"" + g.name + "\" needs size and stride >= 1");
   if (program.static_memory_bytes < 0) throw InputError("static_memory_bytes", "must be >= 0");
-  validate_ops(program);
+  const size_t memory_markers = validate_ops(program);
   const int ranks = options.every_rank ? program.world_size : 1;
   if (ranks < 1) throw InputError("world_size", "must be at least 1");
   std::vector<int> recorded = options.timeline_ranks;
@@ -614,7 +616,8 @@ Timeline simulate_program(const Scenario& given, const Program& program, const S
   const bool choose_later = static_cast<bool>(options.choose_timeline_ranks);
   if (choose_later && (!options.every_rank || !options.timeline_ranks.empty()))
     throw InputError("timeline_ranks", "choosing the ranks after the run needs every rank and no list given");
-  Simulation sim(scenario, program, make_cost_model(scenario, options), options.variation, ranks, recorded, choose_later);
+  Simulation sim(scenario, program, make_cost_model(scenario, options), options.variation, ranks, recorded, choose_later,
+                 memory_markers);
   sim.run();
   if (options.events_processed != nullptr) *options.events_processed = sim.events_processed();
   RankReport report;

@@ -328,6 +328,12 @@ TEST(TimelineJson, BadFilesNameTheJsonPath) {
   j["ops"][2]["phase"] = 1;
   EXPECT_EQ(error_path([&] { timeline_from_json(j); }), "ops[2].phase");
   j = good;
+  j["ops"][1]["microbatch"] = -1;  // the metrics keep one slot per micro-batch index
+  EXPECT_EQ(error_path([&] { timeline_from_json(j); }), "ops[1].microbatch");
+  j = good;
+  j["ops"][1]["microbatch"] = 2000000000;
+  EXPECT_EQ(error_path([&] { timeline_from_json(j); }), "ops[1].microbatch");
+  j = good;
   j["workload"]["tokens_per_step"] = -1;
   EXPECT_EQ(error_path([&] { timeline_from_json(j); }), "workload.tokens_per_step");
   j = good;
