@@ -19,17 +19,12 @@ ComputeModel::ComputeModel(double slowdown_during_comm) : slowdown_(slowdown_dur
   if (!(slowdown_ >= 1.0) || !std::isfinite(slowdown_)) broken("slowdown during comm must be a finite factor >= 1", -1);
 }
 
-void ComputeModel::project(Task& t, double now_us) {
-  t.since_us = now_us;
-  t.end_us = now_us + t.remaining_work_us * multiplier();
-  t.version = next_version_++;
-}
-
 void ComputeModel::start(double now_us, int op, double work_us) {
   if (!(work_us >= 0) || !std::isfinite(work_us)) broken("compute work must be finite and >= 0", op);
   Task t;
   t.op = op;
-  t.remaining_work_us = work_us;
+  t.work.remaining = work_us;
+  t.work.since_us = now_us;
   project(t, now_us);
   running_.push_back(t);
 }
@@ -43,9 +38,9 @@ void ComputeModel::finish(int op) {
 void ComputeModel::set_comm_in_flight(double now_us, bool in_flight) {
   if (in_flight == comm_in_flight_) return;
   for (Task& t : running_) {
-    const double elapsed_us = now_us - t.since_us;
+    const double elapsed_us = now_us - t.work.since_us;
     if (elapsed_us < 0) broken("time went backwards", t.op);
-    t.remaining_work_us = std::max(0.0, t.remaining_work_us - elapsed_us / multiplier());
+    t.work.advance(now_us, elapsed_us / multiplier());
   }
   comm_in_flight_ = in_flight;
   for (Task& t : running_) project(t, now_us);
@@ -53,7 +48,7 @@ void ComputeModel::set_comm_in_flight(double now_us, bool in_flight) {
 
 bool ComputeModel::is_current(int op, uint64_t version) const {
   for (const Task& t : running_)
-    if (t.op == op) return t.version == version;
+    if (t.op == op) return t.work.version == version;
   return false;
 }
 

@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "sim/activity.h"
+
 namespace shardline::sim {
 
 class ComputeModel {
@@ -22,20 +24,17 @@ class ComputeModel {
   // Running ops (start order) with their projected end and version.
   int running_count() const { return static_cast<int>(running_.size()); }
   int running_op(int i) const { return running_[i].op; }
-  double projected_end_us(int i) const { return running_[i].end_us; }
-  uint64_t version(int i) const { return running_[i].version; }
+  double projected_end_us(int i) const { return running_[i].work.end_us; }
+  uint64_t version(int i) const { return running_[i].work.version; }
   bool is_current(int op, uint64_t version) const;
 
  private:
   struct Task {
     int op = -1;
-    double remaining_work_us = 0;
-    double since_us = 0;
-    double end_us = 0;
-    uint64_t version = 0;
+    Activity work;  // remaining: us of work
   };
   double multiplier() const { return comm_in_flight_ ? slowdown_ : 1.0; }  // wall us per work us
-  void project(Task& t, double now_us);
+  void project(Task& t, double now_us) { t.work.project(now_us, t.work.remaining * multiplier(), next_version_++); }
 
   double slowdown_;
   bool comm_in_flight_ = false;

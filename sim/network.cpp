@@ -18,7 +18,7 @@ namespace {
 Network::Network(const std::array<double, kNumLinkClasses>& capacity_bytes_per_s) : capacity_(capacity_bytes_per_s) {}
 
 bool Network::is_current(int slot, uint64_t version) const {
-  return slot >= 0 && slot < static_cast<int>(flows_.size()) && flows_[slot].live && flows_[slot].version == version;
+  return slot >= 0 && slot < static_cast<int>(flows_.size()) && flows_[slot].live && flows_[slot].bytes.version == version;
 }
 
 int Network::start_flow(double now_us, LinkClass link, double bytes, int owner) {
@@ -40,8 +40,8 @@ int Network::start_flow(double now_us, LinkClass link, double bytes, int owner) 
   f.link = link;
   f.owner = owner;
   f.live = true;
-  f.remaining_bytes = bytes;
-  f.since_us = now_us;
+  f.bytes.remaining = bytes;
+  f.bytes.since_us = now_us;
   live_.insert(std::upper_bound(live_.begin(), live_.end(), slot), slot);
   rerate(now_us);
   return slot;
@@ -53,7 +53,7 @@ void Network::finish_flow(double now_us, int slot) {
   Flow& f = flows_[slot];
   // Whatever is left is rounding (the end event fired at the projected end); drop it.
   f.live = false;
-  f.remaining_bytes = 0;
+  f.bytes.remaining = 0;
   live_.erase(std::find(live_.begin(), live_.end(), slot));
   free_slots_.push_back(slot);
   rerate(now_us);
@@ -69,10 +69,9 @@ void Network::set_capacity_scale(double now_us, double scale) {
 void Network::advance(double now_us) {
   for (int slot : live_) {
     Flow& f = flows_[slot];
-    const double dt_us = now_us - f.since_us;
+    const double dt_us = now_us - f.bytes.since_us;
     if (dt_us < 0) broken("time went backwards", slot);
-    f.remaining_bytes = std::max(0.0, f.remaining_bytes - f.rate * dt_us * 1e-6);
-    f.since_us = now_us;
+    f.bytes.advance(now_us, f.rate * dt_us * 1e-6);
   }
 }
 
@@ -85,8 +84,7 @@ void Network::rerate(double now_us) {
     Flow& f = flows_[live_[i]];
     f.rate = solver_.rate(static_cast<int>(i));
     if (!(f.rate > 0)) broken("a live flow got no bandwidth", live_[i]);
-    f.end_us = now_us + f.remaining_bytes / f.rate * 1e6;
-    f.version = next_version_++;
+    f.bytes.project(now_us, f.bytes.remaining / f.rate * 1e6, next_version_++);
   }
 }
 

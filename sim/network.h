@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "sim/activity.h"
 #include "sim/cost_model.h"
 #include "sim/max_min.h"
 
@@ -28,8 +29,8 @@ class Network {
 
   // Live flows, ascending slot order (deterministic); with their projected end and version.
   const std::vector<int>& live_slots() const { return live_; }
-  double projected_end_us(int slot) const { return flows_[slot].end_us; }
-  uint64_t version(int slot) const { return flows_[slot].version; }
+  double projected_end_us(int slot) const { return flows_[slot].bytes.end_us; }
+  uint64_t version(int slot) const { return flows_[slot].bytes.version; }
   int owner(int slot) const { return flows_[slot].owner; }
   double rate_bytes_per_s(int slot) const { return flows_[slot].rate; }
   bool is_current(int slot, uint64_t version) const;
@@ -39,11 +40,8 @@ class Network {
     LinkClass link = LinkClass::IntraNode;
     int owner = -1;
     bool live = false;
-    double remaining_bytes = 0;
-    double rate = 0;          // bytes/s
-    double since_us = 0;      // when remaining_bytes was last brought up to date
-    double end_us = 0;        // projected, at the current rate
-    uint64_t version = 0;
+    double rate = 0;  // bytes/s
+    Activity bytes;   // remaining: bytes
   };
   void advance(double now_us);  // integrate every live flow's progress up to now
   void rerate(double now_us);   // max-min solve, new ends and versions
