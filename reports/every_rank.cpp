@@ -1,10 +1,13 @@
 #include "reports/every_rank.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <cstdio>
 #include <string>
 
 #include "core/error.h"
 #include "core/metrics.h"
+#include "core/schedule.h"
 
 namespace shardline {
 RankVariation rank_variation(const Scenario& scenario) {
@@ -22,6 +25,16 @@ EveryRankRun simulate_every_rank(const Scenario& scenario, const Program& progra
   for (int r : keep_ranks)
     if (r < 0 || r >= program.world_size)
       throw InputError("--trace-ranks", "rank " + std::to_string(r) + " is not in the world of " + std::to_string(program.world_size) + " ranks");
+  const int64_t rank_ops = static_cast<int64_t>(program.world_size) * static_cast<int64_t>(program.ops.size());
+  if (rank_ops > kMaxRankOps) {
+    char gb[32];
+    std::snprintf(gb, sizeof gb, "%.1f", static_cast<double>(rank_ops) * 16 / 1e9);
+    throw InputError(program_size_key(scenario),
+                     "every rank is simulated (a variation, or --ranks all) and keeps its start and end of every op: " +
+                         std::to_string(program.world_size) + " ranks x " + std::to_string(program.ops.size()) + " ops is " + gb +
+                         " GB; at most " + std::to_string(kMaxRankOps / 1'000'000) +
+                         " million rank-ops (3.2 GB): make fewer ops or ranks, or simulate one representative rank (--ranks one, without a variation)");
+  }
   SimOptions symmetric = options;
   symmetric.every_rank = false;
   symmetric.variation = nullptr;

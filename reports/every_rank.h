@@ -23,7 +23,13 @@ RankVariation rank_variation(const Scenario& scenario);
 
 // The scenario's variation applies. `options`: the profile and the like (its every-rank fields
 // are set here). `keep_ranks`: ranks the Timeline keeps besides rank 0, the slowest and the
-// fastest; `keep_all`: every rank. Throws InputError("--trace-ranks", ...) for a rank outside the world.
+// fastest; `keep_all`: every rank. Throws InputError("--trace-ranks", ...) for a rank outside the world,
+// and InputError naming the key that made the Program large (program_size_key) when ranks x ops
+// exceeds kMaxRankOps, before simulating.
+// kMaxRankOps: the simulator keeps every rank's start and end of every op (16 bytes each) to pick
+// the Timeline's ranks after the run: 200 million of them is 3.2 GB (the 70B scenario on 16,384
+// GPUs is 73 million; on 64 GPUs with 4 MiB buckets 121 million).
+inline constexpr int64_t kMaxRankOps = 200'000'000;
 EveryRankRun simulate_every_rank(const Scenario& scenario, const Program& program, SimOptions options,
                                  const std::vector<int>& keep_ranks, bool keep_all);
 
