@@ -14,6 +14,7 @@
 #include "sim/simulator.h"
 
 #include <array>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -618,7 +619,10 @@ Timeline simulate_program(const Scenario& given, const Program& program, const S
     throw InputError("timeline_ranks", "choosing the ranks after the run needs every rank and no list given");
   Simulation sim(scenario, program, make_cost_model(scenario, options), options.variation, ranks, recorded, choose_later,
                  memory_markers);
+  const auto loop_start = std::chrono::steady_clock::now();
   sim.run();
+  if (options.event_loop_seconds != nullptr)
+    *options.event_loop_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - loop_start).count();
   if (options.events_processed != nullptr) *options.events_processed = sim.events_processed();
   RankReport report;
   if (options.rank_report != nullptr || choose_later) {

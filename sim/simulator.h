@@ -56,8 +56,11 @@ struct RankReport {
 struct SimOptions {
   // A calibrated cluster profile replaces the analytical alpha-beta costs; null: analytical.
   const ClusterProfile* profile = nullptr;
-  // Out (optional): set to the number of engine events processed (bench/ reports events/s).
+  // Out (optional): set to the number of engine events processed, and to the wall seconds the
+  // event loop took (without checking the Program, setting up ranks or assembling the Timeline),
+  // so bench/ reports events per second of the whole call and of the engine alone.
   uint64_t* events_processed = nullptr;
+  double* event_loop_seconds = nullptr;
   // Every rank of the Program's world (true) or one representative rank (false).
   bool every_rank = false;
   // Every rank: what varies between ranks (null: nothing), and which ranks' intervals the
