@@ -18,9 +18,6 @@ namespace shardline {
 
 struct Scenario;
 
-// Packed to 4-byte alignment: 36 bytes, not 40 (a Timeline holds one per op, rank and
-// iteration; the doubles' loads are as fast on the machines this runs on).
-#pragma pack(push, 4)
 struct OpInterval {
   int op = -1;
   int rank = 0;
@@ -29,8 +26,6 @@ struct OpInterval {
   double start_us = 0;
   double end_us = 0;
 };
-#pragma pack(pop)
-static_assert(sizeof(OpInterval) == 36);
 
 struct MemorySample {
   double time_us = 0;
