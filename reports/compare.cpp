@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
+#include <optional>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -14,6 +16,7 @@
 
 #include "core/error.h"
 #include "core/json_load.h"
+#include "core/program_json.h"
 #include "core/scenario.h"
 #include "core/units.h"
 #include "reports/html.h"
@@ -138,7 +141,38 @@ MeasuredSpread measured_spread(const Timeline& measured, double predicted_step_u
 }
 }  // namespace
 
-Comparison compare_timelines(const Timeline& predicted, const Timeline& measured, double tolerance) {
+std::vector<double> collective_wait_per_rank_us(const Timeline& t, const std::vector<GroupInfo>& groups, int iteration) {
+  const size_t n = t.ops.size();
+  // start[rank * n + op]: NaN where the rank has no interval for it.
+  std::vector<double> start(static_cast<size_t>(t.ranks) * n, std::numeric_limits<double>::quiet_NaN());
+  for (const OpInterval& iv : t.intervals)
+    if (iv.iteration == iteration && iv.rank >= 0 && iv.rank < t.ranks && iv.op >= 0 && static_cast<size_t>(iv.op) < n)
+      start[static_cast<size_t>(iv.rank) * n + static_cast<size_t>(iv.op)] = iv.start_us;
+  std::vector<double> wait(static_cast<size_t>(t.ranks), 0.0);
+  for (size_t op = 0; op < n; ++op) {
+    if (!is_collective(t.ops[op].kind)) continue;
+    const size_t g = static_cast<size_t>(t.ops[op].group);
+    if (g >= groups.size()) throw InputError("program.groups", "op " + std::to_string(op) + " names group " + std::to_string(g) + ", which the table does not have");
+    const GroupInfo& group = groups[g];
+    if (group.size <= 1) continue;
+    if (t.ranks % group.block() != 0)
+      throw InputError("program.groups", "group \"" + group.name + "\" (" + std::to_string(group.size) + " ranks, stride " +
+                                             std::to_string(group.stride) + ") does not tile the timeline's " + std::to_string(t.ranks) + " ranks");
+    for (int r = 0; r < t.ranks; ++r) {
+      const double mine = start[static_cast<size_t>(r) * n + op];
+      if (std::isnan(mine)) continue;
+      double last = mine;
+      for (int k = 0; k < group.size; ++k) {
+        const double theirs = start[static_cast<size_t>(group.member(r, k)) * n + op];
+        if (!std::isnan(theirs)) last = std::max(last, theirs);
+      }
+      wait[static_cast<size_t>(r)] += last - mine;
+    }
+  }
+  return wait;
+}
+
+Comparison compare_timelines(const Timeline& predicted, const Timeline& measured, double tolerance, const std::vector<GroupInfo>* groups) {
   check_complete(predicted, "predicted", /*subset_ok=*/true);
   check_complete(measured, "measured", false);
   if (predicted.ops.size() != measured.ops.size())
@@ -169,6 +203,8 @@ Comparison compare_timelines(const Timeline& predicted, const Timeline& measured
   c.measured_spread = measured_spread(measured, c.predicted.step_time_us);
   // A representative prediction stands for every rank; an every-rank one for the ranks it holds.
   const std::vector<int> predicted_holds = ranks_held(predicted);
+  std::vector<double> waits;
+  if (groups != nullptr) waits = collective_wait_per_rank_us(measured, *groups, mw.iteration);
   for (int r = 0; r < measured.ranks; ++r) {
     const int pr = predicted.ranks == 1 ? 0 : r;
     if (!std::binary_search(predicted_holds.begin(), predicted_holds.end(), pr)) continue;
@@ -177,6 +213,7 @@ Comparison compare_timelines(const Timeline& predicted, const Timeline& measured
     rc.predicted_step_us = compute_metrics(predicted, pr, pw.iteration).step_time_us;
     rc.measured_step_us = compute_metrics(measured, r, mw.iteration).step_time_us;
     rc.error = rc.measured_step_us > 0 ? (rc.predicted_step_us - rc.measured_step_us) / rc.measured_step_us : 0;
+    if (!waits.empty()) rc.measured_wait_us = waits[static_cast<size_t>(r)];
     c.by_rank.push_back(rc);
   }
   const Throughput& pt = c.predicted.throughput;
@@ -230,9 +267,11 @@ Comparison compare_timelines(const Timeline& predicted, const Timeline& measured
 namespace {
 nlohmann::json by_rank_json(const Comparison& c) {
   nlohmann::json ranks = nlohmann::json::array();
-  for (const RankComparison& r : c.by_rank)
+  for (const RankComparison& r : c.by_rank) {
     ranks.push_back({{"rank", r.rank}, {"predicted_step_time_us", r.predicted_step_us},
                      {"measured_step_time_us", r.measured_step_us}, {"step_error", r.error}});
+    if (r.measured_wait_us) ranks.back()["measured_collective_wait_us"] = *r.measured_wait_us;
+  }
   return ranks;
 }
 }  // namespace
@@ -310,10 +349,13 @@ std::string comparison_table(const Comparison& c) {
   for (const auto& row : throughput_rows(c)) o << pad(row[0], 22) << pad(row[1], 14) << pad(row[2], 14) << row[3] << "\n";
   o << "\n" << spread_line(c) << "\n\n";
   if (c.by_rank.size() > 1) {
-    o << "step time per rank (us):\n" << pad("rank", 8) << pad("predicted", 14) << pad("measured", 14) << "error\n";
+    const bool waits = c.by_rank.front().measured_wait_us.has_value();
+    o << "step time per rank (us):\n" << pad("rank", 8) << pad("predicted", 14) << pad("measured", 14)
+      << (waits ? pad("error", 10) + "measured waiting in collectives (for the last member)" : "error") << "\n";
     for (size_t k = 0; k < c.by_rank.size() && k < 16; ++k) {
       const RankComparison& r = c.by_rank[k];
-      o << pad(std::to_string(r.rank), 8) << pad(us(r.predicted_step_us), 14) << pad(us(r.measured_step_us), 14) << pct(r.error) << "\n";
+      o << pad(std::to_string(r.rank), 8) << pad(us(r.predicted_step_us), 14) << pad(us(r.measured_step_us), 14)
+        << (r.measured_wait_us ? pad(pct(r.error), 10) + us(*r.measured_wait_us) : pct(r.error)) << "\n";
     }
     if (c.by_rank.size() > 16) o << "  ... " << c.by_rank.size() - 16 << " more ranks in compare.json\n";
     o << "\n";
@@ -398,7 +440,20 @@ Comparison compare_run_dirs(const std::string& predicted_dir, const std::string&
                             double tolerance) {
   const Timeline predicted = read_timeline_dir(predicted_dir, "PREDICTED_DIR");
   const Timeline measured = read_timeline_dir(measured_dir, "MEASURED_DIR");
-  Comparison c = compare_timelines(predicted, measured, tolerance);
+  // The measured run's group table, for each rank's waiting inside collectives (exec writes
+  // program.json beside its timeline). Stated only when the timeline holds the Program's whole
+  // world: a folder without program.json, or one rank of a prediction, compares without it.
+  std::optional<std::vector<GroupInfo>> groups;
+  const std::filesystem::path program_path = std::filesystem::path(measured_dir) / "program.json";
+  if (std::filesystem::is_regular_file(program_path)) {
+    try {
+      Program program = program_from_json(load_json_file(program_path.string(), "MEASURED_DIR", kMaxOutputJsonBytes));
+      if (program.world_size == measured.ranks) groups = std::move(program.groups);
+    } catch (const InputError& e) {
+      throw InputError("MEASURED_DIR", "\"" + program_path.string() + "\": " + e.what());
+    }
+  }
+  Comparison c = compare_timelines(predicted, measured, tolerance, groups ? &*groups : nullptr);
   write_output_folder(out_dir,
                       {{"compare.json", [&] { return comparison_to_json(c).dump(2) + "\n"; }},
                        {"compare.html", [&] { return comparison_html(c, predicted, measured); }}},

@@ -15,6 +15,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "core/metrics.h"
+#include "core/program.h"
 #include "core/timeline.h"
 
 namespace shardline {
@@ -60,6 +61,11 @@ struct RankComparison {
   int rank = 0;
   double predicted_step_us = 0, measured_step_us = 0;
   double error = 0;  // (predicted - measured) / measured
+  // Measured, the reported iteration: the time this rank spent inside collectives waiting for the
+  // last member of its group to get there (summed over collectives). Known when the measured
+  // Program's group table is (the folder's program.json): a rank that drifts behind makes the
+  // others wait, which a one-rank prediction cannot show.
+  std::optional<double> measured_wait_us;
 };
 
 struct Comparison {
@@ -84,7 +90,15 @@ struct Comparison {
 // Throws InputError("timelines", ...) when the two timelines do not describe the same Program
 // (op count, kinds and names must match), or when either is incomplete: compare needs every op
 // recorded once per rank and iteration (ranks x iterations x ops intervals).
-Comparison compare_timelines(const Timeline& predicted, const Timeline& measured, double tolerance = 0.10);
+// `groups`: the measured Program's group table (Program::groups), for each rank's waiting inside
+// collectives; null: not known.
+Comparison compare_timelines(const Timeline& predicted, const Timeline& measured, double tolerance = 0.10,
+                             const std::vector<GroupInfo>* groups = nullptr);
+
+// Per rank of `t`, in `iteration`: the time it waited inside collectives for the last member of
+// its group (Op::group indexes `groups`) to start the same collective. Ranks whose group has a
+// member without an interval are given what the members it has say.
+std::vector<double> collective_wait_per_rank_us(const Timeline& t, const std::vector<GroupInfo>& groups, int iteration);
 
 nlohmann::json comparison_to_json(const Comparison& c);
 // The terminal report.
@@ -92,7 +106,8 @@ std::string comparison_table(const Comparison& c);
 // The self-contained HTML page: summary, per-kind errors, worst ops, predicted over measured.
 std::string comparison_html(const Comparison& c, const Timeline& predicted, const Timeline& measured);
 
-// Reads DIR/timeline.json of both folders, compares, writes OUT_DIR/compare.json and
+// Reads DIR/timeline.json of both folders (and MEASURED_DIR/program.json's group table when it
+// is there: exec writes it), compares, writes OUT_DIR/compare.json and
 // OUT_DIR/compare.html (OUT_DIR is created when missing). Throws InputError naming the folder,
 // the file and the JSON key (an incomplete timeline names "iterations", "ranks" or "intervals").
 Comparison compare_run_dirs(const std::string& predicted_dir, const std::string& measured_dir, const std::string& out_dir,

@@ -105,6 +105,10 @@ TEST_F(CompareCli, ValidateRunsTheWholeLoopOnTwoRanks) {
   EXPECT_GT(c.at("measured_step_time_us").get<double>(), 0);
   EXPECT_GT(c.at("predicted_step_time_us").get<double>(), 0);
   EXPECT_EQ(c.at("measured_backend"), "mpi");
+  // exec's program.json gives the group table: each rank's waiting for the last member is stated.
+  ASSERT_EQ(c.at("by_rank").size(), 2u);
+  for (const auto& r : c.at("by_rank")) EXPECT_GE(r.at("measured_collective_wait_us").get<double>(), 0) << r;
+  EXPECT_NE(out_.find("measured waiting in collectives"), std::string::npos) << out_;
   EXPECT_TRUE(fs::exists(dir_ / "v" / "predicted" / "timeline.json"));
   EXPECT_TRUE(fs::exists(dir_ / "v" / "measured" / "timeline.json"));
   EXPECT_NE(out_.find("step time (us)"), std::string::npos) << out_;

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/schedule.h"
 #include "core/statistics.h"
 
 namespace shardline {
@@ -109,6 +110,30 @@ TEST(Compare, ComparesEveryRankThePredictionHolds) {
   EXPECT_EQ(k.by_rank[0].rank, 1);
   kept.intervals.pop_back();  // a kept rank must still be complete
   EXPECT_THROW(compare_timelines(kept, measured()), InputError);
+}
+
+// A rank that reaches a collective late makes the other members wait inside it: with the group
+// table, each rank's waiting is the time from its start to the last member's, summed.
+TEST(Compare, NamesEachRanksWaitingForTheLastMemberOfItsCollectives) {
+  Timeline m = measured();
+  for (OpInterval& iv : m.intervals)
+    if (iv.rank == 1 && iv.iteration == 1 && iv.op == 1) iv.start_us += 12;  // rank 1's all-gather starts late
+  for (OpInterval& iv : m.intervals)
+    if (iv.rank == 0 && iv.iteration == 1 && iv.op == 4) iv.start_us += 5;  // rank 0's reduce-scatter
+  const std::vector<GroupInfo> groups = fsdp_group_table(2, 1, 0);
+  const Comparison c = compare_timelines(predicted(), m, 0.1, &groups);
+  ASSERT_EQ(c.by_rank.size(), 2u);
+  ASSERT_TRUE(c.by_rank[0].measured_wait_us.has_value());
+  EXPECT_DOUBLE_EQ(*c.by_rank[0].measured_wait_us, 12);  // waited for rank 1's all-gather
+  EXPECT_DOUBLE_EQ(*c.by_rank[1].measured_wait_us, 5);   // and rank 1 for rank 0's reduce-scatter
+  EXPECT_DOUBLE_EQ(comparison_to_json(c).at("by_rank")[0].at("measured_collective_wait_us").get<double>(), 12);
+  EXPECT_NE(comparison_table(c).find("measured waiting in collectives"), std::string::npos);
+  // Groups of one rank each (a replicate-only mesh's shard groups): nobody waits for anybody.
+  const std::vector<GroupInfo> alone = fsdp_group_table(1, 2, 0);
+  EXPECT_DOUBLE_EQ(*compare_timelines(predicted(), m, 0.1, &alone).by_rank[0].measured_wait_us, 0);
+  // Without the table the waiting is not stated.
+  EXPECT_FALSE(compare_timelines(predicted(), m).by_rank[0].measured_wait_us.has_value());
+  EXPECT_EQ(comparison_table(compare_timelines(predicted(), m)).find("measured waiting"), std::string::npos);
 }
 
 TEST(Compare, StepTimeAndOverlapOnBothSides) {
