@@ -27,13 +27,16 @@ EveryRankRun simulate_every_rank(const Scenario& scenario, const Program& progra
       throw InputError("--trace-ranks", "rank " + std::to_string(r) + " is not in the world of " + std::to_string(program.world_size) + " ranks");
   const int64_t rank_ops = static_cast<int64_t>(program.world_size) * static_cast<int64_t>(program.ops.size());
   if (rank_ops > kMaxRankOps) {
-    char gb[32];
-    std::snprintf(gb, sizeof gb, "%.1f", static_cast<double>(rank_ops) * 16 / 1e9);
+    const auto gb = [](int64_t rank_ops) {  // a rank's start and end of an op: 16 bytes
+      char text[32];
+      std::snprintf(text, sizeof text, "%.1f GB", static_cast<double>(rank_ops) * 16 / 1e9);
+      return std::string(text);
+    };
     throw InputError(program_size_key(scenario),
                      "every rank is simulated (a variation, or --ranks all) and keeps its start and end of every op: " +
-                         std::to_string(program.world_size) + " ranks x " + std::to_string(program.ops.size()) + " ops is " + gb +
-                         " GB; at most " + std::to_string(kMaxRankOps / 1'000'000) +
-                         " million rank-ops (3.2 GB): make fewer ops or ranks, or simulate one representative rank (--ranks one, without a variation)");
+                         std::to_string(program.world_size) + " ranks x " + std::to_string(program.ops.size()) + " ops is " +
+                         gb(rank_ops) + "; at most " + std::to_string(kMaxRankOps / 1'000'000) + " million rank-ops (" +
+                         gb(kMaxRankOps) + "): make fewer ops or ranks, or simulate one representative rank (--ranks one, without a variation)");
   }
   SimOptions symmetric = options;
   symmetric.every_rank = false;

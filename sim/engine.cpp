@@ -68,15 +68,19 @@ void Engine::remove_at(size_t i) {
   else sift_down(i, last);
 }
 
-void Engine::schedule_at(double time_us, int kind, int target, uint64_t version) {
-  const Event e = make_event(time_us, kind, target, version);
-  if (time_us == now_us_) {
+// An event at the current time joins the now-queue (a timer's leaves its timer idle); any other
+// goes into the heap.
+void Engine::enqueue(Event e) {
+  if (e.time_us == now_us_) {
+    e.timer = -1;
     now_.push_back(e);
     return;
   }
   heap_.push_back(e);
   sift_up(heap_.size() - 1, e);
 }
+
+void Engine::schedule_at(double time_us, int kind, int target, uint64_t version) { enqueue(make_event(time_us, kind, target, version)); }
 
 int Engine::add_timer() {
   timer_at_.push_back(kIdle);
@@ -94,13 +98,8 @@ void Engine::set_timer(int timer, double time_us, int kind, int target, uint64_t
     timer_at_[static_cast<size_t>(timer)] = kIdle;
     remove_at(at);
   }
-  if (time_us == now_us_) {
-    now_.push_back(e);
-    return;
-  }
   e.timer = timer;
-  heap_.push_back(e);
-  sift_up(heap_.size() - 1, e);
+  enqueue(e);
 }
 
 bool Engine::pop(Event& out) {

@@ -49,6 +49,7 @@ class Engine {
   void sift_up(size_t i, const Event& e);   // places e at i or above
   void sift_down(size_t i, const Event& e); // places e at i or below
   void remove_at(size_t i);
+  void enqueue(Event e);
 
   std::vector<Event> heap_;  // 4-ary min-heap on (time_us, seq)
   std::vector<Event> now_;   // events at now_us_, in sequence order, from now_head_ on

@@ -513,13 +513,14 @@ class Simulation {
     return touched;
   }
 
-  // (Re)schedules the end of every running compute op / live flow at its current projection;
-  // older events for them carry older versions and are ignored.
+  // (Re)schedules the end of every running compute op / live flow at its current projection. A
+  // compute end is its stream's timer, moved in place; a flow's older end events carry older
+  // versions and are ignored.
   void schedule_compute(RankState& r) {
     for (int i = 0; i < r.compute.running_count(); ++i) schedule_compute_end(r, i);
   }
-  // A compute op's end moves each time collectives start or stop on its rank: it is the stream's
-  // timer, re-armed in place (no stale event left in the queue).
+  // A compute op's end moves each time collectives start or stop on its rank (no stale event left
+  // in the queue).
   void schedule_compute_end(RankState& r, int running) {
     const int op = r.compute.running_op(running);
     int& timer = r.compute_timer[static_cast<int>(program_.ops[op].stream)];
