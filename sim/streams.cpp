@@ -1,10 +1,8 @@
 #include "sim/streams.h"
 
-#include <algorithm>
 #include <cstring>
 #include <cstdio>
 #include <cstdlib>
-#include <span>
 #include <string>
 
 #include "core/error.h"
