@@ -34,11 +34,20 @@ int stream_of(CollectiveKind k) {
 
 constexpr int kWidth = 4;  // float32 payloads
 
-// Each measured op reads and writes the next unused stretch of two pools of at least this many
+// Each measured copy reads and writes the next unused stretch of two pools of at least this many
 // bytes, so a repetition never finds its data in cache from the previous one. A real step's
 // ops touch distinct buffers (exec/plan.h); cache-hot repetitions measured copies about twice
 // as fast as a step runs them on this project's 2-core machine.
 constexpr int64_t kColdPoolBytes = int64_t{64} << 20;
+
+// Collectives cycle over at most this many fixed slots of the pools, and every slot is used once
+// unmeasured before a point is measured. A step runs each collective on the same buffers every
+// iteration, after warm-up iterations; a buffer that a collective has never used can cost far
+// more: on a 2-vCPU AMD EPYC VM with Open MPI 4.1 (shared memory with CMA single copy), a 3 MiB
+// all-gather over 2 ranks took 2.3-2.9 ms on a buffer's first use and 0.45-0.7 ms on its later
+// uses, also with 128 MiB of slots (no cache reuse), while a step ran it in 0.6-1.1 ms.
+// Calibrating on never-used stretches predicted that step 2x too slow.
+constexpr int64_t kCollectiveSlots = 16;
 
 // One backend with a communicator per collective stream for contiguous groups of `group_size`,
 // and an input and an output pool of max(`buffer_bytes`, kColdPoolBytes) each.
@@ -63,18 +72,27 @@ class Bench {
     b_->release(out_);
   }
   Backend& backend() { return *b_; }
+  int warmup() const { return warmup_; }
+  // How many slots collectives of `bytes` cycle over (kCollectiveSlots at most, as many as the
+  // pools hold): the unmeasured uses a point needs first.
+  int collective_slots(int64_t bytes) const {
+    return static_cast<int>(std::clamp<int64_t>(pool_bytes_ / page_aligned(bytes), 1, kCollectiveSlots));
+  }
 
   // Repetitions of one pass of `nops` ops: `enqueue` issues them, `measure` reads this rank's
   // value once the streams drained; each repetition keeps the max over ranks.
-  std::vector<double> repeat(int nops, const std::function<void()>& enqueue, const std::function<double()>& measure) {
+  // `warmup`: unmeasured repetitions (default: the --warmup option).
+  std::vector<double> repeat(int nops, const std::function<void()>& enqueue, const std::function<double()>& measure,
+                             int warmup = -1) {
+    if (warmup < 0) warmup = warmup_;
     std::vector<double> values;
-    for (int r = 0; r < warmup_ + reps_; ++r) {
+    for (int r = 0; r < warmup + reps_; ++r) {
       b_->begin_pass(++pass_, nops);
       host_.barrier(HostWait::Polling);
       enqueue();
       b_->synchronize();
       const double worst = host_.max_over_ranks(measure(), HostWait::Polling);
-      if (r >= warmup_) values.push_back(worst);
+      if (r >= warmup) values.push_back(worst);
     }
     return values;
   }
@@ -88,7 +106,7 @@ class Bench {
     const int s = stream_of(kind);
     const int n = group_size_;
     CollectiveArgs a;
-    const int64_t at = next_offset(size_bytes);
+    const int64_t at = next_collective_offset(size_bytes);
     a.in = static_cast<char*>(in_) + at;
     a.out = static_cast<char*>(out_) + at;
     a.width = kWidth;
@@ -129,13 +147,26 @@ class Bench {
   int64_t next_offset(int64_t bytes) {
     if (cursor_ + bytes > pool_bytes_) cursor_ = 0;
     const int64_t at = cursor_;
-    cursor_ += (bytes + 4095) / 4096 * 4096;
+    cursor_ += page_aligned(bytes);
     return at;
   }
 
+  // The slot the next collective of `bytes` uses: its size's slots in turn, page aligned.
+  int64_t next_collective_offset(int64_t bytes) {
+    if (bytes != slot_bytes_) {
+      slot_bytes_ = bytes;
+      slot_ = 0;
+    }
+    return (slot_++ % collective_slots(bytes)) * page_aligned(bytes);
+  }
+  static int64_t page_aligned(int64_t bytes) { return (bytes + 4095) / 4096 * 4096; }
+
+ private:
   std::unique_ptr<Backend> b_;
   int64_t pool_bytes_ = 0;
   int64_t cursor_ = 0;
+  int64_t slot_bytes_ = -1;
+  int64_t slot_ = 0;
   const HostComm& host_;
   int group_size_;
   int warmup_, reps_;
@@ -185,7 +216,11 @@ CollectiveTable measure_collective_table(Bench& bench, CollectiveKind kind, int 
   t.kind = kind;
   t.group_size = group_size;
   for (int64_t s : sizes) {
-    std::vector<double> samples = bench.repeat(1, [&] { bench.collective(0, kind, s); }, [&] { return bench.duration_us(0); });
+    // Every slot once unmeasured (and at least --warmup repetitions), as a step's warm-up
+    // iterations use its buffers before the measured ones.
+    std::vector<double> samples = bench.repeat(
+        1, [&] { bench.collective(0, kind, s); }, [&] { return bench.duration_us(0); },
+        std::max(bench.warmup(), bench.collective_slots(s)));
     const double us = median(samples);
     t.sizes_bytes.push_back(s);
     t.times_us.push_back(std::max(us, 1e-3));
