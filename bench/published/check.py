@@ -1,14 +1,16 @@
 #!/usr/bin/env python3
-"""Published-runs check: simulates every row of bench/published/runs.json (public measured FSDP
-training runs) with `shardline simulate` and prints predicted vs published tokens/s per GPU and MFU,
-with the error, then the median, p90 and worst absolute error of the fit rows and of the check rows
-separately, and whether every published run is predicted to fit in its GPU's memory (they ran).
+"""Published-runs check: simulates every row of bench/published/runs.json (llm-foundry's public
+measured FSDP training runs) and of bench/published/torchtitan.json (torchtitan's FSDP2 runs,
+independent check rows that no parameter is fitted on) with `shardline simulate` and prints
+predicted vs published tokens/s per GPU and MFU, with the error, then the median, p90 and worst
+absolute error of the fit, check and independent rows separately, and whether every published
+run is predicted to fit in its GPU's memory (they ran).
 
-    bench/published/check.py [--binary build/release/cli/shardline] [--rows check|fit|all]
+    bench/published/check.py [--binary build/release/cli/shardline] [--rows check|fit|independent|all]
                              [--gate] [--json OUT] [--set PATH=VALUE ...]
 
---gate exits 1 when the check rows miss a gated target (GATED below), a run is predicted not to
-fit or a row fails to simulate; CTest runs it that way. --set applies a scenario override to every row (e.g. to try a GPU
+--gate exits 1 when the check rows miss a gated target (GATED below), a run (of any split) is
+predicted not to fit or a row fails to simulate; CTest runs it that way. --set applies a scenario override to every row (e.g. to try a GPU
 parameter); bench/published/fit.py uses it. Only the Python standard library is needed.
 """
 import argparse
@@ -36,6 +38,8 @@ PRESETS = {"h100_80gb": "h100-sxm-dgx", "a100_80gb": "a100-80gb-roce", "a100_40g
 
 def scenario_of(row, models):
     """The shardline scenario a published row becomes (docs: bench/published/README.md)."""
+    if "torchtitan" in row:
+        return torchtitan_scenario_of(row, row["torchtitan"])
     m = models[row["model"]]
     gpus = row["gpus"]
     # Composer's FSDP mixed precision: DEFAULT reduces in fp32, PURE in the 16-bit dtype
@@ -68,6 +72,32 @@ def scenario_of(row, models):
             "optimizer_bytes_per_param": 8, "micro_batches": row["grad_accum"], "grad_sync": "every",
         },
         # They ran: judged against the whole GPU, no extra margin.
+        "run": {"memory_margin": 0},
+    }
+
+
+def torchtitan_scenario_of(row, data):
+    """A torchtitan row (torchtitan.json): a Llama model under FSDP2 with torchtitan's defaults."""
+    m = data["models"][row["model"]]
+    shape = {k: m[k] for k in ("layers", "hidden", "ffn_hidden", "heads", "kv_heads", "vocab")}
+    return {
+        "name": row["id"],
+        "description": f"torchtitan {row['model']}, {row['table']} row {row['table_row']}",
+        "model": {
+            "name": row["model"],
+            "transformer": dict(shape, seq_len=row["seq_len"], micro_batch_size=row["micro_batch_size"],
+                                activation_checkpointing=row["activation_checkpointing"], **data["architecture"]),
+        },
+        "cluster": {"preset": data["presets"][row["gpu"]], "nodes": row["gpus"] // 8},
+        "mesh": {"shard": row["gpus"], "replicate": 1},
+        # FSDP2, one unit per TransformerBlock, torchtitan's MixedPrecisionPolicy (bf16 parameters,
+        # reduce in reduce_dtype), prefetch as FSDP2's implicit defaults.
+        "policy": {
+            "comm_fusion": True, "bucket_bytes": "unit", "reshard_after_forward": True,
+            "forward_prefetch": 1, "backward_prefetch": 1,
+            "param_dtype": "bf16", "reduce_dtype": row["reduce_dtype"], "master_dtype": "fp32",
+            "optimizer_bytes_per_param": 8, "micro_batches": row["grad_accum"], "grad_sync": "every",
+        },
         "run": {"memory_margin": 0},
     }
 
@@ -113,6 +143,16 @@ def evaluate(binary, rows, models, sets, jobs=2):
     return results
 
 
+def load_torchtitan(path):
+    """torchtitan.json's rows, each carrying its file (models, architecture, presets) for
+    scenario_of. They are independent check rows: fit.py never reads them."""
+    data = load(path)
+    rows = data["rows"]
+    for r in rows:
+        r["torchtitan"] = {k: v for k, v in data.items() if k != "rows"}
+    return rows
+
+
 def quantile(values, p):
     v = sorted(values)
     if not v:
@@ -136,13 +176,19 @@ def load(path):
         return json.load(f)
 
 
+def checkpointing(row):
+    """The row's activation checkpointing mode: llm-foundry's tables give a bool, torchtitan.json a mode."""
+    ac = row["activation_checkpointing"]
+    return ac if isinstance(ac, str) else ("full" if ac else "none")
+
+
 def table_text(results):
-    lines = [f"{'row':<20} {'split':<5} {'model':>5} {'seq':>6} {'gpus':>4} {'mbs':>3} {'acc':>3} {'ckpt':>4}  "
+    lines = [f"{'row':<24} {'split':<11} {'model':>5} {'seq':>6} {'gpus':>4} {'mbs':>3} {'acc':>3} {'ckpt':>4}  "
              f"{'pred tok/s/GPU':>14} {'published':>9} {'error':>7}  {'MFU pred/pub':>12}  {'reserved/GPU mem':>16}"]
     for r in results:
         row = r["row"]
-        head = (f"{r['id']:<20} {r['split']:<5} {row['model']:>5} {row['seq_len']:>6} {row['gpus']:>4} "
-                f"{row['micro_batch_size']:>3} {row['grad_accum']:>3} {'full' if row['activation_checkpointing'] else 'none':>4}  ")
+        head = (f"{r['id']:<24} {r['split']:<11} {row['model']:>5} {row['seq_len']:>6} {row['gpus']:>4} "
+                f"{row['micro_batch_size']:>3} {row['grad_accum']:>3} {checkpointing(row):>4}  ")
         if "error" in r:
             lines.append(head + "ERROR " + r["error"])
             continue
@@ -156,7 +202,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--binary", default=os.environ.get("SHARDLINE", os.path.join(ROOT, "build/release/cli/shardline")))
     ap.add_argument("--runs", default=os.path.join(HERE, "runs.json"))
-    ap.add_argument("--rows", choices=["check", "fit", "all"], default="all")
+    ap.add_argument("--torchtitan", default=os.path.join(HERE, "torchtitan.json"))
+    ap.add_argument("--rows", choices=["check", "fit", "independent", "all"], default="all")
     ap.add_argument("--set", action="append", default=[], help="PATH=VALUE override applied to every row")
     ap.add_argument("--gate", action="store_true", help="exit 1 when a check-row target is missed or a run does not fit")
     ap.add_argument("--json", help="write the per-row results and summaries to this file")
@@ -166,16 +213,18 @@ def main():
         print(f"check.py: no shardline binary at {args.binary}", file=sys.stderr)
         return 2
     data = load(args.runs)
-    rows = [r for r in data["rows"] if args.rows == "all" or r["split"] == args.rows]
+    rows = [r for r in data["rows"] + load_torchtitan(args.torchtitan)
+            if args.rows == "all" or r["split"] == args.rows]
     results = evaluate(args.binary, rows, data["models"], args.set, args.jobs)
     print(table_text(results))
     print()
     summaries = {}
-    for split in ("fit", "check"):
+    for split in ("fit", "check", "independent"):
         if not any(r["split"] == split for r in results):
             continue
         s = summaries[split] = summary(results, split)
-        print(f"{split} rows: {s['rows']}, |error| of tokens/s/GPU: median {100 * s['median']:.1f}%, "
+        label = "independent rows (torchtitan FSDP2, never fitted)" if split == "independent" else f"{split} rows"
+        print(f"{label}: {s['rows']}, |error| of tokens/s/GPU: median {100 * s['median']:.1f}%, "
               f"p90 {100 * s['p90']:.1f}%, worst {100 * s['worst']:.1f}%; "
               f"predicted not to fit: {s['not_fitting']}; failed to simulate: {s['failed']}")
     print(f"targets (check rows): median <= {100 * TARGETS['median']:.0f}%, p90 <= {100 * TARGETS['p90']:.0f}%, "

@@ -169,6 +169,19 @@ TEST(Transformer, MptKnobsReproduceLlmFoundryParameterCounts) {
   EXPECT_EQ(s.model.units[1].backward_transient_bytes, 2 * T * (2 * h + 2 * 4 * h));
 }
 
+// The Llama shapes of bench/published/torchtitan.json (torchtitan's llama2_configs / llama3_configs:
+// SwiGLU, RMSNorm, RoPE, no biases, untied embeddings) give the released models' parameter counts.
+TEST(Transformer, TorchtitanLlamaShapesReproduceTheReleasedParameterCounts) {
+  json j = llama(40, 5120, 13824, 40, 40, "none");  // Llama 2 13B
+  j["model"]["transformer"].update({{"vocab", 32000}, {"seq_len", 4096}});
+  EXPECT_EQ(parse_scenario(j).model.total_params(), 13015864320);
+  j = llama(80, 8192, 28672, 64, 8, "full");  // Llama 2 70B (GQA, 8 kv heads)
+  j["model"]["transformer"].update({{"vocab", 32000}, {"seq_len", 4096}});
+  EXPECT_EQ(parse_scenario(j).model.total_params(), 68976648192);
+  j["model"]["transformer"].update({{"vocab", 128256}, {"seq_len", 8192}});  // Llama 3 70B
+  EXPECT_EQ(parse_scenario(j).model.total_params(), 70553706496);
+}
+
 TEST(Transformer, TiedEmbeddingsDropTheOutputWeightAndMicroBatchScales) {
   json j = llama(2, 4096, 14336, 32, 8, "full");
   j["model"]["transformer"]["tied_embeddings"] = true;
