@@ -107,6 +107,23 @@ void block_backward(KernelList& k, const TransformerSpec& t, const Shape& s) {
   k.memory("residual_grad_add", 3 * s.e * Th);
 }
 
+// What torchtitan's op-level selective checkpointing re-runs in a block's backward: every
+// kernel whose output it does not keep. It keeps the attention kernel's outputs and the matmuls
+// at odd positions of the block's forward order wq, wk, wv, wo, then the MLP's (SwiGLU w1, w3, w2;
+// GELU up, down), so it re-runs wk, wo and the MLP's second matmul (w3, or GELU's down), and every
+// memory-bound kernel of the forward (norms, RoPE, the activation, residual adds, dropouts).
+std::vector<Kernel> selective_op_recompute(const TransformerSpec& t, const Shape& s, const std::vector<Kernel>& forward) {
+  KernelList k(static_cast<int>(s.e));
+  k.linear_forward("wk", s.T, s.h, s.kv);
+  k.linear_forward("attention_out", s.T, s.h, s.h);
+  if (t.mlp == MlpKind::SwiGlu) k.linear_forward("mlp_up", s.T, s.h, s.f);
+  else k.linear_forward("mlp_down", s.T, s.f, s.h);
+  std::vector<Kernel> out = k.take();
+  for (const Kernel& f : forward)
+    if (f.kind == KernelKind::Memory) out.push_back(f);
+  return out;
+}
+
 void embedding_forward(KernelList& k, const TransformerSpec& t, const Shape& s) {
   const D Th = D(s.T) * D(s.h);
   k.memory("embedding_gather", 2 * s.e * Th + 8.0 * D(s.T));
@@ -174,6 +191,8 @@ UnitKernels transformer_unit_kernels(const TransformerSpec& t, TransformerPart p
     } else if (t.checkpointing == Checkpointing::Selective) {
       for (const Kernel& k : out.forward)
         if (k.kind == KernelKind::Attention) out.recompute.push_back(k);
+    } else if (t.checkpointing == Checkpointing::SelectiveOp) {
+      out.recompute = selective_op_recompute(t, s, out.forward);
     }
     for (Kernel& k : out.recompute) k.name = "recompute." + k.name;
   }

@@ -49,7 +49,10 @@ struct UnitSpec {
 // The transformer shorthand (model.transformer): the shape and the architecture knobs the
 // op-level compute model (core/kernels.h) and the memory model need. docs/scenario.md defines
 // every knob and checkpointing mode.
-enum class Checkpointing { None, Selective, Full };
+// None; Selective: Megatron-LM's core-attention recompute; SelectiveOp: torchtitan's op-level
+// policy (selective_ac_option 'op': the attention output and every other matmul output kept);
+// Full: the whole block re-run (docs/compute-model.md, "Checkpointing modes").
+enum class Checkpointing { None, Selective, SelectiveOp, Full };
 enum class MlpKind { SwiGlu, Gelu };           // SwiGLU: gate, up, down; GELU: up (ffn_hidden), down
 enum class NormKind { RmsNorm, LayerNorm };
 enum class PositionKind { Rope, Alibi, Learned };

@@ -36,7 +36,7 @@ constexpr const char* kSchema = R"json({
     "transformer": {
       "layers": "int", "hidden": "int", "ffn_hidden": "int", "heads": "int", "kv_heads": "int",
       "vocab": "int", "seq_len": "int", "micro_batch_size": "int",
-      "activation_checkpointing": "none|selective|full", "tied_embeddings": "bool",
+      "activation_checkpointing": "none|selective|selective_op|full", "tied_embeddings": "bool",
       "attention": "mha|gqa", "mlp": "swiglu|gelu", "norm": "rmsnorm|layernorm", "position": "rope|alibi|learned",
       "bias": "bool", "dropout": "number", "loss": "fp32|fused"
     },
@@ -265,6 +265,7 @@ TransformerSpec parse_transformer(const json& j, const std::string& path, const 
     t.checkpointing = as_choice<Checkpointing>(*v, o.at("activation_checkpointing"),
                                                {{"none", Checkpointing::None},
                                                 {"selective", Checkpointing::Selective},
+                                                {"selective_op", Checkpointing::SelectiveOp},
                                                 {"full", Checkpointing::Full}});
   }
   if (const json* v = o.opt("tied_embeddings")) t.tied_embeddings = as_bool(*v, o.at("tied_embeddings"));

@@ -1,5 +1,6 @@
 #include "core/transformer.h"
 
+#include <algorithm>
 #include <string>
 
 namespace shardline {
@@ -106,6 +107,18 @@ std::vector<UnitSpec> transformer_units(const TransformerSpec& t, int e) {
         block.activation_bytes = none_bytes - 4 * tokens * t.heads;
         block.backward_transient_bytes = workspace + 4 * tokens * t.heads;
         break;
+      case Checkpointing::SelectiveOp: {
+        // torchtitan's op-level policy keeps the checkpoint's input, the attention output and its
+        // log-sum-exp, and the outputs of the matmuls at odd positions: wq, wv, then SwiGLU's w1
+        // and w2 or GELU's up. The backward re-runs the rest (core/kernels.cpp), so what the
+        // policy does not keep of an uncheckpointed block's tensors is alive again then.
+        const int64_t kv = t.kv_dim(), f = t.ffn_hidden;
+        const int64_t mlp_kept = t.mlp == MlpKind::SwiGlu ? f + h : f;
+        block.activation_bytes = e * tokens * (h + h + kv + h + mlp_kept) + 4 * tokens * t.heads;
+        const int64_t kept_beyond_input = block.activation_bytes - e * tokens * h;
+        block.backward_transient_bytes = std::max<int64_t>(0, none_bytes - kept_beyond_input) + workspace;
+        break;  // a partial re-run, like selective: not `recompute_forward` (the whole forward)
+      }
       case Checkpointing::Full:
         block.activation_bytes = e * tokens * h;  // the checkpoint's input, the block input
         block.backward_transient_bytes = none_bytes + workspace;  // the forward re-run, then gradients

@@ -27,6 +27,10 @@ double transformer_recompute_flops_per_token(const Scenario& s) {
   switch (t.checkpointing) {
     case Checkpointing::None: return 0;
     case Checkpointing::Selective: return attention;
+    case Checkpointing::SelectiveOp:
+      // torchtitan's op-level policy re-runs wk, wo and the MLP's second matmul (h x f either way).
+      return 2.0 * static_cast<double>(t.layers) * static_cast<double>(t.hidden) *
+             static_cast<double>(t.kv_dim() + t.hidden + t.ffn_hidden);
     case Checkpointing::Full: {
       double block_params = 0;
       for (const UnitSpec& u : s.model.units)

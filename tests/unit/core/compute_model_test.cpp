@@ -157,6 +157,40 @@ TEST(Recompute, FullReRunsTheBlockForwardAndSelectiveTheAttention) {
   EXPECT_DOUBLE_EQ(backward_compute_us(full, full.model.units[1]), f.backward_us);
 }
 
+// torchtitan's op-level policy re-runs wk, wo and the MLP's second matmul (SwiGLU's w3, GELU's
+// down) and every memory-bound forward kernel, never the attention kernel.
+TEST(Recompute, SelectiveOpReRunsTheEvenMatmulsAndTheMemoryBoundKernels) {
+  const Scenario none = parse(scenario_json("none"));
+  const Scenario op = parse(scenario_json("selective_op"));
+  const TransformerSpec& t = *op.model.transformer;
+  const UnitKernels k = transformer_unit_kernels(t, TransformerPart::Block, 2);
+  const double T = 2048 * 2, h = 1024, kv = 256, f = 4096;
+  EXPECT_DOUBLE_EQ(flops_of(k.recompute, KernelKind::Gemm), 2 * T * h * (kv + h + f));
+  EXPECT_DOUBLE_EQ(flops_of(k.recompute, KernelKind::Attention), 0);
+  ASSERT_NE(find(k.recompute, "recompute.wk"), nullptr);
+  EXPECT_DOUBLE_EQ(find(k.recompute, "recompute.mlp_up")->flops, 2 * T * h * f);
+  size_t memory_forward = 0, memory_recompute = 0;
+  for (const Kernel& x : k.forward) memory_forward += x.kind == KernelKind::Memory;
+  for (const Kernel& x : k.recompute) memory_recompute += x.kind == KernelKind::Memory;
+  EXPECT_EQ(memory_recompute, memory_forward);
+  // Its backward lies between no checkpointing's and full checkpointing's.
+  const Scenario full = parse(scenario_json("full"));
+  const double b_none = unit_compute(none, none.model.units[1]).backward_us;
+  const double b_op = unit_compute(op, op.model.units[1]).backward_us;
+  const double b_full = unit_compute(full, full.model.units[1]).backward_us;
+  EXPECT_GT(b_op, b_none);
+  EXPECT_LT(b_op, b_full);
+  // GELU's second MLP matmul is the down projection.
+  json gelu = scenario_json("selective_op");
+  gelu["model"]["transformer"]["mlp"] = "gelu";
+  const UnitKernels g = transformer_unit_kernels(*parse(gelu).model.transformer, TransformerPart::Block, 2);
+  EXPECT_DOUBLE_EQ(find(g.recompute, "recompute.mlp_down")->flops, 2 * T * f * h);
+  EXPECT_EQ(find(g.recompute, "recompute.mlp_up"), nullptr);
+  // HFU counts those matmuls: 2 h (kv + h + f) per layer and token.
+  const Workload w = workload_of(op);
+  EXPECT_DOUBLE_EQ(w.hardware_flops_per_step, w.model_flops_per_step + 2.0 * 2 * h * (kv + h + f) * w.tokens_per_step);
+}
+
 TEST(Schedule, ATransformerStepEndsWithClippingThenTheOptimizerStepOnTheComputeStream) {
   const Scenario s = parse(scenario_json());
   const Program p = schedule(s);

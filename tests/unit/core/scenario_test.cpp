@@ -127,6 +127,16 @@ TEST(Transformer, SavedActivationsPerCheckpointingModeWithFlashAttention) {
   EXPECT_EQ(sel.activation_bytes, none_bytes - 4 * T * a);
   EXPECT_FALSE(sel.recompute_forward);
 
+  // torchtitan's op-level policy keeps the block input, wq's and wv's outputs, the attention
+  // output and log-sum-exp, and w1's and w2's outputs; the backward re-runs the rest of an
+  // uncheckpointed block's tensors.
+  const Scenario op_sac = parse_scenario(llama(2, h, f, a, 8, "selective_op"));
+  const UnitSpec& op = op_sac.model.units[1];
+  const int64_t op_kept = e * T * (h + h + kv + h + f + h) + 4 * T * a;
+  EXPECT_EQ(op.activation_bytes, op_kept);
+  EXPECT_EQ(op.backward_transient_bytes, none_bytes - (op_kept - e * T * h) + workspace);
+  EXPECT_FALSE(op.recompute_forward);  // a partial re-run, timed by its kernels
+
   const Scenario full_ckpt = parse_scenario(llama(2, h, f, a, 8, "full"));
   const UnitSpec& full = full_ckpt.model.units[1];
   EXPECT_EQ(full.activation_bytes, e * T * h);  // only the block input
@@ -227,7 +237,7 @@ TEST(Transformer, KnobsHaveDefaultsAndBadValuesNameTheAcceptedOnes) {
   expect_bad(j, "model.transformer.dropout", {"1.5", "[0, 1)"});
   j = llama(2, 4096, 14336, 32, 8, "none");
   j["model"]["transformer"]["activation_checkpointing"] = "partial";
-  expect_bad(j, "model.transformer.activation_checkpointing", {"\"partial\"", "none", "selective", "full"});
+  expect_bad(j, "model.transformer.activation_checkpointing", {"\"partial\"", "none", "selective", "selective_op", "full"});
   j = llama(2, 4096, 14336, 32, 8, "none");
   j["model"]["seq_len"] = 4096;
   expect_bad(j, "model.seq_len", {"inside model.transformer"});
