@@ -10,7 +10,8 @@ run is predicted to fit in its GPU's memory (they ran).
                              [--gate] [--json OUT] [--set PATH=VALUE ...]
 
 --gate exits 1 when the check rows miss a gated target (GATED below), a run (of any split) is
-predicted not to fit or a row fails to simulate; CTest runs it that way. --set applies a scenario override to every row (e.g. to try a GPU
+predicted not to fit, a published run that ran out of memory (torchtitan.json `out_of_memory`) is
+predicted to fit, or a row fails to simulate; CTest runs it that way. --set applies a scenario override to every row (e.g. to try a GPU
 parameter); bench/published/fit.py uses it. Only the Python standard library is needed.
 """
 import argparse
@@ -82,7 +83,7 @@ def torchtitan_scenario_of(row, data):
     shape = {k: m[k] for k in ("layers", "hidden", "ffn_hidden", "heads", "kv_heads", "vocab")}
     return {
         "name": row["id"],
-        "description": f"torchtitan {row['model']}, {row['table']} row {row['table_row']}",
+        "description": f"torchtitan {row['model']}, {row['table']} " + (f"row {row['table_row']}" if "table_row" in row else row["source"]),
         "model": {
             "name": row["model"],
             "transformer": dict(shape, seq_len=row["seq_len"], micro_batch_size=row["micro_batch_size"],
@@ -144,13 +145,29 @@ def evaluate(binary, rows, models, sets, jobs=2):
 
 
 def load_torchtitan(path):
-    """torchtitan.json's rows, each carrying its file (models, architecture, presets) for
-    scenario_of. They are independent check rows: fit.py never reads them."""
+    """torchtitan.json's rows and its runs that ran out of memory, each carrying its file
+    (models, architecture, presets) for scenario_of. They are independent check rows: fit.py
+    never reads them."""
     data = load(path)
-    rows = data["rows"]
-    for r in rows:
-        r["torchtitan"] = {k: v for k, v in data.items() if k != "rows"}
-    return rows
+    context = {k: v for k, v in data.items() if k not in ("rows", "out_of_memory")}
+    for r in data["rows"] + data.get("out_of_memory", []):
+        r["torchtitan"] = context
+    return data["rows"], data.get("out_of_memory", [])
+
+
+def check_out_of_memory(binary, runs, sets):
+    """Published runs that ran out of memory: each must be predicted not to fit. One result per run."""
+    results = []
+    for run in runs:
+        m = simulate(binary, run, None, sets)
+        res = {"id": run["id"], "source": run["source"]}
+        if "error" in m:
+            res["error"] = m["error"]
+        else:
+            res.update(fits=m["fits_memory"], peak_reserved_bytes=m["peak_reserved_bytes"],
+                       capacity_bytes=m["memory_capacity_bytes"])
+        results.append(res)
+    return results
 
 
 def quantile(values, p):
@@ -183,12 +200,12 @@ def checkpointing(row):
 
 
 def table_text(results):
-    lines = [f"{'row':<24} {'split':<11} {'model':>5} {'seq':>6} {'gpus':>4} {'mbs':>3} {'acc':>3} {'ckpt':>4}  "
+    lines = [f"{'row':<24} {'split':<11} {'model':>10} {'seq':>6} {'gpus':>4} {'mbs':>3} {'acc':>3} {'ckpt':>12}  "
              f"{'pred tok/s/GPU':>14} {'published':>9} {'error':>7}  {'MFU pred/pub':>12}  {'reserved/GPU mem':>16}"]
     for r in results:
         row = r["row"]
-        head = (f"{r['id']:<24} {r['split']:<11} {row['model']:>5} {row['seq_len']:>6} {row['gpus']:>4} "
-                f"{row['micro_batch_size']:>3} {row['grad_accum']:>3} {checkpointing(row):>4}  ")
+        head = (f"{r['id']:<24} {r['split']:<11} {row['model']:>10} {row['seq_len']:>6} {row['gpus']:>4} "
+                f"{row['micro_batch_size']:>3} {row['grad_accum']:>3} {checkpointing(row):>12}  ")
         if "error" in r:
             lines.append(head + "ERROR " + r["error"])
             continue
@@ -213,8 +230,8 @@ def main():
         print(f"check.py: no shardline binary at {args.binary}", file=sys.stderr)
         return 2
     data = load(args.runs)
-    rows = [r for r in data["rows"] + load_torchtitan(args.torchtitan)
-            if args.rows == "all" or r["split"] == args.rows]
+    torchtitan_rows, out_of_memory = load_torchtitan(args.torchtitan)
+    rows = [r for r in data["rows"] + torchtitan_rows if args.rows == "all" or r["split"] == args.rows]
     results = evaluate(args.binary, rows, data["models"], args.set, args.jobs)
     print(table_text(results))
     print()
@@ -227,6 +244,12 @@ def main():
         print(f"{label}: {s['rows']}, |error| of tokens/s/GPU: median {100 * s['median']:.1f}%, "
               f"p90 {100 * s['p90']:.1f}%, worst {100 * s['worst']:.1f}%; "
               f"predicted not to fit: {s['not_fitting']}; failed to simulate: {s['failed']}")
+    oom = check_out_of_memory(args.binary, out_of_memory, args.set) if args.rows in ("all", "independent") else []
+    for r in oom:
+        verdict = ("ERROR " + r["error"]) if "error" in r else (
+            f"predicted {r['peak_reserved_bytes'] / 2**30:.1f} of {r['capacity_bytes'] / 2**30:.1f} GiB: "
+            + ("does not fit, as published" if not r["fits"] else "FITS, but it ran out of memory"))
+        print(f"ran out of memory ({r['id']}): {verdict}")
     print(f"targets (check rows): median <= {100 * TARGETS['median']:.0f}%, p90 <= {100 * TARGETS['p90']:.0f}%, "
           f"worst <= {100 * TARGETS['worst']:.0f}%, every run fits")
     if "check" in summaries:
@@ -241,10 +264,12 @@ def main():
         s = summaries.get("check")
         missed = [k for k in GATED if s is None or not s[k] <= TARGETS[k]]
         not_fitting = sum(1 for r in results if r.get("fits") is False)
-        failed = sum(1 for r in results if "error" in r)
-        if missed or not_fitting or failed:
+        failed = sum(1 for r in results + oom if "error" in r)
+        oom_fitting = sum(1 for r in oom if r.get("fits") is True)
+        if missed or not_fitting or failed or oom_fitting:
             print(f"GATE FAILED: missed {missed or 'no target'}; {not_fitting} runs predicted not to fit; "
-                  f"{failed} failed to simulate", file=sys.stderr)
+                  f"{oom_fitting} runs that ran out of memory predicted to fit; {failed} failed to simulate",
+                  file=sys.stderr)
             return 1
         print("gate: passed")
     return 0
