@@ -58,7 +58,7 @@ double total_us(const std::vector<TimedKernel>& kernels) {
 UnitCompute unit_compute(const Scenario& s, const UnitSpec& unit) {
   assert(unit.part != TransformerPart::None && s.model.transformer);
   const UnitKernels kernels =
-      transformer_unit_kernels(*s.model.transformer, unit.part, dtype_bytes(s.policy.param_dtype));
+      transformer_unit_kernels(*s.model.transformer, unit.part, dtype_bytes(s.policy.param_dtype), unit.checkpointing);
   const double peak = peak_flops_per_s(s);
   const GpuSpec& gpu = s.cluster.gpu;
   UnitCompute out;
@@ -72,16 +72,17 @@ UnitCompute unit_compute(const Scenario& s, const UnitSpec& unit) {
 
 namespace {
 
-// For each unit, the first unit of the same transformer part (itself for the first one and for
-// explicit units): units of one part run the same kernels.
+// For each unit, the first unit of the same transformer part and checkpointing mode (itself for
+// the first one and for explicit units): such units run the same kernels.
 std::vector<size_t> representative_units(const Scenario& s) {
   std::vector<size_t> rep(s.model.units.size());
-  std::array<int, 4> first_of_part{-1, -1, -1, -1};
+  std::array<std::array<int, 4>, 4> first_of{};  // [part][checkpointing]
+  for (auto& row : first_of) row.fill(-1);
   for (size_t u = 0; u < s.model.units.size(); ++u) {
     rep[u] = u;
     const TransformerPart part = s.model.units[u].part;
     if (part == TransformerPart::None) continue;
-    int& first = first_of_part[static_cast<size_t>(part)];
+    int& first = first_of[static_cast<size_t>(part)][static_cast<size_t>(s.model.units[u].checkpointing)];
     if (first < 0) first = static_cast<int>(u);
     rep[u] = static_cast<size_t>(first);
   }

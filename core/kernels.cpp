@@ -164,6 +164,10 @@ double causal_attention_fraction(int64_t seq_len) {
 }
 
 UnitKernels transformer_unit_kernels(const TransformerSpec& t, TransformerPart part, int e) {
+  return transformer_unit_kernels(t, part, e, t.checkpointing);
+}
+
+UnitKernels transformer_unit_kernels(const TransformerSpec& t, TransformerPart part, int e, Checkpointing block_checkpointing) {
   const Shape s = shape_of(t, e);
   KernelList fwd(e), bwd(e);
   UnitKernels out;
@@ -186,12 +190,12 @@ UnitKernels transformer_unit_kernels(const TransformerSpec& t, TransformerPart p
   out.forward = fwd.take();
   out.backward = bwd.take();
   if (part == TransformerPart::Block) {
-    if (t.checkpointing == Checkpointing::Full) {
+    if (block_checkpointing == Checkpointing::Full) {
       out.recompute = out.forward;
-    } else if (t.checkpointing == Checkpointing::Selective) {
+    } else if (block_checkpointing == Checkpointing::Selective) {
       for (const Kernel& k : out.forward)
         if (k.kind == KernelKind::Attention) out.recompute.push_back(k);
-    } else if (t.checkpointing == Checkpointing::SelectiveOp) {
+    } else if (block_checkpointing == Checkpointing::SelectiveOp) {
       out.recompute = selective_op_recompute(t, s, out.forward);
     }
     for (Kernel& k : out.recompute) k.name = "recompute." + k.name;

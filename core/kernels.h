@@ -30,6 +30,9 @@ struct UnitKernels {
 // The kernels of one unit of a transformer model; `e` is the activation width in bytes.
 // Empty for TransformerPart::None.
 UnitKernels transformer_unit_kernels(const TransformerSpec& t, TransformerPart part, int e);
+// The same for a block checkpointed as `block_checkpointing` (UnitSpec::checkpointing), which
+// differs from t.checkpointing on the blocks that `checkpoint_every` leaves out.
+UnitKernels transformer_unit_kernels(const TransformerSpec& t, TransformerPart part, int e, Checkpointing block_checkpointing);
 
 // FlashAttention's share of the s x s square it computes under a causal mask: the lower
 // triangle plus the diagonal tiles (128 x 128), 0.5 x (1 + 128 / s), at most 1.

@@ -24,6 +24,11 @@ struct TensorSpec {
 enum class TransformerPart { None, Embedding, Block, Head };
 
 // What fully_shard wraps: a transformer block, the embedding, the output head.
+// None; Selective: Megatron-LM's core-attention recompute; SelectiveOp: torchtitan's op-level
+// policy (selective_ac_option 'op': the attention output and every other matmul output kept);
+// Full: the whole block re-run (docs/compute-model.md, "Checkpointing modes").
+enum class Checkpointing { None, Selective, SelectiveOp, Full };
+
 struct UnitSpec {
   std::string name;
   std::vector<TensorSpec> tensors;          // its parameters; one parameter group
@@ -37,6 +42,7 @@ struct UnitSpec {
                                             // activations, activation gradients)
   bool recompute_forward = false;           // full checkpointing: backward re-runs forward first
   TransformerPart part = TransformerPart::None;
+  Checkpointing checkpointing{};            // transformer blocks: this block's checkpointing mode
   std::optional<int64_t> bucket_bytes;      // per-unit bucket override: this unit is bucketed alone
 
   int64_t params() const {
@@ -49,10 +55,6 @@ struct UnitSpec {
 // The transformer shorthand (model.transformer): the shape and the architecture knobs the
 // op-level compute model (core/kernels.h) and the memory model need. docs/scenario.md defines
 // every knob and checkpointing mode.
-// None; Selective: Megatron-LM's core-attention recompute; SelectiveOp: torchtitan's op-level
-// policy (selective_ac_option 'op': the attention output and every other matmul output kept);
-// Full: the whole block re-run (docs/compute-model.md, "Checkpointing modes").
-enum class Checkpointing { None, Selective, SelectiveOp, Full };
 enum class MlpKind { SwiGlu, Gelu };           // SwiGLU: gate, up, down; GELU: up (ffn_hidden), down
 enum class NormKind { RmsNorm, LayerNorm };
 enum class PositionKind { Rope, Alibi, Learned };
@@ -63,6 +65,9 @@ struct TransformerSpec {
   int64_t layers = 0, hidden = 0, ffn_hidden = 0, heads = 0, kv_heads = 0, vocab = 0;
   int64_t seq_len = 0, micro_batch_size = 0;
   Checkpointing checkpointing = Checkpointing::None;
+  // Checkpointing on every k-th block only (torchtitan's selective_ac_option = 'k': blocks
+  // k-1, 2k-1, ... counting from 0), the others none; 1: every block. Only with Full.
+  int64_t checkpoint_every = 1;
   MlpKind mlp = MlpKind::SwiGlu;
   NormKind norm = NormKind::RmsNorm;
   PositionKind position = PositionKind::Rope;
@@ -72,6 +77,10 @@ struct TransformerSpec {
   LossKind loss = LossKind::Fp32;
   int64_t head_dim() const { return hidden / heads; }
   int64_t kv_dim() const { return kv_heads * head_dim(); }
+  // The checkpointing mode of block `layer` (0-based).
+  Checkpointing block_checkpointing(int64_t layer) const {
+    return (layer + 1) % checkpoint_every == 0 ? checkpointing : Checkpointing::None;
+  }
 };
 
 struct ModelSpec {

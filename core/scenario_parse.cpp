@@ -36,7 +36,7 @@ constexpr const char* kSchema = R"json({
     "transformer": {
       "layers": "int", "hidden": "int", "ffn_hidden": "int", "heads": "int", "kv_heads": "int",
       "vocab": "int", "seq_len": "int", "micro_batch_size": "int",
-      "activation_checkpointing": "none|selective|selective_op|full", "tied_embeddings": "bool",
+      "activation_checkpointing": "none|selective|selective_op|full", "checkpoint_every": "int", "tied_embeddings": "bool",
       "attention": "mha|gqa", "mlp": "swiglu|gelu", "norm": "rmsnorm|layernorm", "position": "rope|alibi|learned",
       "bias": "bool", "dropout": "number", "loss": "fp32|fused"
     },
@@ -267,6 +267,13 @@ TransformerSpec parse_transformer(const json& j, const std::string& path, const 
                                                 {"selective", Checkpointing::Selective},
                                                 {"selective_op", Checkpointing::SelectiveOp},
                                                 {"full", Checkpointing::Full}});
+  }
+  if (const json* v = o.opt("checkpoint_every")) {
+    t.checkpoint_every = as_int64(*v, o.at("checkpoint_every"), 1);
+    if (t.checkpoint_every > 1 && t.checkpointing != Checkpointing::Full)
+      throw InputError(o.at("checkpoint_every"), "checkpointing 1 block in " + std::to_string(t.checkpoint_every) +
+                                                     " needs activation_checkpointing \"full\" (torchtitan's "
+                                                     "selective layer mode checkpoints whole blocks)");
   }
   if (const json* v = o.opt("tied_embeddings")) t.tied_embeddings = as_bool(*v, o.at("tied_embeddings"));
   if (const json* v = o.opt("mlp")) t.mlp = as_choice<MlpKind>(*v, o.at("mlp"), {{"swiglu", MlpKind::SwiGlu}, {"gelu", MlpKind::Gelu}});

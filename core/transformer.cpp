@@ -95,7 +95,8 @@ std::vector<UnitSpec> transformer_units(const TransformerSpec& t, int e) {
     block.name = "layers." + std::to_string(layer);
     block.part = TransformerPart::Block;
     block.tensors = block_tensors(t);
-    switch (t.checkpointing) {
+    block.checkpointing = t.block_checkpointing(layer);
+    switch (block.checkpointing) {
       case Checkpointing::None:
         block.activation_bytes = none_bytes;
         block.backward_transient_bytes = workspace;

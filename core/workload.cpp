@@ -32,10 +32,17 @@ double transformer_recompute_flops_per_token(const Scenario& s) {
       return 2.0 * static_cast<double>(t.layers) * static_cast<double>(t.hidden) *
              static_cast<double>(t.kv_dim() + t.hidden + t.ffn_hidden);
     case Checkpointing::Full: {
+      // The checkpointed blocks (every block, or every checkpoint_every-th).
       double block_params = 0;
+      int64_t checkpointed = 0;
       for (const UnitSpec& u : s.model.units)
-        if (u.part == TransformerPart::Block) block_params += static_cast<double>(u.params());
-      return 2.0 * block_params + attention;
+        if (u.part == TransformerPart::Block && u.checkpointing == Checkpointing::Full) {
+          block_params += static_cast<double>(u.params());
+          ++checkpointed;
+        }
+      if (checkpointed == t.layers) return 2.0 * block_params + attention;
+      return 2.0 * block_params + 4.0 * static_cast<double>(checkpointed) * static_cast<double>(t.hidden) *
+                                      static_cast<double>(t.seq_len);
     }
   }
   return 0;

@@ -1,5 +1,6 @@
 #include "reports/kernel_breakdown.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include <nlohmann/json.hpp>
@@ -77,15 +78,25 @@ std::string kernel_breakdown_html(const Scenario& s, const std::vector<UnitCompu
   std::string out = "<h2>Compute per unit (predicted kernels)</h2>\n<p class=\"note\">Each kernel is timed by a roofline on " +
                     html_escape(s.cluster.gpu.name) +
                     " (docs/compute-model.md): max(FLOPs / (peak x efficiency), bytes / (HBM bandwidth x memory efficiency)) + "
-                    "launch. Per micro-batch; every block is the same. Backward lists the recomputed forward first.</p>\n";
+                    "launch. Per micro-batch; every block is the same" +
+                    std::string(s.model.transformer->checkpoint_every > 1 ? " but for its checkpointing" : "") +
+                    ". Backward lists the recomputed forward first.</p>\n";
+  const bool some_checkpointed = s.model.transformer->checkpoint_every > 1;
   const char* titles[] = {"", "embedding", "each block", "norm + output head"};
-  std::vector<bool> shown(4, false);
+  std::vector<std::string> shown;  // part and checkpointing of each table written
   for (size_t u = 0; u < s.model.units.size() && u < breakdowns.size(); ++u) {
-    const int part = static_cast<int>(s.model.units[u].part);
-    if (part == 0 || shown[part]) continue;
-    shown[part] = true;
+    const UnitSpec& unit = s.model.units[u];
+    const int part = static_cast<int>(unit.part);
+    const std::string key = std::to_string(part) + "/" + std::to_string(static_cast<int>(unit.checkpointing));
+    if (part == 0 || std::find(shown.begin(), shown.end(), key) != shown.end()) continue;
+    shown.push_back(key);
+    std::string title = titles[part];
+    if (some_checkpointed && unit.part == TransformerPart::Block)
+      title = unit.checkpointing == Checkpointing::None
+                  ? "each block not checkpointed"
+                  : "each checkpointed block (1 in " + std::to_string(s.model.transformer->checkpoint_every) + ")";
     const UnitCompute& c = breakdowns[u];
-    out += "<h3>" + std::string(titles[part]) + ": forward " + fmt("%.1f", c.forward_us) + " us, backward " + fmt("%.1f", c.backward_us) +
+    out += "<h3>" + title + ": forward " + fmt("%.1f", c.forward_us) + " us, backward " + fmt("%.1f", c.backward_us) +
            " us</h3>\n<table><tr><th>phase</th><th>kernel</th><th>kind</th><th>us</th><th>share</th><th>GFLOP</th><th>MB</th>"
            "<th>bound</th></tr>\n";
     kernel_rows(out, "forward", c.forward, c.forward_us);

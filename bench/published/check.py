@@ -87,7 +87,8 @@ def torchtitan_scenario_of(row, data):
         "model": {
             "name": row["model"],
             "transformer": dict(shape, seq_len=row["seq_len"], micro_batch_size=row["micro_batch_size"],
-                                activation_checkpointing=row["activation_checkpointing"], **data["architecture"]),
+                                activation_checkpointing=row["activation_checkpointing"],
+                                checkpoint_every=row.get("checkpoint_every", 1), **data["architecture"]),
         },
         "cluster": {"preset": data["presets"][row["gpu"]], "nodes": row["gpus"] // 8},
         "mesh": {"shard": row["gpus"], "replicate": 1},
@@ -196,7 +197,9 @@ def load(path):
 def checkpointing(row):
     """The row's activation checkpointing mode: llm-foundry's tables give a bool, torchtitan.json a mode."""
     ac = row["activation_checkpointing"]
-    return ac if isinstance(ac, str) else ("full" if ac else "none")
+    if not isinstance(ac, str):
+        return "full" if ac else "none"
+    return f"{ac}/{row['checkpoint_every']}" if row.get("checkpoint_every", 1) > 1 else ac
 
 
 def table_text(results):

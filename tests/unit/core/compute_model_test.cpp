@@ -191,6 +191,23 @@ TEST(Recompute, SelectiveOpReRunsTheEvenMatmulsAndTheMemoryBoundKernels) {
   EXPECT_DOUBLE_EQ(w.hardware_flops_per_step, w.model_flops_per_step + 2.0 * 2 * h * (kv + h + f) * w.tokens_per_step);
 }
 
+// checkpoint_every: the checkpointed blocks re-run their forward, the others do not, and HFU
+// counts the re-run of the checkpointed blocks only.
+TEST(Recompute, CheckpointEveryKthBlockReRunsOnlyThoseBlocks) {
+  json j = scenario_json("full");
+  j["model"]["transformer"]["checkpoint_every"] = 2;  // 2 layers: block 1 checkpointed, block 0 not
+  const Scenario every2 = parse(j);
+  const Scenario none = parse(scenario_json("none"));
+  const Scenario full = parse(scenario_json("full"));
+  EXPECT_DOUBLE_EQ(backward_compute_us(every2, every2.model.units[1]), backward_compute_us(none, none.model.units[1]));
+  EXPECT_DOUBLE_EQ(backward_compute_us(every2, every2.model.units[2]), backward_compute_us(full, full.model.units[2]));
+  const std::vector<UnitComputeTime> times = unit_compute_us(every2);
+  EXPECT_LT(times[1].backward_us, times[2].backward_us);
+  const Workload w = workload_of(every2);
+  const double block_params = static_cast<double>(every2.model.units[2].params());
+  EXPECT_DOUBLE_EQ(w.hardware_flops_per_step, w.model_flops_per_step + (2 * block_params + 4.0 * 1 * 1024 * 2048) * w.tokens_per_step);
+}
+
 TEST(Schedule, ATransformerStepEndsWithClippingThenTheOptimizerStepOnTheComputeStream) {
   const Scenario s = parse(scenario_json());
   const Program p = schedule(s);

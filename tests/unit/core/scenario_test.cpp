@@ -192,6 +192,28 @@ TEST(Transformer, TorchtitanLlamaShapesReproduceTheReleasedParameterCounts) {
   EXPECT_EQ(parse_scenario(j).model.total_params(), 70553706496);
 }
 
+// torchtitan's selective layer mode (selective_ac_option = '2'): a full checkpoint on every second
+// block, counting from 1, so blocks 1, 3, ... are checkpointed and 0, 2, ... keep everything.
+TEST(Transformer, CheckpointEveryKthBlockChecksOnlyThoseBlocks) {
+  const int64_t T = 8192, h = 4096, e = 2;
+  json j = llama(4, h, 14336, 32, 8, "full");
+  j["model"]["transformer"]["checkpoint_every"] = 2;
+  const Scenario s = parse_scenario(j);
+  const Scenario none = parse_scenario(llama(4, h, 14336, 32, 8, "none"));
+  for (int layer = 0; layer < 4; ++layer) {
+    const UnitSpec& b = s.model.units[1 + layer];
+    const bool checkpointed = layer % 2 == 1;
+    EXPECT_EQ(b.checkpointing, checkpointed ? Checkpointing::Full : Checkpointing::None) << layer;
+    EXPECT_EQ(b.recompute_forward, checkpointed) << layer;
+    EXPECT_EQ(b.activation_bytes, checkpointed ? e * T * h : none.model.units[1 + layer].activation_bytes) << layer;
+  }
+  j["model"]["transformer"]["activation_checkpointing"] = "selective";
+  expect_bad(j, "model.transformer.checkpoint_every", {"1 block in 2", "\"full\""});
+  j["model"]["transformer"]["activation_checkpointing"] = "full";
+  j["model"]["transformer"]["checkpoint_every"] = 0;
+  expect_bad(j, "model.transformer.checkpoint_every", {"0"});
+}
+
 TEST(Transformer, TiedEmbeddingsDropTheOutputWeightAndMicroBatchScales) {
   json j = llama(2, 4096, 14336, 32, 8, "full");
   j["model"]["transformer"]["tied_embeddings"] = true;
