@@ -70,10 +70,6 @@ UnitCompute unit_compute(const Scenario& s, const UnitSpec& unit) {
   return out;
 }
 
-namespace {
-
-// For each unit, the first unit of the same transformer part and checkpointing mode (itself for
-// the first one and for explicit units): such units run the same kernels.
 std::vector<size_t> representative_units(const Scenario& s) {
   std::vector<size_t> rep(s.model.units.size());
   std::array<std::array<int, 4>, 4> first_of{};  // [part][checkpointing]
@@ -88,8 +84,6 @@ std::vector<size_t> representative_units(const Scenario& s) {
   }
   return rep;
 }
-
-}  // namespace
 
 std::vector<UnitCompute> unit_breakdowns(const Scenario& s) {
   std::vector<UnitCompute> out(s.model.units.size());

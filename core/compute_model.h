@@ -39,8 +39,13 @@ TimedKernel time_kernel(const Kernel& kernel, const GpuSpec& gpu, double peak_fl
 // Transformer parts only (asserts unit.part != None).
 UnitCompute unit_compute(const Scenario& scenario, const UnitSpec& unit);
 
+// For each unit, the first unit of the same transformer part and checkpointing mode (itself for
+// the first one and for explicit units): such units run the same kernels.
+std::vector<size_t> representative_units(const Scenario& scenario);
+
 // Every unit's kernels (index = unit; empty for explicit units): what the report and the trace
-// show as each unit's kernel breakdown. Units of one part share their kernels (timed once).
+// show as each unit's kernel breakdown. Units of one part and checkpointing mode share their
+// kernels (timed once).
 std::vector<UnitCompute> unit_breakdowns(const Scenario& scenario);
 
 // Every unit's forward and backward (with recomputation) duration per micro-batch: what the

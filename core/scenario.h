@@ -23,12 +23,12 @@ struct TensorSpec {
 // op-level compute model (core/compute_model.h) derives its kernels from it.
 enum class TransformerPart { None, Embedding, Block, Head };
 
-// What fully_shard wraps: a transformer block, the embedding, the output head.
 // None; Selective: Megatron-LM's core-attention recompute; SelectiveOp: torchtitan's op-level
 // policy (selective_ac_option 'op': the attention output and every other matmul output kept);
 // Full: the whole block re-run (docs/compute-model.md, "Checkpointing modes").
 enum class Checkpointing { None, Selective, SelectiveOp, Full };
 
+// What fully_shard wraps: a transformer block, the embedding, the output head.
 struct UnitSpec {
   std::string name;
   std::vector<TensorSpec> tensors;          // its parameters; one parameter group

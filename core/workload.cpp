@@ -40,7 +40,6 @@ double transformer_recompute_flops_per_token(const Scenario& s) {
           block_params += static_cast<double>(u.params());
           ++checkpointed;
         }
-      if (checkpointed == t.layers) return 2.0 * block_params + attention;
       return 2.0 * block_params + 4.0 * static_cast<double>(checkpointed) * static_cast<double>(t.hidden) *
                                       static_cast<double>(t.seq_len);
     }

@@ -1,6 +1,5 @@
 #include "reports/kernel_breakdown.h"
 
-#include <algorithm>
 #include <cstdio>
 
 #include <nlohmann/json.hpp>
@@ -75,21 +74,19 @@ json kernel_trace_events(const Timeline& t, const std::vector<UnitCompute>& brea
 
 std::string kernel_breakdown_html(const Scenario& s, const std::vector<UnitCompute>& breakdowns) {
   if (!s.model.transformer) return "";
+  const bool some_checkpointed = s.model.transformer->checkpoint_every > 1;
   std::string out = "<h2>Compute per unit (predicted kernels)</h2>\n<p class=\"note\">Each kernel is timed by a roofline on " +
                     html_escape(s.cluster.gpu.name) +
                     " (docs/compute-model.md): max(FLOPs / (peak x efficiency), bytes / (HBM bandwidth x memory efficiency)) + "
                     "launch. Per micro-batch; every block is the same" +
-                    std::string(s.model.transformer->checkpoint_every > 1 ? " but for its checkpointing" : "") +
+                    std::string(some_checkpointed ? " but for its checkpointing" : "") +
                     ". Backward lists the recomputed forward first.</p>\n";
-  const bool some_checkpointed = s.model.transformer->checkpoint_every > 1;
   const char* titles[] = {"", "embedding", "each block", "norm + output head"};
-  std::vector<std::string> shown;  // part and checkpointing of each table written
+  const std::vector<size_t> rep = representative_units(s);  // one table per kind of unit
   for (size_t u = 0; u < s.model.units.size() && u < breakdowns.size(); ++u) {
     const UnitSpec& unit = s.model.units[u];
     const int part = static_cast<int>(unit.part);
-    const std::string key = std::to_string(part) + "/" + std::to_string(static_cast<int>(unit.checkpointing));
-    if (part == 0 || std::find(shown.begin(), shown.end(), key) != shown.end()) continue;
-    shown.push_back(key);
+    if (part == 0 || rep[u] != u) continue;
     std::string title = titles[part];
     if (some_checkpointed && unit.part == TransformerPart::Block)
       title = unit.checkpointing == Checkpointing::None

@@ -79,5 +79,31 @@ TEST(KernelBreakdown, ReportTableListsEachPartsKernelsAndNothingForExplicitUnits
   EXPECT_EQ(kernel_breakdown_html(explicit_units, {}), "");
 }
 
+// With checkpoint_every the blocks differ: one table for the blocks left uncheckpointed (no
+// recompute kernels) and one for the checkpointed ones, and still one per other part.
+TEST(KernelBreakdown, CheckpointEveryKthBlockShowsBothKindsOfBlock) {
+  json j = json::parse(R"({
+    "name": "kb",
+    "model": {"transformer": {"layers": 4, "hidden": 512, "ffn_hidden": 2048, "heads": 4, "vocab": 1000,
+                              "seq_len": 256, "micro_batch_size": 1, "activation_checkpointing": "full",
+                              "checkpoint_every": 2}},
+    "cluster": {"preset": "a100-80gb-dgx"},
+    "mesh": {"shard": 8}
+  })");
+  const Scenario s = parse_scenario(j);
+  const std::string html = kernel_breakdown_html(s, unit_breakdowns(s));
+  size_t tables = 0;
+  for (size_t at = html.find("<h3>"); at != std::string::npos; at = html.find("<h3>", at + 1)) ++tables;
+  EXPECT_EQ(tables, 4u);
+  const size_t plain = html.find("each block not checkpointed");
+  const size_t checkpointed = html.find("each checkpointed block (1 in 2)");
+  ASSERT_NE(plain, std::string::npos);
+  ASSERT_NE(checkpointed, std::string::npos);
+  // Block 0 (not checkpointed) comes first; only the checkpointed table lists recompute kernels.
+  EXPECT_LT(plain, checkpointed);
+  EXPECT_EQ(html.substr(plain, checkpointed - plain).find("recompute."), std::string::npos);
+  EXPECT_NE(html.find("recompute.attention", checkpointed), std::string::npos);
+}
+
 }  // namespace
 }  // namespace shardline
