@@ -15,6 +15,7 @@
 
 #include "core/collective.h"
 #include "core/dtype.h"
+#include "core/huge_page_vector.h"
 #include "core/op_labels.h"
 
 namespace shardline {
@@ -167,10 +168,10 @@ struct Program {
   int64_t static_memory_bytes = 0;  // sharded params + grads + optimizer state per rank
   std::vector<std::string> units;   // unit names, forward order
   std::vector<ParamInfo> params;
-  std::vector<Op> ops;
-  OpLabels labels;                       // the ops' names (Op::label)
-  std::vector<TensorSlice> slice_lists;  // every op's slices (Op::slice_list)
-  std::vector<int> dep_ids;              // every op's dependencies, in op order (Op::deps_begin)
+  HugePageVector<Op> ops;
+  OpLabels labels;                          // the ops' names (Op::label)
+  HugePageVector<TensorSlice> slice_lists;  // every op's slices (Op::slice_list)
+  HugePageVector<int> dep_ids;                // every op's dependencies, in op order (Op::deps_begin)
 
   std::span<const TensorSlice> slices(const Op& op) const { return {slice_lists.data() + op.slice_list.begin, op.slice_list.count}; }
   std::span<TensorSlice> slices(const Op& op) { return {slice_lists.data() + op.slice_list.begin, op.slice_list.count}; }

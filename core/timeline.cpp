@@ -25,7 +25,7 @@ const std::vector<std::string> kMemoryFields = {"time_us", "bytes"};
 // The first row (in file order) that repeats the (op, rank, iteration) of an earlier row:
 // throws InputError naming it and the earlier one. Sorts row indices, so the cost follows the
 // rows present, not the ranks or iterations claimed.
-void check_no_duplicate_intervals(const std::vector<OpInterval>& intervals) {
+void check_no_duplicate_intervals(std::span<const OpInterval> intervals) {
   std::vector<size_t> order(intervals.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   auto key = [&](size_t i) { return std::tuple(intervals[i].op, intervals[i].rank, intervals[i].iteration, i); };
@@ -80,8 +80,8 @@ void set_timeline_ops(Timeline& timeline, Program&& program) {
   timeline.labels = std::move(program.labels);
   // The consumed Program's shared arrays describe ops it no longer has: release them now rather
   // than when the caller's Program goes (a million-op step's dependencies are tens of MB).
-  std::vector<int>().swap(program.dep_ids);
-  std::vector<TensorSlice>().swap(program.slice_lists);
+  HugePageVector<int>().swap(program.dep_ids);
+  HugePageVector<TensorSlice>().swap(program.slice_lists);
   for (Op& op : timeline.ops) {
     op.slice_list = {};  // a Timeline has no slice or dependency arrays
     op.deps_begin = 0;

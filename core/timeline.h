@@ -44,9 +44,9 @@ struct Timeline {
   double memory_margin = 0.1;
   Workload workload;                  // tokens, samples and FLOPs per step (default: unknown)
   MemoryReserve memory_reserve;       // allocated -> reserved estimate (default: none)
-  std::vector<Op> ops;                // metadata (slices and deps dropped)
+  HugePageVector<Op> ops;             // metadata (slices and deps dropped)
   OpLabels labels;                    // the ops' names (Op::label)
-  std::vector<OpInterval> intervals;
+  HugePageVector<OpInterval> intervals;
   std::vector<MemorySample> memory;   // in time order
 
   std::string name(const Op& op) const { return op_name(labels, op); }

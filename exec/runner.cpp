@@ -121,7 +121,7 @@ class Run {
 
   void set_stall_op(int op) { stall_op_ = op; }
 
-  std::vector<OpInterval> intervals() {
+  HugePageVector<OpInterval> intervals() {
     std::lock_guard<std::mutex> lock(mutex_);
     return intervals_;
   }
@@ -339,7 +339,7 @@ class Run {
   int draw_iteration_ = -1;  // the iteration number variation draws use in this pass
   int issued_ = 0;
   double last_origin_ = 0;
-  std::vector<OpInterval> intervals_;
+  HugePageVector<OpInterval> intervals_;
 };
 
 }  // namespace
@@ -473,7 +473,7 @@ void run_warmup_and_measured_passes(Run& run, int first_pass, const ExecOptions&
 }
 
 // Every rank's intervals on rank 0, in rank order; this rank's own on the others.
-std::vector<OpInterval> gather_intervals_to_root(const HostComm& host, const std::vector<OpInterval>& mine) {
+HugePageVector<OpInterval> gather_intervals_to_root(const HostComm& host, const HugePageVector<OpInterval>& mine) {
   std::vector<double> packed;
   packed.reserve(mine.size() * 5);
   for (const auto& iv : mine) {
@@ -482,7 +482,7 @@ std::vector<OpInterval> gather_intervals_to_root(const HostComm& host, const std
   }
   const std::vector<std::vector<double>> all = host.gather_to_root(packed);
   if (host.rank() != 0) return mine;
-  std::vector<OpInterval> intervals;
+  HugePageVector<OpInterval> intervals;
   for (int r = 0; r < host.size(); ++r)
     for (size_t k = 0; k + 4 < all[r].size(); k += 5) {
       const std::vector<double>& v = all[r];

@@ -178,11 +178,11 @@ class Simulation {
       if (r.streams.finished_count() != r.streams.op_count()) broken("simulation ended with unfinished ops", -1);
   }
 
-  std::vector<OpInterval> take_intervals() { return std::move(intervals_); }
+  HugePageVector<OpInterval> take_intervals() { return std::move(intervals_); }
   // With every span kept: the intervals of `ranks` (ascending), rank by rank.
-  std::vector<OpInterval> intervals_of(const std::vector<int>& ranks) const {
+  HugePageVector<OpInterval> intervals_of(const std::vector<int>& ranks) const {
     const size_t n = program_.ops.size();
-    std::vector<OpInterval> out;
+    HugePageVector<OpInterval> out;
     out.reserve(ranks.size() * n);
     for (int r : ranks)
       for (size_t i = 0; i < n; ++i) {
@@ -543,9 +543,9 @@ class Simulation {
   sim::MemoryTracker memory_;  // rank 0's
   std::vector<RankState> ranks_;
   std::unordered_map<uint64_t, CollectiveInstance> instances_;
-  std::vector<OpInterval> intervals_;  // per recorded rank, every op
-  std::vector<double> issue_us_;       // every span kept: each op's issue time (the same on every rank)
-  std::vector<double> spans_;          //   and each rank's start and end of it
+  HugePageVector<OpInterval> intervals_;  // per recorded rank, every op
+  HugePageVector<double> issue_us_;    // every span kept: each op's issue time (the same on every rank)
+  HugePageVector<double> spans_;       //   and each rank's start and end of it
   struct SyncRecord {
     double sync_us = 0;  // when the last member arrived and data began to move
     int last_rank = -1;  // that member
@@ -632,7 +632,7 @@ Timeline simulate_program(const Scenario& given, const Program& program, const S
     report.wait_at_op_us = sim.wait_at_op();
     if (report.wait_at_op_us.empty()) report.wait_at_op_us.assign(program.ops.size(), 0.0);
   }
-  std::vector<OpInterval> intervals;
+  HugePageVector<OpInterval> intervals;
   if (choose_later) {
     std::vector<int> chosen = options.choose_timeline_ranks(report);
     std::sort(chosen.begin(), chosen.end());

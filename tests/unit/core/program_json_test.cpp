@@ -251,7 +251,7 @@ Timeline sample_timeline() {
 TEST(TimelineJson, TimelineOpsDropSlicesAndDeps) {
   Timeline t;
   set_timeline_ops(t, sample_program());
-  const std::vector<Op>& ops = t.ops;
+  const auto& ops = t.ops;
   ASSERT_EQ(ops.size(), 4u);
   EXPECT_EQ(ops[0].slice_list.count, 0u);
   EXPECT_EQ(ops[2].deps_begin, 0u);

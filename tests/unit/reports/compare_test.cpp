@@ -26,7 +26,7 @@ Op make_op(OpLabels& labels, int id, OpKind kind, StreamId stream, std::string_v
 }
 
 // The ops of a hand-made Timeline, named in its label table.
-std::vector<Op> ops(OpLabels& labels) {
+HugePageVector<Op> ops(OpLabels& labels) {
   return {make_op(labels, 0, OpKind::CopyIn, StreamId::CopyIn, "ci u0"),
           make_op(labels, 1, OpKind::AllGather, StreamId::AllGather, "ag u0"),
           make_op(labels, 2, OpKind::Compute, StreamId::Compute, "fwd u0"),
