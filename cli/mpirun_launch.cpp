@@ -1,9 +1,11 @@
 #include "cli/mpirun_launch.h"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <csignal>
@@ -25,11 +27,19 @@ std::string self_path() {
   return self;
 }
 
+// The processors this process may run on (its affinity mask), at least 1.
+int usable_cores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (::sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
+  return 1;
+}
+
 std::vector<std::string> mpirun_command(int np, const std::string& subcommand, const std::vector<std::string>& args) {
   const char* env = std::getenv("SHARDLINE_MPIEXEC");
   std::vector<std::string> cmd{env && *env ? env : "mpirun"};
   if (geteuid() == 0) cmd.push_back("--allow-run-as-root");
-  cmd.insert(cmd.end(), {"--oversubscribe", "--bind-to", "none", "-n", std::to_string(np), self_path(), subcommand});
+  cmd.insert(cmd.end(), {"--oversubscribe", "--bind-to", mpirun_binding(np, usable_cores()), "-n", std::to_string(np), self_path(), subcommand});
   for (size_t i = 0; i < args.size(); ++i) {
     if (args[i] == "--np") {
       ++i;
@@ -144,6 +154,8 @@ void name_silent_ranks(int np, const std::string& subcommand, const std::string&
 }
 
 }  // namespace
+
+std::string mpirun_binding(int np, int cores) { return np <= cores ? "core" : "none"; }
 
 void exec_under_mpirun(int np, const std::string& subcommand, const std::vector<std::string>& args) {
   std::vector<std::string> cmd = mpirun_command(np, subcommand, args);

@@ -1,6 +1,6 @@
 // Launching a shardline subcommand under mpirun: the --np convenience flags of calibrate and
 // exec re-run their own command line under it, and validate runs calibrate and exec as steps.
-// One mpirun line for all: `mpirun --oversubscribe --bind-to none -n N <this shardline>
+// One mpirun line for all: `mpirun --oversubscribe --bind-to BINDING -n N <this shardline>
 // SUBCOMMAND ARGS`, with --allow-run-as-root as root, --np N / --np=N dropped from ARGS, and
 // SHARDLINE_MPIEXEC in place of mpirun when set.
 #pragma once
@@ -8,6 +8,14 @@
 #include <vector>
 
 namespace shardline::cli {
+
+// `--bind-to` for N ranks on a machine whose processes may run on `cores` processors: "core"
+// when every rank can own a core, as a rank owns its GPU (each rank's stream threads then share
+// that one core, which is what a calibrated mpi profile models); "none" when there are more ranks
+// than cores (they float). Unbound ranks on a 2-core machine time-slice each other's threads,
+// and a rank's copy lost about half its speed whenever the other rank's threads were busy
+// (docs/exec.md, "Binding").
+std::string mpirun_binding(int np, int cores);
 
 // Replaces this process with the mpirun command (calibrate --np); throws InputError("--np")
 // when it cannot.
