@@ -122,10 +122,7 @@ class MpiBackend final : public Backend {
 
   void wait_op(int stream, int op) override {
     const int pass = pass_.load();
-    enqueue(stream, [this, op, pass] {
-      std::unique_lock<std::mutex> lock(done_mutex_);
-      done_cv_.wait(lock, [&] { return done_[op].load(std::memory_order_acquire) >= pass; });
-    });
+    enqueue(stream, [this, op, pass] { wait_for(op, pass); });
   }
 
   void begin_op(int stream, int op) override {
@@ -139,11 +136,10 @@ class MpiBackend final : public Backend {
     const int pass = pass_.load();
     enqueue(stream, [this, op, pass] {
       times_[op].end_us = now_us();
-      {
-        std::lock_guard<std::mutex> lock(done_mutex_);
-        done_[op].store(pass, std::memory_order_release);
-      }
-      done_cv_.notify_all();
+      std::lock_guard<std::mutex> lock(done_mutex_);
+      done_[op].store(pass, std::memory_order_release);
+      for (OpWaiter* w : waiting_)
+        if (w->op == op) w->cv.notify_one();
     });
   }
 
@@ -206,9 +202,7 @@ class MpiBackend final : public Backend {
   bool op_done(int op) override { return done_[op].load(std::memory_order_acquire) >= pass_.load(); }
 
   void wait_op_host(int op) override {
-    const int pass = pass_.load();
-    std::unique_lock<std::mutex> lock(done_mutex_);
-    done_cv_.wait(lock, [&] { return done_[op].load(std::memory_order_acquire) >= pass; });
+    wait_for(op, pass_.load());
   }
 
   void synchronize() override {
@@ -232,6 +226,25 @@ class MpiBackend final : public Backend {
     bool stop = false;
     std::atomic<int> current_op{-1};
   };
+
+  // A thread waiting for an op to end (a stream's event wait, the host's wait): it gets its own
+  // condition variable, and an op's end wakes only the threads waiting for that op. One condition
+  // variable for all woke every waiting thread at every op's end; with a rank's threads bound to
+  // one core each of those wake-ups is a context switch the next op on the stream waits behind.
+  struct OpWaiter {
+    int op = -1;
+    std::condition_variable cv;
+  };
+
+  void wait_for(int op, int pass) {
+    std::unique_lock<std::mutex> lock(done_mutex_);
+    if (done_[op].load(std::memory_order_acquire) >= pass) return;
+    OpWaiter waiter;
+    waiter.op = op;
+    waiting_.push_back(&waiter);
+    waiter.cv.wait(lock, [&] { return done_[op].load(std::memory_order_acquire) >= pass; });
+    waiting_.erase(std::find(waiting_.begin(), waiting_.end(), &waiter));
+  }
 
   void enqueue(int stream, std::function<void()> fn) {
     Stream& st = stream_at(stream);
@@ -321,7 +334,7 @@ class MpiBackend final : public Backend {
   std::vector<std::atomic<int>> done_;
   std::vector<OpTimes> times_;
   std::mutex done_mutex_;
-  std::condition_variable done_cv_;
+  std::vector<OpWaiter*> waiting_;  // guarded by done_mutex_
 };
 
 }  // namespace
