@@ -268,11 +268,15 @@ class MpiBackend final : public Backend {
         st.busy = true;
       }
       fn();
+      bool idle = false;
       {
         std::lock_guard<std::mutex> lock(st.mutex);
         st.busy = false;
+        idle = st.queue.empty();
       }
-      st.idle_cv.notify_all();
+      // Only synchronize() waits on idle_cv, for an empty queue: waking it after every item would
+      // take the rank's core from this stream three times per op while the host waits.
+      if (idle) st.idle_cv.notify_all();
     }
   }
 
