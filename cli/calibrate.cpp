@@ -2,6 +2,7 @@
 // measures this machine through the exec Backend (exec/calibrate.h) on every rank of the
 // mpirun job and writes the cluster profile (core/profile.h format) from rank 0. With --np N
 // (and not already under mpirun) it launches mpirun itself. docs/calibrate.md.
+#include <sched.h>
 #include <mpi.h>  // MPI_Get_library_version, for the profile's machine field
 #include <unistd.h>
 
@@ -27,7 +28,9 @@
 namespace shardline::cli {
 namespace {
 
-// "host: CPU model, N hardware threads, MPI library" for the profile's machine field.
+// "host: CPU model, N hardware threads, rank 0 bound to K of them (or: ranks unbound), MPI
+// library" for the profile's machine field: a profile measured with bound ranks describes a run
+// with bound ranks (docs/exec.md, "Binding").
 std::string describe_machine() {
   char host[256] = {0};
   gethostname(host, sizeof host - 1);
@@ -44,8 +47,15 @@ std::string describe_machine() {
   MPI_Get_library_version(lib, &len);
   std::string mpi(lib, static_cast<size_t>(len));
   if (const size_t comma = mpi.find(','); comma != std::string::npos) mpi = mpi.substr(0, comma);
-  return std::string(host) + ": " + (cpu.empty() ? "unknown CPU" : cpu) + ", " +
-         std::to_string(std::thread::hardware_concurrency()) + " hardware threads, " + mpi;
+  const unsigned threads = std::thread::hardware_concurrency();
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  const int usable = ::sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : static_cast<int>(threads);
+  const std::string binding = usable < static_cast<int>(threads)
+                                  ? "rank 0 bound to " + std::to_string(usable) + " of them"
+                                  : std::string("ranks unbound");
+  return std::string(host) + ": " + (cpu.empty() ? "unknown CPU" : cpu) + ", " + std::to_string(threads) +
+         " hardware threads, " + binding + ", " + mpi;
 }
 
 // calibrate --from-trace DIR: the profile fitted on DIR/timeline.json (core/timeline_profile.h).
