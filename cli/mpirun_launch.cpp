@@ -155,7 +155,7 @@ void name_silent_ranks(int np, const std::string& subcommand, const std::string&
 
 }  // namespace
 
-std::string mpirun_binding(int np, int cores) { return np <= cores ? "core" : "none"; }
+std::string mpirun_binding(int np, int cores) { return np <= cores ? "core" : "core:overload-allowed"; }
 
 void exec_under_mpirun(int np, const std::string& subcommand, const std::vector<std::string>& args) {
   std::vector<std::string> cmd = mpirun_command(np, subcommand, args);

@@ -11,10 +11,10 @@ namespace shardline::cli {
 
 // `--bind-to` for N ranks on a machine whose processes may run on `cores` processors: "core"
 // when every rank can own a core, as a rank owns its GPU (each rank's stream threads then share
-// that one core, which is what a calibrated mpi profile models); "none" when there are more ranks
-// than cores (they float). Unbound ranks on a 2-core machine time-slice each other's threads,
-// and a rank's copy lost about half its speed whenever the other rank's threads were busy
-// (docs/exec.md, "Binding").
+// that one core, which is what a calibrated mpi profile models); "core:overload-allowed" when
+// there are more ranks than cores (Open MPI then places them round-robin, several to a core).
+// Unbound ranks on a 2-core machine time-slice each other's threads, and a rank's copy lost
+// about half its speed whenever the other rank's threads were busy (docs/exec.md, "Binding").
 std::string mpirun_binding(int np, int cores);
 
 // Replaces this process with the mpirun command (calibrate --np); throws InputError("--np")

@@ -31,18 +31,18 @@ add_test(NAME exec.cli.np_self_launch
                  -P ${CMAKE_CURRENT_SOURCE_DIR}/expect_run.cmake)
 set_tests_properties(exec.cli.np_self_launch PROPERTIES LABELS "exec;cli" TIMEOUT 60 ENVIRONMENT "${_env}")
 
-# --np binds each rank to a core when every rank can own one, and lets ranks float when there
-# are more ranks than the processors this process may use (taskset leaves it one). The launcher
-# is `echo`, so only the mpirun line is checked.
+# --np binds each rank to a core when every rank can own one, and shares cores among bound ranks
+# when there are more ranks than the processors this process may use (taskset leaves it one).
+# The launcher is `echo`, so only the mpirun line is checked.
 add_test(NAME exec.cli.np_binds_a_rank_per_core
          COMMAND ${CMAKE_COMMAND} "-DCMD=$<TARGET_FILE:shardline>;exec;${_scen}/host-tiny-fsdp.json;--np;1;--set;mesh.shard=1;--set;cluster.gpus_per_node=1;--out;${_out}/bind_core"
                  -DRC=0 "-DREGEX=launching: echo .*--bind-to core -n 1 "
                  -P ${CMAKE_CURRENT_SOURCE_DIR}/expect_run.cmake)
-add_test(NAME exec.cli.np_floats_ranks_beyond_cores
-         COMMAND ${CMAKE_COMMAND} "-DCMD=taskset;-c;0;$<TARGET_FILE:shardline>;exec;${_scen}/host-tiny-fsdp.json;--np;2;--out;${_out}/bind_none"
-                 -DRC=0 "-DREGEX=launching: echo .*--bind-to none -n 2 "
+add_test(NAME exec.cli.np_shares_cores_beyond_cores
+         COMMAND ${CMAKE_COMMAND} "-DCMD=taskset;-c;0;$<TARGET_FILE:shardline>;exec;${_scen}/host-tiny-fsdp.json;--np;2;--out;${_out}/bind_overload"
+                 -DRC=0 "-DREGEX=launching: echo .*--bind-to core:overload-allowed -n 2 "
                  -P ${CMAKE_CURRENT_SOURCE_DIR}/expect_run.cmake)
-set_tests_properties(exec.cli.np_binds_a_rank_per_core exec.cli.np_floats_ranks_beyond_cores
+set_tests_properties(exec.cli.np_binds_a_rank_per_core exec.cli.np_shares_cores_beyond_cores
                      PROPERTIES LABELS "exec;cli" TIMEOUT 30 ENVIRONMENT "SHARDLINE_MPIEXEC=echo")
 
 # A corrupted copy-in (op 1 of the fused FSDP program) fails the run with exit 1 naming the op.
