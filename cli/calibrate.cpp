@@ -2,7 +2,6 @@
 // measures this machine through the exec Backend (exec/calibrate.h) on every rank of the
 // mpirun job and writes the cluster profile (core/profile.h format) from rank 0. With --np N
 // (and not already under mpirun) it launches mpirun itself. docs/calibrate.md.
-#include <sched.h>
 #include <mpi.h>  // MPI_Get_library_version, for the profile's machine field
 #include <unistd.h>
 
@@ -48,9 +47,7 @@ std::string describe_machine() {
   std::string mpi(lib, static_cast<size_t>(len));
   if (const size_t comma = mpi.find(','); comma != std::string::npos) mpi = mpi.substr(0, comma);
   const unsigned threads = std::thread::hardware_concurrency();
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  const int usable = ::sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : static_cast<int>(threads);
+  const int usable = usable_cores();
   const std::string binding = usable < static_cast<int>(threads)
                                   ? "rank 0 bound to " + std::to_string(usable) + " of them"
                                   : std::string("ranks unbound");

@@ -27,14 +27,6 @@ std::string self_path() {
   return self;
 }
 
-// The processors this process may run on (its affinity mask), at least 1.
-int usable_cores() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (::sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
-  return 1;
-}
-
 std::vector<std::string> mpirun_command(int np, const std::string& subcommand, const std::vector<std::string>& args) {
   const char* env = std::getenv("SHARDLINE_MPIEXEC");
   std::vector<std::string> cmd{env && *env ? env : "mpirun"};
@@ -154,6 +146,13 @@ void name_silent_ranks(int np, const std::string& subcommand, const std::string&
 }
 
 }  // namespace
+
+int usable_cores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (::sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
+  return 1;
+}
 
 std::string mpirun_binding(int np, int cores) { return np <= cores ? "core" : "core:overload-allowed"; }
 

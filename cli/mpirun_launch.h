@@ -9,6 +9,9 @@
 
 namespace shardline::cli {
 
+// The processors this process may run on (its affinity mask), at least 1.
+int usable_cores();
+
 // `--bind-to` for N ranks on a machine whose processes may run on `cores` processors: "core"
 // when every rank can own a core, as a rank owns its GPU (each rank's stream threads then share
 // that one core, which is what a calibrated mpi profile models); "core:overload-allowed" when
