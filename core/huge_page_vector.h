@@ -28,8 +28,9 @@ struct HugePageAllocator {
   T* allocate(size_t n) {
     const size_t bytes = n * sizeof(T);
     if (bytes < kHugePageBytes) return std::allocator<T>().allocate(n);
-    void* p = ::operator new(rounded(bytes), std::align_val_t{kHugePageBytes});
-    advise_huge_pages(p, rounded(bytes));
+    const size_t size = rounded(bytes);
+    void* p = ::operator new(size, std::align_val_t{kHugePageBytes});
+    advise_huge_pages(p, size);
     return static_cast<T*>(p);
   }
   void deallocate(T* p, size_t n) noexcept {

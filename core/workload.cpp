@@ -23,10 +23,10 @@ namespace {
 // (Megatron-LM core attention) re-runs the attention scores and context.
 double transformer_recompute_flops_per_token(const Scenario& s) {
   const TransformerSpec& t = s.model.transformer.value();
-  const double attention = 4.0 * static_cast<double>(t.layers) * static_cast<double>(t.hidden) * static_cast<double>(t.seq_len);
+  const double attention_per_block = 4.0 * static_cast<double>(t.hidden) * static_cast<double>(t.seq_len);
   switch (t.checkpointing) {
     case Checkpointing::None: return 0;
-    case Checkpointing::Selective: return attention;
+    case Checkpointing::Selective: return static_cast<double>(t.layers) * attention_per_block;
     case Checkpointing::SelectiveOp:
       // torchtitan's op-level policy re-runs wk, wo and the MLP's second matmul (h x f either way).
       return 2.0 * static_cast<double>(t.layers) * static_cast<double>(t.hidden) *
@@ -40,8 +40,7 @@ double transformer_recompute_flops_per_token(const Scenario& s) {
           block_params += static_cast<double>(u.params());
           ++checkpointed;
         }
-      return 2.0 * block_params + 4.0 * static_cast<double>(checkpointed) * static_cast<double>(t.hidden) *
-                                      static_cast<double>(t.seq_len);
+      return 2.0 * block_params + static_cast<double>(checkpointed) * attention_per_block;
     }
   }
   return 0;
