@@ -18,6 +18,7 @@
 #include "core/metrics.h"
 #include "core/profile.h"
 #include "core/schedule.h"
+#include "core/timeline.h"
 #include "exec/exec.h"
 #include "reports/compare.h"
 #include "reports/every_rank.h"
@@ -54,6 +55,8 @@ int run_validate(const std::vector<std::string>& args) {
   if (!(tolerance >= 0) || !std::isfinite(tolerance))
     throw InputError("--tolerance", "must be a finite relative error >= 0, e.g. 0.10");
   if (iterations < 1) throw InputError("--iterations", "needs at least 1 measured iteration");
+  if (iterations > kMaxTimelineIterations)
+    throw InputError("--iterations", "at most " + std::to_string(kMaxTimelineIterations) + " measured iterations, got " + std::to_string(iterations));
 
   const Scenario scenario = cli.load_scenario();
   const Program program = schedule(scenario);

@@ -17,6 +17,7 @@
 #include "core/error.h"
 #include "core/json_load.h"
 #include "core/suggest.h"
+#include "core/timeline.h"
 #include "core/transformer.h"
 #include "core/units.h"
 
@@ -664,7 +665,12 @@ PolicySpec parse_policy(const json& j, const json& sch, const MeshSpec& mesh, si
 RunSpec parse_run(const json& j, const json& sch) {
   const Obj o(j, "run", sch);
   RunSpec r;
-  if (const json* v = o.opt("iterations")) r.iterations = as_int(*v, o.at("iterations"), 1);
+  if (const json* v = o.opt("iterations")) {
+    r.iterations = as_int(*v, o.at("iterations"), 1);
+    if (r.iterations > kMaxTimelineIterations)
+      throw InputError(o.at("iterations"), show(*v) + " is too large; a run measures at most " +
+                                               std::to_string(kMaxTimelineIterations) + " iterations");
+  }
   if (const json* v = o.opt("warmup")) r.warmup = as_int(*v, o.at("warmup"), 0);
   if (const json* v = o.opt("memory_margin")) {
     r.memory_margin = as_number(*v, o.at("memory_margin"));

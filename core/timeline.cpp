@@ -12,6 +12,9 @@
 
 namespace shardline {
 
+static_assert(kMaxWorldRanks <= 1 << 20 && kMaxTimelineIterations <= 1 << 10,
+              "OpInterval packs rank and iteration into 21 and 11 signed bits");
+
 using nlohmann::json;
 namespace jf = json_fields;
 
@@ -138,9 +141,11 @@ Timeline timeline_from_json(const json& j) {
   if (!is_backend_name(t.backend)) throw InputError("backend", "expected \"sim\", \"mpi\" or \"nccl\", found " + json(t.backend).dump());
   t.scenario = jf::get_string(j, "scenario", "");
   t.ranks = jf::get_int32(j, "ranks", "");
-  if (t.ranks < 1) throw InputError("ranks", "must be >= 1");
+  if (t.ranks < 1 || t.ranks > kMaxWorldRanks)
+    throw InputError("ranks", "must be in [1, " + std::to_string(kMaxWorldRanks) + "], found " + std::to_string(t.ranks));
   t.iterations = jf::get_int32(j, "iterations", "");
-  if (t.iterations < 1) throw InputError("iterations", "must be >= 1");
+  if (t.iterations < 1 || t.iterations > kMaxTimelineIterations)
+    throw InputError("iterations", "must be in [1, " + std::to_string(kMaxTimelineIterations) + "], found " + std::to_string(t.iterations));
   t.reported_iteration = jf::get_int32(j, "reported_iteration", "");
   if (t.reported_iteration < 0 || t.reported_iteration >= t.iterations) throw InputError("reported_iteration", "must be in [0, " + std::to_string(t.iterations) + ")");
   t.scale = jf::get_number(j, "scale", "");
@@ -176,14 +181,16 @@ Timeline timeline_from_json(const json& j) {
     if (row.size() != kIntervalFields.size()) throw InputError(path, "expected " + std::to_string(kIntervalFields.size()) + " values (op, rank, iteration, issue_us, start_us, end_us), found " + std::to_string(row.size()));
     OpInterval iv;
     iv.op = jf::as_int32(row[0], jf::index_path(path, 0));
-    iv.rank = jf::as_int32(row[1], jf::index_path(path, 1));
-    iv.iteration = jf::as_int32(row[2], jf::index_path(path, 2));
+    const int rank = jf::as_int32(row[1], jf::index_path(path, 1));
+    const int iteration = jf::as_int32(row[2], jf::index_path(path, 2));
     iv.issue_us = jf::as_number(row[3], jf::index_path(path, 3));
     iv.start_us = jf::as_number(row[4], jf::index_path(path, 4));
     iv.end_us = jf::as_number(row[5], jf::index_path(path, 5));
     if (iv.op < 0 || iv.op >= num_ops) throw InputError(jf::index_path(path, 0), "op " + std::to_string(iv.op) + " is not in [0, " + std::to_string(num_ops) + ")");
-    if (iv.rank < 0 || iv.rank >= t.ranks) throw InputError(jf::index_path(path, 1), "rank " + std::to_string(iv.rank) + " is not in [0, " + std::to_string(t.ranks) + ")");
-    if (iv.iteration < 0 || iv.iteration >= t.iterations) throw InputError(jf::index_path(path, 2), "iteration " + std::to_string(iv.iteration) + " is not in [0, " + std::to_string(t.iterations) + ")");
+    if (rank < 0 || rank >= t.ranks) throw InputError(jf::index_path(path, 1), "rank " + std::to_string(rank) + " is not in [0, " + std::to_string(t.ranks) + ")");
+    if (iteration < 0 || iteration >= t.iterations) throw InputError(jf::index_path(path, 2), "iteration " + std::to_string(iteration) + " is not in [0, " + std::to_string(t.iterations) + ")");
+    iv.rank = rank;  // in range of the packed fields: ranks <= kMaxWorldRanks, iterations <= kMaxTimelineIterations
+    iv.iteration = iteration;
     // Times count from the step origin: the simulator's 0, or the pass start read on rank 0's
     // clock. So nothing on rank 0 (the only rank a predicted timeline carries) is negative. The
     // other ranks' clocks are aligned to rank 0's only within the alignment error, so their times

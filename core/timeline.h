@@ -18,14 +18,20 @@ namespace shardline {
 
 struct Scenario;
 
+// The most iterations a timeline holds (a measured run's; a prediction has one).
+inline constexpr int kMaxTimelineIterations = 1024;
+
+// When one op ran on one rank in one iteration. Rank and iteration share one word, so an
+// interval is 32 bytes: a timeline holds one per op and rank, millions of them.
 struct OpInterval {
   int op = -1;
-  int rank = 0;
-  int iteration = 0;
-  double issue_us = 0;  // when the host issued it
+  int rank : 21 = 0;       // < kMaxWorldRanks (2^20)
+  int iteration : 11 = 0;  // < kMaxTimelineIterations
+  double issue_us = 0;     // when the host issued it
   double start_us = 0;
   double end_us = 0;
 };
+static_assert(sizeof(OpInterval) == 32, "an interval per op and rank: keep it 32 bytes");
 
 struct MemorySample {
   double time_us = 0;

@@ -549,6 +549,9 @@ ImportResult map_traces_to_program(const std::vector<KinetoTrace>& traces, const
     throw InputError("TRACE", "no profiler step matches the scenario's Program on every rank (" + why + ")");
   }
 
+  if (report.steps.size() > static_cast<size_t>(kMaxTimelineIterations))
+    throw InputError("TRACE", "the traces match " + std::to_string(report.steps.size()) + " profiler steps; a timeline holds at most " +
+                                  std::to_string(kMaxTimelineIterations) + " (profile fewer steps)");
   Timeline& t = result.timeline;
   t.source = "measured";
   t.backend = "nccl";

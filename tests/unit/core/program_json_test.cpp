@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/scenario.h"
 #include "core/schedule.h"
 #include "core/timeline.h"
 
@@ -299,6 +300,33 @@ TEST(TimelineJson, FilesWithoutWorkloadOrReserveReadAsUnknown) {
   EXPECT_EQ(back.memory_reserve.fixed_bytes, 0);
   EXPECT_EQ(back.memory_reserve.fragmentation, 0);
   EXPECT_EQ(back.intervals.size(), 2u);
+}
+
+// An interval packs its rank and iteration into one word: the largest of each a mesh and a run
+// can have read back exactly, and a file naming more is refused (not wrapped to a small rank).
+TEST(TimelineJson, IntervalsHoldTheLargestRankAndIterationAndRefuseMore) {
+  const json good = timeline_to_json(sample_timeline());
+  json j = good;
+  j["ranks"] = kMaxWorldRanks;
+  j["iterations"] = kMaxTimelineIterations;
+  j["reported_iteration"] = kMaxTimelineIterations - 1;
+  j["intervals"][1][1] = kMaxWorldRanks - 1;
+  j["intervals"][1][2] = kMaxTimelineIterations - 1;
+  const Timeline back = timeline_from_json(j);
+  EXPECT_EQ(back.intervals[1].rank, kMaxWorldRanks - 1);
+  EXPECT_EQ(back.intervals[1].iteration, kMaxTimelineIterations - 1);
+  EXPECT_EQ(back.intervals[0].rank, 0);
+  EXPECT_EQ(timeline_to_json(back), j);
+
+  j = good;
+  j["intervals"][1][1] = (1 << 21) + 1;  // would wrap to rank 1 in 21 bits
+  EXPECT_EQ(error_path([&] { timeline_from_json(j); }), "intervals[1][1]");
+  j = good;
+  j["ranks"] = kMaxWorldRanks + 1;
+  EXPECT_EQ(error_path([&] { timeline_from_json(j); }), "ranks");
+  j = good;
+  j["iterations"] = kMaxTimelineIterations + 1;
+  EXPECT_EQ(error_path([&] { timeline_from_json(j); }), "iterations");
 }
 
 TEST(TimelineJson, BadFilesNameTheJsonPath) {

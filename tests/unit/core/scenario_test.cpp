@@ -475,6 +475,9 @@ TEST(BadInput, NegativeOrZeroSizesAndCounts) {
   j = tiny();
   j["run"] = {{"memory_margin", 1.5}};
   expect_bad(j, "run.memory_margin", {"1.5", "[0, 1)"});
+  j = tiny();
+  j["run"] = {{"iterations", 1025}};  // a timeline holds at most 1024
+  expect_bad(j, "run.iterations", {"1025", "1024"});
 }
 
 // Values far outside anything real are refused naming the key, instead of overflowing byte
