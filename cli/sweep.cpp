@@ -9,6 +9,8 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <limits>
+#include <sstream>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -16,6 +18,7 @@
 #include "cli/command.h"
 #include "cli/command_line.h"
 #include "core/error.h"
+#include "core/scenario.h"
 #include "core/scenario_parse.h"
 #include "reports/outputs.h"
 #include "reports/sweep.h"
@@ -63,7 +66,7 @@ int run_sweep_command(const std::vector<std::string>& args) {
   std::vector<std::string> vary;
   std::string out_dir, objective_text = "throughput";
   int jobs = 0;
-  double margin = 0.0;
+  double margin = 0.0;  // --memory-margin, when given
   CommandLine cli("shardline sweep SCENARIO --vary PATH=VALUES [--vary ...] [flags]");
   cli.add_scenario(/*example=*/"");
   cli.flags()("vary", po::value(&vary)->composing(),
@@ -72,21 +75,28 @@ int run_sweep_command(const std::vector<std::string>& args) {
   cli.add_set_flag("PATH=VALUE override applied to the base scenario");
   cli.flags()("out", po::value(&out_dir), "output folder (default: sweep-<scenario>)")
       ("jobs,j", po::value(&jobs)->default_value(0), "worker threads per process (0: all cores)")
-      ("memory-margin", po::value(&margin)->default_value(0.0),
-       "extra fraction of GPU memory kept free when recommending, beyond the peak-reserved estimate "
-       "(which already counts the CUDA context, NCCL buffers and fragmentation); 0.1 = 10%")
+      ("memory-margin", po::value(&margin),
+       "extra fraction of GPU memory kept free when judging fit, beyond the peak-reserved estimate "
+       "(which already counts the CUDA context, NCCL buffers and fragmentation); 0.1 = 10%. "
+       "Default: the scenario's run.memory_margin, as simulate judges it")
       ("objective", po::value(&objective_text)->default_value("throughput"),
        "what the recommendation, Pareto front and plots rank by: throughput (tokens/s per GPU, highest), "
        "step_time (shortest) or memory (lowest peak reserved)");
   if (cli.parse(args, /*show_help=*/mpi.rank() == 0) == Parsed::help_shown) return 0;
   if (vary.empty()) throw InputError("--vary", "give at least one --vary PATH=VALUES");
   if (jobs < 0) throw InputError("--jobs", "must be >= 0");
-  if (!(margin >= 0 && margin < 1)) throw InputError("--memory-margin", "must be in [0, 1)");
+  if (cli.given("memory-margin") && !(margin >= 0 && margin < 1)) throw InputError("--memory-margin", "must be in [0, 1)");
   const SweepObjective objective = parse_sweep_objective(objective_text);
 
   const std::string& scenario_path = cli.scenario_path();
   nlohmann::json base = load_scenario_json(scenario_path);
   if (!cli.overrides().empty()) apply_overrides(base, cli.overrides());
+  if (cli.given("memory-margin")) {
+    std::ostringstream v;
+    v.precision(17);
+    v << margin;
+    apply_overrides(base, {"run.memory_margin=" + v.str()});  // the flag stands for the key
+  }
   std::vector<SweepAxis> axes;
   for (const auto& v : vary) axes.push_back(parse_vary(v));
   for (size_t a = 0; a < axes.size(); ++a)
@@ -96,6 +106,20 @@ int run_sweep_command(const std::vector<std::string>& args) {
           if (p == q) throw InputError("--vary", p + ": varied twice");
   const size_t total = grid_size(axes);
   validate_vary_paths(base, axes);
+  // The margin every row is judged with: the scenario's run.memory_margin (NaN: it is an axis,
+  // each row has its own).
+  bool margin_varied = false;
+  for (const auto& a : axes)
+    for (const auto& p : a.paths) margin_varied = margin_varied || p == "run.memory_margin";
+  if (margin_varied && cli.given("memory-margin"))
+    throw InputError("--memory-margin", "run.memory_margin is also varied (--vary); give one or the other");
+  double row_margin = std::numeric_limits<double>::quiet_NaN();
+  if (!margin_varied) {
+    const nlohmann::json* run = base.contains("run") ? &base["run"] : nullptr;
+    row_margin = run != nullptr && run->is_object() && run->contains("memory_margin") && (*run)["memory_margin"].is_number()
+                     ? (*run)["memory_margin"].get<double>()
+                     : RunSpec{}.memory_margin;
+  }
   const std::string base_dir = fs::path(scenario_path).parent_path().string();
   const std::string stem = fs::path(scenario_path).stem().string();
   if (out_dir.empty()) out_dir = "sweep-" + stem;
@@ -111,7 +135,7 @@ int run_sweep_command(const std::vector<std::string>& args) {
   std::vector<SweepRow> local;
   const std::vector<std::string> paths = sweep_paths(axes);
   try {
-    local = run_sweep_points(base, base_dir, axes, mine, margin, jobs, report);
+    local = run_sweep_points(base, base_dir, axes, mine, jobs, report);
   } catch (const std::exception& e) {
     if (mpi.size() > 1) {
       std::cerr << "shardline sweep: rank " << mpi.rank() << ": internal error: " << e.what() << "\n";
@@ -138,10 +162,10 @@ int run_sweep_command(const std::vector<std::string>& args) {
   }
   result.scenario = stem;
   result.axes = axes;
-  result.memory_margin = margin;
+  result.memory_margin = row_margin;
   result.ranked_by = resolve_objective(result.rows, objective);
   result.pareto = pareto_front(result.rows, result.ranked_by.used);
-  result.recommendation = recommend(result.rows, paths, margin, result.ranked_by);
+  result.recommendation = recommend(result.rows, paths, row_margin, result.ranked_by);
 
   write_output_folder(out_dir,
                       {{"sweep.csv", [&] { return sweep_csv(result.rows, paths); }},

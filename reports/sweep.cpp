@@ -490,11 +490,12 @@ Recommendation recommend(const std::vector<SweepRow>& rows, const std::vector<st
   });
   std::ostringstream out;
   char margin[32];
-  std::snprintf(margin, sizeof margin, "%g%%", memory_margin * 100);
+  std::snprintf(margin, sizeof margin, "a %g%%", memory_margin * 100);
   const char* goal = o == SweepObjective::Throughput ? "highest tokens/s per GPU"
                      : o == SweepObjective::StepTime ? "fastest configuration"
                                                      : "lowest peak reserved memory";
-  out << "Recommendation (" << goal << " that fits memory with a " << margin << " margin):\n";
+  out << "Recommendation (" << goal << " that fits memory with "
+      << (std::isnan(memory_margin) ? std::string("its own run.memory_margin") : std::string(margin) + " margin") << "):\n";
   if (!ranked_by.note.empty()) out << "  note: " << ranked_by.note << "\n";
   if (fitting.empty()) {
     out << "  none: no valid configuration fits memory with the margin (" << invalid << " invalid, " << over_capacity
@@ -646,7 +647,8 @@ nlohmann::json sweep_json(const SweepResult& result) {
       result.recommendation.runner_up ? nlohmann::json(result.rows[*result.recommendation.runner_up].index) : nlohmann::json();
   nlohmann::json pareto = nlohmann::json::array();
   for (size_t i : result.pareto) pareto.push_back(result.rows[i].index);
-  return {{"scenario", result.scenario}, {"memory_margin", result.memory_margin},
+  return {{"scenario", result.scenario},
+          {"memory_margin", std::isnan(result.memory_margin) ? nlohmann::json(nullptr) : nlohmann::json(result.memory_margin)},
           {"objective", std::string(sweep_objective_name(result.ranked_by.requested))},
           {"ranked_by", std::string(sweep_objective_name(result.ranked_by.used))}, {"ranked_by_note", result.ranked_by.note}, {"axes", axes},
           {"points", result.rows.size()}, {"pareto_front", pareto}, {"recommendation", rec}, {"rows", rows}};

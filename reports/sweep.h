@@ -109,6 +109,8 @@ struct Recommendation {
   std::optional<size_t> runner_up;
   std::string text;                 // the human explanation printed last
 };
+// `memory_margin`: what the rows' fits_with_margin was judged with, for the text (NaN: each
+// row's own, run.memory_margin being an axis).
 Recommendation recommend(const std::vector<SweepRow>& rows, const std::vector<std::string>& paths,
                          double memory_margin, const RankedBy& ranked_by);
 
@@ -124,7 +126,7 @@ std::string sweep_csv(const std::vector<SweepRow>& rows, const std::vector<std::
 struct SweepResult {
   std::string scenario;
   std::vector<SweepAxis> axes;
-  double memory_margin = 0.1;
+  double memory_margin = 0;  // the rows' run.memory_margin (NaN: varied, each row its own)
   RankedBy ranked_by;          // resolve_objective(rows, --objective)
   std::vector<SweepRow> rows;  // in grid order
   std::vector<size_t> pareto;  // pareto_front(rows, ranked_by.used)

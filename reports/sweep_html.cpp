@@ -215,8 +215,10 @@ std::string sweep_html(const SweepResult& res) {
   h << "<h1>Sweep: " << html_escape(res.scenario) << "</h1>\n<p>" << res.rows.size() << " configurations over ";
   for (size_t a = 0; a < res.axes.size(); ++a)
     h << (a ? ", " : "") << "<code>" << html_escape(res.axes[a].label()) << "</code> (" << res.axes[a].values.size() << ")";
-  h << "; " << over << " exceed GPU memory, " << invalid << " invalid. Memory margin " << res.memory_margin * 100
-    << "%. Ranked by <b>" << html_escape(objective_axis(res.ranked_by.used).label) << "</b> (--objective "
+  h << "; " << over << " exceed GPU memory, " << invalid << " invalid. Memory margin ";
+  if (std::isnan(res.memory_margin)) h << "per configuration (run.memory_margin is varied)";
+  else h << res.memory_margin * 100 << "%";
+  h << ". Ranked by <b>" << html_escape(objective_axis(res.ranked_by.used).label) << "</b> (--objective "
     << sweep_objective_name(res.ranked_by.requested) << ").</p>\n";
   if (!res.ranked_by.note.empty()) h << "<p class=\"note\">" << html_escape(res.ranked_by.note) << "</p>\n";
   h << "<h2>Recommendation</h2>\n<pre>" << html_escape(res.recommendation.text) << "</pre>\n";

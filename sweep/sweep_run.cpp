@@ -37,7 +37,7 @@ void validate_vary_paths(const nlohmann::json& base_json, const std::vector<Swee
 }
 
 SweepRow evaluate_sweep_point(const nlohmann::json& base_json, const std::string& base_dir,
-                              const std::vector<SweepAxis>& axes, size_t index, double memory_margin) {
+                              const std::vector<SweepAxis>& axes, size_t index) {
   const SweepPoint pt = grid_point(axes, index);
   SweepRow row;
   row.index = index;
@@ -59,17 +59,18 @@ SweepRow evaluate_sweep_point(const nlohmann::json& base_json, const std::string
       row.straggler_cost = run.summary.straggler_cost;
     }
     row.valid = true;
+    mark_memory_fit(row, scenario.run.memory_margin);
   } catch (const InputError& e) {
     row.valid = false;
     row.error = e.what();
+    mark_memory_fit(row, 0);
   }
-  mark_memory_fit(row, memory_margin);
   return row;
 }
 
 std::vector<SweepRow> run_sweep_points(const nlohmann::json& base_json, const std::string& base_dir,
                                        const std::vector<SweepAxis>& axes, const std::vector<size_t>& indices,
-                                       double memory_margin, int jobs, const SweepProgressFn& progress) {
+                                       int jobs, const SweepProgressFn& progress) {
   const size_t total = indices.size();
   std::vector<SweepRow> rows(total);
   if (jobs <= 0) jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -88,7 +89,7 @@ std::vector<SweepRow> run_sweep_points(const nlohmann::json& base_json, const st
       const size_t k = next.fetch_add(1, std::memory_order_relaxed);
       if (k >= total) break;
       try {
-        rows[k] = evaluate_sweep_point(base_json, base_dir, axes, indices[k], memory_margin);
+        rows[k] = evaluate_sweep_point(base_json, base_dir, axes, indices[k]);
       } catch (...) {
         std::lock_guard<std::mutex> lock(mu);
         if (!error) error = std::current_exception();

@@ -18,9 +18,10 @@ namespace shardline {
 void validate_vary_paths(const nlohmann::json& base_json, const std::vector<SweepAxis>& axes);
 
 // Evaluates one grid point. A combination the parser or scheduler rejects (InputError) gives an
-// invalid row carrying the reason; memory fit is marked with `memory_margin`.
+// invalid row carrying the reason; memory fit is judged with the point's own run.memory_margin
+// (as simulate judges that scenario).
 SweepRow evaluate_sweep_point(const nlohmann::json& base_json, const std::string& base_dir,
-                              const std::vector<SweepAxis>& axes, size_t index, double memory_margin);
+                              const std::vector<SweepAxis>& axes, size_t index);
 
 // Called on the calling thread, about ten times a second and once at the end.
 using SweepProgressFn = std::function<void(size_t done, size_t total)>;
@@ -29,6 +30,6 @@ using SweepProgressFn = std::function<void(size_t done, size_t total)>;
 // order of `indices`. An internal error (not InputError) in any point is rethrown here.
 std::vector<SweepRow> run_sweep_points(const nlohmann::json& base_json, const std::string& base_dir,
                                        const std::vector<SweepAxis>& axes, const std::vector<size_t>& indices,
-                                       double memory_margin, int jobs, const SweepProgressFn& progress = {});
+                                       int jobs, const SweepProgressFn& progress = {});
 
 }  // namespace shardline

@@ -150,6 +150,48 @@ TEST_F(SweepCli, ConfigurationsOverMemoryAreMarkedNotDropped) {
   EXPECT_NE(r.out.find("1 exceed GPU memory"), std::string::npos) << r.out;
 }
 
+// A row is judged with its scenario's run.memory_margin, as simulate judges that scenario:
+// the 8B scenario reserves more than 90% of an H100, so with a 10% margin it fits the GPU but
+// not the margin. --memory-margin stands for the key; varying the key gives each row its own.
+TEST_F(SweepCli, RowsFitWithTheScenariosMemoryMarginAsSimulateSays) {
+  const std::string base = "sweep " + scenario("llama3-8b-fsdp-h100x8.json") + " --vary policy.forward_prefetch=1,2 --jobs 2";
+  const fs::path out = dir_ / "out";
+  Result r = run(base + " --set run.memory_margin=0.1 --out " + out.string());
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  auto j = nlohmann::json::parse(slurp(out / "sweep.json"));
+  ASSERT_EQ(j["rows"].size(), 2u);
+  for (const auto& row : j["rows"]) {
+    ASSERT_TRUE(row["valid"].get<bool>()) << row.dump();
+    EXPECT_TRUE(row["fits_memory"].get<bool>());
+    EXPECT_FALSE(row["fits_with_margin"].get<bool>());
+    EXPECT_EQ(row["fits_with_margin"], row["metrics"]["fits_memory"]);  // the simulator's own verdict
+  }
+  EXPECT_DOUBLE_EQ(j["memory_margin"].get<double>(), 0.1);
+  EXPECT_TRUE(j["recommendation"]["best"].is_null()) << j["recommendation"].dump();
+  EXPECT_NE(r.out.find("fits memory with a 10% margin"), std::string::npos) << r.out;
+  const Result sim = run("simulate " + scenario("llama3-8b-fsdp-h100x8.json") + " --set run.memory_margin=0.1");
+  EXPECT_NE(sim.out.find("DOES NOT FIT"), std::string::npos) << sim.out;
+
+  r = run(base + " --set run.memory_margin=0.1 --memory-margin 0 --out " + (dir_ / "flag").string());
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  j = nlohmann::json::parse(slurp(dir_ / "flag" / "sweep.json"));
+  EXPECT_TRUE(j["rows"][0]["fits_with_margin"].get<bool>());
+  EXPECT_EQ(j["recommendation"]["best"], 0);
+
+  r = run("sweep " + scenario("llama3-8b-fsdp-h100x8.json") + " --vary run.memory_margin=0,0.1 --jobs 2 --out " +
+          (dir_ / "varied").string());
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  j = nlohmann::json::parse(slurp(dir_ / "varied" / "sweep.json"));
+  EXPECT_TRUE(j["rows"][0]["fits_with_margin"].get<bool>());
+  EXPECT_FALSE(j["rows"][1]["fits_with_margin"].get<bool>());
+  EXPECT_TRUE(j["memory_margin"].is_null());
+  EXPECT_NE(r.out.find("its own run.memory_margin"), std::string::npos) << r.out;
+
+  r = run("sweep " + scenario("llama3-8b-fsdp-h100x8.json") + " --vary run.memory_margin=0,0.1 --memory-margin 0.2");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--memory-margin"), std::string::npos) << r.err;
+}
+
 TEST_F(SweepCli, MpirunSplitsTheGridAndGathersTheSameRows) {
   const std::string grid = " --vary policy.bucket_bytes=128KiB..1MiB:x2 --vary policy.forward_prefetch=0,1,2 --jobs 1 --out ";
   const Result one = run("sweep " + scenario("host-tiny-fsdp.json") + grid + (dir_ / "one").string());
