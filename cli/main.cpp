@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <exception>
+#include <new>
 #include <iostream>
 
 #include <boost/program_options/errors.hpp>
@@ -63,5 +64,10 @@ int main(int argc, char** argv) {
   } catch (const boost::program_options::error& e) {
     report_once(name, e.what());
     return 2;
+  } catch (const std::bad_alloc&) {
+    // The op and rank limits keep shipped-scale work in a few GB; a smaller machine or a memory
+    // limit (ulimit -v, a container) can still run out: say so instead of aborting.
+    report_once(name, "out of memory: this run needs more memory than this process may use");
+    return 1;
   }
 }

@@ -4,6 +4,7 @@
 // memory) last. docs/sweep.md.
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -123,12 +124,14 @@ int run_sweep_command(const std::vector<std::string>& args) {
   const std::string base_dir = fs::path(scenario_path).parent_path().string();
   const std::string stem = fs::path(scenario_path).stem().string();
   if (out_dir.empty()) out_dir = "sweep-" + stem;
+  checked_output_folder(out_dir, "--out");  // before the grid runs, not after
 
   if (jobs == 0) jobs = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / std::max(1, mpi.local_size()));
   const auto mine = mpi.my_indices(total);
+  jobs = static_cast<int>(std::min<size_t>(static_cast<size_t>(jobs), std::max<size_t>(mine.size(), 1)));  // as run_sweep_points
   if (mpi.rank() == 0)
     std::cerr << "sweep: " << total << " configurations of " << stem << " on " << mpi.size() << " process"
-              << (mpi.size() > 1 ? "es" : "") << " x " << jobs << " threads\n";
+              << (mpi.size() > 1 ? "es" : "") << " x " << jobs << " thread" << (jobs > 1 ? "s" : "") << "\n";
   Progress progress(mpi.size() > 1 ? "sweep (rank 0 share)" : "sweep");
   SweepProgressFn report;
   if (mpi.rank() == 0) report = [&](size_t d, size_t t) { progress(d, t); };

@@ -22,6 +22,16 @@ namespace fs = std::filesystem;
 namespace shardline::cli {
 namespace {
 
+// --html's own checks, made before anything is recorded: a run that appends a record and then
+// fails to write the page would leave a record that a second attempt duplicates.
+void check_html_target(const std::string& html) {
+  const fs::path target(html);
+  std::error_code ec;
+  if (fs::is_directory(target, ec)) throw InputError("--html", "\"" + html + "\" is a folder; expected a file name");
+  const fs::path folder = target.has_parent_path() ? target.parent_path() : fs::path(".");
+  if (!fs::is_directory(folder, ec)) throw InputError("--html", "the folder \"" + folder.string() + "\" does not exist");
+}
+
 // `git rev-parse HEAD` in the current directory; empty when git or a repository is missing.
 std::string git_head() {
   FILE* pipe = popen("git rev-parse HEAD 2>/dev/null", "r");
@@ -34,12 +44,15 @@ std::string git_head() {
   return rc == 0 ? out : "";
 }
 
-// "scenario" / "backend" strings from a JSON file, when present.
+// "scenario" / "backend" strings from a JSON file, when present. A file that exists but is not a
+// JSON object is an error naming it (it was read for the labels, and would be reported missing).
 void read_labels(const fs::path& file, std::string& scenario, std::string& backend) {
   std::ifstream in(file);
   if (!in) return;
   const auto j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-  if (!j.is_object()) return;
+  if (!j.is_object())
+    throw InputError("METRICS", "\"" + file.string() + "\" is not a JSON object (malformed or cut short); it is read for the "
+                                "run's scenario and backend");
   if (scenario.empty() && j.contains("scenario") && j["scenario"].is_string()) scenario = j["scenario"];
   if (backend.empty() && j.contains("backend") && j["backend"].is_string()) backend = j["backend"];
 }
@@ -56,6 +69,7 @@ int run_track(const std::vector<std::string>& args) {
   if (cli.parse(args) == Parsed::help_shown) return 0;
   if (history.empty()) throw InputError("--history", "is required");
   if (metrics_path.empty() && html.empty()) throw InputError("METRICS", "give a metrics file to record, or --html OUT to render");
+  if (!html.empty()) check_html_target(html);
 
   if (!metrics_path.empty()) {
     fs::path file = metrics_path;

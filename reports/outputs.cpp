@@ -1,5 +1,6 @@
 #include "reports/outputs.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cassert>
 #include <csignal>
@@ -255,15 +256,26 @@ void commit_into_existing(const fs::path& tmp, const fs::path& target, const std
 
 }  // namespace
 
-void write_output_folder(const std::string& dir, const std::vector<OutputFile>& files, const std::string& flag) {
+fs::path checked_output_folder(const std::string& dir, const std::string& flag) {
   fs::path target = fs::path(dir).lexically_normal();
   if (target.empty()) throw InputError(flag, "empty output folder");
-  if (!target.has_filename()) target = target.parent_path();
-  if (target.filename() == "." || target.filename() == "..") {
-    throw InputError(flag, "\"" + dir + "\" names the current or parent folder; give a folder of its own, e.g. out/run");
-  }
+  if (!target.has_filename() && target.has_parent_path() && target.parent_path() != target) target = target.parent_path();
   std::error_code ec;
+  // The current folder, the root or a folder above the current one, however written ("/",
+  // "$PWD", "../.."): not a folder of the run's own.
+  const fs::path here = fs::weakly_canonical(fs::current_path(ec), ec);
+  const fs::path full = fs::weakly_canonical(fs::absolute(target, ec), ec);
+  const auto [end, at] = std::mismatch(full.begin(), full.end(), here.begin(), here.end());
+  if (target.filename() == "." || target.filename() == ".." || !target.has_filename() || (!full.empty() && end == full.end())) {
+    throw InputError(flag, "\"" + dir + "\" names the current folder or one above it; give a folder of its own, e.g. out/run");
+  }
   if (fs::exists(target, ec) && !fs::is_directory(target, ec)) throw InputError(flag, target.string() + " exists and is not a folder");
+  return target;
+}
+
+void write_output_folder(const std::string& dir, const std::vector<OutputFile>& files, const std::string& flag) {
+  const fs::path target = checked_output_folder(dir, flag);
+  std::error_code ec;
   fs::path parent = target.has_parent_path() ? target.parent_path() : fs::path(".");
   fs::create_directories(parent, ec);
   if (ec) throw InputError(flag, "cannot create " + parent.string() + ": " + ec.message());

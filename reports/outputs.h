@@ -1,6 +1,7 @@
 // The standard output folder of a run (simulate or exec): metrics.json, program.json,
 // timeline.json, trace.json, report.html; and the summary table printed on the terminal.
 #pragma once
+#include <filesystem>
 #include <functional>
 #include <string>
 #include <vector>
@@ -29,6 +30,10 @@ struct OutputFile {
 // call at a time per process: the signal clean-up holds one temporary folder.
 // Every command that writes a folder of outputs (simulate, exec, compare, sweep) uses it.
 void write_output_folder(const std::string& dir, const std::vector<OutputFile>& files, const std::string& flag);
+// The folder `dir` names, checked as write_output_folder checks it before writing (so a command
+// can refuse a bad --out before its work): InputError(flag) for "", the current folder or one
+// above it however written (".", "..", "/", its absolute path), or an existing file.
+std::filesystem::path checked_output_folder(const std::string& dir, const std::string& flag);
 
 // One file written beside `path` and renamed over it: readers see the old file or the new one,
 // never a half-written one. Errors name `flag`.

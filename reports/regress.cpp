@@ -189,7 +189,11 @@ std::vector<std::string> update_baseline(const std::string& baseline, const std:
   auto copy_metrics = [&](const std::string& from, const fs::path& to) {
     read_metrics_file(from);  // never write a baseline from a file that is not metrics
     const nlohmann::json j = read_json_file(from);
-    if (to.has_parent_path()) fs::create_directories(to.parent_path());
+    if (to.has_parent_path()) {
+      std::error_code ec;
+      fs::create_directories(to.parent_path(), ec);
+      if (ec) throw InputError("--baseline", "cannot create the folder \"" + to.parent_path().string() + "\": " + ec.message());
+    }
     write_file_atomically(to.string(), j.dump(2) + "\n", "--baseline");
     written.push_back(to.string());
   };

@@ -105,7 +105,22 @@ std::vector<SweepRow> run_sweep_points(const nlohmann::json& base_json, const st
 
   std::vector<std::thread> threads;
   threads.reserve(static_cast<size_t>(jobs));
-  for (int t = 0; t < jobs; ++t) threads.emplace_back(worker);
+  for (int t = 0; t < jobs; ++t) {
+    try {
+      threads.emplace_back(worker);
+    } catch (const std::system_error& e) {
+      // The system refused another thread (a process or memory limit): stop the started ones
+      // and say which flag asks for fewer.
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        failed = true;
+        running -= jobs - t;
+      }
+      for (auto& started : threads) started.join();
+      throw InputError("--jobs", "could start only " + std::to_string(t) + " of " + std::to_string(jobs) +
+                                     " worker threads (" + e.what() + "); use fewer --jobs");
+    }
+  }
   {
     std::unique_lock<std::mutex> lock(mu);
     while (running > 0) {

@@ -45,8 +45,27 @@ class CliTest : public ::testing::Test {
 
   // Runs `shardline ARGS` with the scratch folder as working directory; its output goes to
   // dir_/stdout and dir_/stderr, and into out_ / err_ as well as the result.
-  Result run(const std::string& args) {
-    const std::string cmd = "cd " + dir_.string() + " && " + SHARDLINE_BINARY + " " + args + " >" +
+  Result run(const std::string& args) { return run_limited("", args); }
+
+  // The same, with the shell's `ulimit -v KIB` first, and 8 MiB thread stacks (`ulimit -s`:
+  // what a thread costs of that space), unless KIB is empty. Sanitizer builds
+  // reserve terabytes of address space: `limited()` is false there and no limit is set.
+  static bool limited() {
+#if defined(__SANITIZE_ADDRESS__)
+    return false;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+    return false;
+#else
+    return true;
+#endif
+#else
+    return true;
+#endif
+  }
+  Result run_limited(const std::string& address_space_kib, const std::string& args) {
+    const std::string limit = address_space_kib.empty() || !limited() ? "" : "ulimit -s 8192 && ulimit -v " + address_space_kib + " && ";
+    const std::string cmd = "cd " + dir_.string() + " && " + limit + SHARDLINE_BINARY + " " + args + " >" +
                             (dir_ / "stdout").string() + " 2>" + (dir_ / "stderr").string();
     const int status = std::system(cmd.c_str());
     out_ = slurp(dir_ / "stdout");

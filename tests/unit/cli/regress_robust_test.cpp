@@ -103,6 +103,36 @@ TEST_F(TrackRobustCli, AMalformedHistoryLineIsRefusedAndTheFileLeftAlone) {
   EXPECT_NE(out_.find("(2 records)"), std::string::npos) << out_;
 }
 
+// --html is checked before the record is appended: a failed page must not leave a record that
+// the corrected command then duplicates.
+TEST_F(TrackRobustCli, AnHtmlPathInAMissingFolderExitsTwoAndRecordsNothing) {
+  write("run/metrics.json", metrics(1000, 100, 0.9));
+  expect_error(run("track run --history h.jsonl --commit abc --backend sim --html no/such/folder/t.html"),
+               "shardline track: error: --html: ");
+  EXPECT_NE(err_.find("does not exist"), std::string::npos) << err_;
+  EXPECT_FALSE(fs::exists(dir_ / "h.jsonl"));
+  ASSERT_EQ(run("track run --history h.jsonl --commit abc --backend sim --html t.html").code, 0) << err_;
+  EXPECT_NE(out_.find("(1 records)"), std::string::npos) << out_;
+}
+
+// A timeline.json beside the metrics that cannot be read is named, not reported missing.
+TEST_F(TrackRobustCli, AMalformedTimelineBesideTheMetricsIsNamed) {
+  write("run/metrics.json", metrics(1000, 100, 0.9));
+  write("run/timeline.json", std::string("{\"scenario\": \"cut"));
+  expect_error(run("track run --history h.jsonl --commit abc"), "shardline track: error: METRICS: ");
+  EXPECT_NE(err_.find("run/timeline.json\" is not a JSON object"), std::string::npos) << err_;
+  EXPECT_FALSE(fs::exists(dir_ / "h.jsonl"));
+}
+
+// --update-baseline under a path that cannot be a folder: exit 2 naming --baseline (it aborted).
+TEST_F(RegressRobustCli, ABaselineUnderAFileExitsTwo) {
+  write("run/metrics.json", metrics(1000, 100, 0.9));
+  write("afile", std::string("x"));
+  expect_error(run("regress --baseline afile/x.json --current run/metrics.json --update-baseline"),
+               "shardline regress: error: --baseline: ");
+  EXPECT_NE(err_.find("cannot create the folder"), std::string::npos) << err_;
+}
+
 TEST_F(TrackRobustCli, AHistoryThatIsAFolderExitsTwo) {
   fs::create_directories(dir_ / "hist");
   expect_error(run("track --history hist --html trend.html"), "shardline track: error: --history: ");

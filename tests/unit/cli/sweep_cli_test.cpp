@@ -192,6 +192,28 @@ TEST_F(SweepCli, RowsFitWithTheScenariosMemoryMarginAsSimulateSays) {
   EXPECT_NE(r.err.find("--memory-margin"), std::string::npos) << r.err;
 }
 
+// More worker threads than the system lets the process start (here: a 1 GiB address space, each
+// thread's stack 8 MiB): exit 2 naming --jobs, not an abort; the start line counts the threads
+// it asks for (no more than the points).
+TEST_F(SweepCli, MoreJobsThanTheSystemAllowsExitTwoNamingJobs) {
+  if (!limited()) GTEST_SKIP() << "sanitizer build: no address-space limit";
+  const Result r = run_limited("1048576", "sweep " + scenario("host-tiny-fsdp.json") +
+                                              " --vary policy.micro_batches=1..400:+1 --jobs 100000 --out o");
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("x 400 threads"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("shardline sweep: error: --jobs: could start only"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(dir_ / "o"));
+}
+
+// Running out of memory is one line and exit 1, not an abort: 70B at 2 MiB buckets schedules 3.8
+// million ops, about 500 MB, under a 400 MB address space.
+TEST_F(SweepCli, OutOfMemoryIsOneLineNotAnAbort) {
+  if (!limited()) GTEST_SKIP() << "sanitizer build: no address-space limit";
+  const Result r = run_limited("409600", "simulate " + scenario("llama3-70b-hsdp-h100x64.json") + " --set policy.bucket_bytes=2MiB");
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_EQ(r.err, "shardline simulate: error: out of memory: this run needs more memory than this process may use\n");
+}
+
 TEST_F(SweepCli, MpirunSplitsTheGridAndGathersTheSameRows) {
   const std::string grid = " --vary policy.bucket_bytes=128KiB..1MiB:x2 --vary policy.forward_prefetch=0,1,2 --jobs 1 --out ";
   const Result one = run("sweep " + scenario("host-tiny-fsdp.json") + grid + (dir_ / "one").string());

@@ -109,14 +109,22 @@ TEST(RunOutputs, ASignalDuringTheWriteLeavesNothingBehind) {
 
 TEST(RunOutputs, TheCurrentOrParentFolderIsAnInputError) {
   Timeline t = tiny_timeline();
-  for (const char* dir : {".", "..", "a/.."}) {
+  // However written: the root and the current folder's absolute path name it or a folder above.
+  const std::string here = std::filesystem::current_path().string();
+  const std::string above = std::filesystem::current_path().parent_path().string();
+  for (const std::string& dir : {std::string("."), std::string(".."), std::string("a/.."), std::string("/"), here, here + "/",
+                                 above}) {
     try {
       write_run_outputs(dir, tiny_scenario(), tiny_program(), t, compute_metrics(t));
       FAIL() << "expected InputError for " << dir;
     } catch (const InputError& e) {
       EXPECT_EQ(e.where(), "--out");
+      EXPECT_NE(std::string(e.what()).find("the current folder or one above it"), std::string::npos) << e.what();
     }
   }
+  // A folder inside the current one is the run's own.
+  EXPECT_EQ(checked_output_folder(here + "/out/run", "--out"), std::filesystem::path(here + "/out/run"));
+  EXPECT_EQ(checked_output_folder("out/run/", "--out"), std::filesystem::path("out/run"));
 }
 
 // Any folder of outputs (compare's, sweep's) goes through the same writer: a failed render
