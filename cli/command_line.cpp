@@ -1,5 +1,6 @@
 #include "cli/command_line.h"
 
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -82,6 +83,11 @@ Parsed CommandLine::parse(const std::vector<std::string>& args, bool show_help) 
     po::store(parser.run(), vm_);
   } catch (const po::too_many_positional_options_error&) {
     throw stray_word(args);
+  } catch (const po::multiple_occurrences& e) {
+    // The positional SCENARIO is the option --scenario: given both ways, say so in those words.
+    if (takes_scenario_ && e.get_option_name() == "--scenario")
+      throw InputError("SCENARIO", "given twice (as SCENARIO and as --scenario, or twice); give one scenario file");
+    throw;
   }
   po::notify(vm_);
   if (given("help")) {
@@ -143,11 +149,14 @@ Scenario CommandLine::load_scenario() const {
       }
       if (eq == std::string::npos || used_rank != eq || used_factor != s.size() - eq - 1 || used_factor == 0)
         throw InputError("--straggler", "\"" + s + "\" is not RANK=FACTOR, e.g. 3=1.5 (rank 3 computes 50% slower)");
+      if (!std::isfinite(factor))  // JSON has no NaN or infinity: it would read back as null
+        throw InputError("--straggler", "\"" + s + "\": the factor must be a finite number in (0, 1e6]");
       if (list.is_array()) flag_paths.emplace_back("variation.stragglers." + std::to_string(list.size()), "--straggler " + s);
       if (list.is_array()) list.push_back({{"rank", rank}, {"compute_factor", factor}});
     }
   }
   if (given("jitter")) {
+    if (!std::isfinite(jitter_cv_)) throw InputError("--jitter", "the coefficient of variation must be a finite number");
     nlohmann::json& jitter = variation["compute_jitter"];
     if (jitter.is_null()) jitter = nlohmann::json::object();
     if (jitter.is_object()) jitter["cv"] = jitter_cv_;

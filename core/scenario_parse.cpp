@@ -716,10 +716,10 @@ RankSelector parse_rank_selector(const Obj& o, const MeshSpec& mesh, const Clust
 }
 
 double as_factor(const Obj& o, const char* key, bool at_most_one) {
-  const json& v = o.req(key, at_most_one ? "a fraction in (0, 1]" : "a factor > 0");
+  const json& v = o.req(key, at_most_one ? "a fraction in (0, 1]" : "a factor in (0, 1e6]");
   const double f = as_number(v, o.at(key));
   if (!(f > 0) || !std::isfinite(f) || (at_most_one && f > 1) || f > 1e6)
-    throw InputError(o.at(key), show(v) + " is out of range; expected " + (at_most_one ? "a fraction in (0, 1]" : "a factor > 0 (1.5: 50% slower)"));
+    throw InputError(o.at(key), show(v) + " is out of range; expected " + (at_most_one ? "a fraction in (0, 1]" : "a factor in (0, 1e6] (1.5: 50% slower)"));
   return f;
 }
 

@@ -48,6 +48,14 @@ TEST_F(CommandLineCli, MissingScenarioExitsTwoWithOneMessage) {
   EXPECT_EQ(run("sweep").err, "shardline sweep: error: SCENARIO: give a scenario JSON file\n");
 }
 
+// The positional SCENARIO and --scenario are one argument: both given is named that way (it
+// read "option '--scenario' cannot be specified more than once").
+TEST_F(CommandLineCli, AScenarioGivenTwiceExitsTwoNamingScenario) {
+  const Result r = run("simulate a.json --scenario b.json");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.err, "shardline simulate: error: SCENARIO: given twice (as SCENARIO and as --scenario, or twice); give one scenario file\n");
+}
+
 TEST_F(CommandLineCli, EveryRepeatedSetApplies) {
   const std::string base = "simulate " + scenario("host-tiny-fsdp.json") + " --json";
   const Result unfused = run(base + " --set policy.comm_fusion=false");

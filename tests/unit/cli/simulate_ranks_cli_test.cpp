@@ -117,7 +117,13 @@ TEST_F(SimulateRanksCli, BadVariationFlagsExitTwoNamingTheFlag) {
                       {"--straggler 1", "--straggler"},
                       {"--straggler 1=2 --ranks one", "--ranks"},
                       {"--jitter -0.1", "--jitter"},
-                      {"--jitter 0.1 --seed -3", "--seed"}});
+                      {"--jitter 0.1 --seed -3", "--seed"},
+                      // Not "null is out of range": JSON has no NaN, the flag says what it needs.
+                      {"--straggler 1=nan", "--straggler: \"1=nan\": the factor must be a finite number"},
+                      {"--straggler 1=inf", "--straggler: \"1=inf\": the factor must be a finite number"},
+                      {"--jitter nan", "--jitter: the coefficient of variation must be a finite number"},
+                      // The range says its upper end.
+                      {"--straggler 1=1e7", "expected a factor in (0, 1e6]"}});
 }
 
 }  // namespace
