@@ -17,7 +17,7 @@ int run_compare(const std::vector<std::string>& args) {
   std::string predicted_dir, measured_dir, out_dir;
   double tolerance = 0.10;
   CommandLine cli("shardline compare PREDICTED_DIR MEASURED_DIR [--tolerance 0.10] [--out DIR]");
-  cli.flags()("tolerance", po::value(&tolerance)->default_value(0.10), "allowed relative step-time error; exit 1 above it")
+  cli.flags()("tolerance", po::value(&tolerance)->default_value(0.10, "0.1"), "allowed relative step-time error; exit 1 above it")
       ("out", po::value(&out_dir), "write compare.json and compare.html here (default: MEASURED_DIR)");
   cli.add_positional("predicted", &predicted_dir, "output folder of `shardline simulate --out`");
   cli.add_positional("measured", &measured_dir, "output folder of `shardline exec --out`");

@@ -17,7 +17,7 @@ int run_regress(const std::vector<std::string>& args) {
   CommandLine cli("shardline regress --baseline FILE|DIR --current FILE|DIR [flags]");
   cli.flags()("baseline", po::value(&baseline), "baseline metrics file, or a directory of <scenario>.json")
       ("current", po::value(&current), "current metrics file, or a directory (<scenario>.json or <scenario>/metrics.json)")
-      ("tolerance", po::value(&tolerance)->default_value(0.01),
+      ("tolerance", po::value(&tolerance)->default_value(0.01, "0.01"),
        "allowed step-time growth (relative) and overlap-efficiency drop (absolute)")
       ("update-baseline", "rewrite the baseline from the current metrics instead of comparing");
   if (cli.parse(args) == Parsed::help_shown) return 0;

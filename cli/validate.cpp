@@ -42,7 +42,7 @@ int run_validate(const std::vector<std::string>& args) {
       ("out", po::value(&out_dir), "output folder (default: validate-<scenario name>)");
   cli.add_set_flag();
   cli.add_variation_flags();
-  cli.flags()("tolerance", po::value(&tolerance)->default_value(0.10), "allowed relative step-time error; exit 1 above it")
+  cli.flags()("tolerance", po::value(&tolerance)->default_value(0.10, "0.1"), "allowed relative step-time error; exit 1 above it")
       ("backend", po::value(&backend)->default_value("mpi"), "mpi or nccl, for calibrate and exec")
       ("compute", po::value(&compute), "compute stand-in for calibrate and exec (sleep, spin, kernel)")
       ("max-bytes", po::value(&max_bytes)->default_value("16MiB"), "calibrate: largest collective size")

@@ -11,6 +11,8 @@ class InputError : public std::runtime_error {
   InputError(std::string where, const std::string& sentence)
       : std::runtime_error(where.empty() ? sentence : where + ": " + sentence), where_(std::move(where)) {}
   const std::string& where() const { return where_; }
+  // The human sentence alone (what() is "where: sentence").
+  std::string sentence() const { return where_.empty() ? std::string(what()) : std::string(what()).substr(where_.size() + 2); }
 
  private:
   std::string where_;

@@ -102,7 +102,13 @@ json load_json_file(const std::string& path, const std::string& where, int64_t m
   std::stringstream buffer;
   buffer << in.rdbuf();
   if (in.bad()) throw InputError(where, "reading \"" + path + "\" failed");
-  return parse_checked(buffer.str(), where);
+  try {
+    return parse_checked(buffer.str(), where);
+  } catch (const InputError& e) {
+    // Name the file when `where` does not already (a flag, or a folder of several files).
+    if (where == path) throw;
+    throw InputError(where, "\"" + path + "\": " + e.sentence());
+  }
 }
 
 json parse_json_text(std::string_view text, const std::string& where) { return parse_checked(text, where); }

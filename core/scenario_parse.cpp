@@ -546,8 +546,11 @@ ClusterSpec parse_cluster(const json& j, const json& sch, const std::string& bas
     if (!(c.gpu.allocator_fragmentation >= 0 && c.gpu.allocator_fragmentation <= 1))
       throw InputError(g.at("allocator_fragmentation"), show(*v) + " is out of range; expected a fraction in [0, 1] of the allocated bytes");
   }
-  c.gpu.memory_bytes = as_size(g.req("memory", "a size such as \"80GiB\""), g.at("memory"));
-  if (c.gpu.memory_bytes <= 0) throw InputError(g.at("memory"), "0 bytes; expected a positive memory size");
+  const json& memory = g.req("memory", "a size such as \"80GiB\"");
+  if (memory.is_number() && !(memory.get<double>() > 0))  // one message for 0 and below
+    throw InputError(g.at("memory"), show(memory) + " bytes; expected a positive memory size such as \"80GiB\"");
+  c.gpu.memory_bytes = as_size(memory, g.at("memory"));
+  if (c.gpu.memory_bytes <= 0) throw InputError(g.at("memory"), "0 bytes; expected a positive memory size such as \"80GiB\"");
   c.gpu.copy_bandwidth_bytes_per_s = as_rate(g.req("copy_bandwidth", "a rate such as \"1.6TB/s\""), g.at("copy_bandwidth"));
 
   c.nodes = as_int(o.req("nodes", "a positive integer"), o.at("nodes"), 1);

@@ -1,6 +1,8 @@
 #include "core/timeline.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <tuple>
 
 #include <nlohmann/json.hpp>
@@ -200,6 +202,14 @@ Timeline timeline_from_json(const json& j) {
     if (iv.rank == 0 || t.source == "predicted") {
       if (iv.issue_us < 0) throw InputError(jf::index_path(path, 3), "issue time " + std::to_string(iv.issue_us) + " us is negative, before the step origin");
       if (iv.start_us < 0) throw InputError(jf::index_path(path, 4), "start time " + std::to_string(iv.start_us) + " us is negative, before the step origin");
+    }
+    for (int f = 3; f <= 5; ++f) {
+      const double us = f == 3 ? iv.issue_us : f == 4 ? iv.start_us : iv.end_us;
+      if (!(std::abs(us) <= kMaxTimelineUs)) {
+        char text[96];
+        std::snprintf(text, sizeof text, "%g us is beyond the %g days a timeline may span from its origin", us, kMaxTimelineUs / 86400e6);
+        throw InputError(jf::index_path(path, f), text);
+      }
     }
     if (iv.start_us < iv.issue_us) throw InputError(jf::index_path(path, 4), "starts (" + std::to_string(iv.start_us) + " us) before it is issued (" + std::to_string(iv.issue_us) + " us)");
     if (iv.end_us < iv.start_us) throw InputError(path, "ends (" + std::to_string(iv.end_us) + " us) before it starts (" + std::to_string(iv.start_us) + " us)");

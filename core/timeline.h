@@ -20,6 +20,8 @@ struct Scenario;
 
 // The most iterations a timeline holds (a measured run's; a prediction has one).
 inline constexpr int kMaxTimelineIterations = 1024;
+// The furthest any time in a timeline may lie from its origin: 10 days, in us.
+inline constexpr double kMaxTimelineUs = 10 * 86400e6;
 
 // When one op ran on one rank in one iteration. Rank and iteration share one word, so an
 // interval is 32 bytes: a timeline holds one per op and rank, millions of them.

@@ -427,7 +427,12 @@ Timeline read_timeline_dir(const std::string& dir, const char* which) {
   const nlohmann::json j = load_json_file(path, which, kMaxOutputJsonBytes);
   try {
     Timeline t = timeline_from_json(j);
-    check_complete(t, std::string(which) == "PREDICTED_DIR");
+    const bool predicted_dir = std::string(which) == "PREDICTED_DIR";
+    if (!predicted_dir && t.source == "predicted" && ranks_held(t).size() < static_cast<size_t>(t.ranks))
+      throw InputError("source", "a prediction that keeps " + std::to_string(ranks_held(t).size()) + " of its " +
+                                     std::to_string(t.ranks) + " ranks (simulate --ranks all keeps the ranks that matter); " +
+                                     which + " needs every rank's ops: the output folder of exec or import");
+    check_complete(t, predicted_dir);
     return t;
   } catch (const InputError& e) {
     throw InputError(which, "\"" + path + "\": " + e.what());

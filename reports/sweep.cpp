@@ -5,6 +5,7 @@
 #include <cassert>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <set>
@@ -53,12 +54,14 @@ std::optional<double> parse_number(const std::string& text) {
   return v;
 }
 
+// A range's value as text. Steps add and multiply in binary floating point (0 + 3 x 0.1 is
+// 0.30000000000000004): 12 significant digits, far more than any setting needs, drop that
+// residue, so the value set and its label are the 0.3 the range meant.
 std::string format_number(double v) {
   if (std::abs(v) < 9e15 && v == std::floor(v)) return std::to_string(static_cast<int64_t>(v));
   char buf[64];
-  auto [ptr, ec] = std::to_chars(buf, buf + sizeof buf, v);
-  assert(ec == std::errc());
-  return std::string(buf, ptr);
+  std::snprintf(buf, sizeof buf, "%.12g", v);
+  return buf;
 }
 
 // A size value: a plain byte count or a quantity with a unit ("64MiB").

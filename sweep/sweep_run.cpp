@@ -29,7 +29,8 @@ void validate_vary_paths(const nlohmann::json& base_json, const std::vector<Swee
         try {
           apply_overrides(copy, {ov});
         } catch (const InputError& e) {
-          throw InputError("--vary", axis.paths[p] + ": " + e.what());
+          // apply_overrides speaks of --set, which the user did not give: the sentence names the path.
+          throw InputError("--vary", e.where() == "--set" ? e.sentence() : axis.paths[p] + ": " + e.what());
         }
       }
     }

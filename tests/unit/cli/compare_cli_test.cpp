@@ -87,6 +87,27 @@ TEST_F(CompareCli, ATimelineThatIsADirectoryOrOutOfRangeExitsTwoNamingIt) {
   EXPECT_EQ(err_.find("json.exception"), std::string::npos) << err_;
 }
 
+// A malformed timeline.json is named (the message said "MEASURED_DIR: malformed JSON at ..."
+// without the file).
+TEST_F(CompareCli, AMalformedTimelineIsNamed) {
+  write("pred", timeline(1000, "predicted"));
+  fs::create_directories(dir_ / "meas");
+  std::ofstream(dir_ / "meas" / "timeline.json") << "{\n  \"format\": ";
+  EXPECT_EQ(run("compare pred meas").code, 2);
+  EXPECT_NE(err_.find("MEASURED_DIR: \"meas/timeline.json\": malformed JSON at line 2"), std::string::npos) << err_;
+}
+
+// An every-rank prediction keeps only the ranks that matter: given as MEASURED_DIR it is named a
+// prediction, not reported as a file missing intervals.
+TEST_F(CompareCli, AnEveryRankPredictionAsMeasuredIsNamedSo) {
+  const std::string hsdp = clitest::scenario("host-tiny-hsdp.json");
+  ASSERT_EQ(run("simulate " + hsdp + " --out pred").code, 0) << err_;
+  ASSERT_EQ(run("simulate " + hsdp + " --jitter 0.1 --trace-ranks 2 --out ranks").code, 0) << err_;
+  EXPECT_EQ(run("compare pred ranks").code, 2);
+  EXPECT_NE(err_.find("MEASURED_DIR: \"ranks/timeline.json\": source: a prediction that keeps"), std::string::npos) << err_;
+  EXPECT_NE(err_.find("the output folder of exec or import"), std::string::npos) << err_;
+}
+
 TEST_F(CompareCli, ValidateRunsTheWholeLoopOnTwoRanks) {
   const std::string scenario = std::string(SHARDLINE_SOURCE_DIR) + "/scenarios/host-tiny-fsdp.json";
   // Tiny calibration and few iterations keep CI short; a huge tolerance: accuracy is not asserted.

@@ -236,6 +236,8 @@ TEST_F(SweepCli, BadVaryExitsTwoNamingFlagAndPath) {
   EXPECT_EQ(r.code, 2) << r.err;
   EXPECT_NE(r.err.find("--vary"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("policy.bucket_bytez"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("--set"), std::string::npos) << r.err;  // the user gave --vary, not --set
+  EXPECT_NE(r.err.find("did you mean"), std::string::npos) << r.err;
   r = run(base + "--vary policy.bucket_bytes=512MiB..1MiB:x2");
   EXPECT_EQ(r.code, 2) << r.err;
   EXPECT_NE(r.err.find("--vary"), std::string::npos) << r.err;

@@ -322,6 +322,9 @@ TEST(TimelineJson, IntervalsHoldTheLargestRankAndIterationAndRefuseMore) {
   j["intervals"][1][1] = (1 << 21) + 1;  // would wrap to rank 1 in 21 bits
   EXPECT_EQ(error_path([&] { timeline_from_json(j); }), "intervals[1][1]");
   j = good;
+  j["intervals"][1][5] = 1e300;  // an end no run reaches: named, not printed with 300 digits
+  EXPECT_EQ(error_path([&] { timeline_from_json(j); }), "intervals[1][5]");
+  j = good;
   j["ranks"] = kMaxWorldRanks + 1;
   EXPECT_EQ(error_path([&] { timeline_from_json(j); }), "ranks");
   j = good;

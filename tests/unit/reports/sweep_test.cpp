@@ -41,6 +41,8 @@ TEST(SweepRange, ArithmeticIntegersAndSizes) {
 
 TEST(SweepRange, ArithmeticFractions) {
   EXPECT_EQ(expand_vary_values("run.memory_margin", "0.5..1:+0.25"), (Strings{"0.5", "0.75", "1"}));
+  // Steps in binary floating point leave a residue (0 + 3 x 0.1): the values are the decimals meant.
+  EXPECT_EQ(expand_vary_values("run.memory_margin", "0..0.3:+0.1"), (Strings{"0", "0.1", "0.2", "0.3"}));
 }
 
 TEST(SweepRange, SingleValueRange) {
