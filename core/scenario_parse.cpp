@@ -471,34 +471,8 @@ constexpr double kMinPeakTflops = 1e-3;
 // At most a million ranks: per-rank and per-group tables stay small.
 constexpr int64_t kMaxWorld = kMaxWorldRanks;
 
-ClusterSpec parse_cluster(const json& j, const json& sch, const std::string& base_dir) {
-  const Obj raw(j, "cluster", sch);
-  if (raw.has("preset") && raw.has("file")) {
-    throw InputError("cluster", "gives both \"preset\" and \"file\"; expected at most one base to override");
-  }
-  json merged = json::object();
-  std::string default_name = "custom";
-  if (const json* p = raw.opt("preset")) {
-    const std::string preset = as_string(*p, raw.at("preset"));
-    merged = cluster_preset_json(preset, raw.at("preset"));
-    default_name = preset;
-  } else if (const json* f = raw.opt("file")) {
-    const std::string file = as_string(*f, raw.at("file"));
-    std::filesystem::path resolved(file);
-    if (resolved.is_relative()) resolved = std::filesystem::path(base_dir) / resolved;
-    merged = load_json_file(resolved.string(), raw.at("file"), kMaxInputJsonBytes);
-    if (!merged.is_object()) type_error(merged, raw.at("file"), "a file holding a cluster object");
-    if (merged.contains("preset") || merged.contains("file")) {
-      throw InputError(raw.at("file"), "the cluster file \"" + file + "\" must be fully explicit (no preset or file)");
-    }
-    Obj check(merged, "cluster", sch);  // unknown keys inside the file
-    default_name = resolved.stem().string();
-  }
-  json overrides = j;
-  overrides.erase("preset");
-  overrides.erase("file");
-  merged.merge_patch(overrides);
-
+// The cluster from its merged keys (a preset's or a file's, with the scenario's on top).
+ClusterSpec parse_merged_cluster(const json& merged, const json& sch, const std::string& default_name) {
   const Obj o(merged, "cluster", sch);
   ClusterSpec c;
   c.name = o.has("name") ? as_string(*o.opt("name"), o.at("name")) : default_name;
@@ -585,6 +559,59 @@ ClusterSpec parse_cluster(const json& j, const json& sch, const std::string& bas
     c.hierarchical_collectives = as_bool(*v, o.at("hierarchical_collectives"));
   }
   return c;
+}
+
+ClusterSpec parse_cluster(const json& j, const json& sch, const std::string& base_dir) {
+  const Obj raw(j, "cluster", sch);
+  if (raw.has("preset") && raw.has("file")) {
+    throw InputError("cluster", "gives both \"preset\" and \"file\"; expected at most one base to override");
+  }
+  json merged = json::object();
+  std::string default_name = "custom";
+  std::string cluster_file;  // cluster.file, when given
+  if (const json* p = raw.opt("preset")) {
+    const std::string preset = as_string(*p, raw.at("preset"));
+    merged = cluster_preset_json(preset, raw.at("preset"));
+    default_name = preset;
+  } else if (const json* f = raw.opt("file")) {
+    const std::string file = as_string(*f, raw.at("file"));
+    std::filesystem::path resolved(file);
+    if (resolved.is_relative()) resolved = std::filesystem::path(base_dir) / resolved;
+    merged = load_json_file(resolved.string(), raw.at("file"), kMaxInputJsonBytes);
+    if (!merged.is_object()) type_error(merged, raw.at("file"), "a file holding a cluster object");
+    if (merged.contains("preset") || merged.contains("file")) {
+      throw InputError(raw.at("file"), "the cluster file \"" + file + "\" must be fully explicit (no preset or file)");
+    }
+    default_name = resolved.stem().string();
+    cluster_file = file;
+  }
+  if (!cluster_file.empty()) {
+    try {
+      Obj check(merged, "cluster", sch);  // unknown keys inside the file
+    } catch (const InputError& e) {
+      throw InputError(e.where(), e.sentence() + " (in the cluster file \"" + cluster_file + "\")");
+    }
+  }
+  json overrides = j;
+  overrides.erase("preset");
+  overrides.erase("file");
+  merged.merge_patch(overrides);
+
+  try {
+    return parse_merged_cluster(merged, sch, default_name);
+  } catch (const InputError& e) {
+    // A value the scenario does not set came from the cluster file: say so.
+    if (cluster_file.empty() || e.where().rfind("cluster.", 0) != 0) throw;
+    const json* at = &overrides;
+    std::string key;
+    std::istringstream path(e.where().substr(std::string("cluster.").size()));
+    while (at != nullptr && std::getline(path, key, '.')) {
+      key = key.substr(0, key.find('['));
+      at = at->is_object() && at->contains(key) ? &at->at(key) : nullptr;
+    }
+    if (at != nullptr) throw;
+    throw InputError(e.where(), e.sentence() + " (in the cluster file \"" + cluster_file + "\")");
+  }
 }
 
 // ---- mesh, policy, run ------------------------------------------------------------------------

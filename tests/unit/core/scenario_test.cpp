@@ -371,6 +371,36 @@ TEST(Cluster, FileRelativeToTheScenario) {
   EXPECT_DOUBLE_EQ(s.cluster.intra_node.latency_us, 3);
 }
 
+// A bad value that came from the cluster file says so (the path alone, cluster.gpu.memory, is
+// the merged one); a bad value the scenario sets on top does not blame the file.
+TEST(Cluster, AnErrorInTheClusterFileNamesTheFile) {
+  write_temp("cluster_file_bad_clusters.json", R"({
+    "gpu": {"peak_tflops": {"bf16": 50}, "memory": "-3GiB", "copy_bandwidth": "300GB/s"},
+    "nodes": 1, "gpus_per_node": 8, "intra_node": {"bandwidth": "64GB/s", "latency": "3us"}, "colour": 1})");
+  json j = tiny();
+  j["cluster"] = {{"file", "cluster_file_bad_clusters.json"}};
+  const std::string unknown = write_temp("cluster_file_bad.json", j.dump());
+  const auto message = [](const std::string& path) {
+    try {
+      load_scenario(path);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_THAT(message(unknown), HasSubstr("colour"));
+  EXPECT_THAT(message(unknown), HasSubstr("(in the cluster file \"cluster_file_bad_clusters.json\")"));
+  write_temp("cluster_file_bad_clusters.json", R"({
+    "gpu": {"peak_tflops": {"bf16": 50}, "memory": "-3GiB", "copy_bandwidth": "300GB/s"},
+    "nodes": 1, "gpus_per_node": 8, "intra_node": {"bandwidth": "64GB/s", "latency": "3us"}})");
+  EXPECT_THAT(message(unknown), HasSubstr("cluster.gpu.memory"));
+  EXPECT_THAT(message(unknown), HasSubstr("(in the cluster file \"cluster_file_bad_clusters.json\")"));
+  j["cluster"]["gpu"] = {{"memory", "-5GiB"}};  // the scenario's own value: not the file's fault
+  const std::string own = write_temp("cluster_file_bad.json", j.dump());
+  EXPECT_THAT(message(own), HasSubstr("cluster.gpu.memory"));
+  EXPECT_THAT(message(own), ::testing::Not(HasSubstr("cluster file")));
+}
+
 TEST(Policy, ValuesAndDefaults) {
   json j = tiny();
   EXPECT_EQ(parse_scenario(j).policy.bucket_bytes, 0);
