@@ -18,11 +18,11 @@ namespace {
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-// A communication bucket: what one fused collective moves. Slices are in shard-local element
-// space; `units` lists every unit with a slice in it, in forward order.
+// A communication bucket: what one fused collective moves. Its slices (shard-local element
+// space) are `list` in the Program's shared slice lists, appended there as it is packed;
+// `units` lists every unit with a slice in it, in forward order.
 struct Bucket {
-  std::vector<TensorSlice> slices;
-  SliceList list;  // the slices in the Program's shared slice lists (set once the buckets are packed)
+  SliceList list;
   int64_t shard_elems = 0;
   std::vector<int> units;
 };
@@ -50,25 +50,34 @@ int64_t min_bucket_count(const Scenario& s, const Program& p, int64_t bucket_byt
 }
 
 // Packs parameter slices (visited in `unit_order`) into buckets of at most `capacity_elems`
-// shard-local elements. capacity 0: one bucket per unit. A unit with its own bucket_bytes is
-// bucketed alone in chunks of that size. A group larger than a bucket is split.
-std::vector<Bucket> pack_buckets(const Scenario& s, const Program& p, const std::vector<int>& unit_order,
+// shard-local elements, appending each bucket's slices to the Program's slice lists in bucket
+// order. capacity 0: one bucket per unit. A unit with its own bucket_bytes is bucketed alone in
+// chunks of that size. A group larger than a bucket is split.
+std::vector<Bucket> pack_buckets(const Scenario& s, Program& p, const std::vector<int>& unit_order,
                                  int64_t bucket_bytes, int elem_bytes) {
   const int64_t bytes_per_shard_elem = static_cast<int64_t>(s.mesh.shard) * elem_bytes;
   std::vector<std::vector<int>> params_of_unit(s.model.units.size());
   for (int i = 0; i < static_cast<int>(p.params.size()); ++i) params_of_unit[p.params[i].unit].push_back(i);
 
   std::vector<Bucket> buckets;
-  auto close = [&](Bucket& b) {
-    if (!b.slices.empty()) buckets.push_back(std::move(b));
+  buckets.reserve(static_cast<size_t>(min_bucket_count(s, p, bucket_bytes, elem_bytes)) + 1);
+  auto start = [&](Bucket& b) {
     b = Bucket{};
+    b.list.begin = static_cast<uint32_t>(p.slice_lists.size());
+  };
+  auto close = [&](Bucket& b) {
+    if (b.list.count > 0) buckets.push_back(std::move(b));
+    start(b);
   };
   auto add_to = [&](Bucket& b, const TensorSlice& slice, int unit) {
-    b.slices.push_back(slice);
+    assert(p.slice_lists.size() + 1 < UINT32_MAX && "slice pool overflow");
+    p.slice_lists.push_back(slice);
+    ++b.list.count;
     b.shard_elems += slice.shard_numel;
     if (b.units.empty() || b.units.back() != unit) b.units.push_back(unit);
   };
   Bucket open;
+  start(open);
   for (int unit : unit_order) {
     const UnitSpec& u = s.model.units[unit];
     const bool alone = u.bucket_bytes.has_value() || bucket_bytes == 0;
@@ -190,8 +199,6 @@ class Scheduler {
     const size_t expected = expected_op_count(gathers, syncs);
     p_.ops.reserve(expected);
     p_.dep_ids.reserve(expected * 3 / 4);  // about 0.4-0.6 dependencies per op
-    for (auto* buckets : {&ag_, &rs_})
-      for (Bucket& b : *buckets) b.list = p_.add_slices(b.slices);
     ag_of_unit_.assign(U, {});
     for (int b = 0; b < static_cast<int>(ag_.size()); ++b)
       for (int u : ag_[b].units) ag_of_unit_[u].push_back(b);
@@ -413,7 +420,7 @@ class Scheduler {
       memory_op(OpKind::Alloc, StreamId::AllGather, MemoryKind::UnshardedParams, full_bytes,
                 bucket_label("params b", b), {gate});
       for (uint32_t k = 0; k < bucket.list.count; ++k) {
-        const TensorSlice& slice = bucket.slices[k];
+        const TensorSlice slice = p_.slice_lists[bucket.list.begin + k];
         Op ag = make(OpKind::AllGather, StreamId::AllGather, "ag " + p_.params[slice.param].name);
         ag.unit = p_.params[slice.param].unit;
         ag.bucket = b;
@@ -622,7 +629,7 @@ class Scheduler {
       prev_rs_bytes_ = rs_bytes;
     } else {
       for (uint32_t k = 0; k < bucket.list.count; ++k) {
-        const TensorSlice& slice = bucket.slices[k];
+        const TensorSlice slice = p_.slice_lists[bucket.list.begin + k];
         Op rs = make(OpKind::ReduceScatter, StreamId::ReduceScatter, "rs " + p_.params[slice.param].name);
         rs.unit = p_.params[slice.param].unit;
         rs.bucket = rb;
