@@ -11,7 +11,6 @@
 #include <fstream>
 #include <iostream>
 #include <limits>
-#include <sstream>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -92,12 +91,8 @@ int run_sweep_command(const std::vector<std::string>& args) {
   const std::string& scenario_path = cli.scenario_path();
   nlohmann::json base = load_scenario_json(scenario_path);
   if (!cli.overrides().empty()) apply_overrides(base, cli.overrides());
-  if (cli.given("memory-margin")) {
-    std::ostringstream v;
-    v.precision(17);
-    v << margin;
-    apply_overrides(base, {"run.memory_margin=" + v.str()});  // the flag stands for the key
-  }
+  // The flag stands for the key.
+  if (cli.given("memory-margin")) apply_overrides(base, {"run.memory_margin=" + nlohmann::json(margin).dump()});
   std::vector<SweepAxis> axes;
   for (const auto& v : vary) axes.push_back(parse_vary(v));
   for (size_t a = 0; a < axes.size(); ++a)

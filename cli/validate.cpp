@@ -54,9 +54,7 @@ int run_validate(const std::vector<std::string>& args) {
     throw InputError("--np", "run validate without mpirun: it launches calibrate and exec under mpirun itself");
   if (!(tolerance >= 0) || !std::isfinite(tolerance))
     throw InputError("--tolerance", "must be a finite relative error >= 0, e.g. 0.10");
-  if (iterations < 1) throw InputError("--iterations", "needs at least 1 measured iteration");
-  if (iterations > kMaxTimelineIterations)
-    throw InputError("--iterations", "at most " + std::to_string(kMaxTimelineIterations) + " measured iterations, got " + std::to_string(iterations));
+  check_iteration_count(iterations, "--iterations");
 
   const Scenario scenario = cli.load_scenario();
   const Program program = schedule(scenario);

@@ -585,11 +585,14 @@ ClusterSpec parse_cluster(const json& j, const json& sch, const std::string& bas
     default_name = resolved.stem().string();
     cluster_file = file;
   }
+  const auto in_the_file = [&](const InputError& e) {
+    return InputError(e.where(), e.sentence() + " (in the cluster file \"" + cluster_file + "\")");
+  };
   if (!cluster_file.empty()) {
     try {
       Obj check(merged, "cluster", sch);  // unknown keys inside the file
     } catch (const InputError& e) {
-      throw InputError(e.where(), e.sentence() + " (in the cluster file \"" + cluster_file + "\")");
+      throw in_the_file(e);
     }
   }
   json overrides = j;
@@ -610,7 +613,7 @@ ClusterSpec parse_cluster(const json& j, const json& sch, const std::string& bas
       at = at->is_object() && at->contains(key) ? &at->at(key) : nullptr;
     }
     if (at != nullptr) throw;
-    throw InputError(e.where(), e.sentence() + " (in the cluster file \"" + cluster_file + "\")");
+    throw in_the_file(e);
   }
 }
 

@@ -20,6 +20,11 @@ static_assert(kMaxWorldRanks <= 1 << 20 && kMaxTimelineIterations <= 1 << 10,
 using nlohmann::json;
 namespace jf = json_fields;
 
+void check_iteration_count(int iterations, const std::string& flag) {
+  if (iterations < 1 || iterations > kMaxTimelineIterations)
+    throw InputError(flag, "must be in [1, " + std::to_string(kMaxTimelineIterations) + "], got " + std::to_string(iterations));
+}
+
 namespace {
 constexpr const char* kFormat = "shardline.timeline";
 constexpr int kVersion = 1;
@@ -203,14 +208,15 @@ Timeline timeline_from_json(const json& j) {
       if (iv.issue_us < 0) throw InputError(jf::index_path(path, 3), "issue time " + std::to_string(iv.issue_us) + " us is negative, before the step origin");
       if (iv.start_us < 0) throw InputError(jf::index_path(path, 4), "start time " + std::to_string(iv.start_us) + " us is negative, before the step origin");
     }
-    for (int f = 3; f <= 5; ++f) {
-      const double us = f == 3 ? iv.issue_us : f == 4 ? iv.start_us : iv.end_us;
-      if (!(std::abs(us) <= kMaxTimelineUs)) {
-        char text[96];
-        std::snprintf(text, sizeof text, "%g us is beyond the %g days a timeline may span from its origin", us, kMaxTimelineUs / 86400e6);
-        throw InputError(jf::index_path(path, f), text);
-      }
-    }
+    const auto within_span = [&](double us, int field) {
+      if (std::abs(us) <= kMaxTimelineUs) return;
+      char text[96];
+      std::snprintf(text, sizeof text, "%g us is beyond the %g days a timeline may span from its origin", us, kMaxTimelineUs / 86400e6);
+      throw InputError(jf::index_path(path, field), text);
+    };
+    within_span(iv.issue_us, 3);
+    within_span(iv.start_us, 4);
+    within_span(iv.end_us, 5);
     if (iv.start_us < iv.issue_us) throw InputError(jf::index_path(path, 4), "starts (" + std::to_string(iv.start_us) + " us) before it is issued (" + std::to_string(iv.issue_us) + " us)");
     if (iv.end_us < iv.start_us) throw InputError(path, "ends (" + std::to_string(iv.end_us) + " us) before it starts (" + std::to_string(iv.start_us) + " us)");
     t.intervals.push_back(iv);

@@ -20,6 +20,9 @@ struct Scenario;
 
 // The most iterations a timeline holds (a measured run's; a prediction has one).
 inline constexpr int kMaxTimelineIterations = 1024;
+// Refuses a run's measured iteration count outside [1, kMaxTimelineIterations]:
+// InputError(flag, "must be in [1, 1024], got N").
+void check_iteration_count(int iterations, const std::string& flag);
 // The furthest any time in a timeline may lie from its origin: 10 days, in us.
 inline constexpr double kMaxTimelineUs = 10 * 86400e6;
 

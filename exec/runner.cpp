@@ -387,9 +387,7 @@ class TerminationWatched {
 
 // The options a run checks before anything is planned.
 void check_run_options(const ExecOptions& options, int world) {
-  if (options.iterations < 1 || options.iterations > kMaxTimelineIterations)
-    throw InputError("--iterations", "must be in [1, " + std::to_string(kMaxTimelineIterations) + "], got " +
-                                         std::to_string(options.iterations));
+  check_iteration_count(options.iterations, "--iterations");
   if (options.warmup < 0) throw InputError("--warmup", "must be 0 or more");
   if (!(options.timeout_s > 0)) throw InputError("--timeout", "must be a positive number of seconds");
   if (options.stall_rank >= world) throw InputError("--stall-rank", "no rank " + std::to_string(options.stall_rank));

@@ -63,8 +63,7 @@ SweepRow evaluate_sweep_point(const nlohmann::json& base_json, const std::string
     mark_memory_fit(row, scenario.run.memory_margin);
   } catch (const InputError& e) {
     row.valid = false;
-    row.error = e.what();
-    mark_memory_fit(row, 0);
+    row.error = e.what();  // fits_memory and fits_with_margin stay false
   }
   return row;
 }
