@@ -87,9 +87,8 @@ void metrics_of_timeline(benchmark::State& state, const std::string& path, const
 void sweep_point(benchmark::State& state, const std::string& path, const std::string& override_text) {
   for (auto _ : state) {
     const Scenario scenario = load_scenario(path, {override_text});
-    Program program = schedule(scenario);
-    const Timeline t = simulate(scenario, std::move(program));  // as sweep_run.cpp hands it over
-    Metrics m = compute_metrics(t);
+    const Program program = schedule(scenario);
+    Metrics m = simulate_metrics(scenario, program);  // as sweep_run.cpp runs it
     benchmark::DoNotOptimize(m);
   }
 }

@@ -114,51 +114,35 @@ void for_each_interval(const Timeline& t, int rank, int iteration, Fn&& fn) {
     if (iv.rank == rank && iv.iteration == iteration) fn(iv);
 }
 
-constexpr size_t kKinds = static_cast<size_t>(OpKind::Free) + 1;
-
-// What one pass over a step's intervals collects (each pass over a million-op step reads its
-// intervals and ops from memory, so the metrics take them in two: this one, then the per-kind
-// spans). InputError when the step has no intervals; each must name an op the timeline carries.
-struct StepScan {
-  StepWindow window;
-  std::array<KindStats, kKinds> kind_stats{};  // count and bytes (alloc/free not counted)
-  std::vector<double> last_fwd_end, last_bwd_end;  // per micro-batch, -inf when none
-};
-
-StepScan scan_step(const Timeline& t, int rank, int iteration) {
-  constexpr double kInf = std::numeric_limits<double>::infinity();
-  StepScan scan;
-  bool has_issue = false;
-  size_t count = 0;
-  double min_start = kInf, min_issue_or_start = kInf, end = -kInf;
+// The accumulated metrics of one rank and iteration; InputError when the step has no intervals.
+// Each interval must name an op the timeline carries.
+StepAccumulator accumulate_step(const Timeline& t, int rank, int iteration) {
+  StepAccumulator acc;
   const int num_ops = static_cast<int>(t.ops.size());
   for_each_interval(t, rank, iteration, [&](const OpInterval& iv) {
     if (iv.op < 0 || iv.op >= num_ops) invariant_broken("interval names an op the timeline does not carry");
-    ++count;
-    if (iv.issue_us != 0) has_issue = true;
-    end = std::max(end, iv.end_us);
-    min_start = std::min(min_start, iv.start_us);
-    min_issue_or_start = std::min(min_issue_or_start, std::min(iv.issue_us, iv.start_us));
-    const Op& op = t.ops[iv.op];
-    if (op.kind == OpKind::Compute && (op.phase == Phase::Forward || op.phase == Phase::Backward)) {
-      std::vector<double>& last = op.phase == Phase::Forward ? scan.last_fwd_end : scan.last_bwd_end;
-      const size_t mb = static_cast<size_t>(op.microbatch);
-      if (last.size() <= mb) last.resize(mb + 1, -kInf);
-      last[mb] = std::max(last[mb], iv.end_us);
-    }
-    if (op.kind == OpKind::Alloc || op.kind == OpKind::Free) return;
-    KindStats& ks = scan.kind_stats[static_cast<size_t>(op.kind)];
-    ks.count += 1;
-    ks.bytes += op.bytes;
+    acc.issue(iv.issue_us);
+    acc.add(t.ops[iv.op], iv.start_us, iv.end_us);
   });
-  if (count == 0) {
+  if (acc.op_count() == 0) {
     throw InputError("timeline", "no op intervals for rank " + std::to_string(rank) + ", iteration " + std::to_string(iteration));
   }
-  scan.window = StepWindow{rank, iteration, has_issue ? min_issue_or_start : min_start, end};
-  return scan;
+  return acc;
 }
 
-StepWindow window_of(const Timeline& t, int rank, int iteration) { return scan_step(t, rank, iteration).window; }
+StepWindow window_of(const Timeline& t, int rank, int iteration) {
+  const auto [start_us, end_us] = accumulate_step(t, rank, iteration).window_us();
+  return StepWindow{rank, iteration, start_us, end_us};
+}
+
+std::optional<int64_t> peak_of(const std::vector<MemorySample>& memory) {
+  if (memory.empty()) return std::nullopt;
+  int64_t peak = 0;
+  for (const MemorySample& s : memory) peak = std::max(peak, s.bytes);
+  return peak;
+}
+
+Metrics metrics_for(const Timeline& t, int rank, int iteration) { return accumulate_step(t, rank, iteration).finish(t, peak_of(t.memory)); }
 
 int resolve_iteration(const Timeline& t, int iteration) {
   const int it = iteration < 0 ? t.reported_iteration : iteration;
@@ -185,68 +169,6 @@ std::vector<int> ranks_with_intervals(const Timeline& t, int iteration) {
   return ranks;
 }
 
-Metrics metrics_for(const Timeline& t, int rank, int iteration) {
-  StepScan scan = scan_step(t, rank, iteration);
-  const double step_start = scan.window.start_us;
-  const double step_end = scan.window.end_us;
-
-  Metrics m;
-  m.step_time_us = step_end - step_start;
-
-  // Per kind, indexed by OpKind (a map keyed by name per interval cost more than the rest).
-  // Each kind's intervals are held once, allocated at their count and sorted in place: compute
-  // busy is the compute kind's union, comm busy the union of the three collective kinds merged
-  // (no second copy of either).
-  std::array<std::vector<Span>, kKinds> per_kind;
-  const std::array<KindStats, kKinds>& kind_stats = scan.kind_stats;
-  for (size_t k = 0; k < kKinds; ++k) per_kind[k].reserve(static_cast<size_t>(kind_stats[k].count));
-  for_each_interval(t, rank, iteration, [&](const OpInterval& iv) {
-    const OpKind kind = t.ops[iv.op].kind;
-    if (kind != OpKind::Alloc && kind != OpKind::Free) per_kind[static_cast<size_t>(kind)].emplace_back(iv.start_us, iv.end_us);
-  });
-  // A kind's ops on one stream come in time order already: then checking is all the sort costs.
-  for (auto& list : per_kind)
-    if (!std::is_sorted(list.begin(), list.end())) std::sort(list.begin(), list.end());
-  for (size_t k = 0; k < kKinds; ++k)
-    if (kind_stats[k].count > 0) m.by_kind[std::string(op_kind_name(static_cast<OpKind>(k)))] = kind_stats[k];
-  for (OpKind k : kReportedKinds) {
-    KindStats& ks = m.by_kind[std::string(op_kind_name(k))];
-    ks.busy_us = union_of_sorted_us({&per_kind[static_cast<size_t>(k)]});
-  }
-  const auto& of = [&](OpKind k) { return &per_kind[static_cast<size_t>(k)]; };
-  m.compute_busy_us = union_of_sorted_us({of(OpKind::Compute)});
-  m.comm_busy_us = union_of_sorted_us({of(OpKind::AllGather), of(OpKind::ReduceScatter), of(OpKind::AllReduce)});
-
-  m.exposed_comm_us = m.step_time_us - m.compute_busy_us;
-  if (m.exposed_comm_us < 0) {
-    const double tolerance = 1e-9 * std::max(1.0, std::fabs(m.step_time_us));
-    if (m.exposed_comm_us < -tolerance) invariant_broken("compute busy exceeds the step time");
-    m.exposed_comm_us = 0;
-  }
-  m.overlap_efficiency = m.comm_busy_us > 0 ? std::clamp(1.0 - m.exposed_comm_us / m.comm_busy_us, 0.0, 1.0) : 1.0;
-
-  // Forward / backward split, per micro-batch.
-  const size_t micro_batches = std::max(scan.last_fwd_end.size(), scan.last_bwd_end.size());
-  scan.last_fwd_end.resize(micro_batches, -std::numeric_limits<double>::infinity());
-  scan.last_bwd_end.resize(micro_batches, -std::numeric_limits<double>::infinity());
-  const std::vector<double>& last_fwd_end = scan.last_fwd_end;
-  const std::vector<double>& last_bwd_end = scan.last_bwd_end;
-  double forward = 0;
-  double window_start = step_start;
-  for (size_t mb = 0; mb < micro_batches; ++mb) {
-    if (std::isfinite(last_fwd_end[mb])) forward += std::max(0.0, last_fwd_end[mb] - window_start);
-    if (std::isfinite(last_bwd_end[mb])) window_start = last_bwd_end[mb];
-  }
-  m.forward_us = std::min(forward, m.step_time_us);
-  m.backward_us = m.step_time_us - m.forward_us;
-
-  for (const MemorySample& s : t.memory) m.peak_memory_bytes = std::max(m.peak_memory_bytes, s.bytes);
-  m.peak_reserved_bytes = t.memory.empty() ? 0 : reserved_bytes(t.memory_reserve, m.peak_memory_bytes);
-  m.memory_capacity_bytes = t.memory_capacity_bytes;
-  m.fits_memory = static_cast<double>(m.peak_reserved_bytes) <= static_cast<double>(t.memory_capacity_bytes) * (1.0 - t.memory_margin);
-  m.throughput = throughput_of(t.workload, m.step_time_us);
-  return m;
-}
 
 // A throughput value in JSON: a number, or null when unknown.
 nlohmann::json optional_to_json(const std::optional<double>& v) { return v ? json(*v) : json(nullptr); }
@@ -307,6 +229,95 @@ Throughput throughput_of(const Workload& w, double step_time_us) {
   if (w.hardware_flops_per_step > 0 && w.peak_flops_per_gpu > 0)
     tp.hfu = w.hardware_flops_per_step / step_s / (gpus * w.peak_flops_per_gpu);
   return tp;
+}
+
+void StepAccumulator::issue(double issue_us) {
+  if (issue_us != 0) has_issue_ = true;
+  min_issue_us_ = std::min(min_issue_us_, issue_us);
+}
+
+void StepAccumulator::add(const Op& op, double start_us, double end_us) {
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  ++count_;
+  end_us_ = std::max(end_us_, end_us);
+  min_start_us_ = std::min(min_start_us_, start_us);
+  if (op.kind == OpKind::Compute && (op.phase == Phase::Forward || op.phase == Phase::Backward)) {
+    std::vector<double>& last = op.phase == Phase::Forward ? last_fwd_end_us_ : last_bwd_end_us_;
+    const size_t mb = static_cast<size_t>(op.microbatch);
+    if (last.size() <= mb) last.resize(mb + 1, -kInf);
+    last[mb] = std::max(last[mb], end_us);
+  }
+  if (op.kind == OpKind::Alloc || op.kind == OpKind::Free) return;
+  const size_t k = static_cast<size_t>(op.kind);
+  kind_stats_[k].count += 1;
+  kind_stats_[k].bytes += op.bytes;
+  if (!(end_us > start_us)) return;  // empty: no union counts it
+  // Merged into the last span when it starts inside it (or where it ends): a union merges them
+  // too, into the same piece with the same start and end, so its sum cannot change.
+  std::vector<Span>& spans = spans_[k];
+  if (!spans.empty() && start_us >= spans.back().first && start_us <= spans.back().second) {
+    spans.back().second = std::max(spans.back().second, end_us);
+  } else {
+    spans.emplace_back(start_us, end_us);
+  }
+}
+
+std::pair<double, double> StepAccumulator::window_us() const {
+  return {has_issue_ ? std::min(min_issue_us_, min_start_us_) : min_start_us_, end_us_};
+}
+
+Metrics StepAccumulator::finish(const Timeline& t, std::optional<int64_t> peak_memory_bytes) {
+  if (count_ == 0) invariant_broken("metrics of a step without ops");
+  const auto [step_start, step_end] = window_us();
+  Metrics m;
+  m.step_time_us = step_end - step_start;
+
+  // Each kind's spans sorted (a kind's ops on one stream come in time order already: then
+  // checking is all the sort costs); compute busy is the compute kind's union, comm busy the
+  // union of the three collective kinds merged.
+  std::array<std::vector<Span>, kKinds>& per_kind = spans_;
+  for (auto& list : per_kind)
+    if (!std::is_sorted(list.begin(), list.end())) std::sort(list.begin(), list.end());
+  for (size_t k = 0; k < kKinds; ++k)
+    if (kind_stats_[k].count > 0) m.by_kind[std::string(op_kind_name(static_cast<OpKind>(k)))] = kind_stats_[k];
+  for (OpKind k : kReportedKinds) {
+    KindStats& ks = m.by_kind[std::string(op_kind_name(k))];
+    ks.busy_us = union_of_sorted_us({&per_kind[static_cast<size_t>(k)]});
+  }
+  const auto& of = [&](OpKind k) { return &per_kind[static_cast<size_t>(k)]; };
+  m.compute_busy_us = union_of_sorted_us({of(OpKind::Compute)});
+  m.comm_busy_us = union_of_sorted_us({of(OpKind::AllGather), of(OpKind::ReduceScatter), of(OpKind::AllReduce)});
+
+  m.exposed_comm_us = m.step_time_us - m.compute_busy_us;
+  if (m.exposed_comm_us < 0) {
+    const double tolerance = 1e-9 * std::max(1.0, std::fabs(m.step_time_us));
+    if (m.exposed_comm_us < -tolerance) invariant_broken("compute busy exceeds the step time");
+    m.exposed_comm_us = 0;
+  }
+  m.overlap_efficiency = m.comm_busy_us > 0 ? std::clamp(1.0 - m.exposed_comm_us / m.comm_busy_us, 0.0, 1.0) : 1.0;
+
+  // Forward / backward split, per micro-batch.
+  const size_t micro_batches = std::max(last_fwd_end_us_.size(), last_bwd_end_us_.size());
+  std::vector<double>& last_fwd_end = last_fwd_end_us_;
+  std::vector<double>& last_bwd_end = last_bwd_end_us_;
+  last_fwd_end.resize(micro_batches, -std::numeric_limits<double>::infinity());
+  last_bwd_end.resize(micro_batches, -std::numeric_limits<double>::infinity());
+  double forward = 0;
+  double window_start = step_start;
+  for (size_t mb = 0; mb < micro_batches; ++mb) {
+    if (std::isfinite(last_fwd_end[mb])) forward += std::max(0.0, last_fwd_end[mb] - window_start);
+    if (std::isfinite(last_bwd_end[mb])) window_start = last_bwd_end[mb];
+  }
+  m.forward_us = std::min(forward, m.step_time_us);
+  m.backward_us = m.step_time_us - m.forward_us;
+
+  m.memory_recorded = peak_memory_bytes.has_value();
+  m.peak_memory_bytes = peak_memory_bytes.value_or(0);
+  m.peak_reserved_bytes = m.memory_recorded ? reserved_bytes(t.memory_reserve, m.peak_memory_bytes) : 0;
+  m.memory_capacity_bytes = t.memory_capacity_bytes;
+  m.fits_memory = static_cast<double>(m.peak_reserved_bytes) <= static_cast<double>(t.memory_capacity_bytes) * (1.0 - t.memory_margin);
+  m.throughput = throughput_of(t.workload, m.step_time_us);
+  return m;
 }
 
 double union_length_us(std::vector<std::pair<double, double>> intervals) {
@@ -389,6 +400,7 @@ Metrics metrics_from_json(const json& j) {
   m.peak_memory_bytes = count_from_json(j, "peak_memory_bytes", "");
   // Files written before the reserved estimate and throughput existed: the reserve is taken as
   // none (reserved = allocated) and every throughput value as unknown.
+  m.memory_recorded = m.peak_memory_bytes > 0;
   m.peak_reserved_bytes = jf::has_member(j, "peak_reserved_bytes") ? count_from_json(j, "peak_reserved_bytes", "") : m.peak_memory_bytes;
   m.memory_capacity_bytes = count_from_json(j, "memory_capacity_bytes", "");
   m.fits_memory = jf::get_bool(j, "fits_memory", "");

@@ -1,9 +1,14 @@
-// The one definition of the step metrics (DESIGN.md "Metrics"), computed from a Timeline.
+// The one definition of the step metrics (DESIGN.md "Metrics"), computed from a Timeline, or
+// gathered op by op as a simulation runs (StepAccumulator) without keeping one.
 #pragma once
+#include <array>
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json_fwd.hpp>
 
@@ -46,6 +51,39 @@ struct Metrics {
   bool fits_memory = true;          // peak reserved <= capacity * (1 - margin)
   Throughput throughput;
   std::map<std::string, KindStats> by_kind;  // keyed by op_kind_name, collectives and copies
+  // Whether the timeline recorded memory (else both peaks are 0: unknown). Not in metrics.json,
+  // where a peak of 0 says the same.
+  bool memory_recorded = false;
+};
+
+// The metrics of one rank's step, gathered op by op in any order: compute_metrics feeds it a
+// Timeline's intervals, and the simulator feeds it as ops end, so a summary or a sweep point
+// needs no interval per op (sim/simulator.h simulate_metrics). Either way the Metrics are the
+// same, bit for bit: a kind's spans are kept merged where they touch or overlap, which changes
+// neither a union nor the order of its sum.
+class StepAccumulator {
+ public:
+  void issue(double issue_us);                             // an op of the step was issued
+  void add(const Op& op, double start_us, double end_us);  // an op of the step ran
+  size_t op_count() const { return count_; }               // ops added
+  // From the first op issued (the first start when every issue time is 0) to the last end.
+  std::pair<double, double> window_us() const;
+  // The step's metrics: throughput, memory reserve, capacity and margin come from `t`'s
+  // scenario fields (set_timeline_scenario); `peak_memory_bytes` is nullopt when no memory
+  // was recorded. Needs at least one op added; the accumulator is used up.
+  Metrics finish(const Timeline& t, std::optional<int64_t> peak_memory_bytes);
+
+ private:
+  using Span = std::pair<double, double>;
+  static constexpr size_t kKinds = static_cast<size_t>(OpKind::Free) + 1;
+  size_t count_ = 0;
+  bool has_issue_ = false;
+  double min_issue_us_ = std::numeric_limits<double>::infinity();
+  double min_start_us_ = std::numeric_limits<double>::infinity();
+  double end_us_ = -std::numeric_limits<double>::infinity();
+  std::array<KindStats, kKinds> kind_stats_{};  // count and bytes (alloc/free not counted)
+  std::vector<double> last_fwd_end_us_, last_bwd_end_us_;  // per micro-batch, -inf when none
+  std::array<std::vector<Span>, kKinds> spans_;  // per kind (alloc/free: none), merged as they come
 };
 
 // Metrics for one rank and iteration; rank -1: each rank's, combined with the max step time

@@ -127,7 +127,7 @@ std::string summary_table(const Scenario& scenario, const Timeline& timeline, co
            "model FLOPs / (" + gpus + " x " + format_tflops(w.peak_flops_per_gpu / 1e12) + " TFLOP/s dense peak)");
   rate_row("HFU", tp.hfu, format_utilisation, ThroughputValue::Hfu, "the same with the recomputed FLOPs");
 
-  if (timeline.memory.empty()) {
+  if (!m.memory_recorded) {
     out += printf_line("%-20s %12s  %s", "peak memory", "-", "not recorded by this timeline");
   } else {
     const int64_t limit = static_cast<int64_t>(static_cast<double>(m.memory_capacity_bytes) * (1.0 - timeline.memory_margin));

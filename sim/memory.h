@@ -1,7 +1,8 @@
 // The memory tracker: live device bytes of the representative rank over time. Starts at the
 // Program's static bytes (sharded params, grads, optimizer state); Alloc/Free ops add/subtract
 // their bytes when they execute on their stream. Records a sample at every change (time
-// order) and the peak. Live bytes going negative is a broken program: it aborts loudly.
+// order; unless told to keep only the peak) and the peak. Live bytes going negative, or a change
+// before the last one, is a broken program: it aborts loudly.
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -12,8 +13,11 @@ namespace shardline::sim {
 
 class MemoryTracker {
  public:
-  explicit MemoryTracker(int64_t static_bytes, double start_us = 0);
-  void reserve(size_t changes) { samples_.reserve(changes + 1); }  // room for this many changes
+  // keep_samples false: only the live bytes and the peak (what metrics need; no sample per change).
+  explicit MemoryTracker(int64_t static_bytes, double start_us = 0, bool keep_samples = true);
+  void reserve(size_t changes) {  // room for this many changes
+    if (keep_samples_) samples_.reserve(changes + 1);
+  }
   void alloc(double now_us, int64_t bytes);
   void free(double now_us, int64_t bytes);
   int64_t live_bytes() const { return live_; }
@@ -25,6 +29,8 @@ class MemoryTracker {
   void change(double now_us, int64_t delta_bytes);
   int64_t live_ = 0;
   int64_t peak_ = 0;
+  double last_us_ = 0;  // the time of the last change (or the start)
+  bool keep_samples_ = true;
   std::vector<MemorySample> samples_;
 };
 

@@ -127,16 +127,20 @@ constexpr int kKindMask = (1 << kKindBits) - 1;
 
 class Simulation {
  public:
+  // `step` (one rank only): the rank's ops go to it as they end, and neither intervals nor
+  // memory samples are kept.
   Simulation(const Scenario& scenario, const Program& program, std::unique_ptr<sim::CostModel> cost,
              const RankVariation* variation, int ranks, const std::vector<int>& recorded_ranks, bool every_span,
-             size_t memory_markers)
+             size_t memory_markers, StepAccumulator* step)
       : scenario_(scenario),
         program_(program),
         cost_(std::move(cost)),
         variation_(variation),
+        step_(step),
         plan_(program),
         host_(program, scenario.cluster.launch_overhead_us),
-        memory_(program.static_memory_bytes) {
+        memory_(program.static_memory_bytes, 0, step == nullptr) {
+    if (step_ != nullptr && (ranks != 1 || every_span || !recorded_ranks.empty())) broken("metrics as ops end are kept for one rank only", -1);
     const std::array<double, sim::kNumLinkClasses> capacity{cost_->link_bandwidth_bytes_per_s(sim::LinkClass::IntraNode),
                                                             cost_->link_bandwidth_bytes_per_s(sim::LinkClass::InterNode)};
     ranks_.reserve(static_cast<size_t>(ranks));
@@ -193,6 +197,7 @@ class Simulation {
   }
   uint64_t events_processed() const { return engine_.events_processed(); }
   std::vector<MemorySample> take_memory() { return memory_.take_samples(); }
+  int64_t peak_memory_bytes() const { return memory_.peak_bytes(); }
   std::vector<RankStats> rank_stats() const {
     std::vector<RankStats> out;
     out.reserve(ranks_.size());
@@ -278,6 +283,7 @@ class Simulation {
         while (host_.next_op() >= 0 && host_.next_issue_us() <= now) {
           const int op = host_.next_op();
           if (!issue_us_.empty()) issue_us_[static_cast<size_t>(op)] = now;
+          if (step_ != nullptr) step_->issue(now);
           for (RankState& each : ranks_)
             if (OpInterval* iv = interval(each, op)) iv->issue_us = now;
           streams |= 1u << static_cast<unsigned>(program_.ops[op].stream);
@@ -497,6 +503,7 @@ class Simulation {
     const Op& op = program_.ops[id];
     OpInterval* iv = interval(r, id);
     if (iv != nullptr) iv->end_us = now;
+    if (step_ != nullptr) step_->add(op, r.started_us[static_cast<int>(op.stream)], now);
     if (!spans_.empty()) spans_[span_index(r, id) + 1] = now;
     r.stats.step_us = std::max(r.stats.step_us, now);
     const double latency = scenario_.cluster.event_latency_us;
@@ -537,6 +544,7 @@ class Simulation {
   const Program& program_;
   std::unique_ptr<sim::CostModel> cost_;
   const RankVariation* variation_;
+  StepAccumulator* step_;  // null: intervals kept
   sim::StreamPlan plan_;
   sim::Engine engine_;
   sim::HostThread host_;
@@ -576,7 +584,10 @@ Scenario with_profile(const Scenario& scenario, const ClusterProfile& profile) {
 namespace {
 
 // `consumed`: the same Program when the caller gave it up; its ops then move into the Timeline.
-Timeline simulate_program(const Scenario& given, const Program& program, const SimOptions& options, Program* consumed) {
+// `step` (with `peak_memory_bytes`): the representative rank's ops go to it as they end, and the
+// Timeline returned is its header only: no ops, intervals or memory samples.
+Timeline simulate_program(const Scenario& given, const Program& program, const SimOptions& options, Program* consumed,
+                          StepAccumulator* step = nullptr, int64_t* peak_memory_bytes = nullptr) {
   const Scenario calibrated = options.profile ? with_profile(given, *options.profile) : Scenario{};
   const Scenario& scenario = options.profile ? calibrated : given;
   if (!(scenario.cluster.launch_overhead_us >= 0) || !std::isfinite(scenario.cluster.launch_overhead_us))
@@ -598,11 +609,13 @@ Timeline simulate_program(const Scenario& given, const Program& program, const S
   std::vector<int> recorded = options.timeline_ranks;
   if (!options.every_rank && (options.variation != nullptr || !recorded.empty()))
     throw InputError("variation", "variation between ranks and a choice of ranks need every rank simulated");
-  if (recorded.empty())
+  if (step != nullptr && (options.every_rank || options.choose_timeline_ranks || options.rank_report != nullptr))
+    broken("metrics without a Timeline are of one representative rank", -1);
+  if (recorded.empty() && step == nullptr)
     for (int r = 0; r < ranks; ++r) recorded.push_back(r);
   std::sort(recorded.begin(), recorded.end());
   recorded.erase(std::unique(recorded.begin(), recorded.end()), recorded.end());
-  if (recorded.front() < 0 || recorded.back() >= ranks)
+  if (!recorded.empty() && (recorded.front() < 0 || recorded.back() >= ranks))
     throw InputError("timeline_ranks", "rank " + std::to_string(recorded.front() < 0 ? recorded.front() : recorded.back()) +
                                            " is not in the world of " + std::to_string(ranks) + " ranks");
   if (const RankVariation* v = options.variation) {
@@ -619,7 +632,7 @@ Timeline simulate_program(const Scenario& given, const Program& program, const S
   if (choose_later && (!options.every_rank || !options.timeline_ranks.empty()))
     throw InputError("timeline_ranks", "choosing the ranks after the run needs every rank and no list given");
   Simulation sim(scenario, program, make_cost_model(scenario, options), options.variation, ranks, recorded, choose_later,
-                 memory_markers);
+                 memory_markers, step);
   const auto loop_start = std::chrono::steady_clock::now();
   sim.run();
   if (options.event_loop_seconds != nullptr)
@@ -653,6 +666,10 @@ Timeline simulate_program(const Scenario& given, const Program& program, const S
   t.reported_iteration = 0;
   t.scale = 1.0;
   set_timeline_scenario(t, scenario);
+  if (step != nullptr) {
+    *peak_memory_bytes = sim.peak_memory_bytes();
+    return t;
+  }
   t.intervals = std::move(intervals);
   t.memory = sim.take_memory();
   if (consumed != nullptr) set_timeline_ops(t, std::move(*consumed));
@@ -668,6 +685,16 @@ Timeline simulate(const Scenario& scenario, const Program& program, const SimOpt
 
 Timeline simulate(const Scenario& scenario, Program&& program, const SimOptions& options) {
   return simulate_program(scenario, program, options, &program);
+}
+
+Metrics simulate_metrics(const Scenario& scenario, const Program& program, const SimOptions& options, Timeline* header) {
+  StepAccumulator step;
+  int64_t peak_memory_bytes = 0;
+  Timeline t = simulate_program(scenario, program, options, nullptr, &step, &peak_memory_bytes);
+  if (step.op_count() == 0) throw InputError("ops", "the program has no ops");
+  Metrics m = step.finish(t, peak_memory_bytes);
+  if (header != nullptr) *header = std::move(t);
+  return m;
 }
 
 }  // namespace shardline

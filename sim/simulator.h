@@ -8,6 +8,7 @@
 #include <functional>
 #include <vector>
 
+#include "core/metrics.h"
 #include "core/program.h"
 #include "core/scenario.h"
 #include "core/timeline.h"
@@ -77,5 +78,13 @@ Timeline simulate(const Scenario& scenario, const Program& program, const SimOpt
 // The same for a Program the caller no longer needs: its ops move into the Timeline instead of
 // being copied (a sweep point, a benchmark).
 Timeline simulate(const Scenario& scenario, Program&& program, const SimOptions& options = {});
+
+// The predicted step's metrics without its Timeline: compute_metrics(simulate(...)), bit for bit,
+// with neither an interval per op nor a memory sample per alloc and free held (a summary, a sweep
+// point: about a third less memory on a million-op Program; docs/benchmarks.md). One
+// representative rank: every_rank, a variation and rank choices are for simulate(). `header`
+// (optional, out): the Timeline simulate() would return, without ops, intervals and memory
+// samples: what a summary prints beside the metrics.
+Metrics simulate_metrics(const Scenario& scenario, const Program& program, const SimOptions& options = {}, Timeline* header = nullptr);
 
 }  // namespace shardline

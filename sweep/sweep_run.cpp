@@ -52,8 +52,8 @@ SweepRow evaluate_sweep_point(const nlohmann::json& base_json, const std::string
     // rank: its step is the slowest rank's.
     Program program = schedule(scenario);
     if (scenario.variation.empty()) {
-      // The point's Program is not needed afterwards: its ops move into the Timeline (no copy).
-      row.metrics = compute_metrics(simulate(scenario, std::move(program)));
+      // Only the metrics are needed: no Timeline is kept.
+      row.metrics = simulate_metrics(scenario, program);
     } else {
       const EveryRankRun run = simulate_every_rank(scenario, program, {}, {}, false);
       row.metrics = compute_metrics(run.timeline);

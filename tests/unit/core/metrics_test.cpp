@@ -73,6 +73,48 @@ TEST(Metrics, HandComputedStepOnOneRank) {
   EXPECT_EQ(m.by_kind.size(), 6u);
 }
 
+// The accumulator takes ops in any order (the simulator feeds them as they end): the metrics
+// are those of the Timeline, bit for bit, with touching, overlapping, nested and empty spans.
+TEST(StepAccumulator, AnyOrderGivesTheTimelinesMetrics) {
+  Timeline t = basic_timeline();
+  t.ops.push_back(make_op(6, OpKind::AllGather, Phase::Forward, 10));     // touches op 0's end
+  t.ops.push_back(make_op(7, OpKind::AllGather, Phase::Forward, 10));     // inside op 2
+  t.ops.push_back(make_op(8, OpKind::AllReduce, Phase::Backward, 10));    // overlaps the RS
+  t.ops.push_back(make_op(9, OpKind::Compute, Phase::Backward, 0, 1));    // empty, micro-batch 1
+  t.ops.push_back(make_op(10, OpKind::Compute, Phase::Forward, 0, 1));
+  t.intervals.push_back(iv(6, 6, 10, 11));
+  t.intervals.push_back(iv(7, 7, 13, 20));
+  t.intervals.push_back(iv(8, 8, 55, 70));
+  t.intervals.push_back(iv(9, 9, 71, 71));
+  t.intervals.push_back(iv(10, 9, 60.5, 64.25));
+  const std::string expected = metrics_to_json(compute_metrics(t)).dump();
+  for (const std::vector<int>& order : {std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, std::vector<int>{10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0},
+                                        std::vector<int>{6, 0, 7, 2, 1, 8, 4, 3, 9, 5, 10}}) {
+    StepAccumulator acc;
+    for (int i : order) {
+      acc.issue(t.intervals[i].issue_us);
+      acc.add(t.ops[static_cast<size_t>(t.intervals[i].op)], t.intervals[i].start_us, t.intervals[i].end_us);
+    }
+    EXPECT_EQ(acc.op_count(), 11u);
+    const Metrics m = acc.finish(t, 900);
+    EXPECT_EQ(metrics_to_json(m).dump(), expected);
+    EXPECT_DOUBLE_EQ(m.comm_busy_us, 11.0 + 16.0 + 20.0);  // [0,11] + [12,28] + [50,70]
+    EXPECT_EQ(m.by_kind.at("all_gather").count, 4);
+  }
+}
+
+TEST(StepAccumulator, WithoutMemoryTheFitIsOnNothingAndMemoryIsUnknown) {
+  const Timeline t = basic_timeline();
+  StepAccumulator acc;
+  acc.add(t.ops[1], 10, 30);
+  const Metrics m = acc.finish(t, std::nullopt);
+  EXPECT_FALSE(m.memory_recorded);
+  EXPECT_EQ(m.peak_memory_bytes, 0);
+  EXPECT_EQ(m.peak_reserved_bytes, 0);
+  EXPECT_TRUE(m.fits_memory);
+  EXPECT_TRUE(compute_metrics(t).memory_recorded);
+}
+
 TEST(Metrics, MemoryAboveTheMarginDoesNotFit) {
   Timeline t = basic_timeline();
   t.memory.push_back({61, 901});

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/collective.h"
+#include "core/metrics.h"
 #include "core/error.h"
 #include "sim_test_support.h"
 
@@ -357,6 +358,31 @@ TEST(Simulator, AProgramHandedOverGivesTheSameTimeline) {
   const Timeline t = simulate(s, std::move(handed_over));
   EXPECT_EQ(timeline_to_json(t).dump(), expected);
   EXPECT_EQ(t.ops.size(), kept.ops.size());
+}
+
+// simulate_metrics keeps no Timeline: its metrics must be those of the Timeline simulate gives,
+// bit for bit (the busy program has gaps, overlaps and touching ops on every stream), and its
+// header the same scenario fields.
+TEST(Simulator, MetricsWithoutATimelineEqualTheTimelinesMetrics) {
+  for (double slowdown : {1.0, 1.3}) {
+    Scenario s = test_scenario();
+    s.cluster.launch_overhead_us = 3.0;
+    s.cluster.compute_slowdown_during_comm = slowdown;
+    const Program p = busy_program();
+    const Timeline t = simulate(s, p);
+    const Metrics expected = compute_metrics(t);
+    Timeline header;
+    const Metrics m = simulate_metrics(s, p, {}, &header);
+    EXPECT_EQ(metrics_to_json(m).dump(), metrics_to_json(expected).dump()) << "slow-down " << slowdown;
+    EXPECT_TRUE(m.memory_recorded);
+    EXPECT_GT(m.peak_memory_bytes, 0);
+    EXPECT_TRUE(header.intervals.empty());
+    EXPECT_TRUE(header.memory.empty());
+    EXPECT_TRUE(header.ops.empty());
+    EXPECT_EQ(header.source, t.source);
+    EXPECT_EQ(header.memory_capacity_bytes, t.memory_capacity_bytes);
+    EXPECT_EQ(header.memory_margin, t.memory_margin);
+  }
 }
 
 TEST(Simulator, SameInputsGiveIdenticalTimelines) {
