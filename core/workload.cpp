@@ -51,6 +51,7 @@ double transformer_recompute_flops_per_token(const Scenario& s) {
 Workload workload_of(const Scenario& s) {
   Workload w;
   w.gpus = s.mesh.world();
+  w.seq_len = s.model.seq_len;
   const double data_parallel = static_cast<double>(s.mesh.world());
   const double micro_batches = static_cast<double>(s.policy.micro_batches);
   if (s.model.micro_batch_size > 0) {

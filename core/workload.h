@@ -19,6 +19,9 @@ struct Workload {
   double model_flops_per_step = 0;     // the MFU numerator: no recomputation
   double hardware_flops_per_step = 0;  // the HFU numerator: model FLOPs + recomputation
   double peak_flops_per_gpu = 0;       // dense peak of the compute dtype (policy.param_dtype), FLOP/s
+  // model.seq_len, 0 when not given: only for saying which key a missing tokens/s needs (not in
+  // timeline or metrics files, which read it back as 0).
+  int64_t seq_len = 0;
 };
 
 // Model FLOPs per token of a transformer shorthand model (the MFU convention of PaLM and

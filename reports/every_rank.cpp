@@ -45,7 +45,7 @@ EveryRankRun simulate_every_rank(const Scenario& scenario, const Program& progra
   symmetric.rank_report = nullptr;
   symmetric.events_processed = nullptr;
   symmetric.choose_timeline_ranks = nullptr;
-  const double symmetric_step_us = compute_metrics(simulate(scenario, program, symmetric)).step_time_us;
+  const double symmetric_step_us = simulate_metrics(scenario, program, symmetric).step_time_us;
 
   RankReport report;
   options.every_rank = true;

@@ -47,7 +47,8 @@ std::string throughput_unknown_reason(const Workload& w, double step_time_us, Th
       return w.samples_per_step > 0 ? "" : "give model.micro_batch_size";
     case ThroughputValue::Tokens:
       if (w.tokens_per_step > 0) return "";
-      return w.samples_per_step > 0 ? "give model.seq_len" : "give model.seq_len and model.micro_batch_size";
+      if (w.samples_per_step > 0) return "give model.seq_len";
+      return w.seq_len > 0 ? "give model.micro_batch_size" : "give model.seq_len and model.micro_batch_size";
     case ThroughputValue::ModelFlops:
       return w.model_flops_per_step > 0 ? "" : no_flops;
     case ThroughputValue::Mfu:

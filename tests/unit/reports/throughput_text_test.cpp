@@ -26,6 +26,8 @@ TEST(ThroughputText, ReasonNamesTheMissingKey) {
   w.hardware_flops_per_step = 1e15;
   EXPECT_EQ(throughput_unknown_reason(w, 10, ThroughputValue::Tokens), "give model.seq_len and model.micro_batch_size");
   EXPECT_EQ(throughput_unknown_reason(w, 10, ThroughputValue::Samples), "give model.micro_batch_size");
+  w.seq_len = 2048;  // given: only the micro-batch size is missing
+  EXPECT_EQ(throughput_unknown_reason(w, 10, ThroughputValue::Tokens), "give model.micro_batch_size");
   w.samples_per_step = 8;
   EXPECT_EQ(throughput_unknown_reason(w, 10, ThroughputValue::Tokens), "give model.seq_len");
   EXPECT_EQ(throughput_unknown_reason(w, 10, ThroughputValue::Samples), "");
