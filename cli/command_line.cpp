@@ -150,7 +150,7 @@ Scenario CommandLine::load_scenario() const {
       if (eq == std::string::npos || used_rank != eq || used_factor != s.size() - eq - 1 || used_factor == 0)
         throw InputError("--straggler", "\"" + s + "\" is not RANK=FACTOR, e.g. 3=1.5 (rank 3 computes 50% slower)");
       if (!std::isfinite(factor))  // JSON has no NaN or infinity: it would read back as null
-        throw InputError("--straggler", "\"" + s + "\": the factor must be a finite number in (0, 1e6]");
+        throw InputError("--straggler", "\"" + s + "\": the factor must be a finite number in [0.001, 1000]");
       if (list.is_array()) flag_paths.emplace_back("variation.stragglers." + std::to_string(list.size()), "--straggler " + s);
       if (list.is_array()) list.push_back({{"rank", rank}, {"compute_factor", factor}});
     }

@@ -103,7 +103,7 @@ int run_simulate(const std::vector<std::string>& args) {
     ranks = std::move(run.summary);
     metrics = compute_metrics(timeline);
   } else if (out_dir.empty()) {
-    // Nothing to write but the metrics: no Timeline is kept (a third less memory on a million-op
+    // Nothing to write but the metrics: no Timeline is kept (30% less memory on a million-op
     // Program), and `timeline` is its header.
     metrics = simulate_metrics(scenario, program, options, &timeline);
   } else {

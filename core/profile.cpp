@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cassert>
 #include <cmath>
+#include <cstdio>
 #include <ctime>
 #include <fstream>
 
@@ -126,32 +127,56 @@ nlohmann::json profile_to_json(const ClusterProfile& p) {
   return j;
 }
 
+namespace {
+
+// Bounds of a profile's numbers: those of a scenario's (docs/scenario.md "Limits"), so that a
+// corrupt or hand-edited profile is refused by name instead of running as a step of 1e300 us.
+constexpr double kMaxProfileTimeUs = 3.6e9;      // a collective or a unit: an hour
+constexpr double kMaxProfileOverheadUs = 1e6;    // latencies and per-op overheads: a second
+constexpr double kMaxProfileRate = 1e18;         // bytes/s: 1 EB/s
+constexpr double kMaxProfileSlowdown = 100;      // a factor
+constexpr double kMaxProfileBetaUsPerByte = 1e6; // 1 B/s
+constexpr int kMaxProfileGroupRanks = 1 << 20;
+
+std::string number_text(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return buf;
+}
+
+// A number of the profile in [lo, hi] (finite), else InputError naming its path.
+double number_in(const nlohmann::json& j, const char* key, const std::string& where, double lo, double hi, const char* what) {
+  const double v = get<double>(j, key, where);
+  if (!(v >= lo && v <= hi)) throw InputError(where + "." + key, number_text(v) + " is out of range; expected " + what);
+  return v;
+}
+
+}  // namespace
+
 ClusterProfile profile_from_json(const nlohmann::json& j) {
   if (!j.is_object()) throw InputError("profile", "expected a JSON object");
   if (get<std::string>(j, "format", "profile") != "shardline-profile-1")
     throw InputError("profile.format", "expected \"shardline-profile-1\"");
   ClusterProfile p;
   p.backend = get<std::string>(j, "backend", "profile");
+  if (p.backend != "mpi" && p.backend != "nccl")
+    throw InputError("profile.backend", "\"" + p.backend + "\" is not a backend; expected \"mpi\" or \"nccl\"");
   if (j.contains("machine")) p.machine = get<std::string>(j, "machine", "profile");
   if (j.contains("created")) p.created = get<std::string>(j, "created", "profile");
-  p.copy_bandwidth_bytes_per_s = get<double>(j, "copy_bandwidth_bytes_per_s", "profile");
-  if (j.contains("copy_latency_us")) p.copy_latency_us = get<double>(j, "copy_latency_us", "profile");
-  if (!(p.copy_latency_us >= 0)) throw InputError("profile.copy_latency_us", "must be >= 0");
-  p.issue_overhead_us = get<double>(j, "issue_overhead_us", "profile");
-  for (auto [key, field] : {std::pair{"event_latency_us", &p.event_latency_us}, std::pair{"compute_overhead_us", &p.compute_overhead_us}}) {
-    if (!j.contains(key)) continue;
-    *field = get<double>(j, key, "profile");
-    if (!(*field >= 0) || !std::isfinite(*field)) throw InputError(std::string("profile.") + key, "must be a time >= 0 in us");
-  }
-  if (j.contains("collective_noise")) {
-    p.collective_noise = get<double>(j, "collective_noise", "profile");
-    if (!(p.collective_noise >= 0) || !std::isfinite(p.collective_noise)) throw InputError("profile.collective_noise", "must be finite and >= 0");
-  }
-  p.comm_slowdown_during_compute = get<double>(j, "comm_slowdown_during_compute", "profile");
-  p.compute_slowdown_during_comm = get<double>(j, "compute_slowdown_during_comm", "profile");
   // 0: not measured (a profile fitted on a zero-copy run, which copies nothing).
-  if (!(p.copy_bandwidth_bytes_per_s >= 0) || !std::isfinite(p.copy_bandwidth_bytes_per_s))
-    throw InputError("profile.copy_bandwidth_bytes_per_s", "must be a rate in bytes/s > 0, or 0 for not measured");
+  p.copy_bandwidth_bytes_per_s = get<double>(j, "copy_bandwidth_bytes_per_s", "profile");
+  if (p.copy_bandwidth_bytes_per_s != 0 && !(p.copy_bandwidth_bytes_per_s >= 1 && p.copy_bandwidth_bytes_per_s <= kMaxProfileRate))
+    throw InputError("profile.copy_bandwidth_bytes_per_s", number_text(p.copy_bandwidth_bytes_per_s) +
+                                                               " is out of range; expected a rate in [1, 1e18] bytes/s, or 0 for not measured");
+  const char* overhead = "a time in [0, 1e6] us (a second)";
+  if (j.contains("copy_latency_us")) p.copy_latency_us = number_in(j, "copy_latency_us", "profile", 0, kMaxProfileOverheadUs, overhead);
+  p.issue_overhead_us = number_in(j, "issue_overhead_us", "profile", 0, kMaxProfileOverheadUs, overhead);
+  for (auto [key, field] : {std::pair{"event_latency_us", &p.event_latency_us}, std::pair{"compute_overhead_us", &p.compute_overhead_us}})
+    if (j.contains(key)) *field = number_in(j, key, "profile", 0, kMaxProfileOverheadUs, overhead);
+  if (j.contains("collective_noise")) p.collective_noise = number_in(j, "collective_noise", "profile", 0, 1e6, "a finite number >= 0");
+  const char* slowdown = "a slow-down factor in [1, 100] (1 = none)";
+  p.comm_slowdown_during_compute = number_in(j, "comm_slowdown_during_compute", "profile", 1, kMaxProfileSlowdown, slowdown);
+  p.compute_slowdown_during_comm = number_in(j, "compute_slowdown_during_comm", "profile", 1, kMaxProfileSlowdown, slowdown);
   const auto& tables = get<nlohmann::json>(j, "collectives", "profile");
   if (!tables.is_array()) throw InputError("profile.collectives", "expected an array");
   for (size_t i = 0; i < tables.size(); ++i) {
@@ -159,10 +184,16 @@ ClusterProfile profile_from_json(const nlohmann::json& j) {
     CollectiveTable t;
     t.kind = kind_from_name(get<std::string>(tables[i], "collective", where), where + ".collective");
     t.group_size = get<int>(tables[i], "group_size", where);
+    if (t.group_size < 2 || t.group_size > kMaxProfileGroupRanks)
+      throw InputError(where + ".group_size", std::to_string(t.group_size) + " is out of range; expected a group of 2 to 1048576 ranks");
+    if (const CollectiveTable* same = p.find(t.kind, t.group_size))
+      throw InputError(where, "a second " + std::string(collective_traits(t.kind).name) + " table for groups of " + std::to_string(same->group_size) +
+                                  " ranks; a profile has one per collective and group size");
     t.sizes_bytes = get<std::vector<int64_t>>(tables[i], "sizes_bytes", where);
     t.times_us = get<std::vector<double>>(tables[i], "times_us", where);
-    t.fit.alpha_us = get<double>(tables[i], "alpha_us", where);
-    t.fit.beta_us_per_byte = get<double>(tables[i], "beta_us_per_byte", where);
+    t.fit.alpha_us = number_in(tables[i], "alpha_us", where, -kMaxProfileTimeUs, kMaxProfileTimeUs, "a time in [-3.6e9, 3.6e9] us");
+    t.fit.beta_us_per_byte =
+        number_in(tables[i], "beta_us_per_byte", where, -kMaxProfileBetaUsPerByte, kMaxProfileBetaUsPerByte, "a number in [-1e6, 1e6] us per byte");
     if (tables[i].contains("relative_spread")) {
       t.relative_spread = get<std::vector<double>>(tables[i], "relative_spread", where);
       if (t.relative_spread.size() != t.sizes_bytes.size())
@@ -173,7 +204,9 @@ ClusterProfile profile_from_json(const nlohmann::json& j) {
     if (t.sizes_bytes.empty() || t.sizes_bytes.size() != t.times_us.size())
       throw InputError(where + ".times_us", "needs one time per size, and at least one size");
     for (size_t k = 0; k < t.sizes_bytes.size(); ++k) {
-      if (t.times_us[k] <= 0) throw InputError(where + ".times_us[" + std::to_string(k) + "]", "must be > 0");
+      if (!(t.times_us[k] > 0 && t.times_us[k] <= kMaxProfileTimeUs))
+        throw InputError(where + ".times_us[" + std::to_string(k) + "]", number_text(t.times_us[k]) + " is out of range; expected a time in (0, 3.6e9] us");
+      if (t.sizes_bytes[k] < 1) throw InputError(where + ".sizes_bytes[" + std::to_string(k) + "]", "must be >= 1 byte");
       if (k > 0 && t.sizes_bytes[k] <= t.sizes_bytes[k - 1])
         throw InputError(where + ".sizes_bytes", "must be strictly ascending");
     }
@@ -186,10 +219,9 @@ ClusterProfile profile_from_json(const nlohmann::json& j) {
       const std::string where = "profile.units[" + std::to_string(i) + "]";
       UnitTimes u;
       u.name = get<std::string>(units[i], "name", where);
-      u.forward_us = get<double>(units[i], "forward_us", where);
-      u.backward_us = get<double>(units[i], "backward_us", where);
-      for (auto [key, v] : {std::pair{"forward_us", u.forward_us}, std::pair{"backward_us", u.backward_us}})
-        if (!(v >= 0) || !std::isfinite(v)) throw InputError(where + "." + key, "must be a finite time >= 0 in us");
+      const char* unit_time = "a time in [0, 3.6e9] us (an hour)";
+      u.forward_us = number_in(units[i], "forward_us", where, 0, kMaxProfileTimeUs, unit_time);
+      u.backward_us = number_in(units[i], "backward_us", where, 0, kMaxProfileTimeUs, unit_time);
       p.units.push_back(std::move(u));
     }
   }

@@ -20,6 +20,7 @@
 #include "core/timeline.h"
 #include "core/transformer.h"
 #include "core/units.h"
+#include "core/variation.h"
 
 namespace shardline {
 namespace {
@@ -748,12 +749,30 @@ RankSelector parse_rank_selector(const Obj& o, const MeshSpec& mesh, const Clust
   return sel;
 }
 
+// A straggler's compute factor in [0.001, 1000], a slow link's bandwidth fraction in [0.001, 1]:
+// beyond them a value is a typo, and it would run as a step of years.
+constexpr double kMinVariationFactor = 1e-3;
+constexpr double kMaxComputeFactor = 1e3;
+const char* factor_range(bool at_most_one) {
+  return at_most_one ? "a fraction in [0.001, 1]" : "a factor in [0.001, 1000] (1.5: 50% slower)";
+}
+
 double as_factor(const Obj& o, const char* key, bool at_most_one) {
-  const json& v = o.req(key, at_most_one ? "a fraction in (0, 1]" : "a factor in (0, 1e6]");
+  const json& v = o.req(key, factor_range(at_most_one));
   const double f = as_number(v, o.at(key));
-  if (!(f > 0) || !std::isfinite(f) || (at_most_one && f > 1) || f > 1e6)
-    throw InputError(o.at(key), show(v) + " is out of range; expected " + (at_most_one ? "a fraction in (0, 1]" : "a factor in (0, 1e6] (1.5: 50% slower)"));
+  if (!(f >= kMinVariationFactor && f <= (at_most_one ? 1.0 : kMaxComputeFactor)))
+    throw InputError(o.at(key), show(v) + " is out of range; expected " + factor_range(at_most_one));
   return f;
+}
+
+// Entries naming the same rank multiply: their product per rank keeps the same bounds.
+void check_factor_products(const std::vector<double>& per_rank, const std::string& path, bool at_most_one) {
+  for (size_t r = 0; r < per_rank.size(); ++r)
+    if (!(per_rank[r] >= kMinVariationFactor && per_rank[r] <= (at_most_one ? 1.0 : kMaxComputeFactor))) {
+      char text[32];
+      std::snprintf(text, sizeof text, "%.6g", per_rank[r]);
+      throw InputError(path, "the entries naming rank " + std::to_string(r) + " multiply to " + text + "; expected " + factor_range(at_most_one));
+    }
 }
 
 VariationSpec parse_variation(const json& j, const json& sch, const MeshSpec& mesh, const ClusterSpec& cluster) {
@@ -784,6 +803,10 @@ VariationSpec parse_variation(const json& j, const json& sch, const MeshSpec& me
       else v.slow_links.push_back({sel, as_factor(e, "bandwidth_factor", true)});
     }
   }
+  if (!v.stragglers.empty())
+    check_factor_products(rank_compute_factors(v, mesh.shard, mesh.replicate, cluster.gpus_per_node), o.at("stragglers"), false);
+  if (!v.slow_links.empty())
+    check_factor_products(rank_bandwidth_factors(v, mesh.shard, mesh.replicate, cluster.gpus_per_node), o.at("slow_links"), true);
   return v;
 }
 

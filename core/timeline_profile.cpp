@@ -52,7 +52,8 @@ ClusterProfile profile_from_timeline(const Timeline& t, const std::string& machi
       case OpKind::AllGather:
       case OpKind::ReduceScatter:
       case OpKind::AllReduce:
-        if (d > 0 && op.bytes > 0) collectives[{static_cast<int>(collective_kind(op.kind)), op.group_size}][op.bytes].push_back(d);
+        // A group of one moves nothing (the simulator gives it no time): no table for it.
+        if (d > 0 && op.bytes > 0 && op.group_size >= 2) collectives[{static_cast<int>(collective_kind(op.kind)), op.group_size}][op.bytes].push_back(d);
         break;
       case OpKind::CopyIn:
       case OpKind::CopyOut:

@@ -81,7 +81,7 @@ Timeline simulate(const Scenario& scenario, Program&& program, const SimOptions&
 
 // The predicted step's metrics without its Timeline: compute_metrics(simulate(...)), bit for bit,
 // with neither an interval per op nor a memory sample per alloc and free held (a summary, a sweep
-// point: about a third less memory on a million-op Program; docs/benchmarks.md). One
+// point: about 30% less memory on a million-op Program; docs/benchmarks.md). One
 // representative rank: every_rank, a variation and rank choices are for simulate(). `header`
 // (optional, out): the Timeline simulate() would return, without ops, intervals and memory
 // samples: what a summary prints beside the metrics.

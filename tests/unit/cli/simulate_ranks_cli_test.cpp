@@ -123,7 +123,10 @@ TEST_F(SimulateRanksCli, BadVariationFlagsExitTwoNamingTheFlag) {
                       {"--straggler 1=inf", "--straggler: \"1=inf\": the factor must be a finite number"},
                       {"--jitter nan", "--jitter: the coefficient of variation must be a finite number"},
                       // The range says its upper end.
-                      {"--straggler 1=1e7", "expected a factor in (0, 1e6]"}});
+                      {"--straggler 1=1e7", "expected a factor in [0.001, 1000]"},
+                      {"--straggler 1=0.0001", "expected a factor in [0.001, 1000]"},
+                      // Entries naming one rank multiply; so does their bound.
+                      {"--straggler 1=40 --straggler 1=40", "variation.stragglers: the entries naming rank 1 multiply to 1600"}});
 }
 
 }  // namespace

@@ -164,5 +164,58 @@ TEST(Profile, BadFilesNameThePath) {
   }
 }
 
+// Values a calibration never writes, hand-edited or corrupt, are refused by their path within
+// the scenario's limits: 1e308 as an overhead aborted the simulator's engine, a copy bandwidth
+// of 1e-300 its network, and 1e15 ran as a step of two years (found by a new-user tour).
+TEST(Profile, OutOfRangeValuesNameTheirPath) {
+  ClusterProfile good;
+  good.backend = "mpi";
+  good.copy_bandwidth_bytes_per_s = 1e9;
+  good.collectives.push_back(table());
+  const nlohmann::json base = profile_to_json(good);
+  ASSERT_NO_THROW(profile_from_json(base));
+  struct Case {
+    const char* pointer;
+    nlohmann::json value;
+    const char* path;
+  };
+  const std::vector<Case> cases = {
+      {"/issue_overhead_us", 1e308, "profile.issue_overhead_us"},
+      {"/issue_overhead_us", 1e15, "profile.issue_overhead_us"},
+      {"/event_latency_us", 1e300, "profile.event_latency_us"},
+      {"/compute_overhead_us", 1e12, "profile.compute_overhead_us"},
+      {"/copy_latency_us", 2e6, "profile.copy_latency_us"},
+      {"/copy_bandwidth_bytes_per_s", 1e-300, "profile.copy_bandwidth_bytes_per_s"},
+      {"/comm_slowdown_during_compute", 0.5, "profile.comm_slowdown_during_compute"},
+      {"/compute_slowdown_during_comm", 1e9, "profile.compute_slowdown_during_comm"},
+      {"/backend", "foo", "profile.backend"},
+      {"/collectives/0/group_size", 0, "profile.collectives[0].group_size"},
+      {"/collectives/0/group_size", 1, "profile.collectives[0].group_size"},
+      {"/collectives/0/times_us/1", 1e300, "profile.collectives[0].times_us[1]"},
+      {"/collectives/0/alpha_us", 1e300, "profile.collectives[0].alpha_us"},
+      {"/collectives/0/beta_us_per_byte", -1e300, "profile.collectives[0].beta_us_per_byte"},
+      {"/collectives/0/sizes_bytes/0", 0, "profile.collectives[0].sizes_bytes[0]"},
+  };
+  for (const Case& c : cases) {
+    nlohmann::json j = base;
+    j[nlohmann::json::json_pointer(c.pointer)] = c.value;
+    try {
+      profile_from_json(j);
+      ADD_FAILURE() << c.pointer << " = " << c.value.dump() << " was accepted";
+    } catch (const InputError& e) {
+      EXPECT_EQ(e.where(), c.path) << c.pointer;
+    }
+  }
+  // A second table for the same collective and group size.
+  nlohmann::json twice = base;
+  twice["collectives"].push_back(base["collectives"][0]);
+  try {
+    profile_from_json(twice);
+    ADD_FAILURE() << "a duplicate table was accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where(), "profile.collectives[1]");
+  }
+}
+
 }  // namespace
 }  // namespace shardline
