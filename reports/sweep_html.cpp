@@ -46,10 +46,11 @@ int choose_x_path(const std::vector<std::string>& paths, const std::vector<Sweep
   return -1;
 }
 
-std::string settings(const SweepRow& r, const std::vector<std::string>& paths, int skip = -1) {
+// `skip` (optional): the paths left out, one flag per path.
+std::string settings(const SweepRow& r, const std::vector<std::string>& paths, const std::vector<bool>* skip = nullptr) {
   std::string out;
   for (size_t p = 0; p < paths.size(); ++p) {
-    if (static_cast<int>(p) == skip) continue;
+    if (skip != nullptr && (*skip)[p]) continue;
     std::string v = r.values[p];
     if (path_takes_bytes(paths[p]))
       if (auto n = as_number(v)) v = format_bytes(static_cast<int64_t>(*n));
@@ -82,13 +83,24 @@ ObjectiveAxis objective_axis(SweepObjective o) {
 }
 
 // The objective and overlap efficiency against the x path, one series per setting of the others.
+// Series are keyed by the other axes: every path of x's own axis (a joint axis such as
+// mesh.shard/mesh.replicate moves together) is left out of the key, or each series would hold one point.
 std::string line_plots(const SweepResult& res, const std::vector<std::string>& paths, int xp) {
+  std::vector<bool> x_axis(paths.size(), false);
+  size_t flat = 0;
+  for (const SweepAxis& axis : res.axes) {
+    const size_t begin = flat;
+    flat += axis.paths.size();
+    if (static_cast<size_t>(xp) >= begin && static_cast<size_t>(xp) < flat)
+      for (size_t p = begin; p < flat && p < paths.size(); ++p) x_axis[p] = true;
+  }
+  x_axis[static_cast<size_t>(xp)] = true;
   std::map<std::string, std::vector<size_t>> groups;  // setting label -> rows
   std::vector<std::string> order;
   for (size_t i = 0; i < res.rows.size(); ++i) {
     const auto& r = res.rows[i];
     if (!r.valid || !as_number(r.values[static_cast<size_t>(xp)])) continue;
-    const std::string key = settings(r, paths, xp);
+    const std::string key = settings(r, paths, &x_axis);
     if (!groups.count(key)) order.push_back(key);
     groups[key].push_back(i);
   }

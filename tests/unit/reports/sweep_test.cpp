@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "reports/sweep.h"
+#include "reports/sweep_html.h"
 
 namespace shardline {
 namespace {
@@ -414,6 +415,28 @@ TEST(SweepOutput, CsvHasOneRowPerConfigurationWithReasons) {
   EXPECT_EQ(columns(lines[1]), columns(lines[0]));
   EXPECT_EQ(columns(lines[2]), columns(lines[0]));
   EXPECT_NE(lines[2].find("\"mesh.shard: 16, 32 do not divide \"\"world\"\"\""), std::string::npos) << lines[2];
+}
+
+// A joint axis moves its paths together: plotted against mesh.shard, the series are the settings
+// of the other axes (one line per prefetch depth), not one point per mesh.replicate value.
+TEST(SweepOutput, PlotSeriesLeaveOutTheWholeJointAxisOfX) {
+  SweepResult res;
+  res.scenario = "s";
+  res.axes = {SweepAxis{{"mesh.shard", "mesh.replicate"}, {{"8", "8"}, {"16", "4"}, {"32", "2"}}},
+              SweepAxis{{"policy.forward_prefetch"}, {{"0"}, {"1"}}}};
+  for (size_t i = 0; i < 6; ++i) {
+    SweepRow r = row(i, 100.0 + static_cast<double>(i), 500);
+    const size_t m = i / 2, f = i % 2;
+    r.values = {res.axes[0].values[m][0], res.axes[0].values[m][1], res.axes[1].values[f][0]};
+    mark_memory_fit(r, 0.1);
+    res.rows.push_back(r);
+  }
+  res.ranked_by = resolve_objective(res.rows, SweepObjective::StepTime);
+  const std::string html = sweep_html(res);
+  EXPECT_NE(html.find("against mesh.shard"), std::string::npos);
+  EXPECT_NE(html.find(">policy.forward_prefetch=0<"), std::string::npos) << "one series per prefetch depth";
+  EXPECT_NE(html.find(">policy.forward_prefetch=1<"), std::string::npos);
+  EXPECT_EQ(html.find(">mesh.replicate="), std::string::npos) << "a series per replicate value";
 }
 
 TEST(SweepOutput, RowJsonRoundTrip) {
