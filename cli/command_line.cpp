@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 
@@ -11,6 +12,7 @@
 #include <boost/program_options/positional_options.hpp>
 
 #include "core/error.h"
+#include "core/suggest.h"
 #include "core/scenario_parse.h"
 
 namespace shardline::cli {
@@ -62,6 +64,19 @@ InputError CommandLine::stray_word(const std::vector<std::string>& args) const {
   return InputError("", "unexpected argument \"" + word + "\": " + expected + "; see --help");
 }
 
+namespace {
+
+// The word given for `flag` ("--x V" or "--x=V"), for an error message; "" when not found.
+std::string vm_value_text(const std::vector<std::string>& args, const std::string& flag) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == flag && i + 1 < args.size()) return args[i + 1];
+    if (args[i].rfind(flag + "=", 0) == 0) return args[i].substr(flag.size() + 1);
+  }
+  return "";
+}
+
+}  // namespace
+
 Parsed CommandLine::parse(const std::vector<std::string>& args, bool show_help) {
   po::positional_options_description positional;
   for (const Positional& p : positionals_) {
@@ -83,6 +98,20 @@ Parsed CommandLine::parse(const std::vector<std::string>& args, bool show_help) 
     po::store(parser.run(), vm_);
   } catch (const po::too_many_positional_options_error&) {
     throw stray_word(args);
+  } catch (const po::unknown_option& e) {
+    // The closest flag of this command, as scenario keys get the closest key.
+    std::vector<std::string> flags;
+    for (const auto& option : listed_.options())
+      if (!option->long_name().empty()) flags.push_back("--" + option->long_name());
+    const std::string close = closest_match(e.get_option_name(), flags);
+    throw InputError(e.get_option_name(), close.empty() ? std::string("unknown flag; see --help") : "unknown flag; did you mean " + close + "?");
+  } catch (const po::invalid_option_value& e) {
+    // Boost says only "is invalid": say what the flag takes (a value that reads as a number
+    // but is refused can only be a fraction given to a whole-number flag).
+    const std::string value = e.get_option_name().empty() ? std::string() : vm_value_text(args, e.get_option_name());
+    char* end = nullptr;
+    const bool number = !value.empty() && (std::strtod(value.c_str(), &end), end != nullptr && *end == '\0');
+    throw InputError(e.get_option_name(), "\"" + value + "\" is not " + (number ? "a whole number" : "a number") + "; see --help");
   } catch (const po::multiple_occurrences& e) {
     // The positional SCENARIO is the option --scenario: given both ways, say so in those words.
     if (takes_scenario_ && e.get_option_name() == "--scenario")

@@ -10,6 +10,7 @@
 
 #include "cli/command.h"
 #include "core/error.h"
+#include "core/suggest.h"
 
 namespace shardline::cli {
 std::vector<Command>& commands() {
@@ -51,8 +52,11 @@ int main(int argc, char** argv) {
   const auto& cmds = cli::commands();
   auto it = std::find_if(cmds.begin(), cmds.end(), [&](const cli::Command& c) { return c.name == name; });
   if (it == cmds.end()) {
-    std::cerr << "shardline: unknown command \"" << name << "\"\n";
-    print_usage(std::cerr);
+    std::vector<std::string> names;
+    for (const cli::Command& c : cmds) names.push_back(c.name);
+    const std::string close = closest_match(name, names);
+    std::cerr << "shardline: error: unknown command \"" << name << "\""
+              << (close.empty() ? std::string() : "; did you mean \"" + close + "\"?") << " (shardline --help lists them)\n";
     return 2;
   }
   std::vector<std::string> args(argv + 2, argv + argc);

@@ -72,7 +72,20 @@ TEST_F(CommandLineCli, EveryRepeatedSetApplies) {
 TEST_F(CommandLineCli, FlagErrorsExitTwoNamingTheFlag) {
   const Result unknown = run("schedule " + scenario("host-tiny-fsdp.json") + " --bogus");
   EXPECT_EQ(unknown.code, 2);
-  EXPECT_EQ(unknown.err, "shardline schedule: error: unrecognised option '--bogus'\n");
+  EXPECT_EQ(unknown.err, "shardline schedule: error: --bogus: unknown flag; see --help\n");
+  const Result typo = run("simulate " + scenario("host-tiny-fsdp.json") + " --jsn");
+  EXPECT_EQ(typo.code, 2);
+  EXPECT_EQ(typo.err, "shardline simulate: error: --jsn: unknown flag; did you mean --json?\n");
+  // Boost's "the argument ('abc') for option ... is invalid" said nothing of what is wanted.
+  const Result not_number = run("sweep " + scenario("host-tiny-fsdp.json") + " --vary policy.micro_batches=1,2 --jobs abc");
+  EXPECT_EQ(not_number.code, 2);
+  EXPECT_EQ(not_number.err, "shardline sweep: error: --jobs: \"abc\" is not a number; see --help\n");
+  const Result fraction = run("simulate " + scenario("host-tiny-fsdp.json") + " --ranks all --seed 1.5");
+  EXPECT_EQ(fraction.code, 2);
+  EXPECT_EQ(fraction.err, "shardline simulate: error: --seed: \"1.5\" is not a whole number; see --help\n");
+  const Result command = run("simulat " + scenario("host-tiny-fsdp.json"));
+  EXPECT_EQ(command.code, 2);
+  EXPECT_EQ(command.err, "shardline: error: unknown command \"simulat\"; did you mean \"simulate\"? (shardline --help lists them)\n");
   const Result no_value = run("simulate " + scenario("host-tiny-fsdp.json") + " --set");
   EXPECT_EQ(no_value.code, 2);
   EXPECT_NE(no_value.err.find("'--set'"), std::string::npos) << no_value.err;
