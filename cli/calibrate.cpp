@@ -120,10 +120,12 @@ int run_calibrate(const std::vector<std::string>& args) {
   opt.max_bytes = parse_bytes(max_bytes, "--max-bytes");
   opt.min_bytes = parse_bytes(min_bytes, "--min-bytes");
   if (cli.given("np") && np < 2) throw InputError("--np", "calibration needs at least 2 ranks");
-  if (np > 0 && !exec::launched_by_mpirun()) exec_under_mpirun(np, "calibrate", args);
-  {
-    std::ofstream probe(out, std::ios::app);  // fail before measuring, not after
-    if (!probe) throw InputError("--out", "cannot write \"" + out + "\"");
+  if (opt.compute == exec::ComputeMode::Kernel && backend != "nccl")
+    throw InputError("--compute", "kernel stand-ins need --backend nccl; use sleep or spin");
+  check_output_file(out, "--out");  // fail before measuring, not after, and create nothing
+  if (np > 0 && !exec::launched_by_mpirun()) {
+    exec::check_calibrate_options(opt, np);  // one message, before mpirun starts
+    exec_under_mpirun(np, "calibrate", args);
   }
 
   exec::init_mpi();

@@ -61,6 +61,7 @@ int run_exec(const std::vector<std::string>& args) {
       ("corrupt-op", po::value(&opt.corrupt_op), "read this op's source one element off");
   if (cli.parse(args) == Parsed::help_shown) return 0;
   if (cli.given("out") && out_dir.empty()) throw InputError("--out", "give a folder");
+  if (!out_dir.empty()) checked_output_folder(out_dir, "--out");  // before the run, not after it
   if (backend != "mpi" && backend != "nccl") throw InputError("--backend", "expected mpi or nccl, got \"" + backend + "\"");
   if (compute.empty()) compute = backend == "nccl" ? "kernel" : "sleep";
   if (compute == "sleep") opt.compute = exec::ComputeMode::Sleep;
@@ -85,6 +86,7 @@ int run_exec(const std::vector<std::string>& args) {
   const Program program = schedule(scenario);
   if (!out_dir.empty()) check_run_outputs_size(scenario, program);
   const int world = scenario.mesh.world();
+  if (exec::launched_by_mpirun()) np = 0;  // the world is mpirun's (docs/exec.md: --np is ignored under mpirun)
   if (np > 0 && np != world)
     throw InputError("--np", "the scenario's mesh has " + std::to_string(world) + " ranks (shard " +
                                  std::to_string(scenario.mesh.shard) + " x replicate " +

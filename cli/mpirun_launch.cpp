@@ -59,19 +59,26 @@ InputError could_not_run(const std::string& launcher, int error) {
 }
 
 volatile pid_t g_child = 0;
+volatile sig_atomic_t g_signal = 0;  // the SIGINT or SIGTERM that reached this process while it waited
 extern "C" void forward_to_child(int sig) {
+  g_signal = sig;
   if (g_child > 0) ::kill(g_child, sig);
 }
+// Ctrl-C reaches the child directly (the same process group): only noted here.
+extern "C" void note_interrupt(int sig) { g_signal = sig; }
 
 // How a child launched by spawn_and_wait ended.
 struct ChildEnd {
   int exit_code = 0;   // 128 + N when it ended by signal N
+  int stopped_by = 0;  // SIGINT or SIGTERM: this process got it while waiting, and the child then failed
   int exec_errno = 0;  // not 0: the command could not be run at all (execvp's errno); exit_code is then meaningless
 };
 
-// Runs `cmd` as a child process and waits for it. With `forward_signals`, this process ignores
+// Runs `cmd` as a child process and waits for it. With `forward_signals`, this process survives
 // Ctrl-C meanwhile (the child, in the same process group, gets it) and passes a SIGTERM on to
-// the child. Throws InputError("--np") when the child cannot be started or waited for.
+// the child; a child that then fails ends as 128 + that signal, as if it had ended by it (not a
+// code of its own, such as 1, which means something else). Throws InputError("--np") when the
+// child cannot be started or waited for.
 ChildEnd spawn_and_wait(std::vector<std::string> cmd, bool forward_signals) {
   std::vector<char*> argv;
   for (auto& c : cmd) argv.push_back(c.data());
@@ -82,7 +89,7 @@ ChildEnd spawn_and_wait(std::vector<std::string> cmd, bool forward_signals) {
     throw InputError("--np", "could not start " + cmd[0] + ": " + std::strerror(errno));
   struct sigaction ignore {}, forward {}, old_int {}, old_term {};
   if (forward_signals) {
-    ignore.sa_handler = SIG_IGN;
+    ignore.sa_handler = note_interrupt;
     sigemptyset(&ignore.sa_mask);
     forward.sa_handler = forward_to_child;
     sigemptyset(&forward.sa_mask);
@@ -94,6 +101,7 @@ ChildEnd spawn_and_wait(std::vector<std::string> cmd, bool forward_signals) {
     ::sigaction(SIGINT, &old_int, nullptr);
     ::sigaction(SIGTERM, &old_term, nullptr);
   };
+  g_signal = 0;
   const pid_t child = ::fork();
   if (child == 0) {
     restore_signals();
@@ -119,6 +127,10 @@ ChildEnd spawn_and_wait(std::vector<std::string> cmd, bool forward_signals) {
     }
     if (waited < 0) wait_errno = errno;
     else end.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    if (end.exit_code != 0 && g_signal != 0) {
+      end.stopped_by = g_signal;
+      end.exit_code = 128 + g_signal;
+    }
   }
   g_child = 0;
   ::close(exec_errno_pipe[0]);
@@ -173,6 +185,9 @@ int relaunch_under_mpirun_and_wait(int np, const std::string& subcommand, const 
   const ChildEnd end = spawn_and_wait(cmd, /*forward_signals=*/true);
   if (end.exec_errno != 0) throw could_not_run(cmd[0], end.exec_errno);
   if (end.exit_code != 0 && end.exit_code != 2 && !reports_dir.empty()) name_silent_ranks(np, subcommand, reports_dir);
+  if (end.stopped_by != 0)
+    std::cerr << "shardline " << subcommand << ": stopped by " << (end.stopped_by == SIGINT ? "SIGINT" : "SIGTERM") << " (exit "
+              << end.exit_code << ")" << std::endl;
   return end.exit_code;
 }
 

@@ -8,6 +8,7 @@
 // tolerance. docs/calibrate.md.
 #include <cmath>
 #include <filesystem>
+#include <optional>
 #include <iostream>
 #include <system_error>
 
@@ -56,6 +57,10 @@ int run_validate(const std::vector<std::string>& args) {
     throw InputError("--tolerance", "must be a finite relative error >= 0, e.g. 0.10");
   check_iteration_count(iterations, "--iterations");
 
+  if (cli.given("np") && np < 2) throw InputError("--np", "validate needs at least 2 ranks (calibration measures collectives)");
+  if (cli.given("out") && out_dir.empty()) throw InputError("--out", "give a folder");
+  if (cli.given("out")) checked_output_folder(out_dir, "--out");  // before calibrating and running, not after
+
   const Scenario scenario = cli.load_scenario();
   const Program program = schedule(scenario);
   const int world = scenario.mesh.world();
@@ -66,9 +71,20 @@ int run_validate(const std::vector<std::string>& args) {
   // The scenario name is free text: made into one safe folder name, never a path.
   if (out_dir.empty()) out_dir = "validate-" + path_component(scenario.name);
   namespace fs = std::filesystem;
+  checked_output_folder(out_dir, "--out");
   std::error_code ec;
+  const bool created = !fs::exists(out_dir, ec);
   fs::create_directories(out_dir, ec);
   if (ec) throw InputError("--out", "cannot create \"" + out_dir + "\": " + ec.message());
+  // A folder this run made and left empty (a step failed before writing anything) goes again.
+  struct RemoveIfEmpty {
+    std::string dir;
+    bool created;
+    ~RemoveIfEmpty() {
+      std::error_code ignored;
+      if (created && fs::is_empty(dir, ignored)) fs::remove(dir, ignored);
+    }
+  } remove_if_empty{out_dir, created};
 
   std::vector<std::string> common{"--backend", backend};
   if (!compute.empty()) common.insert(common.end(), {"--compute", compute});
@@ -94,10 +110,17 @@ int run_validate(const std::vector<std::string>& args) {
   sim_options.profile = &profile;
   // With a variation (the scenario's, or --straggler / --jitter) every rank is predicted, and the
   // same variation is injected into the real run.
-  const Timeline predicted = scenario.variation.empty()
-                                 ? simulate(scenario, program, sim_options)
-                                 : simulate_every_rank(scenario, program, sim_options, {}, /*keep_all=*/true).timeline;
-  write_run_outputs(predicted_dir, scenario, program, predicted, compute_metrics(predicted));
+  // The every-rank summary (ranks.json, the report's per-rank section) as simulate writes it.
+  std::optional<RankSummary> ranks;
+  Timeline predicted;
+  if (scenario.variation.empty()) {
+    predicted = simulate(scenario, program, sim_options);
+  } else {
+    EveryRankRun run = simulate_every_rank(scenario, program, sim_options, {}, /*keep_all=*/true);
+    predicted = std::move(run.timeline);
+    ranks = std::move(run.summary);
+  }
+  write_run_outputs(predicted_dir, scenario, program, predicted, compute_metrics(predicted), ranks ? &*ranks : nullptr);
 
   const std::string measured_dir = (fs::path(out_dir) / "measured").string();
   std::cout << "validate: 3/4 running for real on " << np << " ranks -> " << measured_dir << std::endl;

@@ -114,7 +114,7 @@ InputError too_many_ops(const Scenario& s, double ops, double ops_one_micro_batc
   std::snprintf(n, sizeof n, "%.1f", ops / 1e6);
   const std::string limit = std::to_string(kMaxProgramOps / 1'000'000) + " million";
   const std::string what = std::string("this step makes at least ") + n + " million ops, more than the " + limit +
-                           " shardline schedules (about 130 bytes of memory each); ";
+                           " shardline schedules (about 90 bytes of memory each while simulated); ";
   if (s.policy.micro_batches > 1 && ops_one_micro_batch <= static_cast<double>(kMaxProgramOps))
     return InputError("policy.micro_batches", what + "use fewer micro-batches");
   const std::string key = size_key_of_one_micro_batch(s);

@@ -12,8 +12,8 @@ namespace shardline {
 
 // Throws InputError naming the key (policy.bucket_bytes, policy.micro_batches, or the model)
 // when a lower bound of the op count, estimated before anything is built, exceeds
-// kMaxProgramOps: small buckets or many micro-batches make millions of ops (about 130 bytes
-// each in memory while simulated), so the limit keeps one run near 1 GB, and a sweep over
+// kMaxProgramOps: small buckets or many micro-batches make millions of ops (about 90 bytes
+// each in memory while simulated for a summary), so the limit keeps one run near 1 GB, and a sweep over
 // bucket sizes marks the row instead of being killed for memory. The 70B scenario's 1 MiB
 // buckets (7.54 M ops) are inside it.
 Program schedule(const Scenario& scenario);

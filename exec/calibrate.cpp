@@ -186,12 +186,22 @@ std::string fmt_bytes(int64_t b) {
 // Rank 0's progress lines (CalibrateOptions::log); nothing on the other ranks.
 using ProgressLog = std::function<void(const std::string&)>;
 
-void check_calibrate_options(const CalibrateOptions& opt) {
+}  // namespace
+
+void check_calibrate_options(const CalibrateOptions& opt, int world) {
   if (opt.min_bytes < 1) throw InputError("--min-bytes", "must be at least 1 byte");
   if (opt.max_bytes < opt.min_bytes) throw InputError("--max-bytes", "must be at least --min-bytes");
   if (opt.repetitions < 1) throw InputError("--repetitions", "must be at least 1");
   if (opt.warmup < 0) throw InputError("--warmup", "must be >= 0");
+  if (calibration_group_sizes(world).empty()) throw InputError("--np", "calibration needs at least 2 ranks (collectives over groups of >= 2)");
+  // Before memory lowers the largest size: sizes are multiples of world x element width.
+  const int64_t granularity = static_cast<int64_t>(world) * kWidth;
+  const int64_t max_bytes = std::max(opt.max_bytes, granularity);
+  if (calibration_sizes(std::min(opt.min_bytes, max_bytes), max_bytes, granularity).size() < 2)
+    throw InputError("--max-bytes", "leaves fewer than two sizes to measure; raise it");
 }
+
+namespace {
 
 // The collective sizes to measure, multiples of `granularity`: --min-bytes up to --max-bytes,
 // the largest lowered to what the smallest rank's memory allows.
@@ -359,10 +369,9 @@ std::vector<int64_t> calibration_sizes(int64_t min_bytes, int64_t max_bytes, int
 }
 
 ClusterProfile calibrate(const BackendMaker& make_backend, const HostComm& host, const CalibrateOptions& opt) {
-  check_calibrate_options(opt);
   const int world = host.size(), rank = host.rank();
+  check_calibrate_options(opt, world);
   const std::vector<int> groups = calibration_group_sizes(world);
-  if (groups.empty()) throw InputError("--np", "calibration needs at least 2 ranks (collectives over groups of >= 2)");
   const ProgressLog log = [&](const std::string& line) {
     if (rank == 0 && opt.log) opt.log(line);
   };

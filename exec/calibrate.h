@@ -32,6 +32,10 @@ struct CalibrateOptions {
   std::function<void(const std::string&)> log;
 };
 
+// InputError naming the flag when the options cannot calibrate `world` ranks (sizes, repetitions,
+// fewer than two sizes to measure): checked before mpirun starts, and again by calibrate.
+void check_calibrate_options(const CalibrateOptions& options, int world);
+
 // Divisors >= 2 of `world`, ascending.
 std::vector<int> calibration_group_sizes(int world);
 // Sizes min, 2 min, 4 min, ... up to max (max itself included), each rounded down to a

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cassert>
+#include <cerrno>
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
@@ -231,12 +232,17 @@ class SignalsHeld {
 // Moves the new files from `tmp` into the existing folder `target`: the old versions go aside
 // first (into tmp/.old), then the new ones in; any failure puts everything back, so the folder
 // holds either all old files or all new ones. Other files in `target` are left alone.
-void commit_into_existing(const fs::path& tmp, const fs::path& target, const std::vector<std::string>& names) {
+// `stale`: files of an earlier run that this one does not write; set aside with the old
+// versions, so they go on success and come back on failure.
+void commit_into_existing(const fs::path& tmp, const fs::path& target, const std::vector<std::string>& names,
+                          const std::vector<std::string>& stale) {
   const fs::path old = tmp / ".old";
   fs::create_directory(old);
   std::vector<std::string> moved_aside, moved_in;
+  std::vector<std::string> aside = names;
+  aside.insert(aside.end(), stale.begin(), stale.end());
   try {
-    for (const auto& name : names) {
+    for (const auto& name : aside) {
       if (fs::exists(fs::symlink_status(target / name))) {
         fs::rename(target / name, old / name);
         moved_aside.push_back(name);
@@ -273,7 +279,8 @@ fs::path checked_output_folder(const std::string& dir, const std::string& flag) 
   return target;
 }
 
-void write_output_folder(const std::string& dir, const std::vector<OutputFile>& files, const std::string& flag) {
+void write_output_folder(const std::string& dir, const std::vector<OutputFile>& files, const std::string& flag,
+                         const std::vector<std::string>& stale) {
   const fs::path target = checked_output_folder(dir, flag);
   std::error_code ec;
   fs::path parent = target.has_parent_path() ? target.parent_path() : fs::path(".");
@@ -295,7 +302,7 @@ void write_output_folder(const std::string& dir, const std::vector<OutputFile>& 
     }
     const SignalsHeld held;
     if (!fs::exists(target)) fs::rename(tmp, target);
-    else commit_into_existing(tmp, target, names);
+    else commit_into_existing(tmp, target, names, stale);
   } catch (const fs::filesystem_error& e) {
     fs::remove_all(tmp, ec);
     throw InputError(flag, std::string("cannot write the outputs: ") + e.what());
@@ -304,6 +311,17 @@ void write_output_folder(const std::string& dir, const std::vector<OutputFile>& 
     throw;
   }
   fs::remove_all(tmp, ec);  // the old versions set aside, when an existing folder was updated
+}
+
+void check_output_file(const std::string& path, const std::string& flag) {
+  const fs::path target(path);
+  std::error_code ec;
+  if (path.empty()) throw InputError(flag, "give a file name");
+  if (fs::is_directory(target, ec)) throw InputError(flag, "\"" + path + "\" is a folder; expected a file name");
+  const fs::path parent = target.has_parent_path() ? target.parent_path() : fs::path(".");
+  if (!fs::is_directory(parent, ec)) throw InputError(flag, "cannot write \"" + path + "\": the folder " + parent.string() + " does not exist");
+  // The file is written beside its name and renamed over it: the folder must take new files.
+  if (::access(parent.c_str(), W_OK | X_OK) != 0) throw InputError(flag, "cannot write \"" + path + "\": " + std::strerror(errno));
 }
 
 void write_file_atomically(const std::string& path, const std::string& text, const std::string& flag) {
@@ -335,7 +353,8 @@ void write_run_outputs(const std::string& dir, const Scenario& scenario, const P
       {"trace.json", [&] { return trace_to_json(picture, &kernels).dump() + "\n"; }},
       {"report.html", [&] { return html_report(scenario, picture, metrics, ranks ? rank_summary_html(*ranks) : std::string()); }}};
   if (ranks != nullptr) files.push_back({"ranks.json", [&] { return rank_summary_to_json(*ranks).dump(2) + "\n"; }});
-  write_output_folder(dir, files, "--out");
+  // A ranks.json left by an earlier every-rank run would sit beside metrics it does not describe.
+  write_output_folder(dir, files, "--out", ranks == nullptr ? std::vector<std::string>{"ranks.json"} : std::vector<std::string>{});
 }
 
 std::string path_component(const std::string& text) {

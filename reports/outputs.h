@@ -29,11 +29,20 @@ struct OutputFile {
 // Writes `files` (at most 8) into folder `dir` all at once, as below; errors name `flag`. One
 // call at a time per process: the signal clean-up holds one temporary folder.
 // Every command that writes a folder of outputs (simulate, exec, compare, sweep) uses it.
-void write_output_folder(const std::string& dir, const std::vector<OutputFile>& files, const std::string& flag);
+// `stale`: files an earlier run may have left there that this one does not write (ranks.json
+// after an every-rank run): removed at the commit, with the same put-back on failure.
+void write_output_folder(const std::string& dir, const std::vector<OutputFile>& files, const std::string& flag,
+                         const std::vector<std::string>& stale = {});
 // The folder `dir` names, checked as write_output_folder checks it before writing (so a command
 // can refuse a bad --out before its work): InputError(flag) for "", the current folder or one
 // above it however written (".", "..", "/", its absolute path), or an existing file.
 std::filesystem::path checked_output_folder(const std::string& dir, const std::string& flag);
+
+// The file `path` names, checked as write_file_atomically will need it, before the work that
+// ends by writing it: InputError(flag) for a folder, a missing parent folder, or a parent folder
+// this process cannot write in. Creates nothing (an empty file left behind by a failed run would
+// read as a malformed profile later).
+void check_output_file(const std::string& path, const std::string& flag);
 
 // One file written beside `path` and renamed over it: readers see the old file or the new one,
 // never a half-written one. Errors name `flag`.
@@ -41,8 +50,9 @@ void write_file_atomically(const std::string& path, const std::string& text, con
 
 // The run outputs, through write_output_folder. It writes every file into a temporary sibling
 // folder first, then puts it in place all at once: a new DIR is the renamed folder; in an existing DIR the old versions of the five
-// files are set aside and the new ones moved in, all put back on any failure (other files
-// there are left alone). Signals are held during that commit; SIGINT / SIGTERM / SIGHUP while
+// files are set aside and the new ones moved in, all put back on any failure (a ranks.json
+// this run does not write goes too; other files there are left alone). Signals are held
+// during that commit; SIGINT / SIGTERM / SIGHUP while
 // the files are written remove the temporary folder before the process ends. So an error or a
 // signal never leaves a partial or mixed output folder, nor a temporary one. Refuses "." and
 // "..", which name no folder of the run's own.

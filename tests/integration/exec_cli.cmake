@@ -128,3 +128,32 @@ set_tests_properties(exec.cli.bad.poll_env PROPERTIES ENVIRONMENT "${_env};SHARD
 exec_bad_input(poll_env_range "SHARDLINE_MPI_POLL_US: \"99999999999\" is out of range" ${_scen}/host-tiny-fsdp.json --np 2)
 set_tests_properties(exec.cli.bad.poll_env_range PROPERTIES ENVIRONMENT "${_env};SHARDLINE_MPI_POLL_US=99999999999"
                      FAIL_REGULAR_EXPRESSION "launching")
+
+# Bad flags are one message before mpirun starts, and a failed calibrate leaves no file behind
+# (an empty profile.json read later as malformed JSON; found by a new-user tour).
+set(_nothing ${CMAKE_CURRENT_BINARY_DIR}/calibrate_bad_flag.json)
+add_test(NAME exec.cli.calibrate_bad_flag_writes_nothing
+         COMMAND ${CMAKE_COMMAND} "-DCMD=$<TARGET_FILE:shardline>;calibrate;--np;2;--out;${_nothing};--repetitions;0"
+                 -DRC=2 "-DREGEX=calibrate: error: --repetitions: must be at least 1" "-DNOREGEX=launching"
+                 "-DCLEAN=${_nothing}" "-DABSENT=${_nothing}" -P ${CMAKE_CURRENT_SOURCE_DIR}/expect_run.cmake)
+add_test(NAME exec.cli.calibrate_too_few_sizes_writes_nothing
+         COMMAND ${CMAKE_COMMAND} "-DCMD=$<TARGET_FILE:shardline>;calibrate;--np;2;--out;${_nothing};--max-bytes;1KiB"
+                 -DRC=2 "-DREGEX=--max-bytes: leaves fewer than two sizes" "-DNOREGEX=launching"
+                 "-DCLEAN=${_nothing}" "-DABSENT=${_nothing}" -P ${CMAKE_CURRENT_SOURCE_DIR}/expect_run.cmake)
+# A bad --out is refused before the run, not after it.
+add_test(NAME exec.cli.out_checked_before_the_run
+         COMMAND ${CMAKE_COMMAND} "-DCMD=$<TARGET_FILE:shardline>;exec;${_scen}/host-tiny-fsdp.json;--np;2;--out;."
+                 -DRC=2 "-DREGEX=exec: error: --out: .* names the current folder" "-DNOREGEX=launching"
+                 -P ${CMAKE_CURRENT_SOURCE_DIR}/expect_run.cmake)
+add_test(NAME exec.cli.validate_checks_np_and_out_first
+         COMMAND ${CMAKE_COMMAND} "-DCMD=$<TARGET_FILE:shardline>;validate;${_scen}/host-tiny-fsdp.json;--np;0"
+                 -DRC=2 "-DREGEX=validate: error: --np: validate needs at least 2 ranks" "-DNOREGEX=running:"
+                 -P ${CMAKE_CURRENT_SOURCE_DIR}/expect_run.cmake)
+add_test(NAME exec.cli.validate_out_checked_first
+         COMMAND ${CMAKE_COMMAND} "-DCMD=$<TARGET_FILE:shardline>;validate;${_scen}/host-tiny-fsdp.json;--out;."
+                 -DRC=2 "-DREGEX=validate: error: --out: .* names the current folder" "-DNOREGEX=running:"
+                 -P ${CMAKE_CURRENT_SOURCE_DIR}/expect_run.cmake)
+set_tests_properties(exec.cli.calibrate_bad_flag_writes_nothing exec.cli.calibrate_too_few_sizes_writes_nothing
+                     exec.cli.out_checked_before_the_run exec.cli.validate_checks_np_and_out_first exec.cli.validate_out_checked_first
+                     PROPERTIES LABELS "exec;cli" TIMEOUT 30 ENVIRONMENT "${_env}")
+

@@ -1,7 +1,8 @@
 #!/bin/bash
 # `shardline exec --np` waits for the mpirun it launched: a SIGTERM sent to it alone is passed on
 # to mpirun, and Ctrl-C (SIGINT to the whole process group) is left to mpirun and the ranks. Either
-# way the ranks say where they were, the launcher outlives them and exits with mpirun's code.
+# way the ranks say where they were, and the launcher outlives them, says it was stopped and exits
+# 128 + the signal (not 1, which means a failed data check).
 # usage: exec_np_signals.sh PYTHON3 SHARDLINE SCENARIO WORKDIR
 set -u
 python=$1 shardline=$2 scenario=$3 work=$4
@@ -31,7 +32,10 @@ check() {
   rc=$?
   echo "== $name: exit $rc after $((SECONDS - started)) s"
   cat "$work/$name/stderr"
-  if [ "$rc" -eq "$signal_code" ]; then echo "FAIL: $name: the launcher was ended by the signal"; exit 1; fi
+  if [ "$rc" -ne "$signal_code" ]; then echo "FAIL: $name: exit $rc, expected $signal_code (128 + the signal)"; exit 1; fi
+  # Only a launcher that outlived the signal prints this, after mpirun ended.
+  grep -q "stopped by SIG" "$work/$name/stderr" ||
+    { echo "FAIL: $name: the launcher was ended by the signal (it did not say it was stopped)"; exit 1; }
   if [ $((SECONDS - started)) -ge 50 ]; then echo "FAIL: $name: the run went on until --timeout"; exit 1; fi
   grep -q "was ended by SIGTERM" "$work/$name/stderr" ||
     { echo "FAIL: $name: no rank said where it was"; exit 1; }

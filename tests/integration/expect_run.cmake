@@ -1,5 +1,6 @@
 # Runs CMD (a ;-list) and checks its exit code equals RC and its output matches REGEX.
-# Optional FILES: paths that must exist afterwards.
+# Optional FILES: paths that must exist afterwards; ABSENT: paths that must not; NOREGEX: a
+# pattern the output must not match.
 if(DEFINED CLEAN)
   file(REMOVE_RECURSE ${CLEAN})
 endif()
@@ -16,3 +17,11 @@ foreach(f ${FILES})
     message(FATAL_ERROR "missing ${f}")
   endif()
 endforeach()
+foreach(f ${ABSENT})
+  if(EXISTS ${f})
+    message(FATAL_ERROR "${f} exists; expected nothing there")
+  endif()
+endforeach()
+if(DEFINED NOREGEX AND "${err}${out}" MATCHES "${NOREGEX}")
+  message(FATAL_ERROR "output matches what it must not: ${NOREGEX}")
+endif()

@@ -86,6 +86,24 @@ TEST(RunOutputs, ReplacesAnExistingFolderFileByFile) {
   EXPECT_EQ(entries(scratch.path()), 1u);
 }
 
+// An every-rank run's ranks.json does not outlive it: a later one-rank run into the same folder
+// removes it (it would describe another run beside these metrics); a failed run keeps it.
+TEST(RunOutputs, AStaleRanksFileGoesWithTheRunItDescribed) {
+  ScratchDir scratch;
+  const fs::path out = scratch.path() / "run";
+  fs::create_directories(out);
+  std::ofstream(out / "ranks.json") << "earlier every-rank run";
+  Timeline t = tiny_timeline();
+  Metrics m = compute_metrics(t);
+  Timeline broken = t;
+  broken.intervals.push_back({99, 0, 0, 0, 0, 1});
+  EXPECT_ANY_THROW(write_run_outputs(out.string(), tiny_scenario(), tiny_program(), broken, m));
+  EXPECT_EQ(slurp(out / "ranks.json"), "earlier every-rank run");
+  write_run_outputs(out.string(), tiny_scenario(), tiny_program(), t, m);
+  EXPECT_FALSE(fs::exists(out / "ranks.json"));
+  EXPECT_TRUE(fs::is_regular_file(out / "metrics.json"));
+}
+
 // SIGTERM while the files are written: the process ends by that signal, the temporary folder
 // is removed, and an existing output folder keeps its old files.
 TEST(RunOutputs, ASignalDuringTheWriteLeavesNothingBehind) {
