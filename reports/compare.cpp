@@ -340,7 +340,7 @@ std::string comparison_table(const Comparison& c) {
     << c.measured_iteration << ")\n\n";
   o << pad("", 22) << pad("predicted", 14) << pad("measured", 14) << "error\n";
   o << pad("step time (us)", 22) << pad(us(c.predicted.step_time_us), 14) << pad(us(c.measured.step_time_us), 14)
-    << pct(c.step_error) << (c.within_tolerance ? "  (within " : "  (OVER ") << fmt("%.0f%%", 100 * c.tolerance) << ")\n";
+    << pct(c.step_error) << (c.within_tolerance ? "  (within " : "  (OVER ") << fmt("%.3g%%", 100 * c.tolerance) << ")\n";
   o << pad("overlap efficiency", 22) << pad(fmt("%.3f", c.predicted.overlap_efficiency), 14)
     << pad(fmt("%.3f", c.measured.overlap_efficiency), 14)
     << fmt("%+.3f", c.predicted.overlap_efficiency - c.measured.overlap_efficiency) << "\n";
@@ -381,7 +381,7 @@ std::string comparison_html(const Comparison& c, const Timeline& predicted, cons
     << "<tr><th></th><th>predicted</th><th>measured</th><th>error</th></tr>\n"
     << "<tr><td>step time (us)</td><td>" << us(c.predicted.step_time_us) << "</td><td>" << us(c.measured.step_time_us)
     << "</td><td>" << html_escape(pct(c.step_error)) << (c.within_tolerance ? " (within " : " (OVER ")
-    << html_escape(fmt("%.0f%%", 100 * c.tolerance)) << ")</td></tr>\n"
+    << html_escape(fmt("%.3g%%", 100 * c.tolerance)) << ")</td></tr>\n"
     << "<tr><td>overlap efficiency</td><td>" << fmt("%.3f", c.predicted.overlap_efficiency) << "</td><td>"
     << fmt("%.3f", c.measured.overlap_efficiency) << "</td><td>"
     << fmt("%+.3f", c.predicted.overlap_efficiency - c.measured.overlap_efficiency) << "</td></tr>\n"

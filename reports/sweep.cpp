@@ -99,7 +99,11 @@ std::vector<std::string> expand_range(const std::string& path, const std::string
   const double a = parse_endpoint(path, a_text, bytes);
   const double b = parse_endpoint(path, b_text, bytes);
   if (a > b) vary_error(path, "empty range \"" + item + "\": the start is above the end");
-  const bool integral = bytes || (a == std::floor(a) && b == std::floor(b));
+  // Whole-number endpoints give whole numbers (1..100:x1.5 for micro-batches), unless an
+  // arithmetic increment is itself a fraction: 0..2:+0.5 means 0, 0.5, 1, 1.5, 2, not 0, 1, 2.
+  bool integral = bytes || (a == std::floor(a) && b == std::floor(b));
+  if (!bytes && step_kind == '+')
+    if (const auto k = parse_number(k_text); k && *k != std::floor(*k)) integral = false;
   std::vector<std::string> out;
   auto emit = [&](double v) {
     std::string text = integral ? format_number(std::round(v)) : format_number(v);
@@ -109,7 +113,7 @@ std::vector<std::string> expand_range(const std::string& path, const std::string
   if (step_kind == 'x') {
     auto k = parse_number(k_text);
     if (!k) vary_error(path, "range \"" + item + "\": the factor \"" + k_text + "\" is not a number");
-    if (*k <= 1) vary_error(path, "range \"" + item + "\": a geometric step must multiply by more than 1 (x1 never advances)");
+    if (*k <= 1) vary_error(path, "range \"" + item + "\": a geometric step must multiply by more than 1 (x" + k_text + " never advances)");
     if (a <= 0) vary_error(path, "range \"" + item + "\": a geometric range must start above 0");
     const double slack = 1 + 1e-9;
     for (int i = 0;; ++i) {

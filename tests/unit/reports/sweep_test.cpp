@@ -44,6 +44,10 @@ TEST(SweepRange, ArithmeticFractions) {
   EXPECT_EQ(expand_vary_values("run.memory_margin", "0.5..1:+0.25"), (Strings{"0.5", "0.75", "1"}));
   // Steps in binary floating point leave a residue (0 + 3 x 0.1): the values are the decimals meant.
   EXPECT_EQ(expand_vary_values("run.memory_margin", "0..0.3:+0.1"), (Strings{"0", "0.1", "0.2", "0.3"}));
+  // Whole endpoints with a fractional increment: the fractions asked for, not rounded away.
+  EXPECT_EQ(expand_vary_values("policy.forward_prefetch", "0..2:+0.5"), (Strings{"0", "0.5", "1", "1.5", "2"}));
+  // A geometric step over whole endpoints is rounded to whole numbers.
+  EXPECT_EQ(expand_vary_values("policy.micro_batches", "1..10:x1.5"), (Strings{"1", "2", "3", "5", "8"}));
 }
 
 TEST(SweepRange, SingleValueRange) {
