@@ -61,6 +61,7 @@ int run_simulate(const std::vector<std::string>& args) {
       ("trace-ranks", po::value(&trace_ranks), "--ranks all: ranks the timeline and trace keep besides rank 0, the slowest and the fastest (0,5,17), or all");
   if (cli.parse(args) == Parsed::help_shown) return 0;
   if (cli.given("out") && out_dir.empty()) throw InputError("--out", "give a folder");
+  if (cli.given("trace-ranks") && trace_ranks.empty()) throw InputError("--trace-ranks", "give ranks as 0,5,17, or all");
   if (cli.given("profile") && profile_path.empty()) throw InputError("--profile", "give a profile JSON file written by shardline calibrate");
   if (cli.given("ranks") && ranks_mode != "one" && ranks_mode != "all")
     throw InputError("--ranks", "\"" + ranks_mode + "\" is not one of: one, all");

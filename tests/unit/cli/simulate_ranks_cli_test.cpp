@@ -116,6 +116,7 @@ TEST_F(SimulateRanksCli, BadVariationFlagsExitTwoNamingTheFlag) {
                       {"--straggler 1=0", "--straggler 1=0"},
                       {"--straggler 1", "--straggler"},
                       {"--straggler 1=2 --ranks one", "--ranks"},
+                      {"--ranks all --trace-ranks ''", "--trace-ranks: give ranks"},
                       {"--jitter -0.1", "--jitter"},
                       {"--jitter 0.1 --seed -3", "--seed"},
                       // Not "null is out of range": JSON has no NaN, the flag says what it needs.
