@@ -3,7 +3,9 @@
 // error table, writes compare.json and compare.html (into --out, default MEASURED_DIR), and
 // exits 1 when the step-time error exceeds the tolerance. docs/calibrate.md.
 #include <cmath>
+#include <filesystem>
 #include <iostream>
+#include <string>
 
 #include "cli/command.h"
 #include "cli/command_line.h"
@@ -12,6 +14,22 @@
 
 namespace shardline::cli {
 namespace {
+
+// A failed exec into an existing folder leaves its partial timelines beside the earlier run's
+// complete files: the first partial timeline newer than timeline.json, or "" when none is.
+std::string newer_partial_timeline(const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const auto complete = fs::last_write_time(fs::path(dir) / "timeline.json", ec);
+  if (ec) return "";
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("timeline.partial.rank", 0) != 0) continue;
+    std::error_code e;
+    if (fs::last_write_time(entry.path(), e) > complete && !e) return name;
+  }
+  return "";
+}
 
 int run_compare(const std::vector<std::string>& args) {
   std::string predicted_dir, measured_dir, out_dir;
@@ -27,6 +45,9 @@ int run_compare(const std::vector<std::string>& args) {
   if (!(tolerance >= 0) || !std::isfinite(tolerance))
     throw InputError("--tolerance", "must be a finite relative error >= 0, e.g. 0.10");
   if (out_dir.empty()) out_dir = measured_dir;
+  if (const std::string partial = newer_partial_timeline(measured_dir); !partial.empty())
+    std::cerr << "shardline compare: note: " << measured_dir << " holds " << partial
+              << ", newer than its timeline.json: a later exec there failed, and timeline.json is an earlier run's\n";
   const Comparison c = compare_run_dirs(predicted_dir, measured_dir, out_dir, tolerance);
   std::cout << comparison_table(c) << "\noutputs in " << out_dir << "/ (compare.json, compare.html)\n";
   return c.within_tolerance ? 0 : 1;

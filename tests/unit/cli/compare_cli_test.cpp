@@ -3,6 +3,8 @@
 // exec, compare). The accuracy itself is measured by bench/accuracy.sh, not asserted here.
 #include <gtest/gtest.h>
 
+#include <chrono>
+
 #include <nlohmann/json.hpp>
 
 #include "cli_fixtures.h"
@@ -44,6 +46,20 @@ TEST_F(CompareCli, WithinToleranceExitsZeroAndWritesToOut) {
   EXPECT_EQ(run("compare pred meas --tolerance 0.10 --out cmp").code, 0) << out_ << err_;
   EXPECT_TRUE(fs::exists(dir_ / "cmp" / "compare.json"));
   EXPECT_TRUE(fs::exists(dir_ / "cmp" / "compare.html"));
+}
+
+// A failed exec into a folder with an earlier complete run leaves partial timelines beside it:
+// compare still compares the complete one, and says that it is the earlier run's.
+TEST_F(CompareCli, APartialTimelineNewerThanTheRunIsNamed) {
+  write("pred", timeline(1000, "predicted"));
+  write("meas", timeline(1050, "measured"));
+  EXPECT_EQ(run("compare pred meas").code, 0) << out_ << err_;
+  EXPECT_EQ(err_.find("note:"), std::string::npos) << err_;
+  std::ofstream(dir_ / "meas" / "timeline.partial.rank0.json") << "{}";
+  fs::last_write_time(dir_ / "meas" / "timeline.partial.rank0.json",
+                      fs::last_write_time(dir_ / "meas" / "timeline.json") + std::chrono::seconds(5));
+  EXPECT_EQ(run("compare pred meas").code, 0) << out_ << err_;
+  EXPECT_NE(err_.find("note: meas holds timeline.partial.rank0.json, newer than its timeline.json"), std::string::npos) << err_;
 }
 
 // 1,000 us predicted, 1,250 us measured, 4 GPUs and 4,000 tokens per step: 1,000,000 vs 800,000
