@@ -32,7 +32,10 @@ EveryRankRun simulate_every_rank(const Scenario& scenario, const Program& progra
       std::snprintf(text, sizeof text, "%.1f GB", static_cast<double>(rank_ops) * 16 / 1e9);
       return std::string(text);
     };
-    throw InputError(program_size_key(scenario),
+    // Blamed on the larger factor: the mesh when it has more ranks than the Program has ops
+    // (65,536 ranks of a 4,430-op step), else the key that made the Program large.
+    const bool ranks_dominate = static_cast<int64_t>(program.world_size) > static_cast<int64_t>(program.ops.size());
+    throw InputError(ranks_dominate ? std::string("mesh") : program_size_key(scenario),
                      "every rank is simulated (a variation, or --ranks all) and keeps its start and end of every op: " +
                          std::to_string(program.world_size) + " ranks x " + std::to_string(program.ops.size()) + " ops is " +
                          gb(rank_ops) + "; at most " + std::to_string(kMaxRankOps / 1'000'000) + " million rank-ops (" +
