@@ -24,8 +24,9 @@ RankVariation rank_variation(const Scenario& scenario);
 // The scenario's variation applies. `options`: the profile and the like (its every-rank fields
 // are set here). `keep_ranks`: ranks the Timeline keeps besides rank 0, the slowest and the
 // fastest; `keep_all`: every rank. Throws InputError("--trace-ranks", ...) for a rank outside the world,
-// and InputError naming the key that made the Program large (program_size_key) when ranks x ops
-// exceeds kMaxRankOps, before simulating.
+// and, when ranks x ops exceeds kMaxRankOps, before simulating, InputError naming "mesh" when the
+// world has more ranks than the Program has ops, else the key that made the Program large
+// (program_size_key).
 // kMaxRankOps: the simulator keeps every rank's start and end of every op (16 bytes each) to pick
 // the Timeline's ranks after the run: 200 million of them is 3.2 GB (the 70B scenario on 16,384
 // GPUs is 73 million; on 64 GPUs with 4 MiB buckets 121 million).
