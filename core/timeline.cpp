@@ -60,13 +60,34 @@ void check_no_duplicate_intervals(std::span<const OpInterval> intervals) {
 bool is_backend_name(std::string_view name) { return name == "sim" || name == "mpi" || name == "nccl"; }
 
 std::vector<double> iteration_step_times_us(const Timeline& t) {
-  std::vector<double> first(static_cast<size_t>(t.iterations), 1e300), last(static_cast<size_t>(t.iterations), -1e300);
+  // Per (iteration, rank), as compute_metrics windows a rank's step: the earliest issue (the
+  // earliest start when the rank records no issue times) to the latest end.
+  struct Window {
+    double min_issue = 1e300, min_start = 1e300, max_end = -1e300;
+    bool has_issue = false, any = false;
+  };
+  const size_t ranks = static_cast<size_t>(std::max(t.ranks, 1));
+  std::vector<Window> w(static_cast<size_t>(t.iterations) * ranks);
   for (const OpInterval& iv : t.intervals) {
-    first[static_cast<size_t>(iv.iteration)] = std::min(first[static_cast<size_t>(iv.iteration)], iv.issue_us);
-    last[static_cast<size_t>(iv.iteration)] = std::max(last[static_cast<size_t>(iv.iteration)], iv.end_us);
+    if (iv.iteration < 0 || iv.iteration >= t.iterations || iv.rank < 0 || static_cast<size_t>(iv.rank) >= ranks) continue;
+    Window& x = w[static_cast<size_t>(iv.iteration) * ranks + static_cast<size_t>(iv.rank)];
+    x.any = true;
+    if (iv.issue_us != 0) x.has_issue = true;
+    x.min_issue = std::min(x.min_issue, iv.issue_us);
+    x.min_start = std::min(x.min_start, iv.start_us);
+    x.max_end = std::max(x.max_end, iv.end_us);
   }
   std::vector<double> steps;
-  for (int it = 0; it < t.iterations; ++it) steps.push_back(last[static_cast<size_t>(it)] - first[static_cast<size_t>(it)]);
+  for (int it = 0; it < t.iterations; ++it) {
+    double step = 0;
+    for (size_t r = 0; r < ranks; ++r) {
+      const Window& x = w[static_cast<size_t>(it) * ranks + r];
+      if (!x.any) continue;
+      const double start = x.has_issue ? std::min(x.min_issue, x.min_start) : x.min_start;
+      step = std::max(step, x.max_end - start);
+    }
+    steps.push_back(step);
+  }
   return steps;
 }
 

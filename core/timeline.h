@@ -64,7 +64,8 @@ struct Timeline {
   void set_name(Op& op, std::string_view name) { set_op_name(labels, op, name); }
 };
 
-// Step time of each iteration over every rank it holds: first issue to last end.
+// Step time of each iteration: the longest of its ranks' steps, each as compute_metrics windows
+// it (the rank's first issue to its last end), so the reported iteration's step is the metrics'.
 std::vector<double> iteration_step_times_us(const Timeline& timeline);
 // The iteration a measured run reports: the median step (of an even count the lower middle;
 // of equal steps the earlier iteration).
