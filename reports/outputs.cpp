@@ -353,8 +353,17 @@ void write_run_outputs(const std::string& dir, const Scenario& scenario, const P
       {"trace.json", [&] { return trace_to_json(picture, &kernels).dump() + "\n"; }},
       {"report.html", [&] { return html_report(scenario, picture, metrics, ranks ? rank_summary_html(*ranks) : std::string()); }}};
   if (ranks != nullptr) files.push_back({"ranks.json", [&] { return rank_summary_to_json(*ranks).dump(2) + "\n"; }});
-  // A ranks.json left by an earlier every-rank run would sit beside metrics it does not describe.
-  write_output_folder(dir, files, "--out", ranks == nullptr ? std::vector<std::string>{"ranks.json"} : std::vector<std::string>{});
+  // Files of an earlier run there that would sit beside these and describe another run: a
+  // ranks.json of an every-rank run, and a failed exec's partial timelines and rank reports
+  // (timeline.partial.rankN.json, and error.rankN.txt: cli/mpirun_launch.h rank_report_file).
+  std::vector<std::string> stale;
+  if (ranks == nullptr) stale.push_back("ranks.json");
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("timeline.partial.rank", 0) == 0 || name.rfind("error.rank", 0) == 0) stale.push_back(name);
+  }
+  write_output_folder(dir, files, "--out", stale);
 }
 
 std::string path_component(const std::string& text) {

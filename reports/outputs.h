@@ -51,7 +51,8 @@ void write_file_atomically(const std::string& path, const std::string& text, con
 // The run outputs, through write_output_folder. It writes every file into a temporary sibling
 // folder first, then puts it in place all at once: a new DIR is the renamed folder; in an existing DIR the old versions of the five
 // files are set aside and the new ones moved in, all put back on any failure (a ranks.json
-// this run does not write goes too; other files there are left alone). Signals are held
+// this run does not write, and a failed exec's timeline.partial.rank*.json and error.rank*.txt,
+// go too; other files there are left alone). Signals are held
 // during that commit; SIGINT / SIGTERM / SIGHUP while
 // the files are written remove the temporary folder before the process ends. So an error or a
 // signal never leaves a partial or mixed output folder, nor a temporary one. Refuses "." and

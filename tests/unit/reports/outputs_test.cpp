@@ -87,7 +87,8 @@ TEST(RunOutputs, ReplacesAnExistingFolderFileByFile) {
 }
 
 // An every-rank run's ranks.json does not outlive it: a later one-rank run into the same folder
-// removes it (it would describe another run beside these metrics); a failed run keeps it.
+// removes it (it would describe another run beside these metrics); a failed run keeps it. So do
+// a failed exec's partial timelines and rank reports; the user's own files stay.
 TEST(RunOutputs, AStaleRanksFileGoesWithTheRunItDescribed) {
   ScratchDir scratch;
   const fs::path out = scratch.path() / "run";
@@ -99,8 +100,14 @@ TEST(RunOutputs, AStaleRanksFileGoesWithTheRunItDescribed) {
   broken.intervals.push_back({99, 0, 0, 0, 0, 1});
   EXPECT_ANY_THROW(write_run_outputs(out.string(), tiny_scenario(), tiny_program(), broken, m));
   EXPECT_EQ(slurp(out / "ranks.json"), "earlier every-rank run");
+  std::ofstream(out / "timeline.partial.rank1.json") << "{}";  // a failed exec's leftovers
+  std::ofstream(out / "error.rank1.txt") << "rank 1 timed out";
+  std::ofstream(out / "notes.txt") << "mine";
   write_run_outputs(out.string(), tiny_scenario(), tiny_program(), t, m);
   EXPECT_FALSE(fs::exists(out / "ranks.json"));
+  EXPECT_FALSE(fs::exists(out / "timeline.partial.rank1.json"));
+  EXPECT_FALSE(fs::exists(out / "error.rank1.txt"));
+  EXPECT_EQ(slurp(out / "notes.txt"), "mine");
   EXPECT_TRUE(fs::is_regular_file(out / "metrics.json"));
 }
 
