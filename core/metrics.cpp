@@ -44,6 +44,7 @@
 
 #include "core/error.h"
 #include "core/json_fields.h"
+#include "core/units.h"
 
 namespace shardline {
 
@@ -114,6 +115,10 @@ void for_each_interval(const Timeline& t, int rank, int iteration, Fn&& fn) {
     if (iv.rank == rank && iv.iteration == iteration) fn(iv);
 }
 
+InputError no_intervals(int rank, int iteration) {
+  return InputError("timeline", "no op intervals for rank " + std::to_string(rank) + ", iteration " + std::to_string(iteration));
+}
+
 // The accumulated metrics of one rank and iteration; InputError when the step has no intervals.
 // Each interval must name an op the timeline carries.
 StepAccumulator accumulate_step(const Timeline& t, int rank, int iteration) {
@@ -124,15 +129,21 @@ StepAccumulator accumulate_step(const Timeline& t, int rank, int iteration) {
     acc.issue(iv.issue_us);
     acc.add(t.ops[iv.op], iv.start_us, iv.end_us);
   });
-  if (acc.op_count() == 0) {
-    throw InputError("timeline", "no op intervals for rank " + std::to_string(rank) + ", iteration " + std::to_string(iteration));
-  }
+  if (acc.op_count() == 0) throw no_intervals(rank, iteration);
   return acc;
 }
 
+// The window alone: no per-kind spans gathered (compare and the report ask for it per rank).
 StepWindow window_of(const Timeline& t, int rank, int iteration) {
-  const auto [start_us, end_us] = accumulate_step(t, rank, iteration).window_us();
-  return StepWindow{rank, iteration, start_us, end_us};
+  StepBounds bounds;
+  const int num_ops = static_cast<int>(t.ops.size());
+  for_each_interval(t, rank, iteration, [&](const OpInterval& iv) {
+    if (iv.op < 0 || iv.op >= num_ops) invariant_broken("interval names an op the timeline does not carry");
+    bounds.issue(iv.issue_us);
+    bounds.ran(iv.start_us, iv.end_us);
+  });
+  if (bounds.empty()) throw no_intervals(rank, iteration);
+  return StepWindow{rank, iteration, bounds.start_us(), bounds.end_us()};
 }
 
 std::optional<int64_t> peak_of(const std::vector<MemorySample>& memory) {
@@ -181,12 +192,6 @@ std::optional<double> optional_from_json(const json& object, const char* key, co
   return x;
 }
 
-std::string number_text(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g", v);
-  return buf;
-}
-
 // A time from a metrics file: finite and >= 0 (compute_metrics never writes anything else).
 double time_from_json(const json& object, const char* key, const std::string& path) {
   const double v = jf::get_number(object, key, path);
@@ -231,16 +236,12 @@ Throughput throughput_of(const Workload& w, double step_time_us) {
   return tp;
 }
 
-void StepAccumulator::issue(double issue_us) {
-  if (issue_us != 0) has_issue_ = true;
-  min_issue_us_ = std::min(min_issue_us_, issue_us);
-}
+void StepAccumulator::issue(double issue_us) { bounds_.issue(issue_us); }
 
 void StepAccumulator::add(const Op& op, double start_us, double end_us) {
   constexpr double kInf = std::numeric_limits<double>::infinity();
   ++count_;
-  end_us_ = std::max(end_us_, end_us);
-  min_start_us_ = std::min(min_start_us_, start_us);
+  bounds_.ran(start_us, end_us);
   if (op.kind == OpKind::Compute && (op.phase == Phase::Forward || op.phase == Phase::Backward)) {
     std::vector<double>& last = op.phase == Phase::Forward ? last_fwd_end_us_ : last_bwd_end_us_;
     const size_t mb = static_cast<size_t>(op.microbatch);
@@ -262,29 +263,24 @@ void StepAccumulator::add(const Op& op, double start_us, double end_us) {
   }
 }
 
-std::pair<double, double> StepAccumulator::window_us() const {
-  return {has_issue_ ? std::min(min_issue_us_, min_start_us_) : min_start_us_, end_us_};
-}
-
 Metrics StepAccumulator::finish(const Timeline& t, std::optional<int64_t> peak_memory_bytes) {
   if (count_ == 0) invariant_broken("metrics of a step without ops");
-  const auto [step_start, step_end] = window_us();
+  const double step_start = bounds_.start_us();
   Metrics m;
-  m.step_time_us = step_end - step_start;
+  m.step_time_us = bounds_.end_us() - step_start;
 
   // Each kind's spans sorted (a kind's ops on one stream come in time order already: then
   // checking is all the sort costs); compute busy is the compute kind's union, comm busy the
   // union of the three collective kinds merged.
-  std::array<std::vector<Span>, kKinds>& per_kind = spans_;
-  for (auto& list : per_kind)
+  for (auto& list : spans_)
     if (!std::is_sorted(list.begin(), list.end())) std::sort(list.begin(), list.end());
   for (size_t k = 0; k < kKinds; ++k)
     if (kind_stats_[k].count > 0) m.by_kind[std::string(op_kind_name(static_cast<OpKind>(k)))] = kind_stats_[k];
   for (OpKind k : kReportedKinds) {
     KindStats& ks = m.by_kind[std::string(op_kind_name(k))];
-    ks.busy_us = union_of_sorted_us({&per_kind[static_cast<size_t>(k)]});
+    ks.busy_us = union_of_sorted_us({&spans_[static_cast<size_t>(k)]});
   }
-  const auto& of = [&](OpKind k) { return &per_kind[static_cast<size_t>(k)]; };
+  const auto& of = [&](OpKind k) { return &spans_[static_cast<size_t>(k)]; };
   m.compute_busy_us = union_of_sorted_us({of(OpKind::Compute)});
   m.comm_busy_us = union_of_sorted_us({of(OpKind::AllGather), of(OpKind::ReduceScatter), of(OpKind::AllReduce)});
 
@@ -298,15 +294,13 @@ Metrics StepAccumulator::finish(const Timeline& t, std::optional<int64_t> peak_m
 
   // Forward / backward split, per micro-batch.
   const size_t micro_batches = std::max(last_fwd_end_us_.size(), last_bwd_end_us_.size());
-  std::vector<double>& last_fwd_end = last_fwd_end_us_;
-  std::vector<double>& last_bwd_end = last_bwd_end_us_;
-  last_fwd_end.resize(micro_batches, -std::numeric_limits<double>::infinity());
-  last_bwd_end.resize(micro_batches, -std::numeric_limits<double>::infinity());
+  last_fwd_end_us_.resize(micro_batches, -std::numeric_limits<double>::infinity());
+  last_bwd_end_us_.resize(micro_batches, -std::numeric_limits<double>::infinity());
   double forward = 0;
   double window_start = step_start;
   for (size_t mb = 0; mb < micro_batches; ++mb) {
-    if (std::isfinite(last_fwd_end[mb])) forward += std::max(0.0, last_fwd_end[mb] - window_start);
-    if (std::isfinite(last_bwd_end[mb])) window_start = last_bwd_end[mb];
+    if (std::isfinite(last_fwd_end_us_[mb])) forward += std::max(0.0, last_fwd_end_us_[mb] - window_start);
+    if (std::isfinite(last_bwd_end_us_[mb])) window_start = last_bwd_end_us_[mb];
   }
   m.forward_us = std::min(forward, m.step_time_us);
   m.backward_us = m.step_time_us - m.forward_us;

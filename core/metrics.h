@@ -3,7 +3,6 @@
 #pragma once
 #include <array>
 #include <cstdint>
-#include <limits>
 #include <map>
 #include <optional>
 #include <string>
@@ -66,8 +65,6 @@ class StepAccumulator {
   void issue(double issue_us);                             // an op of the step was issued
   void add(const Op& op, double start_us, double end_us);  // an op of the step ran
   size_t op_count() const { return count_; }               // ops added
-  // From the first op issued (the first start when every issue time is 0) to the last end.
-  std::pair<double, double> window_us() const;
   // The step's metrics: throughput, memory reserve, capacity and margin come from `t`'s
   // scenario fields (set_timeline_scenario); `peak_memory_bytes` is nullopt when no memory
   // was recorded. Needs at least one op added; the accumulator is used up.
@@ -77,10 +74,7 @@ class StepAccumulator {
   using Span = std::pair<double, double>;
   static constexpr size_t kKinds = static_cast<size_t>(OpKind::Free) + 1;
   size_t count_ = 0;
-  bool has_issue_ = false;
-  double min_issue_us_ = std::numeric_limits<double>::infinity();
-  double min_start_us_ = std::numeric_limits<double>::infinity();
-  double end_us_ = -std::numeric_limits<double>::infinity();
+  StepBounds bounds_;  // the step window
   std::array<KindStats, kKinds> kind_stats_{};  // count and bytes (alloc/free not counted)
   std::vector<double> last_fwd_end_us_, last_bwd_end_us_;  // per micro-batch, -inf when none
   std::array<std::vector<Span>, kKinds> spans_;  // per kind (alloc/free: none), merged as they come

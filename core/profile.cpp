@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cassert>
 #include <cmath>
-#include <cstdio>
 #include <ctime>
 #include <fstream>
 
@@ -11,6 +10,7 @@
 
 #include "core/error.h"
 #include "core/json_load.h"
+#include "core/units.h"
 
 namespace shardline {
 
@@ -137,12 +137,6 @@ constexpr double kMaxProfileRate = 1e18;         // bytes/s: 1 EB/s
 constexpr double kMaxProfileSlowdown = 100;      // a factor
 constexpr double kMaxProfileBetaUsPerByte = 1e6; // 1 B/s
 constexpr int kMaxProfileGroupRanks = 1 << 20;
-
-std::string number_text(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.6g", v);
-  return buf;
-}
 
 // A number of the profile in [lo, hi] (finite), else InputError naming its path.
 double number_in(const nlohmann::json& j, const char* key, const std::string& where, double lo, double hi, const char* what) {

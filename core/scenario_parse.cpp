@@ -753,6 +753,7 @@ RankSelector parse_rank_selector(const Obj& o, const MeshSpec& mesh, const Clust
 // beyond them a value is a typo, and it would run as a step of years.
 constexpr double kMinVariationFactor = 1e-3;
 constexpr double kMaxComputeFactor = 1e3;
+bool factor_in_range(double f, bool at_most_one) { return f >= kMinVariationFactor && f <= (at_most_one ? 1.0 : kMaxComputeFactor); }
 const char* factor_range(bool at_most_one) {
   return at_most_one ? "a fraction in [0.001, 1]" : "a factor in [0.001, 1000] (1.5: 50% slower)";
 }
@@ -760,19 +761,16 @@ const char* factor_range(bool at_most_one) {
 double as_factor(const Obj& o, const char* key, bool at_most_one) {
   const json& v = o.req(key, factor_range(at_most_one));
   const double f = as_number(v, o.at(key));
-  if (!(f >= kMinVariationFactor && f <= (at_most_one ? 1.0 : kMaxComputeFactor)))
-    throw InputError(o.at(key), show(v) + " is out of range; expected " + factor_range(at_most_one));
+  if (!factor_in_range(f, at_most_one)) throw InputError(o.at(key), show(v) + " is out of range; expected " + factor_range(at_most_one));
   return f;
 }
 
 // Entries naming the same rank multiply: their product per rank keeps the same bounds.
 void check_factor_products(const std::vector<double>& per_rank, const std::string& path, bool at_most_one) {
   for (size_t r = 0; r < per_rank.size(); ++r)
-    if (!(per_rank[r] >= kMinVariationFactor && per_rank[r] <= (at_most_one ? 1.0 : kMaxComputeFactor))) {
-      char text[32];
-      std::snprintf(text, sizeof text, "%.6g", per_rank[r]);
-      throw InputError(path, "the entries naming rank " + std::to_string(r) + " multiply to " + text + "; expected " + factor_range(at_most_one));
-    }
+    if (!factor_in_range(per_rank[r], at_most_one))
+      throw InputError(path, "the entries naming rank " + std::to_string(r) + " multiply to " + number_text(per_rank[r]) + "; expected " +
+                                 factor_range(at_most_one));
 }
 
 VariationSpec parse_variation(const json& j, const json& sch, const MeshSpec& mesh, const ClusterSpec& cluster) {

@@ -60,31 +60,20 @@ void check_no_duplicate_intervals(std::span<const OpInterval> intervals) {
 bool is_backend_name(std::string_view name) { return name == "sim" || name == "mpi" || name == "nccl"; }
 
 std::vector<double> iteration_step_times_us(const Timeline& t) {
-  // Per (iteration, rank), as compute_metrics windows a rank's step: the earliest issue (the
-  // earliest start when the rank records no issue times) to the latest end.
-  struct Window {
-    double min_issue = 1e300, min_start = 1e300, max_end = -1e300;
-    bool has_issue = false, any = false;
-  };
   const size_t ranks = static_cast<size_t>(std::max(t.ranks, 1));
-  std::vector<Window> w(static_cast<size_t>(t.iterations) * ranks);
+  std::vector<StepBounds> bounds(static_cast<size_t>(t.iterations) * ranks);  // per (iteration, rank)
   for (const OpInterval& iv : t.intervals) {
     if (iv.iteration < 0 || iv.iteration >= t.iterations || iv.rank < 0 || static_cast<size_t>(iv.rank) >= ranks) continue;
-    Window& x = w[static_cast<size_t>(iv.iteration) * ranks + static_cast<size_t>(iv.rank)];
-    x.any = true;
-    if (iv.issue_us != 0) x.has_issue = true;
-    x.min_issue = std::min(x.min_issue, iv.issue_us);
-    x.min_start = std::min(x.min_start, iv.start_us);
-    x.max_end = std::max(x.max_end, iv.end_us);
+    StepBounds& b = bounds[static_cast<size_t>(iv.iteration) * ranks + static_cast<size_t>(iv.rank)];
+    b.issue(iv.issue_us);
+    b.ran(iv.start_us, iv.end_us);
   }
   std::vector<double> steps;
   for (int it = 0; it < t.iterations; ++it) {
     double step = 0;
     for (size_t r = 0; r < ranks; ++r) {
-      const Window& x = w[static_cast<size_t>(it) * ranks + r];
-      if (!x.any) continue;
-      const double start = x.has_issue ? std::min(x.min_issue, x.min_start) : x.min_start;
-      step = std::max(step, x.max_end - start);
+      const StepBounds& b = bounds[static_cast<size_t>(it) * ranks + r];
+      if (!b.empty()) step = std::max(step, b.end_us() - b.start_us());
     }
     steps.push_back(step);
   }

@@ -3,7 +3,9 @@
 // the ops' metadata, and the workload and memory reserve of its scenario, so reports (metrics,
 // throughput, reserved memory) need neither the Program nor the Scenario.
 #pragma once
+#include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -64,8 +66,33 @@ struct Timeline {
   void set_name(Op& op, std::string_view name) { set_op_name(labels, op, name); }
 };
 
-// Step time of each iteration: the longest of its ranks' steps, each as compute_metrics windows
-// it (the rank's first issue to its last end), so the reported iteration's step is the metrics'.
+// One rank's step window, the metrics' definition (DESIGN.md "Metrics"), fed op by op in any
+// order: from the earliest issue (the earliest start when every issue time is 0, a timeline
+// that records none) to the latest end. The one place that rule is written.
+class StepBounds {
+ public:
+  void issue(double issue_us) {
+    if (issue_us != 0) has_issue_ = true;
+    min_issue_us_ = std::min(min_issue_us_, issue_us);
+  }
+  void ran(double start_us, double end_us) {
+    ran_ = true;
+    min_start_us_ = std::min(min_start_us_, start_us);
+    end_us_ = std::max(end_us_, end_us);
+  }
+  bool empty() const { return !ran_; }
+  double start_us() const { return has_issue_ ? std::min(min_issue_us_, min_start_us_) : min_start_us_; }
+  double end_us() const { return end_us_; }
+
+ private:
+  bool ran_ = false, has_issue_ = false;
+  double min_issue_us_ = std::numeric_limits<double>::infinity();
+  double min_start_us_ = std::numeric_limits<double>::infinity();
+  double end_us_ = -std::numeric_limits<double>::infinity();
+};
+
+// Step time of each iteration: the longest of its ranks' steps, each a StepBounds (the rank's
+// first issue to its last end), so the reported iteration's step is the metrics'.
 std::vector<double> iteration_step_times_us(const Timeline& timeline);
 // The iteration a measured run reports: the median step (of an even count the lower middle;
 // of equal steps the earlier iteration).

@@ -188,6 +188,12 @@ std::string format_time_us(double time_us) {
   return printf_string("%.3f %s", time_us / 1e6, "s");
 }
 
+std::string number_text(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
 std::string format_rate(double bytes_per_s) {
   static const char* kUnits[] = {"B/s", "KB/s", "MB/s", "GB/s", "TB/s"};
   double v = bytes_per_s;

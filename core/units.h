@@ -16,5 +16,6 @@ double parse_flops(std::string_view text, const std::string& where);            
 std::string format_bytes(int64_t bytes);   // "64.0 MiB"
 std::string format_time_us(double time_us); // "1.23 ms"
 std::string format_rate(double bytes_per_s); // "450.0 GB/s"
+std::string number_text(double v);           // a plain number for a message, printf %g: "0.5", "1e+300"
 
 }  // namespace shardline
