@@ -112,16 +112,10 @@ int run_calibrate(const std::vector<std::string>& args) {
     return calibrate_from_run(from_trace, out);
   }
   if (backend != "mpi" && backend != "nccl") throw InputError("--backend", "expected mpi or nccl, got \"" + backend + "\"");
-  if (compute.empty()) compute = backend == "nccl" ? "kernel" : "sleep";
-  if (compute == "sleep") opt.compute = exec::ComputeMode::Sleep;
-  else if (compute == "spin") opt.compute = exec::ComputeMode::Spin;
-  else if (compute == "kernel") opt.compute = exec::ComputeMode::Kernel;
-  else throw InputError("--compute", "expected sleep, spin or kernel, got \"" + compute + "\"");
+  opt.compute = exec::compute_mode_of(compute, backend);
   opt.max_bytes = parse_bytes(max_bytes, "--max-bytes");
   opt.min_bytes = parse_bytes(min_bytes, "--min-bytes");
   if (cli.given("np") && np < 2) throw InputError("--np", "calibration needs at least 2 ranks");
-  if (opt.compute == exec::ComputeMode::Kernel && backend != "nccl")
-    throw InputError("--compute", "kernel stand-ins need --backend nccl; use sleep or spin");
   check_output_file(out, "--out");  // fail before measuring, not after, and create nothing
   if (np > 0 && !exec::launched_by_mpirun()) {
     exec::check_calibrate_options(opt, np);  // one message, before mpirun starts

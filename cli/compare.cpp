@@ -11,6 +11,7 @@
 #include "cli/command_line.h"
 #include "core/error.h"
 #include "reports/compare.h"
+#include "reports/outputs.h"
 
 namespace shardline::cli {
 namespace {
@@ -24,7 +25,7 @@ std::string newer_partial_timeline(const std::string& dir) {
   if (ec) return "";
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
     const std::string name = entry.path().filename().string();
-    if (name.rfind("timeline.partial.rank", 0) != 0) continue;
+    if (!is_partial_timeline_file(name)) continue;
     std::error_code e;
     if (fs::last_write_time(entry.path(), e) > complete && !e) return name;
   }

@@ -28,11 +28,11 @@ namespace {
 
 void write_partial(const std::string& dir, const Timeline& partial, const std::string& message) {
   std::filesystem::create_directories(dir);
-  const std::string rank = std::to_string(exec::mpi_rank());
-  std::ofstream(dir + "/timeline.partial.rank" + rank + ".json") << timeline_to_json(partial).dump(1) << "\n";
-  std::ofstream(dir + "/" + rank_report_file(exec::mpi_rank())) << message << "\n";
-  std::cerr << "shardline exec: partial timeline of rank " << rank << " written to " << dir << "/timeline.partial.rank"
-            << rank << ".json" << std::endl;
+  const int rank = exec::mpi_rank();
+  const std::string partial_file = dir + "/" + partial_timeline_file(rank);
+  std::ofstream(partial_file) << timeline_to_json(partial).dump(1) << "\n";
+  std::ofstream(dir + "/" + rank_report_file(rank)) << message << "\n";
+  std::cerr << "shardline exec: partial timeline of rank " << rank << " written to " << partial_file << std::endl;
 }
 
 int run_exec(const std::vector<std::string>& args) {
@@ -63,13 +63,7 @@ int run_exec(const std::vector<std::string>& args) {
   if (cli.given("out") && out_dir.empty()) throw InputError("--out", "give a folder");
   if (!out_dir.empty()) checked_output_folder(out_dir, "--out");  // before the run, not after it
   if (backend != "mpi" && backend != "nccl") throw InputError("--backend", "expected mpi or nccl, got \"" + backend + "\"");
-  if (compute.empty()) compute = backend == "nccl" ? "kernel" : "sleep";
-  if (compute == "sleep") opt.compute = exec::ComputeMode::Sleep;
-  else if (compute == "spin") opt.compute = exec::ComputeMode::Spin;
-  else if (compute == "kernel") opt.compute = exec::ComputeMode::Kernel;
-  else throw InputError("--compute", "expected sleep, spin or kernel, got \"" + compute + "\"");
-  if (opt.compute == exec::ComputeMode::Kernel && backend != "nccl")
-    throw InputError("--compute", "kernel stand-ins need --backend nccl; use sleep or spin");
+  opt.compute = exec::compute_mode_of(compute, backend);
   if (scale < 1) throw InputError("--scale", "must be a positive integer, got " + std::to_string(scale));
   if (cli.given("np") && np < 1) throw InputError("--np", "must be at least 1");
   // Checked here, before mpirun starts, so a bad flag is one message and not one per rank.

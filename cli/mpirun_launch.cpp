@@ -15,6 +15,7 @@
 #include <iostream>
 
 #include "core/error.h"
+#include "reports/outputs.h"
 
 namespace shardline::cli {
 namespace {
@@ -191,7 +192,6 @@ int relaunch_under_mpirun_and_wait(int np, const std::string& subcommand, const 
   return end.exit_code;
 }
 
-std::string rank_report_file(int rank) { return "error.rank" + std::to_string(rank) + ".txt"; }
 
 int run_under_mpirun(int np, const std::string& subcommand, const std::vector<std::string>& args) {
   const std::vector<std::string> cmd = mpirun_command(np, subcommand, args);

@@ -28,14 +28,11 @@ std::string mpirun_binding(int np, int cores);
 // mpirun and the ranks (one process group), and a SIGTERM sent to this process alone is passed
 // on to mpirun. Returns mpirun's exit code (128 + N when it ended by signal N); throws
 // InputError("--np") when mpirun cannot be started. After a failure other than exit 2 (bad
-// input), names the ranks that left no rank_report_file in `reports_dir` while others did:
+// input), names the ranks that left no rank_report_file (reports/outputs.h) in `reports_dir` while others did:
 // they died without a word (killed, crashed), which mpirun's own text makes easy to miss.
 // An empty `reports_dir` names none.
 int relaunch_under_mpirun_and_wait(int np, const std::string& subcommand, const std::vector<std::string>& args,
                                    const std::string& reports_dir);
-
-// "error.rank<R>.txt": the file in the output folder where a failing rank writes its message.
-std::string rank_report_file(int rank);
 
 // Runs the mpirun command as a child and returns its exit code (128 + signal when killed, 127
 // when mpirun could not be run): one step of validate. Signals as relaunch_under_mpirun_and_wait:

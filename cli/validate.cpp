@@ -59,7 +59,6 @@ int run_validate(const std::vector<std::string>& args) {
 
   if (cli.given("np") && np < 2) throw InputError("--np", "validate needs at least 2 ranks (calibration measures collectives)");
   if (cli.given("out") && out_dir.empty()) throw InputError("--out", "give a folder");
-  if (cli.given("out")) checked_output_folder(out_dir, "--out");  // before calibrating and running, not after
 
   const Scenario scenario = cli.load_scenario();
   const Program program = schedule(scenario);
@@ -71,7 +70,7 @@ int run_validate(const std::vector<std::string>& args) {
   // The scenario name is free text: made into one safe folder name, never a path.
   if (out_dir.empty()) out_dir = "validate-" + path_component(scenario.name);
   namespace fs = std::filesystem;
-  checked_output_folder(out_dir, "--out");
+  checked_output_folder(out_dir, "--out");  // before calibrating and running, not after
   std::error_code ec;
   const bool created = !fs::exists(out_dir, ec);
   fs::create_directories(out_dir, ec);

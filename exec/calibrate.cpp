@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "core/statistics.h"
+#include "exec/exec.h"
 #include "exec/host_comm.h"
 
 namespace shardline::exec {
@@ -415,8 +416,7 @@ ClusterProfile calibrate(const BackendMaker& make_backend, const HostComm& host,
 
 ClusterProfile calibrate_backend(const std::string& backend, const CalibrateOptions& options) {
   const BackendMaker make = backend_maker(backend);
-  if (options.compute == ComputeMode::Kernel && backend != "nccl")
-    throw InputError("--compute", "kernel stand-ins need --backend nccl; use sleep or spin");
+  check_compute_mode(options.compute, backend);
   init_mpi();
   const HostComm host = HostComm::duplicate_world();
   return calibrate(make, host, options);

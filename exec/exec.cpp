@@ -28,9 +28,23 @@ ExecResult execute(const Program& program, const std::string& backend_name, cons
   init_mpi();
   const HostComm host = HostComm::duplicate_world();
   const std::unique_ptr<Backend> backend = make_backend(backend_name);
-  if (options.compute == ComputeMode::Kernel && backend_name != "nccl")
-    throw InputError("--compute", "kernel stand-ins need --backend nccl; use sleep or spin");
+  check_compute_mode(options.compute, backend_name);
   return run_program(program, options, *backend, host);
+}
+
+void check_compute_mode(ComputeMode mode, const std::string& backend) {
+  if (mode == ComputeMode::Kernel && backend != "nccl")
+    throw InputError("--compute", "kernel stand-ins need --backend nccl; use sleep or spin");
+}
+
+ComputeMode compute_mode_of(const std::string& compute, const std::string& backend) {
+  const std::string name = compute.empty() ? (backend == "nccl" ? "kernel" : "sleep") : compute;
+  ComputeMode mode = ComputeMode::Sleep;
+  if (name == "spin") mode = ComputeMode::Spin;
+  else if (name == "kernel") mode = ComputeMode::Kernel;
+  else if (name != "sleep") throw InputError("--compute", "expected sleep, spin or kernel, got \"" + name + "\"");
+  check_compute_mode(mode, backend);
+  return mode;
 }
 
 }  // namespace shardline::exec

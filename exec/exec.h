@@ -13,6 +13,13 @@ namespace shardline::exec {
 // Throws InputError("--backend", ...) for an unknown backend or one this build lacks.
 ExecResult execute(const Program& program, const std::string& backend, const ExecOptions& options);
 
+// The compute stand-in a `--compute` value names on `backend` ("" = the backend's default: kernel
+// on nccl, sleep on mpi). InputError("--compute") for an unknown name, and (check_compute_mode)
+// for kernel stand-ins on a backend other than nccl: exec and calibrate check it before mpirun
+// starts, and execute and calibrate_backend again for callers of the library.
+ComputeMode compute_mode_of(const std::string& compute, const std::string& backend);
+void check_compute_mode(ComputeMode mode, const std::string& backend);
+
 // Whether this build has the NCCL backend, and whether a GPU is visible.
 bool have_nccl_backend();
 bool have_gpu();

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <string_view>
 #include <system_error>
 #include <unistd.h>
 
@@ -341,6 +342,16 @@ void write_file_atomically(const std::string& path, const std::string& text, con
   }
 }
 
+namespace {
+constexpr std::string_view kPartialTimelinePrefix = "timeline.partial.rank";
+constexpr std::string_view kRankReportPrefix = "error.rank";
+}  // namespace
+
+std::string partial_timeline_file(int rank) { return std::string(kPartialTimelinePrefix) + std::to_string(rank) + ".json"; }
+std::string rank_report_file(int rank) { return std::string(kRankReportPrefix) + std::to_string(rank) + ".txt"; }
+bool is_partial_timeline_file(const std::string& name) { return name.rfind(kPartialTimelinePrefix, 0) == 0; }
+bool is_rank_report_file(const std::string& name) { return name.rfind(kRankReportPrefix, 0) == 0; }
+
 void write_run_outputs(const std::string& dir, const Scenario& scenario, const Program& program, const Timeline& timeline,
                        const Metrics& metrics, const RankSummary* ranks, const Timeline* drawn) {
   check_run_outputs_size(scenario, program);
@@ -354,14 +365,13 @@ void write_run_outputs(const std::string& dir, const Scenario& scenario, const P
       {"report.html", [&] { return html_report(scenario, picture, metrics, ranks ? rank_summary_html(*ranks) : std::string()); }}};
   if (ranks != nullptr) files.push_back({"ranks.json", [&] { return rank_summary_to_json(*ranks).dump(2) + "\n"; }});
   // Files of an earlier run there that would sit beside these and describe another run: a
-  // ranks.json of an every-rank run, and a failed exec's partial timelines and rank reports
-  // (timeline.partial.rankN.json, and error.rankN.txt: cli/mpirun_launch.h rank_report_file).
+  // ranks.json of an every-rank run, and a failed exec's partial timelines and rank reports.
   std::vector<std::string> stale;
   if (ranks == nullptr) stale.push_back("ranks.json");
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
     const std::string name = entry.path().filename().string();
-    if (name.rfind("timeline.partial.rank", 0) == 0 || name.rfind("error.rank", 0) == 0) stale.push_back(name);
+    if (is_partial_timeline_file(name) || is_rank_report_file(name)) stale.push_back(name);
   }
   write_output_folder(dir, files, "--out", stale);
 }

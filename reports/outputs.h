@@ -48,11 +48,18 @@ void check_output_file(const std::string& path, const std::string& flag);
 // never a half-written one. Errors name `flag`.
 void write_file_atomically(const std::string& path, const std::string& text, const std::string& flag);
 
+// What a failed exec leaves in its output folder, per rank (cli/exec.cpp): its partial timeline
+// and its message. A later run's outputs replace them (write_run_outputs); compare notes them.
+std::string partial_timeline_file(int rank);  // "timeline.partial.rank<R>.json"
+std::string rank_report_file(int rank);       // "error.rank<R>.txt"
+bool is_partial_timeline_file(const std::string& name);  // of any rank
+bool is_rank_report_file(const std::string& name);       // of any rank
+
 // The run outputs, through write_output_folder. It writes every file into a temporary sibling
 // folder first, then puts it in place all at once: a new DIR is the renamed folder; in an existing DIR the old versions of the five
 // files are set aside and the new ones moved in, all put back on any failure (a ranks.json
-// this run does not write, and a failed exec's timeline.partial.rank*.json and error.rank*.txt,
-// go too; other files there are left alone). Signals are held
+// this run does not write, and a failed exec's partial timelines and rank reports, go too;
+// other files there are left alone). Signals are held
 // during that commit; SIGINT / SIGTERM / SIGHUP while
 // the files are written remove the temporary folder before the process ends. So an error or a
 // signal never leaves a partial or mixed output folder, nor a temporary one. Refuses "." and
