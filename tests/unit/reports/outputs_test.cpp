@@ -36,6 +36,12 @@ size_t entries(const fs::path& dir) {
   return static_cast<size_t>(std::distance(fs::directory_iterator(dir), fs::directory_iterator()));
 }
 
+// `t` with an interval naming an op the timeline lacks: rendering its trace fails mid-write.
+Timeline unrenderable(Timeline t) {
+  t.intervals.push_back({99, 0, 0, 0, 0, 1});
+  return t;
+}
+
 TEST(RunOutputs, WritesAllFiveFilesThatReadBack) {
   ScratchDir scratch;
   const fs::path out = scratch.path() / "nested" / "run";
@@ -56,10 +62,9 @@ TEST(RunOutputs, WritesAllFiveFilesThatReadBack) {
 TEST(RunOutputs, AnErrorLeavesNoPartialFolder) {
   ScratchDir scratch;
   const fs::path out = scratch.path() / "run";
-  Timeline t = tiny_timeline();
+  const Timeline t = tiny_timeline();
   Metrics m = compute_metrics(t);
-  t.intervals.push_back({99, 0, 0, 0, 0, 1});  // names an op the timeline lacks: rendering the trace fails
-  EXPECT_ANY_THROW(write_run_outputs(out.string(), tiny_scenario(), tiny_program(), t, m));
+  EXPECT_ANY_THROW(write_run_outputs(out.string(), tiny_scenario(), tiny_program(), unrenderable(t), m));
   EXPECT_FALSE(fs::exists(out));
   EXPECT_EQ(entries(scratch.path()), 0u);  // the temporary folder is gone too
 }
@@ -73,9 +78,7 @@ TEST(RunOutputs, ReplacesAnExistingFolderFileByFile) {
   Timeline t = tiny_timeline();
   Metrics m = compute_metrics(t);
 
-  Timeline broken = t;
-  broken.intervals.push_back({99, 0, 0, 0, 0, 1});
-  EXPECT_ANY_THROW(write_run_outputs(out.string(), tiny_scenario(), tiny_program(), broken, m));
+  EXPECT_ANY_THROW(write_run_outputs(out.string(), tiny_scenario(), tiny_program(), unrenderable(t), m));
   EXPECT_EQ(slurp(out / "metrics.json"), "stale");  // a failed run changes nothing
   EXPECT_FALSE(fs::exists(out / "report.html"));
 
@@ -96,9 +99,7 @@ TEST(RunOutputs, AStaleRanksFileGoesWithTheRunItDescribed) {
   std::ofstream(out / "ranks.json") << "earlier every-rank run";
   Timeline t = tiny_timeline();
   Metrics m = compute_metrics(t);
-  Timeline broken = t;
-  broken.intervals.push_back({99, 0, 0, 0, 0, 1});
-  EXPECT_ANY_THROW(write_run_outputs(out.string(), tiny_scenario(), tiny_program(), broken, m));
+  EXPECT_ANY_THROW(write_run_outputs(out.string(), tiny_scenario(), tiny_program(), unrenderable(t), m));
   EXPECT_EQ(slurp(out / "ranks.json"), "earlier every-rank run");
   std::ofstream(out / "timeline.partial.rank1.json") << "{}";  // a failed exec's leftovers
   std::ofstream(out / "error.rank1.txt") << "rank 1 timed out";
