@@ -108,41 +108,38 @@ double union_of_sorted_us(std::initializer_list<const std::vector<Span>*> lists)
 }
 
 // The intervals of one rank and iteration, visited in timeline order without a list of them (a
-// million-op step would need 8 bytes per op for one).
+// million-op step would need 8 bytes per op for one), each with the op it names (which the
+// timeline must carry). InputError when the step has none.
 template <typename Fn>
-void for_each_interval(const Timeline& t, int rank, int iteration, Fn&& fn) {
-  for (const OpInterval& iv : t.intervals)
-    if (iv.rank == rank && iv.iteration == iteration) fn(iv);
+void for_each_step_interval(const Timeline& t, int rank, int iteration, Fn&& fn) {
+  const int num_ops = static_cast<int>(t.ops.size());
+  bool any = false;
+  for (const OpInterval& iv : t.intervals) {
+    if (iv.rank != rank || iv.iteration != iteration) continue;
+    if (iv.op < 0 || iv.op >= num_ops) invariant_broken("interval names an op the timeline does not carry");
+    any = true;
+    fn(iv, t.ops[iv.op]);
+  }
+  if (!any) throw InputError("timeline", "no op intervals for rank " + std::to_string(rank) + ", iteration " + std::to_string(iteration));
 }
 
-InputError no_intervals(int rank, int iteration) {
-  return InputError("timeline", "no op intervals for rank " + std::to_string(rank) + ", iteration " + std::to_string(iteration));
-}
-
-// The accumulated metrics of one rank and iteration; InputError when the step has no intervals.
-// Each interval must name an op the timeline carries.
+// The accumulated metrics of one rank and iteration.
 StepAccumulator accumulate_step(const Timeline& t, int rank, int iteration) {
   StepAccumulator acc;
-  const int num_ops = static_cast<int>(t.ops.size());
-  for_each_interval(t, rank, iteration, [&](const OpInterval& iv) {
-    if (iv.op < 0 || iv.op >= num_ops) invariant_broken("interval names an op the timeline does not carry");
+  for_each_step_interval(t, rank, iteration, [&](const OpInterval& iv, const Op& op) {
     acc.issue(iv.issue_us);
-    acc.add(t.ops[iv.op], iv.start_us, iv.end_us);
+    acc.add(op, iv.start_us, iv.end_us);
   });
-  if (acc.op_count() == 0) throw no_intervals(rank, iteration);
   return acc;
 }
 
 // The window alone: no per-kind spans gathered (compare and the report ask for it per rank).
 StepWindow window_of(const Timeline& t, int rank, int iteration) {
   StepBounds bounds;
-  const int num_ops = static_cast<int>(t.ops.size());
-  for_each_interval(t, rank, iteration, [&](const OpInterval& iv) {
-    if (iv.op < 0 || iv.op >= num_ops) invariant_broken("interval names an op the timeline does not carry");
+  for_each_step_interval(t, rank, iteration, [&](const OpInterval& iv, const Op&) {
     bounds.issue(iv.issue_us);
     bounds.ran(iv.start_us, iv.end_us);
   });
-  if (bounds.empty()) throw no_intervals(rank, iteration);
   return StepWindow{rank, iteration, bounds.start_us(), bounds.end_us()};
 }
 
