@@ -58,50 +58,10 @@ constexpr OpKind kReportedKinds[] = {OpKind::Compute, OpKind::CopyIn, OpKind::Al
 
 // The length of a union of intervals fed in (start, end) order: merges overlapping ones and
 // sums the merged lengths (skipping empty intervals), the one arithmetic every union here uses.
-class UnionSum {
- public:
-  void add(double s, double e) {
-    if (e <= s) return;
-    if (!open_ || s > cur_end_) {
-      if (open_) total_ += cur_end_ - cur_start_;
-      cur_start_ = s;
-      cur_end_ = e;
-      open_ = true;
-    } else {
-      cur_end_ = std::max(cur_end_, e);
-    }
-  }
-  double result() const { return open_ ? total_ + (cur_end_ - cur_start_) : total_; }
-
- private:
-  double total_ = 0;
-  bool open_ = false;
-  double cur_start_ = 0, cur_end_ = 0;
-};
-
 using Span = std::pair<double, double>;
 
 // The union of several lists, each sorted, merged in (start, end) order: the same sequence, and
 // so the same sum, as sorting their concatenation.
-double union_of_sorted_us(std::initializer_list<const std::vector<Span>*> lists) {
-  std::vector<size_t> at(lists.size(), 0);
-  UnionSum sum;
-  for (;;) {
-    const Span* next = nullptr;
-    size_t from = 0, i = 0;
-    for (const std::vector<Span>* l : lists) {
-      if (at[i] < l->size() && (next == nullptr || (*l)[at[i]] < *next)) {
-        next = &(*l)[at[i]];
-        from = i;
-      }
-      ++i;
-    }
-    if (next == nullptr) return sum.result();
-    sum.add(next->first, next->second);
-    ++at[from];
-  }
-}
-
 [[noreturn]] void invariant_broken(const char* what) {
   std::fprintf(stderr, "shardline: internal error in compute_metrics: %s\n", what);
   std::abort();
@@ -248,7 +208,7 @@ void StepAccumulator::add(const Op& op, double start_us, double end_us) {
   if (op.kind == OpKind::Alloc || op.kind == OpKind::Free) return;
   const size_t k = static_cast<size_t>(op.kind);
   kind_stats_[k].count += 1;
-  kind_stats_[k].bytes += op.bytes;
+  kind_stats_[k].bytes += op.bytes();
   if (!(end_us > start_us)) return;  // empty: no union counts it
   // Merged into the last span when it starts inside it (or where it ends): a union merges them
   // too, into the same piece with the same start and end, so its sum cannot change.
@@ -257,6 +217,40 @@ void StepAccumulator::add(const Op& op, double start_us, double end_us) {
     spans.back().second = std::max(spans.back().second, end_us);
   } else {
     spans.emplace_back(start_us, end_us);
+    ++kept_;
+  }
+}
+
+void StepAccumulator::settle(double before_us) {
+  // Each kind's spans sorted (a kind's ops on one stream come in time order already: then
+  // checking is all the sort costs), and those that start before `before_us` summed: every
+  // later span starts after them, so each sum still sees its spans in order of start.
+  std::array<size_t, kKinds> settled{};
+  for (size_t k = 0; k < kKinds; ++k) {
+    std::vector<Span>& list = spans_[k];
+    if (!std::is_sorted(list.begin(), list.end())) std::sort(list.begin(), list.end());
+    settled[k] = static_cast<size_t>(std::lower_bound(list.begin(), list.end(), Span{before_us, -std::numeric_limits<double>::infinity()}) - list.begin());
+    for (size_t i = 0; i < settled[k]; ++i) kind_busy_[k].add(list[i].first, list[i].second);
+  }
+  // Comm busy: the three collective kinds' settled spans, merged in order of start.
+  const std::array<size_t, 3> comm{static_cast<size_t>(OpKind::AllGather), static_cast<size_t>(OpKind::ReduceScatter),
+                                   static_cast<size_t>(OpKind::AllReduce)};
+  std::array<size_t, 3> at{};
+  for (;;) {
+    const Span* next = nullptr;
+    size_t from = 0;
+    for (size_t i = 0; i < comm.size(); ++i)
+      if (at[i] < settled[comm[i]] && (next == nullptr || spans_[comm[i]][at[i]] < *next)) {
+        next = &spans_[comm[i]][at[i]];
+        from = i;
+      }
+    if (next == nullptr) break;
+    comm_busy_.add(next->first, next->second);
+    ++at[from];
+  }
+  for (size_t k = 0; k < kKinds; ++k) {
+    spans_[k].erase(spans_[k].begin(), spans_[k].begin() + static_cast<std::ptrdiff_t>(settled[k]));
+    kept_ -= settled[k];
   }
 }
 
@@ -266,20 +260,14 @@ Metrics StepAccumulator::finish(const Timeline& t, std::optional<int64_t> peak_m
   Metrics m;
   m.step_time_us = bounds_.end_us() - step_start;
 
-  // Each kind's spans sorted (a kind's ops on one stream come in time order already: then
-  // checking is all the sort costs); compute busy is the compute kind's union, comm busy the
-  // union of the three collective kinds merged.
-  for (auto& list : spans_)
-    if (!std::is_sorted(list.begin(), list.end())) std::sort(list.begin(), list.end());
+  // Every span summed: compute busy is the compute kind's union, comm busy the union of the
+  // three collective kinds.
+  settle(std::numeric_limits<double>::infinity());
   for (size_t k = 0; k < kKinds; ++k)
     if (kind_stats_[k].count > 0) m.by_kind[std::string(op_kind_name(static_cast<OpKind>(k)))] = kind_stats_[k];
-  for (OpKind k : kReportedKinds) {
-    KindStats& ks = m.by_kind[std::string(op_kind_name(k))];
-    ks.busy_us = union_of_sorted_us({&spans_[static_cast<size_t>(k)]});
-  }
-  const auto& of = [&](OpKind k) { return &spans_[static_cast<size_t>(k)]; };
-  m.compute_busy_us = union_of_sorted_us({of(OpKind::Compute)});
-  m.comm_busy_us = union_of_sorted_us({of(OpKind::AllGather), of(OpKind::ReduceScatter), of(OpKind::AllReduce)});
+  for (OpKind k : kReportedKinds) m.by_kind[std::string(op_kind_name(k))].busy_us = kind_busy_[static_cast<size_t>(k)].result();
+  m.compute_busy_us = kind_busy_[static_cast<size_t>(OpKind::Compute)].result();
+  m.comm_busy_us = comm_busy_.result();
 
   m.exposed_comm_us = m.step_time_us - m.compute_busy_us;
   if (m.exposed_comm_us < 0) {

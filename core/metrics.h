@@ -1,6 +1,7 @@
 // The one definition of the step metrics (DESIGN.md "Metrics"), computed from a Timeline, or
 // gathered op by op as a simulation runs (StepAccumulator) without keeping one.
 #pragma once
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <map>
@@ -19,6 +20,29 @@ struct KindStats {
   int count = 0;
   int64_t bytes = 0;
   double busy_us = 0;  // union of this kind's intervals
+};
+
+// The length of a union of [start, end) spans fed in order of start (ties in any order): each
+// piece's length is added once it closes, so the sum depends only on the pieces.
+class UnionSum {
+ public:
+  void add(double start_us, double end_us) {
+    if (end_us <= start_us) return;
+    if (!open_ || start_us > cur_end_) {
+      if (open_) total_ += cur_end_ - cur_start_;
+      cur_start_ = start_us;
+      cur_end_ = end_us;
+      open_ = true;
+    } else {
+      cur_end_ = std::max(cur_end_, end_us);
+    }
+  }
+  double result() const { return open_ ? total_ + (cur_end_ - cur_start_) : total_; }
+
+ private:
+  double total_ = 0;
+  bool open_ = false;
+  double cur_start_ = 0, cur_end_ = 0;
 };
 
 // What the step achieves (docs/outputs.md "Throughput"; formulas in metrics.cpp). Each value is
@@ -58,13 +82,18 @@ struct Metrics {
 // The metrics of one rank's step, gathered op by op in any order: compute_metrics feeds it a
 // Timeline's intervals, and the simulator feeds it as ops end, so a summary or a sweep point
 // needs no interval per op (sim/simulator.h simulate_metrics). Either way the Metrics are the
-// same, bit for bit: a kind's spans are kept merged where they touch or overlap, which changes
-// neither a union nor the order of its sum.
+// same, bit for bit: a kind's spans are kept merged where they touch or overlap, and summed in
+// order of start (UnionSum), which changes neither a union nor the order of its sum.
 class StepAccumulator {
  public:
   void issue(double issue_us);                             // an op of the step was issued
   void add(const Op& op, double start_us, double end_us);  // an op of the step ran
   size_t op_count() const { return count_; }               // ops added
+  // Optional, for a caller that knows it: every op added from now on starts at or after
+  // `before_us`. The spans that start earlier are summed now and dropped, so a simulation keeps
+  // only the spans of the ops in flight. settle_due() says when enough are kept to be worth it.
+  void settle(double before_us);
+  bool settle_due() const { return kept_ >= kSettleSpans; }
   // The step's metrics: throughput, memory reserve, capacity and margin come from `t`'s
   // scenario fields (set_timeline_scenario); `peak_memory_bytes` is nullopt when no memory
   // was recorded. Needs at least one op added; the accumulator is used up.
@@ -73,11 +102,15 @@ class StepAccumulator {
  private:
   using Span = std::pair<double, double>;
   static constexpr size_t kKinds = static_cast<size_t>(OpKind::Free) + 1;
+  static constexpr size_t kSettleSpans = 4096;
   size_t count_ = 0;
   StepBounds bounds_;  // the step window
   std::array<KindStats, kKinds> kind_stats_{};  // count and bytes (alloc/free not counted)
   std::vector<double> last_fwd_end_us_, last_bwd_end_us_;  // per micro-batch, -inf when none
-  std::array<std::vector<Span>, kKinds> spans_;  // per kind (alloc/free: none), merged as they come
+  std::array<std::vector<Span>, kKinds> spans_;  // per kind (alloc/free: none), merged as they come, not yet summed
+  size_t kept_ = 0;                               // spans in spans_
+  std::array<UnionSum, kKinds> kind_busy_;        // each kind's union, of the spans settled
+  UnionSum comm_busy_;                            // the three collective kinds' union, likewise
 };
 
 // Metrics for one rank and iteration; rank -1: each rank's, combined with the max step time

@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "core/json_fields.h"
+#include "core/units.h"
 
 namespace shardline {
 
@@ -62,20 +63,20 @@ BufferInit parse_buffer_init(const json& j, const std::string& path) {
   return parse_enum(j, path, kBufferInits, buffer_init_name, "buffer init");
 }
 
-json op_to_json(const OpLabels& labels, const Program* program, const Op& op) {
+json op_to_json(const OpLabels& labels, const Program* program, const Op& op, int id, int group_size) {
   json j = json::object();
-  j["id"] = op.id;
+  j["id"] = id;
   j["kind"] = op_kind_name(op.kind);
   j["stream"] = stream_name(op.stream);
   j["phase"] = phase_name(op.phase);
   j["microbatch"] = op.microbatch;
   j["unit"] = op.unit;
   j["bucket"] = op.bucket;
-  j["bytes"] = op.bytes;
+  j["bytes"] = op.bytes();
   j["dtype"] = dtype_name(op.dtype);
   j["group"] = comm_group_name(op.group);
-  j["group_size"] = op.group_size;
-  j["compute_us"] = op.compute_us;
+  j["group_size"] = group_size;
+  j["compute_us"] = op.compute_us();
   j["recompute"] = op.recompute;
   j["memory"] = memory_kind_name(op.memory);
   j["name"] = op_name(labels, op);
@@ -94,23 +95,31 @@ json op_to_json(const OpLabels& labels, const Program* program, const Op& op) {
   return j;
 }
 
-Op op_from_json(const json& j, const std::string& path, OpLabels& labels, std::vector<TensorSlice>* slices_out, std::vector<int>* deps_out) {
+OpRecord op_from_json(const json& j, const std::string& path, OpLabels& labels, std::vector<TensorSlice>* slices_out, std::vector<int>* deps_out) {
   jf::require_object(j, path);
-  Op op;
-  op.id = jf::get_int32(j, "id", path);
+  OpRecord read;
+  Op& op = read.op;
+  read.id = jf::get_int32(j, "id", path);
   op.kind = parse_op_kind(jf::member(j, "kind", path), jf::join_path(path, "kind"));
   op.stream = parse_stream(jf::member(j, "stream", path), jf::join_path(path, "stream"));
   op.phase = parse_phase(jf::member(j, "phase", path), jf::join_path(path, "phase"));
   op.microbatch = jf::get_int32(j, "microbatch", path);
   op.unit = jf::get_int32(j, "unit", path);
   op.bucket = jf::get_int32(j, "bucket", path);
-  op.bytes = jf::get_int(j, "bytes", path);
-  if (op.bytes < 0) throw InputError(jf::join_path(path, "bytes"), "must be >= 0, found " + std::to_string(op.bytes));
+  const int64_t bytes = jf::get_int(j, "bytes", path);
+  if (bytes < 0) throw InputError(jf::join_path(path, "bytes"), "must be >= 0, found " + std::to_string(bytes));
   op.dtype = parse_dtype(jf::get_string(j, "dtype", path), jf::join_path(path, "dtype"));
   op.group = parse_comm_group(jf::member(j, "group", path), jf::join_path(path, "group"));
-  op.group_size = jf::get_int32(j, "group_size", path);
-  if (op.group_size < 1) throw InputError(jf::join_path(path, "group_size"), "must be >= 1, found " + std::to_string(op.group_size));
-  op.compute_us = jf::get_number(j, "compute_us", path);
+  read.group_size = jf::get_int32(j, "group_size", path);
+  if (read.group_size < 1) throw InputError(jf::join_path(path, "group_size"), "must be >= 1, found " + std::to_string(read.group_size));
+  const double compute_us = jf::get_number(j, "compute_us", path);
+  if (op.kind == OpKind::Compute) {
+    if (bytes != 0) throw InputError(jf::join_path(path, "bytes"), "a compute op moves no bytes: 0, found " + std::to_string(bytes));
+    op.set_compute_us(compute_us);
+  } else {
+    if (compute_us != 0) throw InputError(jf::join_path(path, "compute_us"), "only a compute op has a compute time: 0, found " + number_text(compute_us));
+    op.set_bytes(bytes);
+  }
   op.recompute = jf::get_bool(j, "recompute", path);
   op.memory = parse_memory_kind(jf::member(j, "memory", path), jf::join_path(path, "memory"));
   set_op_name(labels, op, jf::get_string(j, "name", path));
@@ -145,7 +154,7 @@ Op op_from_json(const json& j, const std::string& path, OpLabels& labels, std::v
                                                      ", found " + std::to_string(id));
     *field = static_cast<int16_t>(id);
   }
-  return op;
+  return read;
 }
 
 }  // namespace shardline

@@ -80,20 +80,27 @@ std::string_view buffer_init_name(BufferInit i) {
   return "?";
 }
 
-SliceList Program::add_slices(std::span<const TensorSlice> slices) {
+uint32_t Program::add_slices(std::span<const TensorSlice> slices) {
+  if (slices.empty()) return 0;
   assert(slice_lists.size() + slices.size() < UINT32_MAX && "slice pool overflow");
-  SliceList list{static_cast<uint32_t>(slice_lists.size()), static_cast<uint32_t>(slices.size())};
+  const SliceList range{static_cast<uint32_t>(slice_lists.size()), static_cast<uint32_t>(slices.size())};
   slice_lists.insert(slice_lists.end(), slices.begin(), slices.end());
-  return list;
+  return add_slice_range(range);
+}
+
+uint32_t Program::add_slice_range(SliceList range) {
+  assert(range.begin + static_cast<uint64_t>(range.count) <= slice_lists.size() && "a slice range outside the pool");
+  assert(slice_list_ranges.size() < UINT32_MAX && "slice range overflow");
+  slice_list_ranges.push_back(range);
+  return static_cast<uint32_t>(slice_list_ranges.size() - 1);
 }
 
 int Program::append_op(Op op, std::span<const int> deps) {
   assert(dep_ids.size() + deps.size() < UINT32_MAX && "dependency pool overflow");
-  op.id = static_cast<int>(ops.size());
   op.deps_begin = static_cast<uint32_t>(dep_ids.size());
   dep_ids.insert(dep_ids.end(), deps.begin(), deps.end());
   ops.push_back(std::move(op));
-  return ops.back().id;
+  return static_cast<int>(ops.size() - 1);
 }
 
 int Program::add_op(Op op, const std::vector<int>& deps, const std::vector<TensorSlice>& slices) {

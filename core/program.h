@@ -7,6 +7,8 @@
 // they hold at the start (`buffers`), each copy's link to the collective it fills or drains,
 // and each collective's reduction.
 #pragma once
+#include <bit>
+#include <cassert>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -52,22 +54,19 @@ struct TensorSlice {
   bool operator==(const TensorSlice&) const = default;
 };
 
-// A slice list in Program::slice_lists: `count` slices from `begin`.
+// A slice list: `count` slices of Program::slice_lists from `begin`. Ops name theirs by index
+// into Program::slice_list_ranges (0: the empty list).
 struct SliceList {
   uint32_t begin = 0;
   uint32_t count = 0;
 };
 
+// One op of a Program: a fixed-size record with no heap block. Its id is its index in
+// Program::ops (Program::id_of); its group's size is the group table's (Program::group_size).
 struct Op {
-  int id = -1;               // == index in Program::ops
   int microbatch = 0;
   int unit = -1;             // -1 when it spans units (a bucket) or none
   int bucket = -1;           // communication bucket index, -1 for none
-  // Collective: the nccl-tests size S (AG output, RS input, AR input) in `dtype`.
-  // Copy-in/copy-out: bytes copied. Alloc/Free: bytes allocated / released. Compute: 0.
-  int64_t bytes = 0;
-  double compute_us = 0;     // compute: requested duration (compute model), before slow-down
-  int group_size = 1;        // == the group table's size for `group`
   // Copy-in: the collective whose input it fills (a later op); copy-out: the collective whose
   // output it drains (an earlier op). -1 for every other op.
   int link = -1;
@@ -76,28 +75,54 @@ struct Op {
   int label = -1;
   int label_number = -1;
   // Where the op's slices and dependencies live in the Program's shared arrays (read them with
-  // Program::slices(op) / deps(op)): a bucket's slice list is stored once and shared by every
-  // op that moves it; dependencies are ids of earlier ops that must finish first, stored in op
-  // order (append_op), so op i's run from its deps_begin to the next op's.
-  SliceList slice_list;
+  // Program::slices(op) / deps(op)): `slice_list` indexes Program::slice_list_ranges, so a
+  // bucket's slice list is stored once and shared by every op that moves it; dependencies are
+  // ids of earlier ops that must finish first, stored in op order (append_op), so op i's run
+  // from its deps_begin to the next op's.
+  uint32_t slice_list = 0;
   uint32_t deps_begin = 0;
   // Data buffers (indices into Program::buffers), -1 for none. A collective reads `src_buffer`
   // and writes `dst_buffer` (the same buffer for an in-place all-reduce); a copy-in reads its
   // collective's source, a copy-out writes its collective's destination.
   int16_t src_buffer = -1;
   int16_t dst_buffer = -1;
-  OpKind kind = OpKind::Compute;
-  StreamId stream = StreamId::Compute;
-  Phase phase = Phase::Forward;
+  OpKind kind : 3 = OpKind::Compute;
+  StreamId stream : 3 = StreamId::Compute;
+  Phase phase : 2 = Phase::Forward;
   DType dtype = DType::bf16;
-  CommGroup group = CommGroup::None;
-  Reduction reduction = Reduction::None;  // collectives: how values combine
-  MemoryKind memory = MemoryKind::None;   // alloc/free: what is allocated or released
+  CommGroup group : 2 = CommGroup::None;
+  Reduction reduction : 2 = Reduction::None;  // collectives: how values combine
+  MemoryKind memory : 3 = MemoryKind::None;   // alloc/free: what is allocated or released
   bool recompute : 1 = false;   // compute: includes activation recomputation
   bool whole_name : 1 = false;  // the label is the whole name (read so from a file)
+
+  // Collective: the nccl-tests size S (AG output, RS input, AR input) in `dtype`.
+  // Copy-in/copy-out: bytes copied. Alloc/Free: bytes allocated / released. Compute: 0.
+  int64_t bytes() const { return kind == OpKind::Compute ? 0 : std::bit_cast<int64_t>(amount_); }
+  // Compute: requested duration (compute model), before slow-down. Every other op: 0.
+  double compute_us() const { return kind == OpKind::Compute ? std::bit_cast<double>(amount_) : 0.0; }
+  // Each sets the one amount the op's kind reads (set the kind first).
+  void set_bytes(int64_t bytes) {
+    assert(kind != OpKind::Compute && "a compute op moves no bytes");
+    amount_ = std::bit_cast<uint64_t>(bytes);
+  }
+  void set_compute_us(double us) {
+    assert(kind == OpKind::Compute && "only a compute op has a compute time");
+    amount_ = std::bit_cast<uint64_t>(us);
+  }
+
+ private:
+  uint64_t amount_ = 0;  // bytes (an int64) or compute_us (a double), by kind
 };
-// A fixed-size record with no heap block: 72 bytes (docs/benchmarks.md measures what it costs).
-static_assert(sizeof(Op) <= 72, "Op grew: every op of a million-op Program pays for it");
+// 48 bytes (docs/benchmarks.md measures what it costs).
+static_assert(sizeof(Op) <= 48, "Op grew: every op of a million-op Program pays for it");
+static_assert(kNumStreams <= 8 && kNumCommGroups <= 4, "Op's packed fields hold these enums");
+
+// The index of `op` in `ops`: its id. `op` must be an element of `ops`, not a copy.
+inline int op_index(std::span<const Op> ops, const Op& op) {
+  assert(!ops.empty() && &op >= ops.data() && &op < ops.data() + ops.size() && "op_index of an op outside the array");
+  return static_cast<int>(&op - ops.data());
+}
 
 // The op's name from a label table, e.g. "fwd layers.3 mb0", "ag b2 mb1".
 inline std::string op_name(const OpLabels& labels, const Op& op) { return labels.name(op.label, op.label_number, op.whole_name, op.microbatch); }
@@ -170,31 +195,36 @@ struct Program {
   std::vector<ParamInfo> params;
   HugePageVector<Op> ops;
   OpLabels labels;                          // the ops' names (Op::label)
-  HugePageVector<TensorSlice> slice_lists;  // every op's slices (Op::slice_list)
+  HugePageVector<TensorSlice> slice_lists;  // every op's slices, a list per range below
+  HugePageVector<SliceList> slice_list_ranges{SliceList{}};  // Op::slice_list indexes these; 0: empty
   HugePageVector<int> dep_ids;                // every op's dependencies, in op order (Op::deps_begin)
 
-  std::span<const TensorSlice> slices(const Op& op) const { return {slice_lists.data() + op.slice_list.begin, op.slice_list.count}; }
-  std::span<TensorSlice> slices(const Op& op) { return {slice_lists.data() + op.slice_list.begin, op.slice_list.count}; }
+  int id_of(const Op& op) const { return op_index(ops, op); }
+  const SliceList& slice_list(const Op& op) const { return slice_list_ranges[op.slice_list]; }
+  std::span<const TensorSlice> slices(const Op& op) const { return {slice_lists.data() + slice_list(op).begin, slice_list(op).count}; }
+  std::span<TensorSlice> slices(const Op& op) { return {slice_lists.data() + slice_list(op).begin, slice_list(op).count}; }
   std::span<const int> deps(const Op& op) const { return {dep_ids.data() + op.deps_begin, deps_end(op) - op.deps_begin}; }
   // One past `op`'s last dependency in dep_ids: the next op's deps_begin. deps_valid(op) says
   // whether that range is inside dep_ids (a Program read from a file is checked with it).
   uint32_t deps_end(const Op& op) const {
-    const size_t next = static_cast<size_t>(op.id) + 1;
+    const size_t next = static_cast<size_t>(id_of(op)) + 1;
     return next < ops.size() ? ops[next].deps_begin : static_cast<uint32_t>(dep_ids.size());
   }
-  bool deps_valid(const Op& op) const {
-    return op.id >= 0 && static_cast<size_t>(op.id) < ops.size() && op.deps_begin <= deps_end(op) && deps_end(op) <= dep_ids.size();
-  }
-  // Appends a slice list that ops can then share.
-  SliceList add_slices(std::span<const TensorSlice> slices);
-  // Appends `op` (its slice_list already set, e.g. from add_slices) with dependencies `deps`; sets
-  // its id and returns it.
+  bool deps_valid(const Op& op) const { return op.deps_begin <= deps_end(op) && deps_end(op) <= dep_ids.size(); }
+  // Appends a slice list that ops can then share; returns its index for Op::slice_list (0 for
+  // an empty one).
+  uint32_t add_slices(std::span<const TensorSlice> slices);
+  // Names `range`, slices already in slice_lists, as a list; returns its index.
+  uint32_t add_slice_range(SliceList range);
+  // Appends `op` (its slice_list already set, e.g. from add_slices) with dependencies `deps`;
+  // returns its id.
   int append_op(Op op, std::span<const int> deps);
   // The same with its own copy of `slices` (for Programs built by hand).
   int add_op(Op op, const std::vector<int>& deps = {}, const std::vector<TensorSlice>& slices = {});
   std::string name(const Op& op) const { return op_name(labels, op); }
   void set_name(Op& op, std::string_view name) { set_op_name(labels, op, name); }
   const GroupInfo& group_of(const Op& op) const { return groups[static_cast<size_t>(op.group)]; }
+  int group_size(const Op& op) const { return group_of(op).size; }
   const StreamInfo& stream_of(const Op& op) const { return streams[static_cast<size_t>(op.stream)]; }
 };
 

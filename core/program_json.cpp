@@ -88,11 +88,7 @@ void read_buffer_table(const json& j, Program& p) {
 // (a later op) or drain (an earlier op); nothing else links.
 void check_op_contract(const Program& p, const Op& op, const std::string& path) {
   if (is_collective(op.kind)) {
-    const GroupInfo& g = p.group_of(op);
-    if (op.group_size != g.size)
-      throw InputError(jf::join_path(path, "group_size"), "is " + std::to_string(op.group_size) + " but the " + g.name +
-                                                              " group has " + std::to_string(g.size) + " ranks");
-    if (op.group == CommGroup::None && op.group_size > 1)
+    if (op.group == CommGroup::None && p.group_size(op) > 1)
       throw InputError(jf::join_path(path, "group"), "a collective over more than one rank must name its group");
     const bool reduces = op.kind != OpKind::AllGather;
     if (reduces == (op.reduction == Reduction::None))
@@ -117,12 +113,12 @@ void check_op_contract(const Program& p, const Op& op, const std::string& path) 
   const std::string lpath = jf::join_path(path, "link");
   const int n = static_cast<int>(p.ops.size());
   if (op.kind == OpKind::CopyIn) {
-    if (op.link <= op.id || op.link >= n || !is_collective(p.ops[op.link].kind))
+    if (op.link <= p.id_of(op) || op.link >= n || !is_collective(p.ops[op.link].kind))
       throw InputError(lpath, "a copy-in links to the later collective it fills; " + std::to_string(op.link) + " is not one");
     if (op.src_buffer != p.ops[op.link].src_buffer || op.dst_buffer != -1)
       throw InputError(jf::join_path(path, "src_buffer"), "a copy-in reads its collective's source buffer");
   } else if (op.kind == OpKind::CopyOut) {
-    if (op.link < 0 || op.link >= op.id || !is_collective(p.ops[op.link].kind))
+    if (op.link < 0 || op.link >= p.id_of(op) || !is_collective(p.ops[op.link].kind))
       throw InputError(lpath, "a copy-out links to the earlier collective it drains; " + std::to_string(op.link) + " is not one");
     if (op.dst_buffer != p.ops[op.link].dst_buffer || op.src_buffer != -1)
       throw InputError(jf::join_path(path, "dst_buffer"), "a copy-out writes its collective's destination buffer");
@@ -164,7 +160,8 @@ json program_to_json(const Program& program) {
   }
   j["params"] = std::move(params);
   json ops = json::array();
-  for (const auto& op : program.ops) ops.push_back(op_to_json(program.labels, &program, op));
+  for (size_t i = 0; i < program.ops.size(); ++i)
+    ops.push_back(op_to_json(program.labels, &program, program.ops[i], static_cast<int>(i), program.group_size(program.ops[i])));
   j["ops"] = std::move(ops);
   return j;
 }
@@ -213,18 +210,24 @@ Program program_from_json(const json& j) {
   p.ops.reserve(ops.size());
   std::vector<TensorSlice> op_slices;
   std::vector<int> op_deps;
-  SliceList last_list;
+  uint32_t last_list = 0;  // the empty list
   for (size_t i = 0; i < ops.size(); ++i) {
     const std::string path = jf::index_path("ops", i);
     op_slices.clear();
     op_deps.clear();
-    Op op = op_from_json(ops[i], path, p.labels, &op_slices, &op_deps);
-    if (op.id != static_cast<int>(i)) throw InputError(jf::join_path(path, "id"), "op ids must equal their index; expected " + std::to_string(i) + ", found " + std::to_string(op.id));
+    OpRecord read = op_from_json(ops[i], path, p.labels, &op_slices, &op_deps);
+    Op& op = read.op;
+    const int id = static_cast<int>(i);
+    if (read.id != id) throw InputError(jf::join_path(path, "id"), "op ids must equal their index; expected " + std::to_string(i) + ", found " + std::to_string(read.id));
+    // An op's group size is its group's, from the group table (collectives and every other op).
+    if (read.group_size != p.group_size(op))
+      throw InputError(jf::join_path(path, "group_size"), "is " + std::to_string(read.group_size) + " but the " + p.group_of(op).name +
+                                                              " group has " + std::to_string(p.group_size(op)) + " ranks");
     if (op.unit < -1 || op.unit >= num_units) throw InputError(jf::join_path(path, "unit"), "unit index " + std::to_string(op.unit) + " is not -1 or in [0, " + std::to_string(num_units) + ")");
     if (op.bucket < -1) throw InputError(jf::join_path(path, "bucket"), "must be -1 or a bucket index");
     if (op.microbatch < 0 || op.microbatch >= p.micro_batches) throw InputError(jf::join_path(path, "microbatch"), "micro-batch " + std::to_string(op.microbatch) + " is not in [0, " + std::to_string(p.micro_batches) + ")");
     for (size_t d = 0; d < op_deps.size(); ++d) {
-      if (op_deps[d] < 0 || op_deps[d] >= op.id) throw InputError(jf::index_path(jf::join_path(path, "deps"), d), "dependency " + std::to_string(op_deps[d]) + " is not an earlier op (ids 0.." + std::to_string(op.id - 1) + ")");
+      if (op_deps[d] < 0 || op_deps[d] >= id) throw InputError(jf::index_path(jf::join_path(path, "deps"), d), "dependency " + std::to_string(op_deps[d]) + " is not an earlier op (ids 0.." + std::to_string(id - 1) + ")");
     }
     for (size_t s = 0; s < op_slices.size(); ++s) {
       const TensorSlice& sl = op_slices[s];
@@ -233,12 +236,13 @@ Program program_from_json(const json& j) {
       if (sl.shard_offset + sl.shard_numel > p.params[sl.param].shard_numel) throw InputError(spath, "slice runs past the end of the shard of " + p.params[sl.param].name);
     }
     // Ops of one bucket list the same slices: keep one copy of a list its predecessor shares.
-    const auto last = std::span<const TensorSlice>(p.slice_lists).subspan(last_list.begin, last_list.count);
+    const SliceList& last_range = p.slice_list_ranges[last_list];
+    const auto last = std::span<const TensorSlice>(p.slice_lists).subspan(last_range.begin, last_range.count);
     if (!std::equal(last.begin(), last.end(), op_slices.begin(), op_slices.end())) last_list = p.add_slices(op_slices);
     op.slice_list = last_list;
-    p.append_op(std::move(op), op_deps);
+    p.append_op(op, op_deps);
   }
-  for (const Op& op : p.ops) check_op_contract(p, op, jf::index_path("ops", static_cast<size_t>(op.id)));
+  for (size_t i = 0; i < p.ops.size(); ++i) check_op_contract(p, p.ops[i], jf::index_path("ops", i));
   return p;
 }
 
@@ -262,15 +266,15 @@ std::string program_to_text(const Program& program) {
   for (const Op& op : program.ops) {
     // The group column: a collective's group, size and reduction; a copy's linked collective.
     std::string group = std::string(comm_group_name(op.group));
-    if (op.group != CommGroup::None) group += "(" + std::to_string(op.group_size) + ")";
+    if (op.group != CommGroup::None) group += "(" + std::to_string(program.group_size(op)) + ")";
     if (op.reduction != Reduction::None) group += " " + std::string(reduction_name(op.reduction));
     if (op.kind == OpKind::CopyIn) group = "fills " + std::to_string(op.link);
     if (op.kind == OpKind::CopyOut) group = "drains " + std::to_string(op.link);
     std::string deps;
     for (int d : program.deps(op)) deps += (deps.empty() ? "" : ",") + std::to_string(d);
-    std::snprintf(line, sizeof line, "%6d  %-14s %-14s %-26s %5d %6d %14lld %-18s ", op.id,
+    std::snprintf(line, sizeof line, "%6d  %-14s %-14s %-26s %5d %6d %14lld %-18s ", program.id_of(op),
                   std::string(stream_name(op.stream)).c_str(), std::string(op_kind_name(op.kind)).c_str(), program.name(op).c_str(),
-                  op.unit, op.bucket, static_cast<long long>(op.bytes), group.c_str());
+                  op.unit, op.bucket, static_cast<long long>(op.bytes()), group.c_str());
     out << line << (deps.empty() ? "-" : deps) << "\n";
   }
   return out.str();

@@ -22,7 +22,8 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 // space) are `list` in the Program's shared slice lists, appended there as it is packed;
 // `units` lists every unit with a slice in it, in forward order.
 struct Bucket {
-  SliceList list;
+  SliceList list;           // its slices in the Program's pool
+  uint32_t list_index = 0;  // that range in Program::slice_list_ranges (Op::slice_list)
   int64_t shard_elems = 0;
   std::vector<int> units;
 };
@@ -66,7 +67,10 @@ std::vector<Bucket> pack_buckets(const Scenario& s, Program& p, const std::vecto
     b.list.begin = static_cast<uint32_t>(p.slice_lists.size());
   };
   auto close = [&](Bucket& b) {
-    if (b.list.count > 0) buckets.push_back(std::move(b));
+    if (b.list.count > 0) {
+      b.list_index = p.add_slice_range(b.list);
+      buckets.push_back(std::move(b));
+    }
     start(b);
   };
   auto add_to = [&](Bucket& b, const TensorSlice& slice, int unit) {
@@ -323,7 +327,7 @@ class Scheduler {
                 std::initializer_list<int> deps = {}) {
     Op op = make(kind, stream, label, kind == OpKind::Alloc ? kAllocPrefix : kFreePrefix);
     op.memory = what;
-    op.bytes = bytes;
+    op.set_bytes(bytes);
     return em_.emit(std::move(op), deps);
   }
   int64_t bucket_bytes(const Bucket& b, DType dtype, int group_size) const {
@@ -396,19 +400,18 @@ class Scheduler {
                      bucket_label(s_.policy.zero_copy && !from_reshard_group ? "cast_in b" : "copy_in b", b));
         op.unit = unit_of(bucket);
         op.bucket = b;
-        op.bytes = full_bytes / group_size;
+        op.set_bytes(full_bytes / group_size);
         op.dtype = p_.param_dtype;
-        op.slice_list = bucket.list;
+        op.slice_list = bucket.list_index;
         copy_in = em_.emit(std::move(op));
       }
       Op ag = make(OpKind::AllGather, StreamId::AllGather, bucket_label("ag b", b));
       ag.unit = unit_of(bucket);
       ag.bucket = b;
-      ag.bytes = full_bytes;
+      ag.set_bytes(full_bytes);
       ag.dtype = p_.param_dtype;
       ag.group = from_reshard_group ? CommGroup::Reshard : CommGroup::Shard;
-      ag.group_size = group_size;
-      ag.slice_list = bucket.list;
+      ag.slice_list = bucket.list_index;
       gather_buffers(ag, from_reshard_group);
       ag_op_[b] = em_.emit(std::move(ag), {copy_in});
       if (copy_in >= 0) {
@@ -424,11 +427,10 @@ class Scheduler {
         Op ag = make(OpKind::AllGather, StreamId::AllGather, "ag " + p_.params[slice.param].name);
         ag.unit = p_.params[slice.param].unit;
         ag.bucket = b;
-        ag.bytes = slice.shard_numel * group_size * dtype_bytes(p_.param_dtype);
+        ag.set_bytes(slice.shard_numel * group_size * dtype_bytes(p_.param_dtype));
         ag.dtype = p_.param_dtype;
         ag.group = from_reshard_group ? CommGroup::Reshard : CommGroup::Shard;
-        ag.group_size = group_size;
-        ag.slice_list = SliceList{bucket.list.begin + k, 1};
+        ag.slice_list = p_.add_slice_range(SliceList{bucket.list.begin + k, 1});
         gather_buffers(ag, from_reshard_group);
         ag_op_[b] = em_.emit(std::move(ag));
       }
@@ -463,9 +465,9 @@ class Scheduler {
     Op out = make(OpKind::CopyOut, StreamId::Compute, bucket_label("copy_out b", b));
     out.unit = unit_of(bucket);
     out.bucket = b;
-    out.bytes = full_bytes;
+    out.set_bytes(full_bytes);
     out.dtype = p_.param_dtype;
-    out.slice_list = bucket.list;
+    out.slice_list = bucket.list_index;
     out.link = ag_op_[b];
     out.dst_buffer = p_.ops[ag_op_[b]].dst_buffer;
     const int copy_out = em_.emit(std::move(out), {ag_op_[b]});
@@ -507,7 +509,7 @@ class Scheduler {
     const UnitSpec& u = s_.model.units[unit];
     Op op = make(OpKind::Compute, StreamId::Compute, std::string(backward ? "bwd " : "fwd ") + u.name);
     op.unit = unit;
-    op.compute_us = backward ? unit_us_[unit].backward_us : unit_us_[unit].forward_us;
+    op.set_compute_us(backward ? unit_us_[unit].backward_us : unit_us_[unit].forward_us);
     op.recompute = backward && u.recompute_forward;
     last_compute_ = em_.emit(std::move(op));
     return last_compute_;
@@ -606,21 +608,20 @@ class Scheduler {
       Op in = make(OpKind::CopyIn, StreamId::ReduceScatter, bucket_label("rs_copy_in rb", rb));
       in.unit = unit_of(bucket);
       in.bucket = rb;
-      in.bytes = rs_bytes;
+      in.set_bytes(rs_bytes);
       in.dtype = p_.reduce_dtype;
-      in.slice_list = bucket.list;
+      in.slice_list = bucket.list_index;
       const int rs_copy_in = em_.emit(std::move(in));
       memory_op(OpKind::Free, StreamId::ReduceScatter, MemoryKind::UnshardedGrads, grad_bytes,
                 bucket_label("grads rb", rb));
       Op rs = make(OpKind::ReduceScatter, StreamId::ReduceScatter, bucket_label("rs rb", rb));
       rs.unit = unit_of(bucket);
       rs.bucket = rb;
-      rs.bytes = rs_bytes;
+      rs.set_bytes(rs_bytes);
       rs.dtype = p_.reduce_dtype;
       rs.group = CommGroup::Shard;
-      rs.group_size = s_.mesh.shard;
       rs.reduction = gradient_reduction_;
-      rs.slice_list = bucket.list;
+      rs.slice_list = bucket.list_index;
       reduce_scatter_buffers(rs);
       rs_op = em_.emit(std::move(rs));
       p_.ops[rs_copy_in].link = rs_op;
@@ -633,12 +634,11 @@ class Scheduler {
         Op rs = make(OpKind::ReduceScatter, StreamId::ReduceScatter, "rs " + p_.params[slice.param].name);
         rs.unit = p_.params[slice.param].unit;
         rs.bucket = rb;
-        rs.bytes = slice.shard_numel * s_.mesh.shard * dtype_bytes(p_.reduce_dtype);
+        rs.set_bytes(slice.shard_numel * s_.mesh.shard * dtype_bytes(p_.reduce_dtype));
         rs.dtype = p_.reduce_dtype;
         rs.group = CommGroup::Shard;
-        rs.group_size = s_.mesh.shard;
         rs.reduction = gradient_reduction_;
-        rs.slice_list = SliceList{bucket.list.begin + k, 1};
+        rs.slice_list = p_.add_slice_range(SliceList{bucket.list.begin + k, 1});
         reduce_scatter_buffers(rs);
         rs_op = em_.emit(std::move(rs));
         rs_ops.push_back(rs_op);
@@ -660,10 +660,9 @@ class Scheduler {
                      s_.policy.comm_fusion ? bucket_label("ar rb", rb) : Label("ar " + p_.params[p_.slices(rs)[0].param].name));
         ar.unit = rs.unit;
         ar.bucket = rb;
-        ar.bytes = rs.bytes / s_.mesh.shard;
+        ar.set_bytes(rs.bytes() / s_.mesh.shard);
         ar.dtype = p_.reduce_dtype;
         ar.group = CommGroup::Replicate;
-        ar.group_size = s_.mesh.replicate;
         ar.reduction = gradient_reduction_;
         ar.slice_list = rs.slice_list;
         ar.src_buffer = ar.dst_buffer = grad_shard_buffer();
@@ -694,7 +693,7 @@ class Scheduler {
   void end_of_step_compute(const char* name, double compute_us) {
     if (!s_.model.transformer) return;
     Op op = make(OpKind::Compute, StreamId::Compute, name);
-    op.compute_us = compute_us;
+    op.set_compute_us(compute_us);
     last_compute_ = em_.emit(std::move(op));
   }
 

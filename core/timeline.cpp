@@ -102,8 +102,10 @@ void set_timeline_ops(Timeline& timeline, Program&& program) {
   // than when the caller's Program goes (a million-op step's dependencies are tens of MB).
   HugePageVector<int>().swap(program.dep_ids);
   HugePageVector<TensorSlice>().swap(program.slice_lists);
+  HugePageVector<SliceList>().swap(program.slice_list_ranges);
+  for (size_t g = 0; g < timeline.group_sizes.size(); ++g) timeline.group_sizes[g] = g < program.groups.size() ? program.groups[g].size : 1;
   for (Op& op : timeline.ops) {
-    op.slice_list = {};  // a Timeline has no slice or dependency arrays
+    op.slice_list = 0;  // a Timeline has no slice or dependency arrays
     op.deps_begin = 0;
   }
 }
@@ -112,6 +114,7 @@ void set_timeline_ops(Timeline& timeline, const Program& program) {
   Program metadata;
   metadata.ops = program.ops;
   metadata.labels = program.labels;
+  metadata.groups = program.groups;
   set_timeline_ops(timeline, std::move(metadata));
 }
 
@@ -131,7 +134,7 @@ json timeline_to_json(const Timeline& t) {
   j["workload"] = workload_to_json(t.workload);
   j["memory_reserve"] = memory_reserve_to_json(t.memory_reserve);
   json ops = json::array();
-  for (const Op& op : t.ops) ops.push_back(op_to_json(t.labels, nullptr, op));
+  for (size_t i = 0; i < t.ops.size(); ++i) ops.push_back(op_to_json(t.labels, nullptr, t.ops[i], static_cast<int>(i), t.group_size(t.ops[i])));
   j["ops"] = std::move(ops);
   j["interval_fields"] = kIntervalFields;
   json intervals = json::array();
@@ -177,14 +180,25 @@ Timeline timeline_from_json(const json& j) {
 
   const json& ops = jf::require_array(jf::member(j, "ops", ""), "ops");
   t.ops.reserve(ops.size());
+  std::array<bool, kNumCommGroups> group_seen{};
   for (size_t i = 0; i < ops.size(); ++i) {
     const std::string path = jf::index_path("ops", i);
-    Op op = op_from_json(ops[i], path, t.labels);
-    if (op.id != static_cast<int>(i)) throw InputError(jf::join_path(path, "id"), "op ids must equal their index; expected " + std::to_string(i) + ", found " + std::to_string(op.id));
+    OpRecord read = op_from_json(ops[i], path, t.labels);
+    Op& op = read.op;
+    if (read.id != static_cast<int>(i)) throw InputError(jf::join_path(path, "id"), "op ids must equal their index; expected " + std::to_string(i) + ", found " + std::to_string(read.id));
     // Every micro-batch has ops, so an index is below the op count (metrics keep one slot each).
     if (op.microbatch < 0 || static_cast<size_t>(op.microbatch) >= ops.size())
       throw InputError(jf::join_path(path, "microbatch"), "micro-batch " + std::to_string(op.microbatch) + " is not in [0, " + std::to_string(ops.size()) + ")");
-    t.ops.push_back(std::move(op));
+    // One size per group: the first op of a group states it, every later one must agree.
+    const size_t g = static_cast<size_t>(op.group);
+    if (!group_seen[g]) {
+      group_seen[g] = true;
+      t.group_sizes[g] = read.group_size;
+    } else if (read.group_size != t.group_sizes[g]) {
+      throw InputError(jf::join_path(path, "group_size"), "is " + std::to_string(read.group_size) + " but earlier ops of the " +
+                                                              std::string(comm_group_name(op.group)) + " group have " + std::to_string(t.group_sizes[g]));
+    }
+    t.ops.push_back(op);
   }
   const int num_ops = static_cast<int>(t.ops.size());
 

@@ -4,6 +4,7 @@
 // throughput, reserved memory) need neither the Program nor the Scenario.
 #pragma once
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -59,11 +60,14 @@ struct Timeline {
   MemoryReserve memory_reserve;       // allocated -> reserved estimate (default: none)
   HugePageVector<Op> ops;             // metadata (slices and deps dropped)
   OpLabels labels;                    // the ops' names (Op::label)
+  std::array<int, kNumCommGroups> group_sizes{1, 1, 1, 1};  // ranks in each CommGroup's group
   HugePageVector<OpInterval> intervals;
   std::vector<MemorySample> memory;   // in time order
 
   std::string name(const Op& op) const { return op_name(labels, op); }
   void set_name(Op& op, std::string_view name) { set_op_name(labels, op, name); }
+  int id_of(const Op& op) const { return op_index(ops, op); }
+  int group_size(const Op& op) const { return group_sizes[static_cast<size_t>(op.group)]; }
 };
 
 // One rank's step window, the metrics' definition (DESIGN.md "Metrics"), fed op by op in any

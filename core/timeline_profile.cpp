@@ -53,11 +53,11 @@ ClusterProfile profile_from_timeline(const Timeline& t, const std::string& machi
       case OpKind::ReduceScatter:
       case OpKind::AllReduce:
         // A group of one moves nothing (the simulator gives it no time): no table for it.
-        if (d > 0 && op.bytes > 0 && op.group_size >= 2) collectives[{static_cast<int>(collective_kind(op.kind)), op.group_size}][op.bytes].push_back(d);
+        if (d > 0 && op.bytes() > 0 && t.group_size(op) >= 2) collectives[{static_cast<int>(collective_kind(op.kind)), t.group_size(op)}][op.bytes()].push_back(d);
         break;
       case OpKind::CopyIn:
       case OpKind::CopyOut:
-        if (d > 0 && op.bytes > 0) copies[op.bytes].push_back(d);
+        if (d > 0 && op.bytes() > 0) copies[op.bytes()].push_back(d);
         break;
       case OpKind::Compute:
         if (op.unit < 0 || d <= 0) break;

@@ -18,7 +18,7 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 std::string op_path(int i) { return "program.ops[" + std::to_string(i) + "]"; }
 
 std::string op_label(const Program& P, const Op& op) {
-  return "op " + std::to_string(op.id) + " \"" + P.name(op) + "\" (" + std::string(op_kind_name(op.kind)) + ")";
+  return "op " + std::to_string(P.id_of(op)) + " \"" + P.name(op) + "\" (" + std::string(op_kind_name(op.kind)) + ")";
 }
 
 int64_t slice_total(std::span<const TensorSlice> slices) {
@@ -106,9 +106,8 @@ Plan make_plan(const Program& input, int64_t scale, int rank, int world, int cor
   plan.ops.resize(nops);
   for (int i = 0; i < nops; ++i) {
     const Op& op = P.ops[i];
-    if (op.id != i) throw InputError(op_path(i) + ".id", "must equal its index " + std::to_string(i));
-    if (!P.deps_valid(op) ||
-        static_cast<size_t>(op.slice_list.begin) + op.slice_list.count > P.slice_lists.size())
+    if (!P.deps_valid(op) || op.slice_list >= P.slice_list_ranges.size() ||
+        static_cast<size_t>(P.slice_list(op).begin) + P.slice_list(op).count > P.slice_lists.size())
       throw InputError(op_path(i), "its dependencies or slices run past the program's arrays");
     for (int d : P.deps(op))
       if (d < 0 || d >= i) throw InputError(op_path(i) + ".deps", "dependency " + std::to_string(d) + " is not an earlier op");
@@ -121,19 +120,15 @@ Plan make_plan(const Program& input, int64_t scale, int rank, int world, int cor
     if (is_collective(op.kind)) {
       if (static_cast<size_t>(op.group) >= P.groups.size())
         throw InputError(op_path(i) + ".group", "names no group of the group table");
-      const GroupInfo& group = P.group_of(op);
-      if (op.group_size != group.size)
-        throw InputError(op_path(i) + ".group_size", "is " + std::to_string(op.group_size) + " but the " + group.name +
-                                                         " group has " + std::to_string(group.size) + " ranks");
       if ((op.kind == OpKind::AllGather) != (op.reduction == Reduction::None))
         throw InputError(op_path(i) + ".reduction", "an all-gather reduces nothing; a reduction needs sum or avg");
-      if (op_slices.empty() && op.bytes > 0)
+      if (op_slices.empty() && op.bytes() > 0)
         throw InputError(op_path(i) + ".slices", "a collective with bytes needs slices to place its data");
       const int w = dtype_bytes(op.dtype);
       if (op.kind != OpKind::AllGather && w == 1)
         throw InputError(op_path(i) + ".dtype", "reductions in 1-byte dtypes are not supported by the executor");
       plan.ops[i].width = w;
-      plan.ops[i].blocks = op.group_size;
+      plan.ops[i].blocks = P.group_size(op);
       plan.ops[i].block_count = slice_total(op_slices);
     }
   }

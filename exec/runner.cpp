@@ -27,7 +27,7 @@ volatile sig_atomic_t g_terminated = 0;
 
 std::string op_label(const Program& program, const Op& op) {
   std::ostringstream s;
-  s << "op " << op.id << " \"" << program.name(op) << "\" (" << op_kind_name(op.kind);
+  s << "op " << program.id_of(op) << " \"" << program.name(op) << "\" (" << op_kind_name(op.kind);
   if (is_collective(op.kind)) s << " over the " << comm_group_name(op.group) << " group";
   s << ") on stream " << stream_name(op.stream);
   return s.str();
@@ -106,7 +106,7 @@ class Run {
         if (verifier) {
           std::string e = verifier->check(i, backend_);
           if (!e.empty() && first_failure->empty()) *first_failure = e;
-          progress("verified op " + std::to_string(op.id));
+          progress("verified op " + std::to_string(i));
         }
       }
     }
@@ -183,7 +183,7 @@ class Run {
     switch (op.kind) {
       case OpKind::Compute: {
         const double factor = options_.compute_factor ? options_.compute_factor(rank_, draw_iteration_, i) : 1.0;
-        backend_.compute(s, op.compute_us * factor, options_.compute);
+        backend_.compute(s, op.compute_us() * factor, options_.compute);
         break;
       }
       case OpKind::CopyIn: backend_.copy(s, o.pack); break;
@@ -348,8 +348,8 @@ void set_measured_ops(Timeline& timeline, const Plan& plan) {
   set_timeline_ops(timeline, plan.program);
   for (size_t i = 0; i < timeline.ops.size(); ++i) {
     Op& op = timeline.ops[i];
-    if (op.kind == OpKind::Alloc || op.kind == OpKind::Free) op.bytes = (op.bytes + plan.scale - 1) / plan.scale;
-    else if (op.kind != OpKind::Compute) op.bytes = plan.ops[i].moved_bytes;
+    if (op.kind == OpKind::Alloc || op.kind == OpKind::Free) op.set_bytes((op.bytes() + plan.scale - 1) / plan.scale);
+    else if (op.kind != OpKind::Compute) op.set_bytes(plan.ops[i].moved_bytes);
   }
 }
 
@@ -436,7 +436,7 @@ int hooked_op(const ExecOptions& options, const Program& P) {
   if (hooked && stall_op < 0)
     for (const auto& op : P.ops)
       if (is_collective(op.kind)) {
-        stall_op = op.id;
+        stall_op = P.id_of(op);
         break;
       }
   if (hooked && (stall_op < 0 || stall_op >= static_cast<int>(P.ops.size())))

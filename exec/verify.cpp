@@ -17,7 +17,7 @@ Verifier::Verifier(const Plan& plan) : plan_(plan) {
   gathered_from_.assign(plan.stores.size(), -1);
   for (const Op& op : P.ops) {
     if (!is_collective(op.kind)) continue;
-    const OpPlan& o = plan.ops[op.id];
+    const OpPlan& o = plan.ops[static_cast<size_t>(P.id_of(op))];
     if (op.kind == OpKind::AllGather) {
       gathered_from_[o.dest_store] = o.source_store;
       continue;
@@ -54,7 +54,7 @@ Verifier::Terms Verifier::eval(int rank, int store, const std::vector<int>& writ
   const double f = op.reduction == Reduction::Avg ? 1.0 / static_cast<double>(members.size()) : 1.0;
   if (op.kind == OpKind::ReduceScatter) {
     // Each member's own values of this rank's block of the (per-rank, one block per member) source.
-    const Store& src = plan_.stores[plan_.ops[op.id].source_store];
+    const Store& src = plan_.stores[plan_.ops[writers[k - 1]].source_store];
     const int64_t base = group.index(rank) * src.extent[param];
     for (int c : members) t[{c, base}] += f;
   } else {
@@ -118,7 +118,7 @@ std::string Verifier::compare(int op_id, const void* base, int64_t element, cons
   if (wrong == 0) return {};
   const Op& op = plan_.program.ops[op_id];
   std::ostringstream msg;
-  msg << "data check failed on rank " << plan_.rank << ": op " << op.id << " \"" << plan_.program.name(op) << "\" ("
+  msg << "data check failed on rank " << plan_.rank << ": op " << op_id << " \"" << plan_.program.name(op) << "\" ("
       << op_kind_name(op.kind) << " on stream " << stream_name(op.stream) << "): parameter " << param << " \""
       << plan_.program.params[param].name << "\" block " << block << " local element " << (local0 + first)
       << ": expected " << expected[first] << ", got " << decode_value(host.data() + first * width, width) << " ("

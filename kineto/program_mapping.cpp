@@ -103,20 +103,20 @@ ProgramSeqs program_seqs(const Program& p) {
       case OpKind::Alloc:
       case OpKind::Free: break;
       case OpKind::Compute:
-        if (op.phase == Phase::Finalize) s.ops[{Seq::Finalize, finalize_index(p.name(op)), 0, 0}].push_back(op.id);
-        else s.ops[{Seq::Compute, static_cast<int>(op.phase), op.unit, op.microbatch}].push_back(op.id);
+        if (op.phase == Phase::Finalize) s.ops[{Seq::Finalize, finalize_index(p.name(op)), 0, 0}].push_back(p.id_of(op));
+        else s.ops[{Seq::Compute, static_cast<int>(op.phase), op.unit, op.microbatch}].push_back(p.id_of(op));
         break;
       case OpKind::CopyIn: {
         const OpKind target = op.link >= 0 ? p.ops[static_cast<size_t>(op.link)].kind : OpKind::Compute;
-        s.ops[{target == OpKind::AllGather ? Seq::AgCopyIn : Seq::RsCopyIn, 0, 0, 0}].push_back(op.id);
+        s.ops[{target == OpKind::AllGather ? Seq::AgCopyIn : Seq::RsCopyIn, 0, 0, 0}].push_back(p.id_of(op));
         break;
       }
-      case OpKind::CopyOut: s.ops[{Seq::CopyOut, 0, 0, 0}].push_back(op.id); break;
+      case OpKind::CopyOut: s.ops[{Seq::CopyOut, 0, 0, 0}].push_back(p.id_of(op)); break;
       case OpKind::AllGather:
       case OpKind::ReduceScatter:
       case OpKind::AllReduce: {
         const int kind = static_cast<int>(comm_kind_of(op.kind));
-        s.ops[{Seq::Collective, kind, static_cast<int>(op.group), 0}].push_back(op.id);
+        s.ops[{Seq::Collective, kind, static_cast<int>(op.group), 0}].push_back(p.id_of(op));
         auto& groups = s.groups_by_kind[static_cast<size_t>(kind)];
         if (std::find(groups.begin(), groups.end(), static_cast<int>(op.group)) == groups.end()) groups.push_back(static_cast<int>(op.group));
         break;
@@ -287,10 +287,10 @@ class RankMapper {
         const Group& g = it->second[k];
         const Op& op = p_.ops[static_cast<size_t>(ops[k])];
         if (g.collective >= 0) {
-          const std::string why = check_size(op, t_.collectives[static_cast<size_t>(g.collective)], tally);
+          const std::string why = check_size(op, p_.group_size(op), t_.collectives[static_cast<size_t>(g.collective)], tally);
           if (!why.empty()) return p_.name(op) + ": " + why;
         }
-        times[static_cast<size_t>(op.id)] = OpTimesNs{g.first_launch_ns, g.start_ns, g.end_ns};
+        times[static_cast<size_t>(ops[k])] = OpTimesNs{g.first_launch_ns, g.start_ns, g.end_ns};
       }
     }
     for (const auto& [key, list] : found) {
@@ -414,18 +414,18 @@ class RankMapper {
     return matches == 1 ? match : -1;
   }
 
-  static std::string check_size(const Op& op, const CollectiveInfo& c, StepTally& tally) {
+  static std::string check_size(const Op& op, int group_size, const CollectiveInfo& c, StepTally& tally) {
     const int64_t nelems = c.kind == CommKind::AllGather ? c.out_nelems : c.in_nelems;
     const int width = c.dtype_bytes();
     if (nelems < 0 || width == 0) {
       ++tally.collectives_without_sizes;
       return "";
     }
-    if (c.group_size > 0 && c.group_size != op.group_size)
-      return "the trace's collective has group size " + std::to_string(c.group_size) + ", the Program's " + std::to_string(op.group_size);
-    if (nelems * width != op.bytes)
+    if (c.group_size > 0 && c.group_size != group_size)
+      return "the trace's collective has group size " + std::to_string(c.group_size) + ", the Program's " + std::to_string(group_size);
+    if (nelems * width != op.bytes())
       return "the trace's collective moves " + std::to_string(nelems * width) + " bytes (" + std::to_string(nelems) + " x " + c.dtype +
-             "), the Program's " + std::to_string(op.bytes);
+             "), the Program's " + std::to_string(op.bytes());
     return "";
   }
 
@@ -475,7 +475,7 @@ void place_markers(const Program& p, const std::vector<MemoryEvent>& memory, dou
     OpTimesNs& t = times[static_cast<size_t>(i)];
     const bool marker = op.kind == OpKind::Alloc || op.kind == OpKind::Free;
     if (marker) {
-      const int64_t signed_bytes = op.kind == OpKind::Alloc ? op.bytes : -op.bytes;
+      const int64_t signed_bytes = op.kind == OpKind::Alloc ? op.bytes() : -op.bytes();
       const auto events = events_by_size.find(signed_bytes);
       size_t& j = next_event[signed_bytes];
       if (events != events_by_size.end())

@@ -65,7 +65,7 @@ json kernel_trace_events(const Timeline& t, const std::vector<UnitCompute>& brea
                                   {"bytes", k.bytes},
                                   {"kernel_us", k.time_us},
                                   {"memory_bound", k.memory_bound},
-                                  {"op", op.id}}}});
+                                  {"op", iv.op}}}});
       at += dur;
     }
   }

@@ -152,8 +152,8 @@ std::string op_title(const Timeline& t, const Op& op, const OpInterval& iv, doub
   std::string title = t.name(op) + " (" + std::string(op_kind_name(op.kind)) + ")";
   if (op.unit >= 0) title += " unit " + std::to_string(op.unit);
   if (op.bucket >= 0) title += " bucket " + std::to_string(op.bucket);
-  if (op.bytes > 0) title += ", " + format_bytes(op.bytes);
-  if (op.group != CommGroup::None) title += ", " + std::string(comm_group_name(op.group)) + " group of " + std::to_string(op.group_size);
+  if (op.bytes() > 0) title += ", " + format_bytes(op.bytes());
+  if (op.group != CommGroup::None) title += ", " + std::string(comm_group_name(op.group)) + " group of " + std::to_string(t.group_size(op));
   title += ", " + format_time_us(iv.end_us - iv.start_us) + " at " + format_time_us(iv.start_us - origin_us);
   title += ", mb " + std::to_string(op.microbatch) + " " + std::string(phase_name(op.phase));
   return title;

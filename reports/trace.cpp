@@ -52,17 +52,17 @@ json trace_to_json(const Timeline& t, const std::vector<UnitCompute>* kernels) {
   for (const OpInterval& iv : t.intervals) {
     const Op& op = t.ops.at(iv.op);
     const std::string name = t.name(op);
-    json args = {{"op", op.id},
+    json args = {{"op", iv.op},
                  {"kind", op_kind_name(op.kind)},
                  {"unit", op.unit},
                  {"bucket", op.bucket},
-                 {"bytes", op.bytes},
+                 {"bytes", op.bytes()},
                  {"microbatch", op.microbatch},
                  {"phase", phase_name(op.phase)},
                  {"iteration", iv.iteration}};
     if (op.group != CommGroup::None) {
       args["group"] = comm_group_name(op.group);
-      args["group_size"] = op.group_size;
+      args["group_size"] = t.group_size(op);
     }
     events.push_back({{"ph", "X"},
                       {"name", name},
@@ -80,7 +80,7 @@ json trace_to_json(const Timeline& t, const std::vector<UnitCompute>* kernels) {
                         {"pid", iv.rank},
                         {"tid", kTraceHostTid},
                         {"ts", iv.issue_us},
-                        {"args", {{"op", op.id}, {"iteration", iv.iteration}}}});
+                        {"args", {{"op", iv.op}, {"iteration", iv.iteration}}}});
     }
   }
 

@@ -65,15 +65,11 @@ size_t validate_ops(const Program& program) {
     const Op& op = program.ops[i];
     const int id = static_cast<int>(i);
     markers += op.kind == OpKind::Alloc || op.kind == OpKind::Free;
-    if (op.bytes < 0) throw InputError(op_path(id) + ".bytes", "bytes must be >= 0, got " + std::to_string(op.bytes));
-    if (op.kind == OpKind::Compute && (!(op.compute_us >= 0) || !std::isfinite(op.compute_us)))
+    if (op.bytes() < 0) throw InputError(op_path(id) + ".bytes", "bytes must be >= 0, got " + std::to_string(op.bytes()));
+    if (op.kind == OpKind::Compute && (!(op.compute_us() >= 0) || !std::isfinite(op.compute_us())))
       throw InputError(op_path(id) + ".compute_us", "a compute op needs a finite duration >= 0");
     if (is_collective(op.kind) && static_cast<size_t>(op.group) >= program.groups.size())
       throw InputError(op_path(id) + ".group", "names no group of the group table");
-    if (is_collective(op.kind) && op.group_size != program.group_of(op).size)
-      throw InputError(op_path(id) + ".group_size", "is " + std::to_string(op.group_size) + " but the group table's " +
-                                                         program.group_of(op).name + " group has " +
-                                                         std::to_string(program.group_of(op).size) + " ranks");
   }
   return markers;
 }
@@ -342,25 +338,25 @@ class Simulation {
     const int rank = rank_index(r);
     switch (op.kind) {
       case OpKind::Alloc:
-        if (rank == 0) memory_.alloc(now, op.bytes);
+        if (rank == 0) memory_.alloc(now, op.bytes());
         schedule(now, kOpDone, rank, id);
         break;
       case OpKind::Free:
-        if (rank == 0) memory_.free(now, op.bytes);
+        if (rank == 0) memory_.free(now, op.bytes());
         schedule(now, kOpDone, rank, id);
         break;
       case OpKind::CopyIn:
       case OpKind::CopyOut:
-        if (const double link_bytes = cost_->copy_link_bytes(op.bytes); link_bytes > 0) {
+        if (const double link_bytes = cost_->copy_link_bytes(op.bytes()); link_bytes > 0) {
           r.network.start_flow(now, sim::LinkClass::IntraNode, link_bytes, id);
           schedule_flows(r);
         } else {
-          schedule(now + cost_->copy_time_us(op.bytes), kOpDone, rank, id);
+          schedule(now + cost_->copy_time_us(op.bytes()), kOpDone, rank, id);
         }
         break;
       case OpKind::Compute: {
         if (r.compute.running_count() == 0) set_compute_running(r, true);
-        double work_us = op.compute_us;
+        double work_us = op.compute_us();
         if (r.compute_factor != 1.0) work_us *= r.compute_factor;
         if (variation_ != nullptr && variation_->compute_jitter) work_us *= variation_->compute_jitter(rank, id);
         r.compute.start(now, id, work_us + scenario_.cluster.compute_overhead_us);
@@ -406,7 +402,7 @@ class Simulation {
       in.group = &group;
       in.members = members;
       const sim::GroupPlacement placement = sim::place_group(group, scenario_.cluster.gpus_per_node);
-      in.plan = cost_->collective(collective_kind(op.kind), op.bytes, placement);
+      in.plan = cost_->collective(collective_kind(op.kind), op.bytes(), placement);
     }
     if (r.collectives_in_flight++ == 0) {
       r.compute.set_comm_in_flight(now, true);
@@ -508,6 +504,13 @@ class Simulation {
     r.stats.step_us = std::max(r.stats.step_us, now);
     const double latency = scenario_.cluster.event_latency_us;
     const unsigned touched = r.streams.finish(id, latency <= 0);
+    if (step_ != nullptr && step_->settle_due()) {
+      // Ops still to end started on a busy stream, or start from now on.
+      double earliest_us = now;
+      for (int s = 0; s < kNumStreams; ++s)
+        if (r.streams.busy(s)) earliest_us = std::min(earliest_us, r.started_us[static_cast<size_t>(s)]);
+      step_->settle(earliest_us);
+    }
     if (latency > 0) schedule(now + latency, kSignal, rank_index(r), id);
     if (op.kind == OpKind::Compute) r.stats.compute_busy_us += now - r.started_us[static_cast<int>(op.stream)];
     if (is_collective(op.kind)) {

@@ -24,7 +24,6 @@ StreamPlan::StreamPlan(const Program& program) : program_(&program) {
   stream_of_.assign(n, 0);
   for (int i = 0; i < n; ++i) {
     const Op& op = program.ops[i];
-    if (op.id != i) throw InputError(op_path(i) + ".id", "op id " + std::to_string(op.id) + " must equal its index " + std::to_string(i));
     const int s = static_cast<int>(op.stream);
     if (s < 0 || s >= kNumStreams) throw InputError(op_path(i) + ".stream", "unknown stream");
     stream_of_[i] = static_cast<uint8_t>(s);

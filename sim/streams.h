@@ -49,6 +49,7 @@ class StreamSet {
   int stream_of(int op) const { return plan_->stream_of_[op]; }
 
   bool finished(int op) const { return state_[op] >= kFinished; }
+  bool busy(int stream) const { return streams_[static_cast<size_t>(stream)].busy; }  // an op of it is running
   int finished_count() const { return finished_count_; }
   int op_count() const { return static_cast<int>(state_.size()); }
 

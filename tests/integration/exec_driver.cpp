@@ -75,7 +75,7 @@ int main(int argc, char** argv) {
     if (corrupt_first_kind >= 0)
       for (const auto& op : program.ops)
         if (static_cast<int>(op.kind) == corrupt_first_kind) {
-          opt.corrupt_op = op.id;
+          opt.corrupt_op = program.id_of(op);
           break;
         }
     if (!partial_dir.empty())
@@ -94,7 +94,7 @@ int main(int argc, char** argv) {
       for (const auto& f : r.verify_failures) std::cout << "FAILURE: " << f << "\n";
       if (expect_verify_failure) {
         const Op& bad = program.ops[opt.corrupt_op];
-        const std::string needle = "op " + std::to_string(bad.id) + " \"" + program.name(bad) + "\"";
+        const std::string needle = "op " + std::to_string(opt.corrupt_op) + " \"" + program.name(bad) + "\"";
         bool named = false;
         for (const auto& f : r.verify_failures) named = named || f.find(needle) != std::string::npos;
         if (!r.verify_failed || !named) {

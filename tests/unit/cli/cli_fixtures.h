@@ -20,18 +20,16 @@ inline Timeline two_op_timeline(double step_us, const std::string& source, int r
   t.iterations = iterations;
   t.reported_iteration = iterations - 1;
   Op c;
-  c.id = 0;
   c.kind = OpKind::Compute;
   t.set_name(c, "fwd u0");
   Op a;
-  a.id = 1;
   a.kind = OpKind::AllGather;
   a.stream = StreamId::AllGather;
   a.group = CommGroup::Shard;
-  a.group_size = 2;
-  a.bytes = 4096;
+  a.set_bytes(4096);
   t.set_name(a, "ag u0");
   t.ops = {c, a};
+  t.group_sizes[static_cast<size_t>(CommGroup::Shard)] = 2;
   for (int r = 0; r < ranks; ++r)
     for (int i = 0; i < iterations; ++i) {
       const double origin = 1000.0 * i;

@@ -223,14 +223,14 @@ TEST(Schedule, ATransformerStepEndsWithClippingThenTheOptimizerStepOnTheComputeS
   for (const ParamInfo& param : p.params) shard += param.shard_numel;
   // AdamW reads and writes the fp32 master shard and the two fp32 states and reads the gradient:
   // 28 bytes per parameter at 1 TB/s x 0.5, plus one launch.
-  EXPECT_DOUBLE_EQ(adam.compute_us, static_cast<double>(shard) * 28 / 0.5e12 * 1e6 + 4);
-  EXPECT_DOUBLE_EQ(clip.compute_us, static_cast<double>(shard) * 4 / 0.5e12 * 1e6 + 4 +
+  EXPECT_DOUBLE_EQ(adam.compute_us(), static_cast<double>(shard) * 28 / 0.5e12 * 1e6 + 4);
+  EXPECT_DOUBLE_EQ(clip.compute_us(), static_cast<double>(shard) * 4 / 0.5e12 * 1e6 + 4 +
                                         static_cast<double>(shard) * 8 / 0.5e12 * 1e6 + 4);
   // Both come after the last reduce-scatter in program order (the compute stream waits for it).
   int last_rs = -1;
   for (const Op& op : p.ops)
-    if (op.kind == OpKind::ReduceScatter) last_rs = op.id;
-  EXPECT_LT(last_rs, clip.id);
+    if (op.kind == OpKind::ReduceScatter) last_rs = p.id_of(op);
+  EXPECT_LT(last_rs, p.id_of(clip));
 }
 
 TEST(Schedule, TransientBytesAreAllocatedAroundTheComputeThatNeedsThem) {
@@ -246,9 +246,9 @@ TEST(Schedule, TransientBytesAreAllocatedAroundTheComputeThatNeedsThem) {
     const int64_t transient = op.phase == Phase::Forward ? u.forward_transient_bytes : u.backward_transient_bytes;
     if (transient == 0) continue;
     EXPECT_EQ(p.ops[i - 1].kind, OpKind::Alloc) << p.name(op);
-    EXPECT_EQ(p.ops[i - 1].bytes, transient) << p.name(op);
+    EXPECT_EQ(p.ops[i - 1].bytes(), transient) << p.name(op);
     EXPECT_EQ(p.ops[i + 1].kind, OpKind::Free) << p.name(op);
-    EXPECT_EQ(p.ops[i + 1].bytes, transient) << p.name(op);
+    EXPECT_EQ(p.ops[i + 1].bytes(), transient) << p.name(op);
     ++checked;
   }
   EXPECT_GT(head.forward_transient_bytes, 0);

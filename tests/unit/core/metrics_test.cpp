@@ -9,12 +9,11 @@
 namespace shardline {
 namespace {
 
-Op make_op(int id, OpKind kind, Phase phase, int64_t bytes = 0, int microbatch = 0) {
+Op make_op(OpKind kind, Phase phase, int64_t bytes = 0, int microbatch = 0) {
   Op op;
-  op.id = id;
   op.kind = kind;
   op.phase = phase;
-  op.bytes = bytes;
+  if (kind != OpKind::Compute) op.set_bytes(bytes);
   op.microbatch = microbatch;
   return op;
 }
@@ -29,9 +28,9 @@ Timeline basic_timeline() {
   Timeline t;
   t.memory_capacity_bytes = 1000;
   t.memory_margin = 0.1;
-  t.ops = {make_op(0, OpKind::AllGather, Phase::Forward, 100), make_op(1, OpKind::Compute, Phase::Forward),
-           make_op(2, OpKind::AllGather, Phase::Forward, 50), make_op(3, OpKind::Compute, Phase::Backward),
-           make_op(4, OpKind::ReduceScatter, Phase::Backward, 200), make_op(5, OpKind::Alloc, Phase::Forward, 4096)};
+  t.ops = {make_op(OpKind::AllGather, Phase::Forward, 100), make_op(OpKind::Compute, Phase::Forward),
+           make_op(OpKind::AllGather, Phase::Forward, 50), make_op(OpKind::Compute, Phase::Backward),
+           make_op(OpKind::ReduceScatter, Phase::Backward, 200), make_op(OpKind::Alloc, Phase::Forward, 4096)};
   t.intervals = {iv(0, 0, 0, 10), iv(1, 1, 10, 30), iv(2, 2, 12, 28), iv(3, 3, 32, 52), iv(4, 4, 50, 60), iv(5, 5, 5, 5)};
   t.memory = {{0, 100}, {10, 700}, {30, 900}, {60, 200}};
   return t;
@@ -77,11 +76,11 @@ TEST(Metrics, HandComputedStepOnOneRank) {
 // are those of the Timeline, bit for bit, with touching, overlapping, nested and empty spans.
 TEST(StepAccumulator, AnyOrderGivesTheTimelinesMetrics) {
   Timeline t = basic_timeline();
-  t.ops.push_back(make_op(6, OpKind::AllGather, Phase::Forward, 10));     // touches op 0's end
-  t.ops.push_back(make_op(7, OpKind::AllGather, Phase::Forward, 10));     // inside op 2
-  t.ops.push_back(make_op(8, OpKind::AllReduce, Phase::Backward, 10));    // overlaps the RS
-  t.ops.push_back(make_op(9, OpKind::Compute, Phase::Backward, 0, 1));    // empty, micro-batch 1
-  t.ops.push_back(make_op(10, OpKind::Compute, Phase::Forward, 0, 1));
+  t.ops.push_back(make_op(OpKind::AllGather, Phase::Forward, 10));     // touches op 0's end
+  t.ops.push_back(make_op(OpKind::AllGather, Phase::Forward, 10));     // inside op 2
+  t.ops.push_back(make_op(OpKind::AllReduce, Phase::Backward, 10));    // overlaps the RS
+  t.ops.push_back(make_op(OpKind::Compute, Phase::Backward, 0, 1));    // empty, micro-batch 1
+  t.ops.push_back(make_op(OpKind::Compute, Phase::Forward, 0, 1));
   t.intervals.push_back(iv(6, 6, 10, 11));
   t.intervals.push_back(iv(7, 7, 13, 20));
   t.intervals.push_back(iv(8, 8, 55, 70));
@@ -152,8 +151,8 @@ TEST(Metrics, HostIssueBeforeTheFirstStartCountsInTheStep) {
 
 TEST(Metrics, OverlapEfficiencyClampsAtZeroWhenHostGapsExceedComm) {
   Timeline t;
-  t.ops = {make_op(0, OpKind::Compute, Phase::Forward), make_op(1, OpKind::AllGather, Phase::Forward, 8),
-           make_op(2, OpKind::Compute, Phase::Backward)};
+  t.ops = {make_op(OpKind::Compute, Phase::Forward), make_op(OpKind::AllGather, Phase::Forward, 8),
+           make_op(OpKind::Compute, Phase::Backward)};
   // Compute [0,10], a 100 us host gap, AG [110,112], compute [112,122].
   t.intervals = {iv(0, 0, 0, 10), iv(1, 110, 110, 112), iv(2, 111, 112, 122)};
   Metrics m = compute_metrics(t);
@@ -165,7 +164,7 @@ TEST(Metrics, OverlapEfficiencyClampsAtZeroWhenHostGapsExceedComm) {
 
 TEST(Metrics, NoCommunicationMeansFullOverlap) {
   Timeline t;
-  t.ops = {make_op(0, OpKind::Compute, Phase::Forward), make_op(1, OpKind::Compute, Phase::Backward)};
+  t.ops = {make_op(OpKind::Compute, Phase::Forward), make_op(OpKind::Compute, Phase::Backward)};
   t.intervals = {iv(0, 0, 0, 10), iv(1, 1, 15, 30)};
   Metrics m = compute_metrics(t);
   EXPECT_DOUBLE_EQ(m.comm_busy_us, 0.0);
@@ -175,9 +174,9 @@ TEST(Metrics, NoCommunicationMeansFullOverlap) {
 
 TEST(Metrics, ForwardSplitSumsEachMicroBatchForward) {
   Timeline t;
-  t.ops = {make_op(0, OpKind::Compute, Phase::Forward, 0, 0), make_op(1, OpKind::Compute, Phase::Backward, 0, 0),
-           make_op(2, OpKind::Compute, Phase::Forward, 0, 1), make_op(3, OpKind::Compute, Phase::Backward, 0, 1),
-           make_op(4, OpKind::ReduceScatter, Phase::Backward, 64, 1)};
+  t.ops = {make_op(OpKind::Compute, Phase::Forward, 0, 0), make_op(OpKind::Compute, Phase::Backward, 0, 0),
+           make_op(OpKind::Compute, Phase::Forward, 0, 1), make_op(OpKind::Compute, Phase::Backward, 0, 1),
+           make_op(OpKind::ReduceScatter, Phase::Backward, 64, 1)};
   t.intervals = {iv(0, 0, 0, 10), iv(1, 1, 10, 30), iv(2, 2, 30, 42), iv(3, 3, 42, 60), iv(4, 4, 60, 70)};
   Metrics m = compute_metrics(t);
   EXPECT_DOUBLE_EQ(m.step_time_us, 70.0);
@@ -190,7 +189,7 @@ TEST(Metrics, RankMinusOneReportsTheSlowestRankAndIterationMinusOneTheReportedOn
   t.ranks = 2;
   t.iterations = 2;
   t.reported_iteration = 1;
-  t.ops = {make_op(0, OpKind::Compute, Phase::Forward), make_op(1, OpKind::AllGather, Phase::Forward, 8)};
+  t.ops = {make_op(OpKind::Compute, Phase::Forward), make_op(OpKind::AllGather, Phase::Forward, 8)};
   t.intervals = {
       iv(0, 0, 0, 10, 0, 0), iv(1, 0, 0, 4, 0, 0),            // rank 0, iteration 0: 10
       iv(0, 0, 0, 50, 1, 0), iv(1, 0, 0, 4, 1, 0),            // rank 1, iteration 0: 50
@@ -208,7 +207,7 @@ TEST(Metrics, RankMinusOneReportsTheSlowestRankAndIterationMinusOneTheReportedOn
 TEST(StepWindow, IsTheWindowStepTimeMeasures) {
   Timeline t;
   t.ranks = 2;
-  t.ops = {make_op(0, OpKind::Compute, Phase::Forward)};
+  t.ops = {make_op(OpKind::Compute, Phase::Forward)};
   t.intervals = {iv(0, 3, 5, 10, 0, 0), iv(0, 2, 4, 40, 1, 0)};
   StepWindow w = step_window(t);
   EXPECT_EQ(w.rank, 1);
@@ -259,7 +258,7 @@ TEST(MetricsJson, RoundTripsAndHasEveryKey) {
 // hardware FLOPs per step, a dense peak of 4e15 FLOP/s per GPU.
 Timeline half_second_step() {
   Timeline t;
-  t.ops = {make_op(0, OpKind::Compute, Phase::Forward)};
+  t.ops = {make_op(OpKind::Compute, Phase::Forward)};
   t.intervals = {iv(0, 0, 0, 500000)};
   t.workload.gpus = 4;
   t.workload.samples_per_step = 8;

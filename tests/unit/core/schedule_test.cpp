@@ -60,8 +60,8 @@ bool happens_before(const Program& p, int a, int b) {
   std::array<int, kNumStreams> last{};
   last.fill(-1);
   for (const Op& op : p.ops) {
-    prev_on_stream[op.id] = last[static_cast<int>(op.stream)];
-    last[static_cast<int>(op.stream)] = op.id;
+    prev_on_stream[p.id_of(op)] = last[static_cast<int>(op.stream)];
+    last[static_cast<int>(op.stream)] = p.id_of(op);
   }
   std::vector<char> seen(p.ops.size(), 0);
   std::function<bool(int)> reach = [&](int x) -> bool {
@@ -75,11 +75,10 @@ bool happens_before(const Program& p, int a, int b) {
   return a != b && reach(b);
 }
 
-TEST(Schedule, DepsPointBackwardAndIdsAreIndices) {
+TEST(Schedule, DepsPointBackward) {
   const Program p = schedule(make_scenario());
   for (size_t i = 0; i < p.ops.size(); ++i) {
-    EXPECT_EQ(p.ops[i].id, static_cast<int>(i));
-    for (int d : p.deps(p.ops[i])) EXPECT_LT(d, p.ops[i].id);
+    for (int d : p.deps(p.ops[i])) EXPECT_LT(d, static_cast<int>(i));
   }
 }
 
@@ -90,13 +89,13 @@ TEST(Schedule, FusedForwardIsCopyInAllGatherCopyOutOnFsdp2Streams) {
   for (const Op* ag : ags) {
     EXPECT_EQ(ag->stream, StreamId::AllGather);
     EXPECT_EQ(ag->group, CommGroup::Shard);
-    EXPECT_EQ(ag->group_size, 4);
+    EXPECT_EQ(p.group_size(*ag), 4);
     // S = output bytes: shard * (shard numel of both tensors) * bf16
-    EXPECT_EQ(ag->bytes, 4 * (256 + 128) * 2);
+    EXPECT_EQ(ag->bytes(), 4 * (256 + 128) * 2);
     const Op* copy_in = dep_of_kind(p, *ag, OpKind::CopyIn);
     ASSERT_NE(copy_in, nullptr);
     EXPECT_EQ(copy_in->stream, StreamId::CopyIn);
-    EXPECT_EQ(copy_in->bytes, ag->bytes / 4);
+    EXPECT_EQ(copy_in->bytes(), ag->bytes() / 4);
   }
   for (const Op* out : ops_of(p, OpKind::CopyOut)) {
     EXPECT_EQ(out->stream, StreamId::Compute);
@@ -109,7 +108,7 @@ TEST(Schedule, ImplicitForwardPrefetchIssuesNextAllGatherBeforeComputeEnds) {
   const auto ags = ops_of(p, OpKind::AllGather);
   for (int i = 0; i + 1 < 4; ++i) {
     // all-gather(i+1) does not wait for compute(i): it may overlap it.
-    EXPECT_FALSE(happens_before(p, compute_of(p, i, Phase::Forward)->id, ags[i + 1]->id)) << i;
+    EXPECT_FALSE(happens_before(p, p.id_of(*compute_of(p, i, Phase::Forward)), p.id_of(*ags[i + 1]))) << i;
   }
 }
 
@@ -118,7 +117,7 @@ TEST(Schedule, ImplicitPrefetchNextCopyInWaitsForPreviousCopyOut) {
   const auto copy_ins = ops_of(p, OpKind::CopyIn);
   const auto copy_outs = ops_of(p, OpKind::CopyOut);
   // copy-in(i+2) may not start before copy-out(i) finished: at most two outputs alive.
-  for (int i = 0; i + 2 < 4; ++i) EXPECT_TRUE(happens_before(p, copy_outs[i]->id, copy_ins[i + 2]->id)) << i;
+  for (int i = 0; i + 2 < 4; ++i) EXPECT_TRUE(happens_before(p, p.id_of(*copy_outs[i]), p.id_of(*copy_ins[i + 2]))) << i;
 }
 
 TEST(Schedule, ForwardPrefetchOffSerializesAllGatherAfterPreviousCompute) {
@@ -127,7 +126,7 @@ TEST(Schedule, ForwardPrefetchOffSerializesAllGatherAfterPreviousCompute) {
   const Program p = schedule(s);
   const auto ags = ops_of(p, OpKind::AllGather);
   for (int i = 0; i + 1 < 4; ++i)
-    EXPECT_TRUE(happens_before(p, compute_of(p, i, Phase::Forward)->id, ags[i + 1]->id)) << i;
+    EXPECT_TRUE(happens_before(p, p.id_of(*compute_of(p, i, Phase::Forward)), p.id_of(*ags[i + 1]))) << i;
 }
 
 TEST(Schedule, ExplicitForwardPrefetchIssuesDeeperUnshardsBeforeCompute) {
@@ -136,9 +135,9 @@ TEST(Schedule, ExplicitForwardPrefetchIssuesDeeperUnshardsBeforeCompute) {
   const Program p = schedule(s);
   const auto ags = ops_of(p, OpKind::AllGather);
   // In pre-forward(0), units 1 and 2 are unsharded too: both all-gathers precede compute(0).
-  EXPECT_LT(ags[1]->id, compute_of(p, 0, Phase::Forward)->id);
-  EXPECT_LT(ags[2]->id, compute_of(p, 0, Phase::Forward)->id);
-  EXPECT_GT(ags[3]->id, compute_of(p, 0, Phase::Forward)->id);
+  EXPECT_LT(p.id_of(*ags[1]), p.id_of(*compute_of(p, 0, Phase::Forward)));
+  EXPECT_LT(p.id_of(*ags[2]), p.id_of(*compute_of(p, 0, Phase::Forward)));
+  EXPECT_GT(p.id_of(*ags[3]), p.id_of(*compute_of(p, 0, Phase::Forward)));
 }
 
 TEST(Schedule, ReshardAfterForwardFalseMeansNoBackwardAllGather) {
@@ -161,12 +160,12 @@ TEST(Schedule, ReshardAfterForwardIntGathersOverTheSmallerGroupInBackward) {
   EXPECT_EQ(p.groups[static_cast<int>(CommGroup::Reshard)].size, 2);
   for (const Op* ag : ops_of(p, OpKind::AllGather, Phase::Backward)) {
     EXPECT_EQ(ag->group, CommGroup::Reshard);
-    EXPECT_EQ(ag->group_size, 2);
+    EXPECT_EQ(p.group_size(*ag), 2);
     const Op* copy_in = dep_of_kind(p, *ag, OpKind::CopyIn);
     ASSERT_NE(copy_in, nullptr);
-    EXPECT_EQ(copy_in->bytes, ag->bytes / 2);  // copy-in of the 1/2 partial shard
+    EXPECT_EQ(copy_in->bytes(), ag->bytes() / 2);  // copy-in of the 1/2 partial shard
   }
-  for (const Op* ag : ops_of(p, OpKind::AllGather, Phase::Forward)) EXPECT_EQ(ag->group_size, 8);
+  for (const Op* ag : ops_of(p, OpKind::AllGather, Phase::Forward)) EXPECT_EQ(p.group_size(*ag), 8);
 }
 
 TEST(Schedule, BackwardRunsInReversePostForwardOrderWithDefaultPrefetch) {
@@ -178,8 +177,8 @@ TEST(Schedule, BackwardRunsInReversePostForwardOrderWithDefaultPrefetch) {
   const auto ags = ops_of(p, OpKind::AllGather, Phase::Backward);
   for (int i = 3; i >= 1; --i) {
     const Op* ag_prev = *std::find_if(ags.begin(), ags.end(), [&](const Op* o) { return o->unit == i - 1; });
-    EXPECT_LT(ag_prev->id, compute_of(p, i, Phase::Backward)->id);
-    EXPECT_FALSE(happens_before(p, compute_of(p, i, Phase::Backward)->id, ag_prev->id));
+    EXPECT_LT(p.id_of(*ag_prev), p.id_of(*compute_of(p, i, Phase::Backward)));
+    EXPECT_FALSE(happens_before(p, p.id_of(*compute_of(p, i, Phase::Backward)), p.id_of(*ag_prev)));
   }
 }
 
@@ -189,7 +188,7 @@ TEST(Schedule, BackwardPrefetchOffWaitsForCurrentBackwardCompute) {
   const Program p = schedule(s);
   for (const Op* ag : ops_of(p, OpKind::AllGather, Phase::Backward)) {
     if (ag->unit == 3) continue;
-    EXPECT_TRUE(happens_before(p, compute_of(p, ag->unit + 1, Phase::Backward)->id, ag->id));
+    EXPECT_TRUE(happens_before(p, p.id_of(*compute_of(p, ag->unit + 1, Phase::Backward)), p.id_of(*ag)));
   }
 }
 
@@ -197,8 +196,8 @@ TEST(Schedule, ReduceScatterCannotStartBeforeItsBackwardEnds) {
   const Program p = schedule(make_scenario(4));
   for (const Op* rs : ops_of(p, OpKind::ReduceScatter, Phase::Backward)) {
     EXPECT_EQ(rs->stream, StreamId::ReduceScatter);
-    EXPECT_EQ(rs->bytes, 4 * (256 + 128) * 4);  // reduce dtype fp32
-    EXPECT_TRUE(happens_before(p, compute_of(p, rs->unit, Phase::Backward)->id, rs->id));
+    EXPECT_EQ(rs->bytes(), 4 * (256 + 128) * 4);  // reduce dtype fp32
+    EXPECT_TRUE(happens_before(p, p.id_of(*compute_of(p, rs->unit, Phase::Backward)), p.id_of(*rs)));
   }
 }
 
@@ -208,9 +207,9 @@ TEST(Schedule, ComputeWaitsForPreviousReduceScatter) {
   // rs(u3) is the first; bwd(u1) comes after post-backward(u2), which waits for rs(u3).
   ASSERT_EQ(rss.size(), 4u);
   EXPECT_EQ(rss[0]->unit, 3);
-  EXPECT_TRUE(happens_before(p, rss[0]->id, compute_of(p, 1, Phase::Backward)->id));
+  EXPECT_TRUE(happens_before(p, p.id_of(*rss[0]), p.id_of(*compute_of(p, 1, Phase::Backward))));
   // ... but bwd(u2) itself may overlap rs(u3).
-  EXPECT_FALSE(happens_before(p, rss[0]->id, compute_of(p, 2, Phase::Backward)->id));
+  EXPECT_FALSE(happens_before(p, p.id_of(*rss[0]), p.id_of(*compute_of(p, 2, Phase::Backward))));
 }
 
 TEST(Schedule, HsdpAllReduceFollowsItsReduceScatterOverReplicateGroup) {
@@ -221,9 +220,9 @@ TEST(Schedule, HsdpAllReduceFollowsItsReduceScatterOverReplicateGroup) {
   for (size_t k = 0; k < ars.size(); ++k) {
     EXPECT_EQ(ars[k]->stream, StreamId::AllReduce);
     EXPECT_EQ(ars[k]->group, CommGroup::Replicate);
-    EXPECT_EQ(ars[k]->group_size, 2);
-    EXPECT_EQ(ars[k]->bytes, rss[k]->bytes / 2);  // the reduce-scattered shard
-    EXPECT_TRUE(happens_before(p, rss[k]->id, ars[k]->id));
+    EXPECT_EQ(p.group_size(*ars[k]), 2);
+    EXPECT_EQ(ars[k]->bytes(), rss[k]->bytes() / 2);  // the reduce-scattered shard
+    EXPECT_TRUE(happens_before(p, p.id_of(*rss[k]), p.id_of(*ars[k])));
   }
   // All-gathers only over the shard group.
   for (const Op& op : p.ops)
@@ -254,11 +253,6 @@ TEST(Schedule, GroupTableStatesWhichRanksFormEachCommunicator) {
   EXPECT_EQ(replicate.index(5), 1);
   EXPECT_EQ(replicate.color(5), replicate.color(1));
   EXPECT_NE(replicate.color(5), replicate.color(2));
-  for (const Op& op : p.ops) {
-    if (is_collective(op.kind)) {
-      EXPECT_EQ(op.group_size, p.group_of(op).size) << p.name(op);
-    }
-  }
 }
 
 // FSDP2 creates its all-gather copy-in, all-gather and reduce-scatter streams at priority -1;
@@ -283,7 +277,7 @@ TEST(Schedule, CopiesLinkToTheCollectiveTheyFillOrDrain) {
   for (const Op& op : p.ops) {
     if (op.kind == OpKind::CopyIn) {
       ++copy_ins;
-      ASSERT_GT(op.link, op.id) << p.name(op);
+      ASSERT_GT(op.link, p.id_of(op)) << p.name(op);
       const Op& target = p.ops[op.link];
       EXPECT_EQ(target.kind, op.stream == StreamId::CopyIn ? OpKind::AllGather : OpKind::ReduceScatter) << p.name(op);
       EXPECT_EQ(target.bucket, op.bucket);
@@ -291,7 +285,7 @@ TEST(Schedule, CopiesLinkToTheCollectiveTheyFillOrDrain) {
     } else if (op.kind == OpKind::CopyOut) {
       ++copy_outs;
       ASSERT_GE(op.link, 0) << p.name(op);
-      ASSERT_LT(op.link, op.id) << p.name(op);
+      ASSERT_LT(op.link, p.id_of(op)) << p.name(op);
       EXPECT_EQ(p.ops[op.link].kind, OpKind::AllGather);
       EXPECT_EQ(p.ops[op.link].bucket, op.bucket);
     } else {
@@ -318,12 +312,12 @@ TEST(Schedule, BufferTableStatesWhatCollectivesReadAndWrite) {
     if (op.kind == OpKind::AllGather) {
       EXPECT_EQ(buffer(op.src_buffer).blocks, 1);
       EXPECT_EQ(buffer(op.src_buffer).init, BufferInit::Shared);
-      EXPECT_EQ(buffer(op.dst_buffer).blocks, op.group_size);
+      EXPECT_EQ(buffer(op.dst_buffer).blocks, p.group_size(op));
       EXPECT_EQ(buffer(op.dst_buffer).init, BufferInit::None);
       EXPECT_EQ(buffer(op.src_buffer).group, static_cast<int>(op.group));
       EXPECT_EQ(buffer(op.dst_buffer).width, 2);
     } else if (op.kind == OpKind::ReduceScatter) {
-      EXPECT_EQ(buffer(op.src_buffer).blocks, op.group_size);
+      EXPECT_EQ(buffer(op.src_buffer).blocks, p.group_size(op));
       EXPECT_EQ(buffer(op.src_buffer).init, BufferInit::PerRank);
       EXPECT_EQ(buffer(op.dst_buffer).blocks, 1);
       EXPECT_EQ(buffer(op.dst_buffer).width, 4);
@@ -430,7 +424,7 @@ TEST(Schedule, BucketsPackConsecutiveGroupsAndSplitLargeOnes) {
   auto ags = ops_of(p, OpKind::AllGather);
   ASSERT_EQ(ags.size(), 2u);
   for (const Op* ag : ags) {
-    EXPECT_EQ(ag->bytes, 6144);
+    EXPECT_EQ(ag->bytes(), 6144);
     EXPECT_EQ(ag->unit, -1);  // spans units
   }
   // Gradient buckets are fp32 (6144 bytes per unit): one per unit, filled in backward order.
@@ -444,11 +438,11 @@ TEST(Schedule, BucketsPackConsecutiveGroupsAndSplitLargeOnes) {
   ASSERT_EQ(ags.size(), 6u);
   int64_t total = 0;
   for (const Op* ag : ags) {
-    EXPECT_EQ(ag->bytes, 2048);
-    total += ag->bytes;
+    EXPECT_EQ(ag->bytes(), 2048);
+    total += ag->bytes();
   }
   // Unit 0 (3072 bytes) needs buckets 0 and 1: both gathered before its forward compute.
-  EXPECT_LT(ags[1]->id, compute_of(p, 0, Phase::Forward)->id);
+  EXPECT_LT(p.id_of(*ags[1]), p.id_of(*compute_of(p, 0, Phase::Forward)));
   EXPECT_EQ(total, 4 * 3072);  // nothing lost, nothing duplicated
 }
 
@@ -520,9 +514,9 @@ TEST(Schedule, MemoryAllocationsBalanceAndStaticMemoryFollowsFormula) {
   const Program p = schedule(s);
   std::map<MemoryKind, int64_t> live;
   for (const Op& op : p.ops) {
-    if (op.kind == OpKind::Alloc) live[op.memory] += op.bytes;
-    if (op.kind == OpKind::Free) live[op.memory] -= op.bytes;
-    for (auto& [k, v] : live) ASSERT_GE(v, 0) << memory_kind_name(k) << " at op " << op.id;
+    if (op.kind == OpKind::Alloc) live[op.memory] += op.bytes();
+    if (op.kind == OpKind::Free) live[op.memory] -= op.bytes();
+    for (auto& [k, v] : live) ASSERT_GE(v, 0) << memory_kind_name(k) << " at op " << p.id_of(op);
   }
   for (auto& [k, v] : live) EXPECT_EQ(v, 0) << memory_kind_name(k);
   // sharded master params + grads (fp32) + Adam states (8 bytes) per shard element
@@ -534,7 +528,7 @@ TEST(Schedule, FinalizeWaitsForEveryPostReduceEvent) {
   const Op& last = p.ops.back();
   EXPECT_EQ(last.phase, Phase::Finalize);
   EXPECT_EQ(last.stream, StreamId::Compute);
-  for (const Op* ar : ops_of(p, OpKind::AllReduce, Phase::Backward)) EXPECT_TRUE(happens_before(p, ar->id, last.id));
+  for (const Op* ar : ops_of(p, OpKind::AllReduce, Phase::Backward)) EXPECT_TRUE(happens_before(p, p.id_of(*ar), p.id_of(last)));
 }
 
 TEST(Schedule, ComputeTimesComeFromFlopsOrGivenTimes) {

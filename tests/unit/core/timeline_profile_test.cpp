@@ -20,19 +20,19 @@ struct Builder {
     t.backend = "nccl";
     t.ranks = 1;
     t.iterations = 2;
+    t.group_sizes[static_cast<size_t>(CommGroup::Shard)] = 4;
   }
   int op(OpKind kind, int64_t bytes, int unit = -1, Phase phase = Phase::Forward, bool recompute = false, const char* name = "") {
     Op o;
-    o.id = static_cast<int>(t.ops.size());
     o.kind = kind;
-    o.bytes = bytes;
+    if (kind != OpKind::Compute) o.set_bytes(bytes);
     o.unit = unit;
     o.phase = phase;
     o.recompute = recompute;
-    o.group_size = 4;
+    if (is_collective(kind)) o.group = CommGroup::Shard;  // a group of 4 (the constructor)
     t.set_name(o, name);
     t.ops.push_back(o);
-    return o.id;
+    return static_cast<int>(t.ops.size() - 1);
   }
   void run(int op, int iteration, double duration_us) {
     t.intervals.push_back(OpInterval{op, 0, iteration, clock, clock, clock + duration_us});

@@ -16,7 +16,6 @@ TEST(Timeline, IterationStepIsTheSlowestRanksOwnStep) {
   t.ranks = 2;
   t.iterations = 2;
   t.ops.resize(2);
-  for (int i = 0; i < 2; ++i) t.ops[static_cast<size_t>(i)].id = i;
   t.intervals = {{0, 0, 0, 5, 6, 10}, {1, 1, 0, 2, 9, 30}, {0, 0, 1, 1, 1, 4}, {1, 1, 1, 3, 3, 8}};
   EXPECT_EQ(iteration_step_times_us(t), (std::vector<double>{28, 5}));  // not 7: rank 0's issue at 1 to rank 1's end at 8
   for (int it = 0; it < 2; ++it) EXPECT_EQ(iteration_step_times_us(t)[static_cast<size_t>(it)], compute_metrics(t, -1, it).step_time_us);

@@ -36,13 +36,13 @@ TEST(MakePlan, LinksCopiesAndMovesTheRightBytes) {
   const Program p = make_test_program(spec);
   const Plan plan = make_plan(p, 1, 0, 2);
   for (const auto& op : p.ops) {
-    const OpPlan& o = plan.ops[op.id];
+    const OpPlan& o = plan.ops[p.id_of(op)];
     if (op.kind == OpKind::CopyIn) {
       ASSERT_GE(o.collective, 0);
-      EXPECT_EQ(plan.ops[o.collective].copy_in, op.id);
-      EXPECT_EQ(o.moved_bytes, op.bytes) << p.name(op);
+      EXPECT_EQ(plan.ops[o.collective].copy_in, p.id_of(op));
+      EXPECT_EQ(o.moved_bytes, op.bytes()) << p.name(op);
     }
-    if (is_collective(op.kind)) EXPECT_EQ(o.moved_bytes, op.bytes) << p.name(op);
+    if (is_collective(op.kind)) EXPECT_EQ(o.moved_bytes, op.bytes()) << p.name(op);
   }
 }
 
@@ -54,8 +54,8 @@ TEST(MakePlan, ZeroCopyAllGatherReadsTheShardStoreDirectly) {
   int direct = 0;
   for (const auto& op : p.ops)
     if (op.kind == OpKind::AllGather) {
-      EXPECT_TRUE(plan.ops[op.id].direct_in) << p.name(op);
-      EXPECT_TRUE(plan.ops[op.id].pack_spans.empty()) << p.name(op);
+      EXPECT_TRUE(plan.ops[p.id_of(op)].direct_in) << p.name(op);
+      EXPECT_TRUE(plan.ops[p.id_of(op)].pack_spans.empty()) << p.name(op);
       ++direct;
     }
   EXPECT_GT(direct, 0);
@@ -63,7 +63,7 @@ TEST(MakePlan, ZeroCopyAllGatherReadsTheShardStoreDirectly) {
   const Program q = make_test_program(spec);
   const Plan with_copy = make_plan(q, 1, 1, 2);
   for (const auto& op : q.ops)
-    if (op.kind == OpKind::AllGather) EXPECT_FALSE(with_copy.ops[op.id].direct_in) << p.name(op);
+    if (op.kind == OpKind::AllGather) EXPECT_FALSE(with_copy.ops[q.id_of(op)].direct_in) << q.name(op);
 }
 
 TEST(MakePlan, RefusesAWorldThatDoesNotMatchTheMesh) {
@@ -76,8 +76,8 @@ TEST(MakePlan, RefusesAWorldThatDoesNotMatchTheMesh) {
 TEST(MakePlan, RefusesACopyInThatFeedsNothing) {
   TestProgramSpec spec;
   Program p = make_test_program(spec);
+  const int stray_id = static_cast<int>(p.ops.size());
   Op stray;
-  stray.id = static_cast<int>(p.ops.size());
   stray.kind = OpKind::CopyIn;
   stray.stream = StreamId::CopyIn;
   p.set_name(stray, "stray");
@@ -86,7 +86,7 @@ TEST(MakePlan, RefusesACopyInThatFeedsNothing) {
     make_plan(p, 1, 0, 2);
     FAIL() << "no error";
   } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("program.ops[" + std::to_string(stray.id) + "]"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("program.ops[" + std::to_string(stray_id) + "]"), std::string::npos) << e.what();
   }
 }
 
@@ -95,7 +95,7 @@ TEST(MakePlan, CorruptHookRefusesOpsThatMoveNoData) {
   const Program p = make_test_program(spec);
   int compute = -1;
   for (const auto& op : p.ops)
-    if (op.kind == OpKind::Compute) compute = op.id;
+    if (op.kind == OpKind::Compute) compute = p.id_of(op);
   EXPECT_THROW(make_plan(p, 1, 0, 2, compute), InputError);
   EXPECT_THROW(make_plan(p, 0, 0, 2), InputError);  // --scale 0
 }
@@ -122,7 +122,7 @@ TEST(MakePlan, BuffersMustHaveTheBlocksTheirCollectivesNeed) {
   Program p = make_test_program(TestProgramSpec{});
   int ag = -1;
   for (const auto& op : p.ops)
-    if (op.kind == OpKind::AllGather && ag < 0) ag = op.id;
+    if (op.kind == OpKind::AllGather && ag < 0) ag = p.id_of(op);
   ASSERT_GE(ag, 0);
   p.ops[ag].dst_buffer = p.ops[ag].src_buffer;  // one block per rank, not one per member
   try {
@@ -139,8 +139,8 @@ TEST(MakePlan, CopiesFollowTheProgramsLinks) {
   Program p = make_test_program(spec);
   std::vector<int> ags, copy_outs;
   for (const auto& op : p.ops) {
-    if (op.kind == OpKind::AllGather && op.phase == Phase::Forward && op.unit == 0) ags.push_back(op.id);
-    if (op.kind == OpKind::CopyOut && op.phase == Phase::Forward && op.unit == 0) copy_outs.push_back(op.id);
+    if (op.kind == OpKind::AllGather && op.phase == Phase::Forward && op.unit == 0) ags.push_back(p.id_of(op));
+    if (op.kind == OpKind::CopyOut && op.phase == Phase::Forward && op.unit == 0) copy_outs.push_back(p.id_of(op));
   }
   ASSERT_EQ(ags.size(), 2u);
   ASSERT_EQ(copy_outs.size(), 2u);
@@ -162,7 +162,7 @@ TEST(MakePlan, CopiesFollowTheProgramsLinks) {
   bad = p;
   for (auto& op : bad.ops)
     if (op.kind == OpKind::CopyIn) {
-      op.link = op.id - 1;  // an earlier op: a copy-in fills a later collective
+      op.link = bad.id_of(op) - 1;  // an earlier op: a copy-in fills a later collective
       break;
     }
   EXPECT_THROW(make_plan(bad, 1, 0, 2), InputError);

@@ -61,7 +61,6 @@ inline Program make_test_program(const TestProgramSpec& spec) {
   }
   auto add = [&](OpKind kind, StreamId stream, Phase phase, int unit, std::vector<int> deps, std::string name) -> Op& {
     Op op;
-    op.id = static_cast<int>(p.ops.size());
     op.kind = kind;
     op.stream = stream;
     op.phase = phase;
@@ -112,18 +111,17 @@ inline Program make_test_program(const TestProgramSpec& spec) {
       if (spec.fused && !spec.zero_copy) {
         Op& ci = add(OpKind::CopyIn, StreamId::CopyIn, phase, u, last_copy_out >= 0 ? std::vector<int>{last_copy_out} : std::vector<int>{}, "ci " + tag);
         set_slices(ci, slices);
-        ci.bytes = total(slices) * pw;
-        ag_deps.push_back(ci.id);
+        ci.set_bytes(total(slices) * pw);
+        ag_deps.push_back(p.id_of(ci));
       }
       Op& ag = add(OpKind::AllGather, StreamId::AllGather, phase, u, ag_deps, "ag " + tag);
       set_slices(ag, slices);
       ag.group = g;
-      ag.group_size = n;
       ag.dtype = spec.param_dtype;
-      ag.bytes = total(slices) * pw * n;
+      ag.set_bytes(total(slices) * pw * n);
       ag.src_buffer = reshard_group ? 4 : 0;
       ag.dst_buffer = reshard_group ? 5 : 1;
-      const int ag_id = ag.id;
+      const int ag_id = p.id_of(ag);
       if (spec.fused && !spec.zero_copy) {
         p.ops[ag_deps[0]].link = ag_id;
         p.ops[ag_deps[0]].src_buffer = p.ops[ag_id].src_buffer;
@@ -133,9 +131,9 @@ inline Program make_test_program(const TestProgramSpec& spec) {
         co.link = ag_id;
         co.dst_buffer = p.ops[ag_id].dst_buffer;
         set_slices(co, slices);
-        co.bytes = total(slices) * pw * n;
-        last_copy_out = co.id;
-        ready.push_back(co.id);
+        co.set_bytes(total(slices) * pw * n);
+        last_copy_out = p.id_of(co);
+        ready.push_back(p.id_of(co));
       } else {
         ready.push_back(ag_id);
       }
@@ -146,9 +144,9 @@ inline Program make_test_program(const TestProgramSpec& spec) {
     auto ready = unshard(u, Phase::Forward, false);
     Op& a = add(OpKind::Alloc, StreamId::Compute, Phase::Forward, u, {}, "alloc act u" + std::to_string(u));
     a.memory = MemoryKind::Activations;
-    a.bytes = 4096;
+    a.set_bytes(4096);
     Op& f = add(OpKind::Compute, StreamId::Compute, Phase::Forward, u, ready, "fwd u" + std::to_string(u));
-    f.compute_us = spec.compute_us;
+    f.set_compute_us(spec.compute_us);
   }
   std::vector<int> final_deps;
   int prev_reduce = -1;
@@ -156,11 +154,11 @@ inline Program make_test_program(const TestProgramSpec& spec) {
     auto ready = unshard(u, Phase::Backward, spec.reshard > 0);
     if (prev_reduce >= 0) ready.push_back(prev_reduce);
     Op& bw = add(OpKind::Compute, StreamId::Compute, Phase::Backward, u, ready, "bwd u" + std::to_string(u));
-    bw.compute_us = 2 * spec.compute_us;
-    const int bwd = bw.id;
+    bw.set_compute_us(2 * spec.compute_us);
+    const int bwd = p.id_of(bw);
     Op& fr = add(OpKind::Free, StreamId::Compute, Phase::Backward, u, {}, "free act u" + std::to_string(u));
     fr.memory = MemoryKind::Activations;
-    fr.bytes = 4096;
+    fr.set_bytes(4096);
     int b = 0;
     for (const auto& slices : buckets(u, false)) {
       const std::string tag = "u" + std::to_string(u) + " b" + std::to_string(b++);
@@ -168,19 +166,18 @@ inline Program make_test_program(const TestProgramSpec& spec) {
       if (spec.fused) {
         Op& ci = add(OpKind::CopyIn, StreamId::ReduceScatter, Phase::Backward, u, {bwd}, "rs ci " + tag);
         set_slices(ci, slices);
-        ci.bytes = total(slices) * rw * spec.shard;
-        rs_deps = {ci.id};
+        ci.set_bytes(total(slices) * rw * spec.shard);
+        rs_deps = {p.id_of(ci)};
       }
       Op& rs = add(OpKind::ReduceScatter, StreamId::ReduceScatter, Phase::Backward, u, rs_deps, "rs " + tag);
       set_slices(rs, slices);
       rs.group = CommGroup::Shard;
-      rs.group_size = spec.shard;
       rs.reduction = reduction;
       rs.dtype = spec.reduce_dtype;
-      rs.bytes = total(slices) * rw * spec.shard;
+      rs.set_bytes(total(slices) * rw * spec.shard);
       rs.src_buffer = 2;
       rs.dst_buffer = kGradShard;
-      const int rs_id = rs.id;  // `rs` dangles once the next op is added
+      const int rs_id = p.id_of(rs);  // `rs` dangles once the next op is added
       int done = rs_id;
       if (spec.fused) {
         p.ops[rs_deps[0]].link = rs_id;
@@ -191,26 +188,25 @@ inline Program make_test_program(const TestProgramSpec& spec) {
         co.link = rs_id;
         co.dst_buffer = kGradShard;
         set_slices(co, slices);
-        co.bytes = total(slices) * rw;
-        done = co.id;
+        co.set_bytes(total(slices) * rw);
+        done = p.id_of(co);
       }
       if (spec.replicate > 1) {
         Op& ar = add(OpKind::AllReduce, StreamId::AllReduce, Phase::Backward, u, {done}, "ar " + tag);
         set_slices(ar, slices);
         ar.group = CommGroup::Replicate;
-        ar.group_size = spec.replicate;
         ar.reduction = reduction;
         ar.src_buffer = ar.dst_buffer = kGradShard;
         ar.dtype = spec.reduce_dtype;
-        ar.bytes = total(slices) * rw;
-        done = ar.id;
+        ar.set_bytes(total(slices) * rw);
+        done = p.id_of(ar);
       }
       prev_reduce = done;
       final_deps.push_back(done);
     }
   }
   Op& fin = add(OpKind::Compute, StreamId::Compute, Phase::Finalize, -1, final_deps, "finalize");
-  fin.compute_us = 0;
+  fin.set_compute_us(0);
   return p;
 }
 

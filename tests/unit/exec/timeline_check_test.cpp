@@ -18,8 +18,8 @@ Timeline serial_timeline(const Program& p, int ranks, int iterations) {
   for (int r = 0; r < ranks; ++r)
     for (int it = 0; it < iterations; ++it)
       for (const auto& op : p.ops) {
-        const double s = 10.0 * op.id;
-        t.intervals.push_back(OpInterval{op.id, r, it, s, s + 1, s + 9});
+        const double s = 10.0 * p.id_of(op);
+        t.intervals.push_back(OpInterval{p.id_of(op), r, it, s, s + 1, s + 9});
       }
   return t;
 }
@@ -50,7 +50,7 @@ TEST(CheckTimeline, FindsABrokenDependency) {
   int op = -1, dep = -1;
   for (const auto& o : p.ops)
     if (!p.deps(o).empty() && p.ops[p.deps(o)[0]].stream != o.stream) {
-      op = o.id;
+      op = p.id_of(o);
       dep = p.deps(o)[0];
       break;
     }
@@ -66,8 +66,8 @@ TEST(CheckTimeline, FindsANonFifoStream) {
   int first = -1, second = -1;
   for (const auto& o : p.ops)
     if (o.stream == StreamId::Compute) {
-      if (first < 0) first = o.id;
-      else if (second < 0 && p.deps(o).empty()) second = o.id;
+      if (first < 0) first = p.id_of(o);
+      else if (second < 0 && p.deps(o).empty()) second = p.id_of(o);
     }
   ASSERT_GE(second, 0);
   Timeline t = serial_timeline(p, 1, 1);

@@ -25,12 +25,10 @@ Timeline complete(const std::string& source, int ranks, int iterations) {
   t.ranks = ranks;
   t.iterations = iterations;
   Op a;
-  a.id = 0;
   a.kind = OpKind::CopyIn;
   a.stream = StreamId::CopyIn;
   t.set_name(a, "ci u0");
   Op b;
-  b.id = 1;
   b.kind = OpKind::Compute;
   t.set_name(b, "fwd u0");
   t.ops = {a, b};

@@ -11,15 +11,13 @@
 namespace shardline {
 namespace {
 
-Op make_op(OpLabels& labels, int id, OpKind kind, StreamId stream, std::string_view name) {
+Op make_op(OpLabels& labels, OpKind kind, StreamId stream, std::string_view name) {
   Op o;
-  o.id = id;
   o.kind = kind;
   o.stream = stream;
   if (is_collective(kind)) {
     o.group = CommGroup::Shard;
-    o.group_size = 2;
-    o.bytes = 1024;
+    o.set_bytes(1024);
   }
   set_op_name(labels, o, name);
   return o;
@@ -27,12 +25,12 @@ Op make_op(OpLabels& labels, int id, OpKind kind, StreamId stream, std::string_v
 
 // The ops of a hand-made Timeline, named in its label table.
 HugePageVector<Op> ops(OpLabels& labels) {
-  return {make_op(labels, 0, OpKind::CopyIn, StreamId::CopyIn, "ci u0"),
-          make_op(labels, 1, OpKind::AllGather, StreamId::AllGather, "ag u0"),
-          make_op(labels, 2, OpKind::Compute, StreamId::Compute, "fwd u0"),
-          make_op(labels, 3, OpKind::Compute, StreamId::Compute, "bwd u0"),
-          make_op(labels, 4, OpKind::ReduceScatter, StreamId::ReduceScatter, "rs u0"),
-          make_op(labels, 5, OpKind::Free, StreamId::Compute, "free u0")};
+  return {make_op(labels, OpKind::CopyIn, StreamId::CopyIn, "ci u0"),
+          make_op(labels, OpKind::AllGather, StreamId::AllGather, "ag u0"),
+          make_op(labels, OpKind::Compute, StreamId::Compute, "fwd u0"),
+          make_op(labels, OpKind::Compute, StreamId::Compute, "bwd u0"),
+          make_op(labels, OpKind::ReduceScatter, StreamId::ReduceScatter, "rs u0"),
+          make_op(labels, OpKind::Free, StreamId::Compute, "free u0")};
 }
 
 // One rank: step 150 us, compute busy 120, exposed 30, comm busy 50, overlap 0.4.
@@ -40,6 +38,7 @@ Timeline predicted() {
   Timeline t;
   t.scenario = "hand";
   t.ops = ops(t.labels);
+  t.group_sizes[static_cast<size_t>(CommGroup::Shard)] = 2;
   const double iv[6][2] = {{0, 5}, {5, 25}, {25, 65}, {65, 145}, {120, 150}, {150, 150}};
   for (int i = 0; i < 6; ++i) t.intervals.push_back({i, 0, 0, 0, iv[i][0], iv[i][1]});
   return t;
@@ -56,6 +55,7 @@ Timeline measured() {
   t.iterations = 2;
   t.reported_iteration = 1;
   t.ops = ops(t.labels);
+  t.group_sizes[static_cast<size_t>(CommGroup::Shard)] = 2;
   for (int r = 0; r < 2; ++r) {
     const double slow[6][2] = {{0, 10}, {10, 40}, {40, 90}, {90, 180}, {150, 500}, {500, 500}};
     for (int i = 0; i < 6; ++i) t.intervals.push_back({i, r, 0, 0, slow[i][0], slow[i][1]});

@@ -88,7 +88,6 @@ TEST(SvgTimeline, MergesSubPixelOpsWithoutLosingAny) {
   const int n = 20000;
   for (int i = 0; i < n; ++i) {
     Op o;
-    o.id = i;
     o.kind = i % 2 ? OpKind::AllGather : OpKind::Compute;
     o.stream = i % 2 ? StreamId::AllGather : StreamId::Compute;
     t.set_name(o, "op" + std::to_string(i));

@@ -25,19 +25,15 @@ inline Scenario tiny_scenario() {
   return s;
 }
 
-inline Op op(OpLabels& labels, int id, OpKind kind, StreamId stream, Phase phase, int64_t bytes, std::string name, int unit = 0) {
+inline Op op(OpLabels& labels, OpKind kind, StreamId stream, Phase phase, int64_t bytes, std::string name, int unit = 0) {
   Op o;
-  o.id = id;
   o.kind = kind;
   o.stream = stream;
   o.phase = phase;
-  o.bytes = bytes;
+  if (kind != OpKind::Compute) o.set_bytes(bytes);
   o.unit = unit;
   o.bucket = is_collective(kind) ? unit : -1;
-  if (is_collective(kind)) {
-    o.group = CommGroup::Shard;
-    o.group_size = 2;
-  }
+  if (is_collective(kind)) o.group = CommGroup::Shard;  // a group of 2 (tiny_program's table)
   set_op_name(labels, o, name);
   return o;
 }
@@ -51,13 +47,13 @@ inline Program tiny_program() {
   p.units = {"u0"};
   p.params = {{"u0.w", 0, 8, 4}};
   // A chain: each op depends on the one before.
-  p.add_op(op(p.labels, 0, OpKind::CopyIn, StreamId::CopyIn, Phase::Forward, 8, "ci u0"));
-  p.add_op(op(p.labels, 1, OpKind::AllGather, StreamId::AllGather, Phase::Forward, 16, "ag u0"), {0});
-  p.add_op(op(p.labels, 2, OpKind::Compute, StreamId::Compute, Phase::Forward, 0, "fwd u0"), {1});
-  p.add_op(op(p.labels, 3, OpKind::Compute, StreamId::Compute, Phase::Backward, 0, "bwd u0"), {2});
-  p.add_op(op(p.labels, 4, OpKind::ReduceScatter, StreamId::ReduceScatter, Phase::Backward, 32, "rs u0"), {3});
-  p.add_op(op(p.labels, 5, OpKind::AllReduce, StreamId::AllReduce, Phase::Backward, 16, "ar u0"), {4});
-  p.add_op(op(p.labels, 6, OpKind::Free, StreamId::Compute, Phase::Finalize, 16, "free u0"), {5});
+  p.add_op(op(p.labels, OpKind::CopyIn, StreamId::CopyIn, Phase::Forward, 8, "ci u0"));
+  p.add_op(op(p.labels, OpKind::AllGather, StreamId::AllGather, Phase::Forward, 16, "ag u0"), {0});
+  p.add_op(op(p.labels, OpKind::Compute, StreamId::Compute, Phase::Forward, 0, "fwd u0"), {1});
+  p.add_op(op(p.labels, OpKind::Compute, StreamId::Compute, Phase::Backward, 0, "bwd u0"), {2});
+  p.add_op(op(p.labels, OpKind::ReduceScatter, StreamId::ReduceScatter, Phase::Backward, 32, "rs u0"), {3});
+  p.add_op(op(p.labels, OpKind::AllReduce, StreamId::AllReduce, Phase::Backward, 16, "ar u0"), {4});
+  p.add_op(op(p.labels, OpKind::Free, StreamId::Compute, Phase::Finalize, 16, "free u0"), {5});
   const int shard = static_cast<int>(CommGroup::Shard), none = static_cast<int>(CommGroup::None);
   p.buffers = {{"param_shard", 2, shard, 1, BufferInit::Shared},
                {"unsharded_params", 2, shard, 2, BufferInit::None},

@@ -40,11 +40,11 @@ TEST(Trace, HasOneCompleteEventPerIntervalOnItsRankAndStream) {
     EXPECT_DOUBLE_EQ(e.at("ts").get<double>(), iv.start_us);
     EXPECT_DOUBLE_EQ(e.at("dur").get<double>(), iv.end_us - iv.start_us);
     const json& args = e.at("args");
-    EXPECT_EQ(args.at("op"), op.id);
+    EXPECT_EQ(args.at("op"), iv.op);
     EXPECT_EQ(args.at("kind"), op_kind_name(op.kind));
     EXPECT_EQ(args.at("unit"), op.unit);
     EXPECT_EQ(args.at("bucket"), op.bucket);
-    EXPECT_EQ(args.at("bytes"), op.bytes);
+    EXPECT_EQ(args.at("bytes"), op.bytes());
     EXPECT_EQ(args.at("microbatch"), op.microbatch);
     EXPECT_EQ(args.at("phase"), phase_name(op.phase));
   }

@@ -42,38 +42,37 @@ class ProgramBuilder {
   }
   int compute(double us, std::vector<int> deps = {}, StreamId stream = StreamId::Compute) {
     Op& op = add(OpKind::Compute, stream, std::move(deps));
-    op.compute_us = us;
-    return op.id;
+    op.set_compute_us(us);
+    return p_.id_of(op);
   }
   // copy_bandwidth 1e12 B/s: 1e6 bytes per microsecond.
   int copy_in(int64_t bytes, std::vector<int> deps = {}) {
     Op& op = add(OpKind::CopyIn, StreamId::CopyIn, std::move(deps));
-    op.bytes = bytes;
-    return op.id;
+    op.set_bytes(bytes);
+    return p_.id_of(op);
   }
   int copy_out(int64_t bytes, std::vector<int> deps = {}) {
     Op& op = add(OpKind::CopyOut, StreamId::Compute, std::move(deps));
-    op.bytes = bytes;
-    return op.id;
+    op.set_bytes(bytes);
+    return p_.id_of(op);
   }
   int collective(OpKind kind, int64_t bytes, CommGroup group, int group_size, std::vector<int> deps = {}) {
     Op& op = add(kind, default_stream(kind), std::move(deps));
-    op.bytes = bytes;
+    op.set_bytes(bytes);
     op.group = group;
-    op.group_size = group_size;
     // The group table follows the sizes the collectives name (a test states one size per group).
     p_.groups[static_cast<size_t>(group)].size = group_size;
-    return op.id;
+    return p_.id_of(op);
   }
   int alloc(int64_t bytes, StreamId stream, std::vector<int> deps = {}) {
     Op& op = add(OpKind::Alloc, stream, std::move(deps));
-    op.bytes = bytes;
-    return op.id;
+    op.set_bytes(bytes);
+    return p_.id_of(op);
   }
   int free(int64_t bytes, StreamId stream, std::vector<int> deps = {}) {
     Op& op = add(OpKind::Free, stream, std::move(deps));
-    op.bytes = bytes;
-    return op.id;
+    op.set_bytes(bytes);
+    return p_.id_of(op);
   }
   Op& last() { return p_.ops.back(); }
   Program& program() { return p_; }
@@ -90,10 +89,9 @@ class ProgramBuilder {
  private:
   Op& add(OpKind kind, StreamId stream, std::vector<int> deps) {
     Op op;
-    op.id = static_cast<int>(p_.ops.size());
     op.kind = kind;
     op.stream = stream;
-    p_.set_name(op, std::string(op_kind_name(kind)) + " " + std::to_string(op.id));
+    p_.set_name(op, std::string(op_kind_name(kind)) + " " + std::to_string(p_.ops.size()));
     p_.add_op(std::move(op), deps);
     return p_.ops.back();
   }

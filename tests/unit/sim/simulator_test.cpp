@@ -396,7 +396,7 @@ TEST(Simulator, SameInputsGiveIdenticalTimelines) {
   const Timeline t = simulate(s, p);
   // Sanity on the busy run: every op ran, after it was issued, after its deps.
   for (const Op& op : p.ops) {
-    const OpInterval& iv = t.intervals[op.id];
+    const OpInterval& iv = t.intervals[p.id_of(op)];
     EXPECT_GE(iv.start_us, iv.issue_us);
     EXPECT_GE(iv.end_us, iv.start_us);
     for (int d : p.deps(op)) EXPECT_GE(iv.start_us, t.intervals[d].end_us);
