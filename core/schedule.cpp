@@ -6,6 +6,7 @@
 #include <array>
 #include <cassert>
 #include <cstdio>
+#include <span>
 #include <stdexcept>
 #include <string>
 
@@ -19,13 +20,16 @@ namespace {
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // A communication bucket: what one fused collective moves. Its slices (shard-local element
-// space) are `list` in the Program's shared slice lists, appended there as it is packed;
-// `units` lists every unit with a slice in it, in forward order.
+// space) are `list` in the Program's shared slice lists, appended there as it is packed; its
+// units, every unit with a slice in it in forward order, are `unit_count` entries of the
+// packing's unit list from `units_begin` (a hundred thousand buckets hold one or two units
+// each: no vector apiece).
 struct Bucket {
   SliceList list;           // its slices in the Program's pool
   uint32_t list_index = 0;  // that range in Program::slice_list_ranges (Op::slice_list)
   int64_t shard_elems = 0;
-  std::vector<int> units;
+  uint32_t units_begin = 0;
+  uint32_t unit_count = 0;
 };
 
 // Shard-local element capacity of one bucket for `unit` (INT64_MAX: the whole unit).
@@ -55,7 +59,7 @@ int64_t min_bucket_count(const Scenario& s, const Program& p, int64_t bucket_byt
 // order. capacity 0: one bucket per unit. A unit with its own bucket_bytes is bucketed alone in
 // chunks of that size. A group larger than a bucket is split.
 std::vector<Bucket> pack_buckets(const Scenario& s, Program& p, const std::vector<int>& unit_order,
-                                 int64_t bucket_bytes, int elem_bytes) {
+                                 int64_t bucket_bytes, int elem_bytes, std::vector<int>& unit_list) {
   const int64_t bytes_per_shard_elem = static_cast<int64_t>(s.mesh.shard) * elem_bytes;
   std::vector<std::vector<int>> params_of_unit(s.model.units.size());
   for (int i = 0; i < static_cast<int>(p.params.size()); ++i) params_of_unit[p.params[i].unit].push_back(i);
@@ -65,10 +69,13 @@ std::vector<Bucket> pack_buckets(const Scenario& s, Program& p, const std::vecto
   auto start = [&](Bucket& b) {
     b = Bucket{};
     b.list.begin = static_cast<uint32_t>(p.slice_lists.size());
+    b.units_begin = static_cast<uint32_t>(unit_list.size());
   };
   auto close = [&](Bucket& b) {
     if (b.list.count > 0) {
       b.list_index = p.add_slice_range(b.list);
+      // Units listed in forward order.
+      std::sort(unit_list.begin() + b.units_begin, unit_list.end());
       buckets.push_back(std::move(b));
     }
     start(b);
@@ -78,7 +85,10 @@ std::vector<Bucket> pack_buckets(const Scenario& s, Program& p, const std::vecto
     p.slice_lists.push_back(slice);
     ++b.list.count;
     b.shard_elems += slice.shard_numel;
-    if (b.units.empty() || b.units.back() != unit) b.units.push_back(unit);
+    if (b.unit_count == 0 || unit_list.back() != unit) {
+      unit_list.push_back(unit);
+      ++b.unit_count;
+    }
   };
   Bucket open;
   start(open);
@@ -100,8 +110,6 @@ std::vector<Bucket> pack_buckets(const Scenario& s, Program& p, const std::vecto
     if (alone) close(open);
   }
   close(open);
-  // Units listed in forward order for every bucket.
-  for (auto& b : buckets) std::sort(b.units.begin(), b.units.end());
   return buckets;
 }
 
@@ -196,8 +204,8 @@ class Scheduler {
     const double per_sync = (fused ? 4.0 : 3.0) * static_cast<double>(min_bucket_count(s_, p_, s_.policy.bucket_bytes, reduce_bytes));
     const double at_least = per_micro_batch * p_.micro_batches + per_sync * syncs;
     if (at_least > static_cast<double>(kMaxProgramOps)) throw too_many_ops(s_, at_least, per_micro_batch + per_sync);
-    ag_ = pack_buckets(s_, p_, forward_order, s_.policy.bucket_bytes, param_bytes);
-    rs_ = pack_buckets(s_, p_, backward_order, s_.policy.bucket_bytes, reduce_bytes);
+    ag_ = pack_buckets(s_, p_, forward_order, s_.policy.bucket_bytes, param_bytes, bucket_units_);
+    rs_ = pack_buckets(s_, p_, backward_order, s_.policy.bucket_bytes, reduce_bytes, bucket_units_);
     // A vector of millions of ops grown by doubling ends up to twice its size: allocate the
     // ops once, at an estimate from the packed buckets.
     const size_t expected = expected_op_count(gathers, syncs);
@@ -205,14 +213,14 @@ class Scheduler {
     p_.dep_ids.reserve(expected * 3 / 4);  // about 0.4-0.6 dependencies per op
     ag_of_unit_.assign(U, {});
     for (int b = 0; b < static_cast<int>(ag_.size()); ++b)
-      for (int u : ag_[b].units) ag_of_unit_[u].push_back(b);
+      for (int u : units_of(ag_[b])) ag_of_unit_[u].push_back(b);
     rs_done_at_unit_.assign(U, {});
     rs_first_at_unit_.assign(U, {});
     for (int b = 0; b < static_cast<int>(rs_.size()); ++b) {
       // Gradients of a bucket are ready when its last unit in backward order (lowest index) ends;
       // they are first written by its first unit in backward order (the highest index).
-      rs_done_at_unit_[rs_[b].units.front()].push_back(b);
-      rs_first_at_unit_[rs_[b].units.back()].push_back(b);
+      rs_done_at_unit_[units_of(rs_[b]).front()].push_back(b);
+      rs_first_at_unit_[units_of(rs_[b]).back()].push_back(b);
     }
 
     ag_state_.assign(ag_.size(), ParamState::Sharded);
@@ -379,7 +387,8 @@ class Scheduler {
   }
   bool last_microbatch() const { return mb_ == p_.micro_batches - 1; }
   bool reduce_this_microbatch() const { return s_.policy.grad_sync == GradSync::Every || last_microbatch(); }
-  int unit_of(const Bucket& b) const { return b.units.size() == 1 ? b.units.front() : -1; }
+  std::span<const int> units_of(const Bucket& b) const { return {bucket_units_.data() + b.units_begin, b.unit_count}; }
+  int unit_of(const Bucket& b) const { return b.unit_count == 1 ? bucket_units_[b.units_begin] : -1; }
 
   // ---- unshard: copy-in, all-gather (and later copy-out) ------------------------------
   void unshard(int b, bool prefetch_enabled) {
@@ -540,7 +549,7 @@ class Scheduler {
         memory_op(OpKind::Free, StreamId::Compute, MemoryKind::Activations, u.forward_transient_bytes, "fwd tmp " + u.name);
       // post-forward(i): reshard each bucket whose last user this was.
       for (int b : ag_of_unit_[i])
-        if (ag_[b].units.back() == i) reshard(b, true);
+        if (units_of(ag_[b]).back() == i) reshard(b, true);
     }
     // The last FSDP state flushes the held all-gather output after forward.
     release_held_ag_buffer();
@@ -581,7 +590,7 @@ class Scheduler {
 
       // post-backward(i): reshard buckets no unit still needs, then reduce ready gradients.
       for (int b : ag_of_unit_[i])
-        if (ag_[b].units.front() == i) reshard(b, false);
+        if (units_of(ag_[b]).front() == i) reshard(b, false);
       if (reduce_this_microbatch())
         for (int rb : rs_done_at_unit_[i]) reduce(rb);
     }
@@ -709,6 +718,7 @@ class Scheduler {
   std::vector<UnitComputeTime> unit_us_;  // per unit, per micro-batch
   Emitter em_;
   std::vector<Bucket> ag_, rs_;
+  std::vector<int> bucket_units_;  // every bucket's units (Bucket::units_begin)
   std::vector<std::vector<int>> ag_of_unit_;
   std::vector<std::vector<int>> rs_done_at_unit_;
   std::vector<std::vector<int>> rs_first_at_unit_;  // per unit: the gradient buckets it writes first, ascending
