@@ -252,6 +252,7 @@ void StepAccumulator::settle(double before_us) {
     spans_[k].erase(spans_[k].begin(), spans_[k].begin() + static_cast<std::ptrdiff_t>(settled[k]));
     kept_ -= settled[k];
   }
+  settle_at_ = std::max(kSettleSpans, 2 * kept_);
 }
 
 Metrics StepAccumulator::finish(const Timeline& t, std::optional<int64_t> peak_memory_bytes) {

@@ -91,9 +91,10 @@ class StepAccumulator {
   size_t op_count() const { return count_; }               // ops added
   // Optional, for a caller that knows it: every op added from now on starts at or after
   // `before_us`. The spans that start earlier are summed now and dropped, so a simulation keeps
-  // only the spans of the ops in flight. settle_due() says when enough are kept to be worth it.
+  // only the spans of the ops in flight. settle_due() says when enough are kept to be worth it:
+  // twice as many as the last settle kept (a long op still running keeps every later span).
   void settle(double before_us);
-  bool settle_due() const { return kept_ >= kSettleSpans; }
+  bool settle_due() const { return kept_ >= settle_at_; }
   // The step's metrics: throughput, memory reserve, capacity and margin come from `t`'s
   // scenario fields (set_timeline_scenario); `peak_memory_bytes` is nullopt when no memory
   // was recorded. Needs at least one op added; the accumulator is used up.
@@ -109,6 +110,7 @@ class StepAccumulator {
   std::vector<double> last_fwd_end_us_, last_bwd_end_us_;  // per micro-batch, -inf when none
   std::array<std::vector<Span>, kKinds> spans_;  // per kind (alloc/free: none), merged as they come, not yet summed
   size_t kept_ = 0;                               // spans in spans_
+  size_t settle_at_ = kSettleSpans;               // settle_due() from this many
   std::array<UnionSum, kKinds> kind_busy_;        // each kind's union, of the spans settled
   UnionSum comm_busy_;                            // the three collective kinds' union, likewise
 };

@@ -1,6 +1,10 @@
 // Step metrics on hand-built timelines with hand-computed numbers.
 #include "core/metrics.h"
 
+#include <algorithm>
+#include <array>
+#include <limits>
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -99,6 +103,44 @@ TEST(StepAccumulator, AnyOrderGivesTheTimelinesMetrics) {
     EXPECT_EQ(metrics_to_json(m).dump(), expected);
     EXPECT_DOUBLE_EQ(m.comm_busy_us, 11.0 + 16.0 + 20.0);  // [0,11] + [12,28] + [50,70]
     EXPECT_EQ(m.by_kind.at("all_gather").count, 4);
+  }
+}
+
+// A simulation settles the spans that started before the earliest op still to come, as ops end
+// (StepAccumulator::settle): thousands of ops on five streams, with times whose sums depend on
+// their order, give the Timeline's metrics bit for bit however often it settles.
+TEST(StepAccumulator, SettlingAsOpsEndGivesTheTimelinesMetrics) {
+  Timeline t;
+  uint32_t x = 2024;
+  auto next = [&x] { return x = x * 1664525u + 1013904223u; };
+  const OpKind kinds[] = {OpKind::Compute, OpKind::CopyIn, OpKind::AllGather, OpKind::ReduceScatter, OpKind::AllReduce};
+  std::array<double, 5> free_at{};
+  for (int i = 0; i < 6000; ++i) {
+    const size_t k = next() % 5;
+    // A stream runs one op at a time; copy-ins also run on the reduce-scatter stream.
+    const size_t stream = kinds[k] == OpKind::CopyIn && next() % 2 ? 3 : k;
+    const double start = free_at[stream] + (next() % 4) * 0.1 + 1.0 / 3.0;
+    const double end = start + (next() % 5) * 0.7 + 0.01 * (next() % 7);
+    free_at[stream] = end;
+    t.ops.push_back(make_op(kinds[k], Phase::Forward, k == 0 ? 0 : 64));
+    t.intervals.push_back(iv(i, start - 0.5, start, end));
+  }
+  const std::string expected = metrics_to_json(compute_metrics(t)).dump();
+  // Fed as they end; the bound is the earliest start among the ops not fed yet.
+  std::vector<size_t> by_end(t.intervals.size());
+  for (size_t i = 0; i < by_end.size(); ++i) by_end[i] = i;
+  std::stable_sort(by_end.begin(), by_end.end(), [&](size_t a, size_t b) { return t.intervals[a].end_us < t.intervals[b].end_us; });
+  std::vector<double> earliest_after(by_end.size() + 1, std::numeric_limits<double>::infinity());
+  for (size_t j = by_end.size(); j-- > 0;) earliest_after[j] = std::min(earliest_after[j + 1], t.intervals[by_end[j]].start_us);
+  for (size_t every : {size_t{1}, size_t{7}, size_t{1000}}) {
+    StepAccumulator acc;
+    for (size_t j = 0; j < by_end.size(); ++j) {
+      const OpInterval& v = t.intervals[by_end[j]];
+      acc.issue(v.issue_us);
+      acc.add(t.ops[static_cast<size_t>(v.op)], v.start_us, v.end_us);
+      if (j % every == 0) acc.settle(earliest_after[j + 1]);
+    }
+    EXPECT_EQ(metrics_to_json(acc.finish(t, std::nullopt)).dump(), expected) << "settling every " << every;
   }
 }
 

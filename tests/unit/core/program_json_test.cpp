@@ -167,6 +167,15 @@ TEST(ProgramJson, BadFilesNameTheJsonPath) {
   j["ops"][1]["group_size"] = 4;  // the reshard group has 2 ranks
   EXPECT_EQ(error_path([&] { program_from_json(j); }), "ops[1].group_size");
   j = good;
+  j["ops"][0]["group_size"] = 2;  // a copy-in names no group: its size is the none group's 1
+  EXPECT_EQ(error_path([&] { program_from_json(j); }), "ops[0].group_size");
+  j = good;
+  j["ops"][2]["bytes"] = 8;  // a compute op moves no bytes
+  EXPECT_EQ(error_path([&] { program_from_json(j); }), "ops[2].bytes");
+  j = good;
+  j["ops"][0]["compute_us"] = 1.5;  // only a compute op has a compute time
+  EXPECT_EQ(error_path([&] { program_from_json(j); }), "ops[0].compute_us");
+  j = good;
   j["ops"][1]["reduction"] = "avg";  // an all-gather reduces nothing
   EXPECT_EQ(error_path([&] { program_from_json(j); }), "ops[1].reduction");
   j = good;
@@ -273,6 +282,8 @@ TEST(TimelineJson, RoundTripKeepsEveryField) {
   ASSERT_EQ(back.memory.size(), 2u);
   EXPECT_EQ(back.memory[1].bytes, 300);
   EXPECT_EQ(back.ops[1].kind, OpKind::AllGather);
+  EXPECT_EQ(back.group_size(back.ops[1]), 2);  // the reshard group's, from the Program's table
+  EXPECT_EQ(back.group_size(back.ops[0]), 1);
   EXPECT_EQ(back.workload.gpus, 2);
   EXPECT_DOUBLE_EQ(back.workload.tokens_per_step, 4096);
   EXPECT_DOUBLE_EQ(back.workload.hardware_flops_per_step, 4e12);
@@ -341,6 +352,9 @@ TEST(TimelineJson, BadFilesNameTheJsonPath) {
   j = good;
   j["intervals"][0] = {1, 2};
   EXPECT_EQ(error_path([&] { timeline_from_json(j); }), "intervals[0]");
+  j = good;
+  j["ops"][2]["group_size"] = 3;  // op 0 said the none group has 1 rank
+  EXPECT_EQ(error_path([&] { timeline_from_json(j); }), "ops[2].group_size");
   j = good;
   j["memory"][1][0] = -1.0;  // out of time order
   EXPECT_EQ(error_path([&] { timeline_from_json(j); }), "memory[1][0]");

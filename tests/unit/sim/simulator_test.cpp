@@ -8,6 +8,8 @@
 
 #include "core/collective.h"
 #include "core/metrics.h"
+#include "core/scenario_parse.h"
+#include "core/schedule.h"
 #include "core/error.h"
 #include "sim_test_support.h"
 
@@ -323,12 +325,12 @@ TEST(SimulatorDeathTest, FreeingMoreThanIsLiveAbortsLoudly) {
 }
 
 // A busy, irregular program: every stream, deps across streams, intra and inter traffic.
-Program busy_program() {
+Program busy_program(int ops = 400) {
   ProgramBuilder b(8, 2);
   uint32_t x = 12345;
   auto next = [&x] { return x = x * 1664525u + 1013904223u; };
   std::vector<int> recent;
-  for (int i = 0; i < 400; ++i) {
+  for (int i = 0; i < ops; ++i) {
     std::vector<int> deps;
     if (!recent.empty() && next() % 2) deps.push_back(recent[next() % recent.size()]);
     int id = -1;
@@ -383,6 +385,41 @@ TEST(Simulator, MetricsWithoutATimelineEqualTheTimelinesMetrics) {
     EXPECT_EQ(header.memory_capacity_bytes, t.memory_capacity_bytes);
     EXPECT_EQ(header.memory_margin, t.memory_margin);
   }
+}
+
+// The same on Programs of tens of thousands of ops, where the metrics settle the spans of ended
+// ops as the simulation runs (StepAccumulator::settle) many times over: a busy one, whose long
+// ops on five streams overlap whenever it settles, and a scheduled one.
+TEST(Simulator, MetricsWithoutATimelineEqualTheTimelinesMetricsOnLargePrograms) {
+  Scenario s = test_scenario();
+  s.cluster.launch_overhead_us = 3.0;
+  const Program busy = busy_program(40000);
+  EXPECT_EQ(metrics_to_json(simulate_metrics(s, busy)).dump(), metrics_to_json(compute_metrics(simulate(s, busy))).dump());
+  Scenario hsdp = load_scenario(std::string(SHARDLINE_SOURCE_DIR) + "/scenarios/llama3-70b-hsdp-h100x64.json");
+  hsdp.policy.bucket_bytes = int64_t{64} << 20;
+  const Program p = schedule(hsdp);
+  ASSERT_GT(p.ops.size(), 20000u);
+  EXPECT_EQ(metrics_to_json(simulate_metrics(hsdp, p)).dump(), metrics_to_json(compute_metrics(simulate(hsdp, p))).dump());
+}
+
+// One long all-gather runs while thousands of reduce-scatters, with compute between them, start
+// and end: no span may be summed before the all-gather's, which started first, or comm busy
+// would lose the gaps between the reduce-scatters that the all-gather covers.
+TEST(Simulator, MetricsWithoutATimelineWaitForAnOpStillRunning) {
+  const Scenario s = test_scenario();
+  ProgramBuilder b(8, 2);
+  b.collective(OpKind::AllGather, int64_t{1} << 40, CommGroup::Shard, 8);
+  int prev = -1;
+  for (int i = 0; i < 6000; ++i) {
+    const int c = b.compute(10, prev >= 0 ? std::vector<int>{prev} : std::vector<int>{});
+    prev = b.collective(OpKind::ReduceScatter, 1 << 16, CommGroup::Shard, 8, {c});
+  }
+  const Program p = b.program();
+  const Timeline t = simulate(s, p);
+  ASSERT_GT(t.intervals[0].end_us, t.intervals.back().end_us);  // the all-gather ends last
+  const Metrics m = simulate_metrics(s, p);
+  EXPECT_EQ(metrics_to_json(m).dump(), metrics_to_json(compute_metrics(t)).dump());
+  EXPECT_DOUBLE_EQ(m.comm_busy_us, t.intervals[0].end_us - t.intervals[0].start_us);
 }
 
 TEST(Simulator, SameInputsGiveIdenticalTimelines) {
