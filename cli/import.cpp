@@ -8,7 +8,7 @@
 #include <algorithm>
 #include <iostream>
 #include <optional>
-#include <set>
+#include <map>
 
 #include <nlohmann/json.hpp>
 
@@ -25,12 +25,28 @@
 namespace shardline::cli {
 namespace {
 
-// The traces in rank order: by distributedInfo.rank when every trace names a distinct rank
-// below their count, else in the order given.
-std::vector<kineto::KinetoTrace> in_rank_order(std::vector<kineto::KinetoTrace> traces) {
-  std::set<int> ranks;
-  for (const auto& t : traces)
-    if (t.rank >= 0 && t.rank < static_cast<int>(traces.size())) ranks.insert(t.rank);
+// The traces in rank order: by distributedInfo.rank when every trace names a distinct one, else
+// in the order given. `one_run` (the traces are mapped onto a Program's ranks): what a trace says
+// of its rank must fit the traces given, a world size of their count, a rank below it, no rank
+// twice (a trace of another run, or the same file twice).
+std::vector<kineto::KinetoTrace> in_rank_order(std::vector<kineto::KinetoTrace> traces, bool one_run) {
+  const int n = static_cast<int>(traces.size());
+  std::map<int, std::string> ranks;  // rank -> the trace that names it
+  for (const auto& t : traces) {
+    if (!one_run) {
+      if (t.rank >= 0 && t.rank < n) ranks.emplace(t.rank, t.path);
+      continue;
+    }
+    if (t.world_size >= 0 && t.world_size != n)
+      throw InputError("TRACE", t.path + ": distributedInfo.world_size is " + std::to_string(t.world_size) + " but " + std::to_string(n) +
+                                    " traces were given (one per rank)");
+    if (t.rank < 0) continue;
+    if (t.rank >= n)
+      throw InputError("TRACE", t.path + ": distributedInfo.rank is " + std::to_string(t.rank) + ", not a rank of the " + std::to_string(n) +
+                                    " traces given");
+    const auto [it, added] = ranks.emplace(t.rank, t.path);
+    if (!added) throw InputError("TRACE", t.path + ": distributedInfo.rank " + std::to_string(t.rank) + " is also " + it->second + "'s");
+  }
   if (ranks.size() != traces.size()) return traces;
   std::sort(traces.begin(), traces.end(), [](const auto& a, const auto& b) { return a.rank < b.rank; });
   return traces;
@@ -66,7 +82,8 @@ int run_import(const std::vector<std::string>& args) {
   if (paths.empty()) throw InputError("TRACE", "give at least one PyTorch profiler trace (.json or .json.gz)");
   if (!cli.given("scenario") && !cli.overrides().empty()) throw InputError("--set", "needs --scenario");
 
-  std::vector<kineto::KinetoTrace> traces = in_rank_order(kineto::read_traces(paths));
+  if (!out_dir.empty()) checked_output_folder(out_dir, "--out");  // before the traces are read, not after
+  std::vector<kineto::KinetoTrace> traces = in_rank_order(kineto::read_traces(paths), cli.given("scenario"));
   nlohmann::json summaries = nlohmann::json::array();
   std::string summary_lines, digest_lines;
   for (const auto& t : traces) {

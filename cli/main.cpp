@@ -61,7 +61,15 @@ int main(int argc, char** argv) {
   }
   std::vector<std::string> args(argv + 2, argv + argc);
   try {
-    return it->run(args);
+    const int rc = it->run(args);
+    // What the command printed must have reached its file: a full disk under `> out.json` would
+    // otherwise leave a truncated file behind exit 0.
+    std::cout.flush();
+    if (!std::cout) {
+      report_once(name, "writing the standard output failed (a full disk, or a closed pipe?); what was written is incomplete");
+      return rc == 0 ? 1 : rc;
+    }
+    return rc;
   } catch (const InputError& e) {
     report_once(name, e.what());
     return 2;

@@ -102,6 +102,7 @@ int run_sweep_command(const std::vector<std::string>& args) {
           if (p == q) throw InputError("--vary", p + ": varied twice");
   const size_t total = grid_size(axes);
   validate_vary_paths(base, axes);
+  check_base_scenario(base, fs::path(scenario_path).parent_path().string(), axes, total);
   // The margin every row is judged with: the scenario's run.memory_margin (NaN: it is an axis,
   // each row has its own).
   bool margin_varied = false;

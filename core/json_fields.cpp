@@ -56,12 +56,14 @@ const json& member(const json& object, std::string_view key, const std::string& 
 }
 
 int64_t as_int(const json& value, const std::string& path) {
-  if (value.is_number_integer()) return value.get<int64_t>();
+  // Unsigned first: nlohmann counts an unsigned number as an integer too, and 2^63 read as a
+  // signed one would wrap to a negative.
   if (value.is_number_unsigned()) {
     auto u = value.get<uint64_t>();
-    if (u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) throw InputError(path, "integer " + value.dump() + " is too large");
+    if (u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) throw InputError(path, "integer " + value.dump() + " is out of range");
     return static_cast<int64_t>(u);
   }
+  if (value.is_number_integer()) return value.get<int64_t>();
   if (value.is_number_float()) {
     double d = value.get<double>();
     if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 9.0e18) return static_cast<int64_t>(d);

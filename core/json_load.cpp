@@ -1,5 +1,7 @@
 #include "core/json_load.h"
 
+#include <cstdio>
+
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -63,6 +65,23 @@ std::string reason(const json::exception& e) {
   return what;
 }
 
+// A parser message quotes what it read last, raw: bytes that are not printable ASCII (a
+// binary file, broken UTF-8) are written as \xNN so the message stays one readable line.
+std::string printable(const std::string& text) {
+  std::string out;
+  for (const char c : text) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u >= 0x20 && u < 0x7f) {
+      out += c;
+    } else {
+      char hex[5];
+      std::snprintf(hex, sizeof hex, "\\x%02x", u);
+      out += hex;
+    }
+  }
+  return out;
+}
+
 json parse_checked(std::string_view text, const std::string& where) {
   check_depth(text, where);
   try {
@@ -73,7 +92,7 @@ json parse_checked(std::string_view text, const std::string& where) {
     const auto at_column = why.find(", column ");
     const auto colon = at_column == std::string::npos ? std::string::npos : why.find(": ", at_column);
     if (colon != std::string::npos) why = why.substr(colon + 2);
-    throw InputError(where, "malformed JSON at " + position(text, e.byte > 0 ? e.byte - 1 : 0) + ": " + why);
+    throw InputError(where, "malformed JSON at " + position(text, e.byte > 0 ? e.byte - 1 : 0) + ": " + printable(why));
   } catch (const json::exception& e) {
     throw InputError(where, "unreadable JSON: " + reason(e));
   }

@@ -150,9 +150,14 @@ std::optional<double> optional_from_json(const json& object, const char* key, co
 }
 
 // A time from a metrics file: finite and >= 0 (compute_metrics never writes anything else).
-double time_from_json(const json& object, const char* key, const std::string& path) {
+// A time from a metrics file: in [0, 1e15] us. 1e15 us is 31 years: no step is longer, and a
+// file that says so is corrupt (regress would print its ratio as infinite).
+// `positive`: 0 refused too (a step time).
+double time_from_json(const json& object, const char* key, const std::string& path, bool positive = false) {
+  constexpr double kMaxMetricsTimeUs = 1e15;
   const double v = jf::get_number(object, key, path);
-  if (!(v >= 0) || !std::isfinite(v)) throw InputError(jf::join_path(path, key), "must be a finite time >= 0 us, found " + number_text(v));
+  if (!(positive ? v > 0 : v >= 0) || !(v <= kMaxMetricsTimeUs))
+    throw InputError(jf::join_path(path, key), std::string("must be a time in ") + (positive ? "(0" : "[0") + ", 1e+15] us (31 years), found " + number_text(v));
   return v;
 }
 
@@ -366,9 +371,7 @@ Metrics metrics_from_json(const json& j) {
   Metrics m;
   // Values are checked as compute_metrics writes them, so a hand-edited or corrupt file (a
   // negative step time, an efficiency of 2) is refused rather than judged "improved".
-  m.step_time_us = jf::get_number(j, "step_time_us", "");
-  if (!(m.step_time_us > 0) || !std::isfinite(m.step_time_us))
-    throw InputError("step_time_us", "must be a finite time > 0 us, found " + number_text(m.step_time_us));
+  m.step_time_us = time_from_json(j, "step_time_us", "", /*positive=*/true);
   m.compute_busy_us = time_from_json(j, "compute_busy_us", "");
   m.comm_busy_us = time_from_json(j, "comm_busy_us", "");
   m.exposed_comm_us = time_from_json(j, "exposed_comm_us", "");

@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "core/json_fields.h"
+#include "core/timeline.h"
 #include "core/units.h"
 
 namespace shardline {
@@ -113,6 +114,10 @@ OpRecord op_from_json(const json& j, const std::string& path, OpLabels& labels, 
   read.group_size = jf::get_int32(j, "group_size", path);
   if (read.group_size < 1) throw InputError(jf::join_path(path, "group_size"), "must be >= 1, found " + std::to_string(read.group_size));
   const double compute_us = jf::get_number(j, "compute_us", path);
+  // Within the span a timeline may cover (10 days): a compute time beyond it, negative or not a
+  // number is no duration.
+  if (!(compute_us >= 0) || compute_us > kMaxTimelineUs)
+    throw InputError(jf::join_path(path, "compute_us"), "must be a duration in [0, " + number_text(kMaxTimelineUs) + "] us, found " + number_text(compute_us));
   if (op.kind == OpKind::Compute) {
     if (bytes != 0) throw InputError(jf::join_path(path, "bytes"), "a compute op moves no bytes: 0, found " + std::to_string(bytes));
     op.set_compute_us(compute_us);
@@ -122,7 +127,13 @@ OpRecord op_from_json(const json& j, const std::string& path, OpLabels& labels, 
   }
   op.recompute = jf::get_bool(j, "recompute", path);
   op.memory = parse_memory_kind(jf::member(j, "memory", path), jf::join_path(path, "memory"));
-  set_op_name(labels, op, jf::get_string(j, "name", path));
+  const std::string name = jf::get_string(j, "name", path);
+  // Names are printed in tables and terminals: no control characters (a newline or an escape
+  // sequence would break the table or recolour the terminal).
+  for (const char c : name)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
+      throw InputError(jf::join_path(path, "name"), "contains a control character (byte " + std::to_string(static_cast<int>(static_cast<unsigned char>(c))) + ")");
+  set_op_name(labels, op, name);
   if (slices_out != nullptr && jf::has_member(j, "slices")) {
     const std::string spath = jf::join_path(path, "slices");
     const json& slices = jf::require_array(j.at("slices"), spath);

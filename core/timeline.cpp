@@ -11,6 +11,7 @@
 #include "core/json_fields.h"
 #include "core/op_json.h"
 #include "core/scenario.h"
+#include "core/units.h"
 
 namespace shardline {
 
@@ -180,7 +181,7 @@ Timeline timeline_from_json(const json& j) {
 
   const json& ops = jf::require_array(jf::member(j, "ops", ""), "ops");
   t.ops.reserve(ops.size());
-  std::array<bool, kNumCommGroups> group_seen{};
+  std::array<int, kNumCommGroups> group_first_op{-1, -1, -1, -1};  // the op that stated each group's size
   for (size_t i = 0; i < ops.size(); ++i) {
     const std::string path = jf::index_path("ops", i);
     OpRecord read = op_from_json(ops[i], path, t.labels);
@@ -191,12 +192,13 @@ Timeline timeline_from_json(const json& j) {
       throw InputError(jf::join_path(path, "microbatch"), "micro-batch " + std::to_string(op.microbatch) + " is not in [0, " + std::to_string(ops.size()) + ")");
     // One size per group: the first op of a group states it, every later one must agree.
     const size_t g = static_cast<size_t>(op.group);
-    if (!group_seen[g]) {
-      group_seen[g] = true;
+    if (group_first_op[g] < 0) {
+      group_first_op[g] = static_cast<int>(i);
       t.group_sizes[g] = read.group_size;
     } else if (read.group_size != t.group_sizes[g]) {
-      throw InputError(jf::join_path(path, "group_size"), "is " + std::to_string(read.group_size) + " but earlier ops of the " +
-                                                              std::string(comm_group_name(op.group)) + " group have " + std::to_string(t.group_sizes[g]));
+      throw InputError(jf::join_path(path, "group_size"), "is " + std::to_string(read.group_size) + " but " +
+                                                              jf::index_path("ops", static_cast<size_t>(group_first_op[g])) + ", the first op of the " +
+                                                              std::string(comm_group_name(op.group)) + " group, says " + std::to_string(t.group_sizes[g]));
     }
     t.ops.push_back(op);
   }
@@ -229,8 +231,8 @@ Timeline timeline_from_json(const json& j) {
     // starts no earlier than it was issued (one clock; an issue time of 0 also reads as "not
     // recorded"). A start before either stretches the step window back past it.
     if (iv.rank == 0 || t.source == "predicted") {
-      if (iv.issue_us < 0) throw InputError(jf::index_path(path, 3), "issue time " + std::to_string(iv.issue_us) + " us is negative, before the step origin");
-      if (iv.start_us < 0) throw InputError(jf::index_path(path, 4), "start time " + std::to_string(iv.start_us) + " us is negative, before the step origin");
+      if (iv.issue_us < 0) throw InputError(jf::index_path(path, 3), "issue time " + number_text(iv.issue_us) + " us is negative, before the step origin");
+      if (iv.start_us < 0) throw InputError(jf::index_path(path, 4), "start time " + number_text(iv.start_us) + " us is negative, before the step origin");
     }
     const auto within_span = [&](double us, int field) {
       if (std::abs(us) <= kMaxTimelineUs) return;
@@ -241,8 +243,8 @@ Timeline timeline_from_json(const json& j) {
     within_span(iv.issue_us, 3);
     within_span(iv.start_us, 4);
     within_span(iv.end_us, 5);
-    if (iv.start_us < iv.issue_us) throw InputError(jf::index_path(path, 4), "starts (" + std::to_string(iv.start_us) + " us) before it is issued (" + std::to_string(iv.issue_us) + " us)");
-    if (iv.end_us < iv.start_us) throw InputError(path, "ends (" + std::to_string(iv.end_us) + " us) before it starts (" + std::to_string(iv.start_us) + " us)");
+    if (iv.start_us < iv.issue_us) throw InputError(jf::index_path(path, 4), "starts (" + number_text(iv.start_us) + " us) before it is issued (" + number_text(iv.issue_us) + " us)");
+    if (iv.end_us < iv.start_us) throw InputError(path, "ends (" + number_text(iv.end_us) + " us) before it starts (" + number_text(iv.start_us) + " us)");
     t.intervals.push_back(iv);
   }
   check_no_duplicate_intervals(t.intervals);

@@ -1,6 +1,7 @@
 #include "kineto/program_mapping.h"
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 #include <type_traits>
 #include <sstream>
@@ -9,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/units.h"
 #include "kineto/launch_index.h"
 
 namespace shardline::kineto {
@@ -573,6 +575,13 @@ ImportResult map_traces_to_program(const std::vector<KinetoTrace>& traces, const
         iv.issue_us = static_cast<double>(times[i].issue - origin) / 1000.0;
         iv.start_us = static_cast<double>(times[i].start - origin) / 1000.0;
         iv.end_us = static_cast<double>(times[i].end - origin) / 1000.0;
+        // A corrupt "ts" or "dur" (1e19, a clamped overflow) lands far from the step: refused
+        // here, as reading the timeline back would refuse it.
+        for (const double us : {iv.issue_us, iv.start_us, iv.end_us})
+          if (!(std::abs(us) <= kMaxTimelineUs))
+            throw InputError("TRACE", "rank " + std::to_string(r) + "'s trace puts " + program.name(program.ops[i]) + " of " + name + " " +
+                                          number_text(us) + " us from the step's start, beyond the " + number_text(kMaxTimelineUs / 86400e6) +
+                                          " days a timeline may span: an event's \"ts\" or \"dur\" is corrupt");
         t.intervals.push_back(iv);
       }
       const StepTally& tally = tallies[r][name];

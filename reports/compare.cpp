@@ -3,6 +3,7 @@
 #include "core/statistics.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <optional>
@@ -441,6 +442,36 @@ Timeline read_timeline_dir(const std::string& dir, const char* which) {
 
 }  // namespace
 
+namespace {
+
+// The measured folder's program.json must be the Program its timeline.json ran: the same ops
+// (kind, stream, group) and the same group sizes. Else the waits inside collectives would be
+// read against another Program's communicators.
+void check_program_matches_timeline(const Program& program, const Timeline& measured, const std::string& path) {
+  const auto refuse = [&](const std::string& why) {
+    throw InputError("MEASURED_DIR", "\"" + path + "\" is not the Program of the folder's timeline.json: " + why);
+  };
+  if (program.ops.size() != measured.ops.size())
+    refuse("it has " + std::to_string(program.ops.size()) + " ops, the timeline " + std::to_string(measured.ops.size()));
+  std::array<bool, kNumCommGroups> used{};
+  for (size_t i = 0; i < program.ops.size(); ++i) {
+    const Op& a = program.ops[i];
+    const Op& b = measured.ops[i];
+    const auto what = [](const Op& op) {
+      return std::string(op_kind_name(op.kind)) + " on " + std::string(stream_name(op.stream)) + " (group " + std::string(comm_group_name(op.group)) + ")";
+    };
+    if (a.kind != b.kind || a.stream != b.stream || a.group != b.group)
+      refuse("ops[" + std::to_string(i) + "] is a " + what(a) + " there and a " + what(b) + " in the timeline");
+    used[static_cast<size_t>(a.group)] = true;
+  }
+  for (size_t g = 0; g < used.size(); ++g)
+    if (used[g] && program.groups[g].size != measured.group_sizes[g])
+      refuse("its " + program.groups[g].name + " group has " + std::to_string(program.groups[g].size) + " ranks, the timeline's ops " +
+             std::to_string(measured.group_sizes[g]));
+}
+
+}  // namespace
+
 Comparison compare_run_dirs(const std::string& predicted_dir, const std::string& measured_dir, const std::string& out_dir,
                             double tolerance) {
   const Timeline predicted = read_timeline_dir(predicted_dir, "PREDICTED_DIR");
@@ -450,13 +481,19 @@ Comparison compare_run_dirs(const std::string& predicted_dir, const std::string&
   // world: a folder without program.json, or one rank of a prediction, compares without it.
   std::optional<std::vector<GroupInfo>> groups;
   const std::filesystem::path program_path = std::filesystem::path(measured_dir) / "program.json";
-  if (std::filesystem::is_regular_file(program_path)) {
+  std::error_code ec;
+  if (std::filesystem::exists(program_path, ec) && !std::filesystem::is_regular_file(program_path, ec))
+    throw InputError("MEASURED_DIR", "\"" + program_path.string() + "\" is not a file; expected the run's program.json");
+  if (std::filesystem::is_regular_file(program_path, ec)) {
+    const nlohmann::json text = load_json_file(program_path.string(), "MEASURED_DIR", kMaxOutputJsonBytes);  // names the file itself
+    Program program;
     try {
-      Program program = program_from_json(load_json_file(program_path.string(), "MEASURED_DIR", kMaxOutputJsonBytes));
-      if (program.world_size == measured.ranks) groups = std::move(program.groups);
+      program = program_from_json(text);
     } catch (const InputError& e) {
       throw InputError("MEASURED_DIR", "\"" + program_path.string() + "\": " + e.what());
     }
+    check_program_matches_timeline(program, measured, program_path.string());
+    if (program.world_size == measured.ranks) groups = std::move(program.groups);
   }
   Comparison c = compare_timelines(predicted, measured, tolerance, groups ? &*groups : nullptr);
   write_output_folder(out_dir,

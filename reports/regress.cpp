@@ -204,7 +204,10 @@ std::vector<std::string> update_baseline(const std::string& baseline, const std:
   }
   if (fs::exists(baseline) && !fs::is_directory(baseline))
     throw InputError("--baseline", "\"" + baseline + "\" is a file but --current is a directory");
-  for (const auto& [name, path] : metrics_files(current, "--current")) copy_metrics(path, fs::path(baseline) / (name + ".json"));
+  const auto files = metrics_files(current, "--current");
+  // Every file checked before any is written: a bad one leaves the baseline as it was.
+  for (const auto& entry : files) read_metrics_file(entry.second);
+  for (const auto& [name, path] : files) copy_metrics(path, fs::path(baseline) / (name + ".json"));
   return written;
 }
 

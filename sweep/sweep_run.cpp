@@ -1,6 +1,8 @@
 // Sweep execution on worker threads (see sweep/sweep_run.h).
 #include "sweep/sweep_run.h"
 
+#include <optional>
+
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -35,6 +37,32 @@ void validate_vary_paths(const nlohmann::json& base_json, const std::vector<Swee
       }
     }
   }
+}
+
+void check_base_scenario(const nlohmann::json& base_json, const std::string& base_dir, const std::vector<SweepAxis>& axes,
+                         size_t points) {
+  if (points == 0) return;
+  // The reason a grid point's scenario is refused, or nullopt when it parses.
+  const auto refusal = [&](size_t index) -> std::optional<InputError> {
+    nlohmann::json j = base_json;
+    try {
+      apply_overrides(j, grid_point(axes, index).overrides);
+      parse_scenario(j, base_dir);
+    } catch (const InputError& e) {
+      return e;
+    }
+    return std::nullopt;
+  };
+  const std::optional<InputError> first = refusal(0);
+  if (!first || first->where().empty()) return;
+  const std::string& at = first->where();
+  for (const auto& axis : axes)
+    for (const auto& p : axis.paths)
+      if (at == p || at.rfind(p + ".", 0) == 0 || at.rfind(p + "[", 0) == 0 || p.rfind(at + ".", 0) == 0) return;
+  const std::optional<InputError> last = refusal(points - 1);
+  if (!last || std::string(last->what()) != first->what()) return;
+  throw InputError("SCENARIO", "every configuration of the sweep would be refused, for a reason no varied value changes: " +
+                                   std::string(first->what()));
 }
 
 SweepRow evaluate_sweep_point(const nlohmann::json& base_json, const std::string& base_dir,

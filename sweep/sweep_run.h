@@ -17,6 +17,13 @@ namespace shardline {
 // path or a value it rejects throws InputError("--vary", ...) naming the path.
 void validate_vary_paths(const nlohmann::json& base_json, const std::vector<SweepAxis>& axes);
 
+// Refuses, before the grid runs, a base scenario no configuration can fix: the grid's first and
+// last points are both refused, for the same reason, at a JSON path no axis varies (an unknown
+// key, a bad value elsewhere). A reason at or around a varied path stays a row (docs/sweep.md).
+// Throws InputError("SCENARIO", ...) with that reason.
+void check_base_scenario(const nlohmann::json& base_json, const std::string& base_dir, const std::vector<SweepAxis>& axes,
+                         size_t points);
+
 // Evaluates one grid point. A combination the parser or scheduler rejects (InputError) gives an
 // invalid row carrying the reason; memory fit is judged with the point's own run.memory_margin
 // (as simulate judges that scenario).

@@ -113,6 +113,21 @@ TEST_F(CompareCli, AMalformedTimelineIsNamed) {
   EXPECT_NE(err_.find("MEASURED_DIR: \"meas/timeline.json\": malformed JSON at line 2"), std::string::npos) << err_;
 }
 
+// The measured folder's program.json must be the Program its timeline ran: one that is not (a
+// file from another run) is refused, and so is a malformed one, named once.
+TEST_F(CompareCli, AProgramThatIsNotTheTimelinesIsRefused) {
+  ASSERT_EQ(run("simulate " + clitest::scenario("host-tiny-fsdp.json") + " --out run").code, 0) << err_;
+  ASSERT_EQ(run("simulate " + clitest::scenario("host-tiny-hsdp.json") + " --out other").code, 0) << err_;
+  EXPECT_EQ(run("compare run run").code, 0) << err_;
+  fs::copy_file(dir_ / "other" / "program.json", dir_ / "run" / "program.json", fs::copy_options::overwrite_existing);
+  EXPECT_EQ(run("compare run run").code, 2);
+  EXPECT_NE(err_.find("MEASURED_DIR: \"run/program.json\" is not the Program of the folder's timeline.json"), std::string::npos) << err_;
+  std::ofstream(dir_ / "run" / "program.json") << "";
+  EXPECT_EQ(run("compare run run").code, 2);
+  EXPECT_NE(err_.find("MEASURED_DIR: \"run/program.json\": malformed JSON"), std::string::npos) << err_;
+  EXPECT_EQ(err_.find("program.json\": MEASURED_DIR"), std::string::npos) << "named twice: " << err_;
+}
+
 // An every-rank prediction keeps only the ranks that matter: given as MEASURED_DIR it is named a
 // prediction, not reported as a file missing intervals.
 TEST_F(CompareCli, AnEveryRankPredictionAsMeasuredIsNamedSo) {

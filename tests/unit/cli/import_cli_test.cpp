@@ -118,5 +118,45 @@ TEST_F(ImportCli, BadTraceFilesNameTheFile) {
   expect_one_error_line(run("import cpu.json --set policy.comm_fusion=false"), "--set: needs --scenario");
 }
 
+// What a trace says of its rank must fit the run the traces are mapped onto, and a corrupt time
+// is refused by the import, not by the next command that reads its timeline; --out is checked
+// before the traces are read.
+TEST_F(ImportCli, RanksAndTimesThatCannotBeTheRunAreRefused) {
+  ASSERT_EQ(run("simulate " + scenario("host-tiny-fsdp.json") + " --ranks all --trace-ranks all --out sim").code, 0) << err_;
+  const std::string cmd = "cd " + dir_.string() + " && python3 " + SHARDLINE_SOURCE_DIR + "/scripts/fsdp2-trace sim --plain --out traces";
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  const auto edited = [&](const std::string& from, const std::string& to, const std::string& text, const std::string& with) {
+    std::string s = slurp(dir_ / from);
+    const size_t at = s.find(text);
+    ASSERT_NE(at, std::string::npos) << text;
+    s.replace(at, text.size(), with);
+    write_text(to, s);
+  };
+  const std::string hsdp = " --scenario " + scenario("host-tiny-fsdp.json");
+  // rank-1.json saying rank 7 of 2; a world of 8; rank 0 twice.
+  edited("traces/rank-1.json", "r7/rank-1.json", "\"rank\": 1", "\"rank\": 7");
+  fs::copy_file(dir_ / "traces/rank-0.json", dir_ / "r7/rank-0.json");
+  expect_one_error_line(run("import r7/rank-0.json r7/rank-1.json" + hsdp), "r7/rank-1.json: distributedInfo.rank is 7");
+  edited("traces/rank-1.json", "w8/rank-1.json", "\"world_size\": 2", "\"world_size\": 8");
+  fs::copy_file(dir_ / "traces/rank-0.json", dir_ / "w8/rank-0.json");
+  expect_one_error_line(run("import w8/rank-0.json w8/rank-1.json" + hsdp), "w8/rank-1.json: distributedInfo.world_size is 8");
+  expect_one_error_line(run("import traces/rank-0.json traces/rank-0.json" + hsdp), "distributedInfo.rank 0 is also");
+  // Without a scenario each trace is only summarized: its own rank and world are reported.
+  EXPECT_EQ(run("import r7/rank-1.json").code, 0) << err_;
+  // A kernel's start moved to 1e19 us.
+  std::string s = slurp(dir_ / "traces/rank-1.json");
+  const size_t kernel = s.find("\"cat\": \"kernel\"");
+  ASSERT_NE(kernel, std::string::npos);
+  const size_t ts = s.find("\"ts\": ", kernel);
+  s.replace(ts, s.find_first_of(",}", ts) - ts, "\"ts\": 1e19");
+  write_text("far/rank-1.json", s);
+  fs::copy_file(dir_ / "traces/rank-0.json", dir_ / "far/rank-0.json");
+  expect_one_error_line(run("import far/rank-0.json far/rank-1.json" + hsdp + " --out far_out"), "an event's \"ts\" or \"dur\" is corrupt");
+  EXPECT_FALSE(fs::exists(dir_ / "far_out"));
+  const Result r = run("import traces/rank-0.json --out .");
+  expect_one_error_line(r, "--out");
+  EXPECT_TRUE(r.out.empty()) << r.out;  // refused before any summary was printed
+}
+
 }  // namespace
 }  // namespace shardline::clitest

@@ -48,6 +48,15 @@ TEST_F(RegressCli, MissingBaselineExitsTwoAndMissingScenarioOne) {
   EXPECT_NE(out_.find("gone: no current metrics"), std::string::npos) << out_;
 }
 
+// A bad file among the current metrics leaves the baseline as it was: none of it is written.
+TEST_F(RegressCli, UpdateBaselineWritesNothingWhenOneFileIsBad) {
+  write("cur/a.json", metrics(2000, 900, 0.1));
+  write("cur/b.json", "{\"step_time_us\": -5}");
+  EXPECT_EQ(run("regress --baseline base --current cur --update-baseline").code, 2);
+  EXPECT_NE(err_.find("b.json"), std::string::npos) << err_;
+  EXPECT_FALSE(fs::exists(dir_ / "base")) << "a baseline was written before the bad file was found";
+}
+
 TEST_F(RegressCli, UpdateBaselineThenPasses) {
   write("base/a.json", metrics(1000, 100, 0.9));
   write("cur/a.json", metrics(2000, 900, 0.1));

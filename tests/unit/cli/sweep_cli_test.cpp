@@ -133,6 +133,17 @@ TEST_F(SweepCli, BadObjectiveExitsTwoBeforeAnythingRuns) {
   EXPECT_FALSE(fs::exists(dir_ / "o"));
 }
 
+// A base scenario no configuration can fix (here an unknown key: a metrics file given as the
+// scenario): exit 2 with the reason, nothing written, not a folder of rows that all say it.
+TEST_F(SweepCli, ABaseScenarioEveryConfigurationRefusesExitsTwo) {
+  write_text("base.json", "{\"backward_us\": 5}");
+  const Result r = run("sweep base.json --vary policy.bucket_bytes=1MiB,2MiB --out o");
+  EXPECT_EQ(r.code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("every configuration of the sweep would be refused"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("backward_us: unknown key"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(dir_ / "o"));
+}
+
 TEST_F(SweepCli, ConfigurationsOverMemoryAreMarkedNotDropped) {
   // 70B with shard 8 needs more than an H100 holds (see the scenario's description).
   const fs::path out = dir_ / "out";

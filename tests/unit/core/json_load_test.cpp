@@ -47,6 +47,14 @@ TEST(JsonLoad, SyntaxErrorsNameLineAndColumn) {
   EXPECT_THAT(e, ::testing::Not(HasSubstr("json.exception")));
 }
 
+// A binary file: the parser's "last read" quotes the byte as \xff, not raw.
+TEST(JsonLoad, BytesThatAreNotTextAreQuotedAsHex) {
+  const fs::path p = scratch("binary.json", "\xff\xfe");
+  const std::string e = error_of([&] { load_json_file(p.string(), "x", kMaxInputJsonBytes); }, "x");
+  EXPECT_THAT(e, HasSubstr("'\\xff'"));
+  for (const char c : e) EXPECT_TRUE(c >= 0x20 && c < 0x7f) << "byte " << static_cast<int>(static_cast<unsigned char>(c)) << " in: " << e;
+}
+
 TEST(JsonLoad, ANumberBeyondDoubleRangeIsAnInputError) {
   const fs::path p = scratch("huge.json", R"({"layers": 1e400})");
   const std::string e = error_of([&] { load_json_file(p.string(), "f", kMaxInputJsonBytes); }, "f");

@@ -449,6 +449,18 @@ TEST(MetricsJson, BadFieldNamesItsPath) {
   } catch (const InputError& e) {
     EXPECT_EQ(e.where(), "by_kind.compute.busy_us");
   }
+  // 1e308 us is no step (regress would print its ratio as infinite): refused, as are negatives.
+  for (const double bad : {1e308, -5.0, 0.0}) {
+    j = metrics_to_json(compute_metrics(basic_timeline()));
+    j["step_time_us"] = bad;
+    try {
+      metrics_from_json(j);
+      ADD_FAILURE() << "accepted a step of " << bad << " us";
+    } catch (const InputError& e) {
+      EXPECT_EQ(e.where(), "step_time_us");
+      EXPECT_NE(std::string(e.what()).find("(0, 1e+15] us"), std::string::npos) << e.what();
+    }
+  }
   j = metrics_to_json(compute_metrics(basic_timeline()));
   j.erase("step_time_us");
   try {

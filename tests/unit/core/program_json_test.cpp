@@ -176,6 +176,23 @@ TEST(ProgramJson, BadFilesNameTheJsonPath) {
   j["ops"][0]["compute_us"] = 1.5;  // only a compute op has a compute time
   EXPECT_EQ(error_path([&] { program_from_json(j); }), "ops[0].compute_us");
   j = good;
+  j["ops"][2]["compute_us"] = -3.0;
+  EXPECT_EQ(error_path([&] { program_from_json(j); }), "ops[2].compute_us");
+  j = good;
+  j["ops"][2]["compute_us"] = 1e308;  // beyond the 10 days a timeline may span
+  EXPECT_EQ(error_path([&] { program_from_json(j); }), "ops[2].compute_us");
+  j = good;
+  j["ops"][3]["bytes"] = uint64_t{1} << 63;  // read as a signed number it would wrap to a negative
+  EXPECT_EQ(error_path([&] { program_from_json(j); }), "ops[3].bytes");
+  try {
+    program_from_json(j);
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("9223372036854775808 is out of range"), std::string::npos) << e.what();
+  }
+  j = good;
+  j["ops"][0]["name"] = "ci u1\n\x1b[31mRED";  // printed in tables: no control characters
+  EXPECT_EQ(error_path([&] { program_from_json(j); }), "ops[0].name");
+  j = good;
   j["ops"][1]["reduction"] = "avg";  // an all-gather reduces nothing
   EXPECT_EQ(error_path([&] { program_from_json(j); }), "ops[1].reduction");
   j = good;
@@ -355,6 +372,20 @@ TEST(TimelineJson, BadFilesNameTheJsonPath) {
   j = good;
   j["ops"][2]["group_size"] = 3;  // op 0 said the none group has 1 rank
   EXPECT_EQ(error_path([&] { timeline_from_json(j); }), "ops[2].group_size");
+  try {
+    timeline_from_json(j);
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("ops[0], the first op of the none group, says 1"), std::string::npos) << e.what();
+  }
+  j = good;
+  j["intervals"][0][4] = -1e308;  // the message quotes it as a number, not 300 digits
+  try {
+    timeline_from_json(j);
+    ADD_FAILURE() << "a start of -1e308 us was accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("-1e+308 us"), std::string::npos) << e.what();
+    EXPECT_LT(std::string(e.what()).size(), 200u) << e.what();
+  }
   j = good;
   j["memory"][1][0] = -1.0;  // out of time order
   EXPECT_EQ(error_path([&] { timeline_from_json(j); }), "memory[1][0]");
