@@ -67,11 +67,14 @@ InputError CommandLine::stray_word(const std::vector<std::string>& args) const {
 namespace {
 
 // The word given for `flag` ("--x V" or "--x=V"), for an error message; "" when not found.
-std::string vm_value_text(const std::vector<std::string>& args, const std::string& flag) {
-  for (size_t i = 0; i < args.size(); ++i) {
-    if (args[i] == flag && i + 1 < args.size()) return args[i + 1];
-    if (args[i].rfind(flag + "=", 0) == 0) return args[i].substr(flag.size() + 1);
-  }
+// The value given to `flag` (any of its spellings: "--jobs", "-j") in `args`.
+std::string vm_value_text(const std::vector<std::string>& args, const std::vector<std::string>& spellings) {
+  for (size_t i = 0; i < args.size(); ++i)
+    for (const std::string& flag : spellings) {
+      if (args[i] == flag && i + 1 < args.size()) return args[i + 1];
+      if (args[i].rfind(flag + "=", 0) == 0) return args[i].substr(flag.size() + 1);
+      if (flag.size() == 2 && args[i].size() > 2 && args[i].rfind(flag, 0) == 0) return args[i].substr(2);  // "-jabc"
+    }
   return "";
 }
 
@@ -108,10 +111,19 @@ Parsed CommandLine::parse(const std::vector<std::string>& args, bool show_help) 
   } catch (const po::invalid_option_value& e) {
     // Boost says only "is invalid": say what the flag takes (a value that reads as a number
     // but is refused can only be a fraction given to a whole-number flag).
-    const std::string value = e.get_option_name().empty() ? std::string() : vm_value_text(args, e.get_option_name());
+    std::vector<std::string> spellings{e.get_option_name()};
+    for (const auto& option : listed_.options())
+      if ("--" + option->long_name() == e.get_option_name()) {
+        const std::string short_name = option->canonical_display_name(po::command_line_style::allow_dash_for_short);
+        if (short_name.size() == 2 && short_name[0] == '-') spellings.push_back(short_name);
+      }
+    const std::string value = e.get_option_name().empty() ? std::string() : vm_value_text(args, spellings);
     char* end = nullptr;
     const bool number = !value.empty() && (std::strtod(value.c_str(), &end), end != nullptr && *end == '\0');
-    throw InputError(e.get_option_name(), "\"" + value + "\" is not " + (number ? "a whole number" : "a number") + "; see --help");
+    // A number without a fraction or exponent that is still refused is too large for the flag.
+    const bool integral = number && value.find_first_of(".eE") == std::string::npos;
+    throw InputError(e.get_option_name(), "\"" + value + "\" is " + (integral ? "out of range" : number ? "not a whole number" : "not a number") +
+                                              "; see --help");
   } catch (const po::multiple_occurrences& e) {
     // The positional SCENARIO is the option --scenario: given both ways, say so in those words.
     if (takes_scenario_ && e.get_option_name() == "--scenario")

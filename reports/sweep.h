@@ -46,7 +46,10 @@ struct SweepPoint {
 
 // Number of grid points (product of axis sizes); throws InputError("--vary", ...) beyond
 // `max_points`.
-size_t grid_size(const std::vector<SweepAxis>& axes, size_t max_points = 100'000'000);
+// The default bound, a million points: every row's metrics are kept for the table, the front and
+// the report (hundreds of bytes each), and at a millisecond or more a point a million take a
+// quarter of an hour; a grid of 100 million ran out of memory.
+size_t grid_size(const std::vector<SweepAxis>& axes, size_t max_points = 1'000'000);
 // The point at `index` of the cartesian grid; the LAST axis varies fastest.
 SweepPoint grid_point(const std::vector<SweepAxis>& axes, size_t index);
 // Index of each axis' value at grid `index`.

@@ -83,6 +83,12 @@ TEST_F(CommandLineCli, FlagErrorsExitTwoNamingTheFlag) {
   const Result fraction = run("simulate " + scenario("host-tiny-fsdp.json") + " --ranks all --seed 1.5");
   EXPECT_EQ(fraction.code, 2);
   EXPECT_EQ(fraction.err, "shardline simulate: error: --seed: \"1.5\" is not a whole number; see --help\n");
+  // The short spelling quotes its value too; a whole number too large for the flag says so.
+  const Result short_flag = run("sweep " + scenario("host-tiny-fsdp.json") + " --vary policy.micro_batches=1,2 -j abc");
+  EXPECT_EQ(short_flag.err, "shardline sweep: error: --jobs: \"abc\" is not a number; see --help\n");
+  const Result too_large = run("simulate " + scenario("host-tiny-fsdp.json") + " --ranks all --seed 9223372036854775808");
+  EXPECT_EQ(too_large.code, 2);
+  EXPECT_EQ(too_large.err, "shardline simulate: error: --seed: \"9223372036854775808\" is out of range; see --help\n");
   const Result command = run("simulat " + scenario("host-tiny-fsdp.json"));
   EXPECT_EQ(command.code, 2);
   EXPECT_EQ(command.err, "shardline: error: unknown command \"simulat\"; did you mean \"simulate\"? (shardline --help lists them)\n");
