@@ -150,6 +150,23 @@ std::string line_plots(const SweepResult& res, const std::vector<std::string>& p
     step.series.push_back(std::move(a));
     eff.series.push_back(std::move(b));
   }
+  // Rows whose x is a word ("unit": one bucket per unit) have no place on a numeric axis: named
+  // under the plots with their values, so the best configuration is never silently missing.
+  std::vector<size_t> off_axis;
+  for (size_t i = 0; i < res.rows.size(); ++i)
+    if (res.rows[i].valid && !as_number(res.rows[i].values[static_cast<size_t>(xp)])) off_axis.push_back(i);
+  if (!off_axis.empty()) {
+    note += "<p class=\"note\">Not on these axes (" + html_escape(paths[static_cast<size_t>(xp)]) + " is not a number): ";
+    const size_t shown = std::min<size_t>(off_axis.size(), 5);
+    for (size_t k = 0; k < shown; ++k) {
+      const SweepRow& r = res.rows[off_axis[k]];
+      char e[32];
+      std::snprintf(e, sizeof e, "%.3f", r.metrics.overlap_efficiency);
+      note += (k ? "; " : "") + html_escape(settings(r, paths)) + ": " + html_escape(axis.text(r)) + ", overlap efficiency " + e;
+    }
+    if (off_axis.size() > shown) note += "; and " + std::to_string(off_axis.size() - shown) + " more rows in sweep.csv";
+    note += ".</p>\n";
+  }
   return render_svg_chart(step) + note + render_svg_chart(eff) + note;
 }
 

@@ -443,6 +443,24 @@ TEST(SweepOutput, PlotSeriesLeaveOutTheWholeJointAxisOfX) {
   EXPECT_EQ(html.find(">mesh.replicate="), std::string::npos) << "a series per replicate value";
 }
 
+// A bucket-size axis with `unit` among the sizes: the unit row has no place on the size axis, so
+// it is named under the plots with its value (it may be the best configuration).
+TEST(SweepOutput, RowsWhoseXIsAWordAreNamedUnderThePlots) {
+  SweepResult res;
+  res.scenario = "s";
+  res.axes = {SweepAxis{{"policy.bucket_bytes"}, {{"unit"}, {"1048576"}, {"4194304"}}}};
+  for (size_t i = 0; i < 3; ++i) {
+    SweepRow r = row(i, i == 0 ? 50.0 : 100.0 + static_cast<double>(i), 500);
+    r.values = {res.axes[0].values[i][0]};
+    mark_memory_fit(r, 0.1);
+    res.rows.push_back(r);
+  }
+  res.ranked_by = resolve_objective(res.rows, SweepObjective::StepTime);
+  const std::string html = sweep_html(res);
+  EXPECT_NE(html.find("Not on these axes (policy.bucket_bytes is not a number): policy.bucket_bytes=unit: 50"), std::string::npos)
+      << html.substr(0, 4000);
+}
+
 TEST(SweepOutput, RowJsonRoundTrip) {
   SweepRow r = row(4, 123.5, 777);
   r.values = {"1048576"};
