@@ -654,7 +654,7 @@ PolicySpec parse_policy(const json& j, const json& sch, const MeshSpec& mesh, si
     if (v->is_boolean()) {
       p.reshard_after_forward.mode = v->get<bool>() ? ReshardAfterForward::Mode::Full : ReshardAfterForward::Mode::Keep;
     } else if (v->is_number()) {
-      const int k = as_int(*v, path, 1);
+      const int k = as_int(*v, path, std::numeric_limits<int>::min());  // any integer: the divisor rule below says what fits
       if (k <= 1 || k >= mesh.shard || mesh.shard % k != 0) {
         throw InputError(path, std::to_string(k) + " is not a non-trivial divisor of the shard size " +
                                    std::to_string(mesh.shard) +
@@ -690,7 +690,11 @@ PolicySpec parse_policy(const json& j, const json& sch, const MeshSpec& mesh, si
     const std::string s = as_string(*v, o.at("grad_sync"));
     if (s == "every") p.grad_sync = GradSync::Every;
     else if (s == "last") p.grad_sync = GradSync::Last;
-    else throw InputError(o.at("grad_sync"), "unknown grad_sync \"" + s + "\"; expected \"every\" or \"last\"");
+    else {
+      const std::string close = closest_match(s, {"every", "last"});
+      throw InputError(o.at("grad_sync"), "unknown grad_sync \"" + s + "\"; " + (close.empty() ? "" : "did you mean \"" + close + "\"? ") +
+                                              "expected \"every\" or \"last\"");
+    }
   }
   if (const json* v = o.opt("average_gradients")) p.average_gradients = as_bool(*v, o.at("average_gradients"));
   return p;

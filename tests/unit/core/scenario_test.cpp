@@ -578,10 +578,22 @@ TEST(BadInput, PrefetchDepthAndReshardGroup) {
   expect_bad(j, "policy.backward_prefetch", {"depth 10"});
   j["policy"] = {{"forward_prefetch", -1}};
   expect_bad(j, "policy.forward_prefetch", {"-1"});
-  for (int bad : {1, 3, 8, 16}) {
+  // 0 and negatives get the same sentence as 1 (not "expected an integer >= 1", which 1 is).
+  for (int bad : {-3, 0, 1, 3, 8, 16}) {
     j["policy"] = {{"reshard_after_forward", bad}};
     expect_bad(j, "policy.reshard_after_forward", {std::to_string(bad) + " is not a non-trivial divisor", "8"});
   }
+}
+
+// Near misses of dtype and grad_sync names get the closest one, as keys and presets do.
+TEST(BadInput, DtypeAndGradSyncNearMissesSuggestTheClosestName) {
+  json j = tiny();
+  j["policy"] = {{"param_dtype", "bf61"}};
+  expect_bad(j, "policy.param_dtype", {"unknown dtype \"bf61\"; did you mean \"bf16\"?", "fp32, bf16, fp16, fp8"});
+  j["policy"] = {{"grad_sync", "evry"}};
+  expect_bad(j, "policy.grad_sync", {"did you mean \"every\"?"});
+  j["policy"] = {{"grad_sync", "sometimes"}};
+  expect_bad(j, "policy.grad_sync", {"unknown grad_sync \"sometimes\"; expected \"every\" or \"last\""});
 }
 
 TEST(BadInput, MissingRequiredFieldsAndModelShape) {
