@@ -737,8 +737,8 @@ class Scheduler {
 
 }  // namespace
 
-std::string program_size_key(const Scenario& s) {
-  return s.policy.micro_batches > 1 ? "policy.micro_batches" : size_key_of_one_micro_batch(s);
+std::string program_size_key(const Scenario& s, bool one_micro_batch_fits) {
+  return s.policy.micro_batches > 1 && one_micro_batch_fits ? "policy.micro_batches" : size_key_of_one_micro_batch(s);
 }
 
 Program schedule(const Scenario& scenario) { return Scheduler(scenario).run(); }

@@ -20,9 +20,10 @@ Program schedule(const Scenario& scenario);
 inline constexpr int64_t kMaxProgramOps = 8'000'000;
 
 // The scenario key to name when a Program is too large for something (the scheduler's limit,
-// --out's): policy.micro_batches when there are several, else policy.bucket_bytes when the
-// policy buckets, else the model's units.
-std::string program_size_key(const Scenario& scenario);
+// --out's, every rank's): policy.micro_batches when there are several and one micro-batch's
+// ops would fit (`one_micro_batch_fits`), else policy.bucket_bytes when the policy buckets, else
+// the model's units.
+std::string program_size_key(const Scenario& scenario, bool one_micro_batch_fits = true);
 
 // The group table of an FSDP / HSDP mesh (indexed by CommGroup): rank = replicate_index *
 // shard + shard_index, so shard groups are `shard` contiguous ranks, replicate groups every

@@ -35,11 +35,13 @@ EveryRankRun simulate_every_rank(const Scenario& scenario, const Program& progra
     // Blamed on the larger factor: the mesh when it has more ranks than the Program has ops
     // (65,536 ranks of a 4,430-op step), else the key that made the Program large.
     const bool ranks_dominate = static_cast<int64_t>(program.world_size) > static_cast<int64_t>(program.ops.size());
-    throw InputError(ranks_dominate ? std::string("mesh") : program_size_key(scenario),
+    // Fewer micro-batches are named only when one micro-batch's ops would fit.
+    const bool one_micro_batch_fits = rank_ops / std::max(1, scenario.policy.micro_batches) <= kMaxRankOps;
+    throw InputError(ranks_dominate ? std::string("mesh") : program_size_key(scenario, one_micro_batch_fits),
                      "every rank is simulated (a variation, or --ranks all) and keeps its start and end of every op: " +
                          std::to_string(program.world_size) + " ranks x " + std::to_string(program.ops.size()) + " ops is " +
                          gb(rank_ops) + "; at most " + std::to_string(kMaxRankOps / 1'000'000) + " million rank-ops (" +
-                         gb(kMaxRankOps) + "): make fewer ops or ranks, or simulate one representative rank (--ranks one, without a variation)");
+                         gb(kMaxRankOps) + "): make fewer ops or ranks, or simulate one representative rank (no variation; simulate --ranks one)");
   }
   SimOptions symmetric = options;
   symmetric.every_rank = false;

@@ -95,6 +95,18 @@ TEST_F(SimulateRanksCli, EveryRankOfAHugeWorldIsRefusedBeforeSimulating) {
   EXPECT_EQ(run("simulate " + scenario("host-tiny-hsdp.json") + " --set cluster.nodes=524288 --set mesh.replicate=524288 --json").code, 0);
 }
 
+// Too many ops for every rank: micro-batches are named only when one micro-batch would fit;
+// here even one (1024 ranks x 1.36 M ops) is over, so the bucket size is named.
+TEST_F(SimulateRanksCli, TheRefusalNamesAKeyThatCanFixIt) {
+  const std::string base = "simulate " + scenario("llama3-405b-hsdp-h100x1024.json") + " --jitter 0.05 --set policy.bucket_bytes=16MiB";
+  Result r = run(base + " --set policy.micro_batches=4");
+  EXPECT_EQ(r.code, 2) << r.out << r.err;
+  EXPECT_EQ(r.err.rfind("shardline simulate: error: policy.bucket_bytes: every rank is simulated", 0), 0u) << r.err;
+  r = run(base + " --set policy.bucket_bytes=256MiB --set policy.micro_batches=4");
+  EXPECT_EQ(r.code, 2) << r.out << r.err;
+  EXPECT_EQ(r.err.rfind("shardline simulate: error: policy.micro_batches: every rank is simulated", 0), 0u) << r.err;
+}
+
 TEST_F(SimulateRanksCli, AStragglerFlagSimulatesEveryRankAndNamesIt) {
   const Result r = run("simulate " + scenario("host-tiny-hsdp.json") + " --straggler 1=1.5 --json");
   ASSERT_EQ(r.code, 0) << r.err;
