@@ -68,6 +68,7 @@ int run_track(const std::vector<std::string>& args) {
   cli.add_positional("metrics", &metrics_path, "metrics.json (or a run folder holding one)");
   if (cli.parse(args) == Parsed::help_shown) return 0;
   if (history.empty()) throw InputError("--history", "is required");
+  if (cli.given("commit") && commit.empty()) throw InputError("--commit", "is empty; give the commit to record, or leave the flag out for git's HEAD");
   if (metrics_path.empty() && html.empty()) throw InputError("METRICS", "give a metrics file to record, or --html OUT to render");
   if (!html.empty()) check_html_target(html);
 

@@ -69,6 +69,9 @@ TEST_F(RegressCli, TrackAppendsAndRenders) {
   write("run/metrics.json", metrics(1000, 100, 0.9));
   write("run/timeline.json", {{"scenario", "tiny"}, {"backend", "sim"}});
   EXPECT_EQ(run("track run --history h.jsonl --commit abc").code, 0) << err_;
+  // An empty --commit is named as given, not taken for a missing git repository.
+  EXPECT_EQ(run("track run --history h.jsonl --commit ''").code, 2);
+  EXPECT_NE(err_.find("--commit: is empty"), std::string::npos) << err_;
   write("run/metrics.json", metrics(900, 50, 0.95));
   EXPECT_EQ(run("track run/metrics.json --history h.jsonl --commit def --html trend.html").code, 0) << err_;
   const std::string hist = slurp(dir_ / "h.jsonl");
