@@ -46,8 +46,13 @@ class GzipFileBuf : public std::streambuf {
     int error = Z_OK;
     const char* message = gzerror(file_, &error);
     if (n < 0 || (error != Z_OK && error != Z_STREAM_END)) {
-      const std::string what = error == Z_BUF_ERROR ? "the gzip stream ends early (truncated file)" : std::string("corrupt gzip: ") + message;
-      throw InputError(path_, what + " after " + std::to_string(bytes_read_) + " uncompressed bytes");
+      // What this read decoded before the error counts too; zlib's message starts with the
+      // path, which the error names already.
+      const int64_t decoded = bytes_read_ + std::max(n, 0);
+      std::string why = message != nullptr ? message : "unknown error";
+      if (why.rfind(path_ + ": ", 0) == 0) why = why.substr(path_.size() + 2);
+      const std::string what = error == Z_BUF_ERROR ? "the gzip stream ends early (truncated file)" : "corrupt gzip: " + why;
+      throw InputError(path_, what + " after " + std::to_string(decoded) + " uncompressed bytes");
     }
     if (n == 0) return traits_type::eof();
     bytes_read_ += n;

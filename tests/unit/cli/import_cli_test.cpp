@@ -114,6 +114,7 @@ TEST_F(ImportCli, BadTraceFilesNameTheFile) {
     write_text("cut.json.gz", bytes.substr(0, bytes.size() / 3));
   }
   expect_one_error_line(run("import cut.json.gz"), "cut.json.gz: the gzip stream ends early (truncated file)");
+  EXPECT_EQ(err_.find("after 0 uncompressed bytes"), std::string::npos) << "a third of the file decodes to more: " << err_;
   expect_one_error_line(run("import"), "TRACE: give at least one");
   expect_one_error_line(run("import cpu.json --set policy.comm_fusion=false"), "--set: needs --scenario");
 }
