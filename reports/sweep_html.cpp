@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "core/units.h"
@@ -209,11 +210,21 @@ std::string pareto_plot(const SweepResult& res, const std::vector<std::string>& 
   }
   for (auto* s : {&fit, &tight, &over, &front})
     if (!s->x.empty()) c.series.push_back(*s);
-  // The capacity line, unless it would squash every point to the bottom of the plot.
+  // The capacity line, unless it would squash every point to the bottom of the plot, or the rows
+  // have different GPUs (a varied preset): one line would misplace the others' limit, so the
+  // title lists the capacities and the colours say which points fit their own.
   int64_t max_peak = 0;
+  std::set<int64_t> capacities;
   for (const auto& r : res.rows)
-    if (r.valid) max_peak = std::max(max_peak, r.metrics.peak_reserved_bytes);
-  if (capacity > 0 && max_peak * 4 >= capacity) {
+    if (r.valid) {
+      max_peak = std::max(max_peak, r.metrics.peak_reserved_bytes);
+      capacities.insert(r.metrics.memory_capacity_bytes);
+    }
+  if (capacities.size() > 1) {
+    std::string list;
+    for (const int64_t cap : capacities) list += (list.empty() ? "" : ", ") + format_bytes(cap);
+    c.title += " (GPU memory per configuration: " + list + ")";
+  } else if (capacity > 0 && max_peak * 4 >= capacity) {
     c.y_reference = static_cast<double>(capacity) / kGiB;
     c.y_reference_label = "GPU memory " + format_bytes(capacity);
   } else if (capacity > 0) {

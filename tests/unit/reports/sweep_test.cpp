@@ -461,6 +461,21 @@ TEST(SweepOutput, RowsWhoseXIsAWordAreNamedUnderThePlots) {
       << html.substr(0, 4000);
 }
 
+// Rows of different GPUs (a varied preset): no single capacity line; the title lists each.
+TEST(SweepOutput, TheMemoryPlotOfMixedGpusListsEachCapacity) {
+  SweepResult res;
+  res.scenario = "s";
+  res.axes = {SweepAxis{{"cluster.preset"}, {{"a"}, {"b"}}}};
+  res.rows = {row(0, 100, 700, 800), row(1, 90, 700, 1000)};
+  res.rows[0].values = {"a"};
+  res.rows[1].values = {"b"};
+  for (SweepRow& r : res.rows) mark_memory_fit(r, 0.1);
+  res.ranked_by = resolve_objective(res.rows, SweepObjective::StepTime);
+  const std::string html = sweep_html(res);
+  EXPECT_NE(html.find("(GPU memory per configuration: 800 B, 1000 B)"), std::string::npos) << html.substr(0, 3000);
+  EXPECT_EQ(html.find("GPU memory 1000 B"), std::string::npos) << "a single line at the larger capacity";
+}
+
 TEST(SweepOutput, RowJsonRoundTrip) {
   SweepRow r = row(4, 123.5, 777);
   r.values = {"1048576"};
