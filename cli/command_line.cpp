@@ -66,8 +66,8 @@ InputError CommandLine::stray_word(const std::vector<std::string>& args) const {
 
 namespace {
 
-// The word given for `flag` ("--x V" or "--x=V"), for an error message; "" when not found.
-// The value given to `flag` (any of its spellings: "--jobs", "-j") in `args`.
+// The value given to a flag in `args` under any of its spellings ("--jobs V", "--jobs=V", "-j V",
+// "-jV"), for an error message; "" when not found.
 std::string vm_value_text(const std::vector<std::string>& args, const std::vector<std::string>& spellings) {
   for (size_t i = 0; i < args.size(); ++i)
     for (const std::string& flag : spellings) {

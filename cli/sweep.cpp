@@ -102,7 +102,8 @@ int run_sweep_command(const std::vector<std::string>& args) {
           if (p == q) throw InputError("--vary", p + ": varied twice");
   const size_t total = grid_size(axes);
   validate_vary_paths(base, axes);
-  check_base_scenario(base, fs::path(scenario_path).parent_path().string(), axes, total);
+  const std::string base_dir = fs::path(scenario_path).parent_path().string();
+  check_base_scenario(base, base_dir, axes, total);
   // The margin every row is judged with: the scenario's run.memory_margin (NaN: it is an axis,
   // each row has its own).
   bool margin_varied = false;
@@ -117,7 +118,6 @@ int run_sweep_command(const std::vector<std::string>& args) {
                      ? (*run)["memory_margin"].get<double>()
                      : RunSpec{}.memory_margin;
   }
-  const std::string base_dir = fs::path(scenario_path).parent_path().string();
   const std::string stem = fs::path(scenario_path).stem().string();
   if (out_dir.empty()) out_dir = "sweep-" + stem;
   checked_output_folder(out_dir, "--out");  // before the grid runs, not after

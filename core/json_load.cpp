@@ -1,8 +1,7 @@
 #include "core/json_load.h"
 
-#include <cstdio>
-
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>

@@ -56,12 +56,6 @@ namespace {
 constexpr OpKind kReportedKinds[] = {OpKind::Compute, OpKind::CopyIn, OpKind::AllGather,
                                      OpKind::CopyOut, OpKind::ReduceScatter, OpKind::AllReduce};
 
-// The length of a union of intervals fed in (start, end) order: merges overlapping ones and
-// sums the merged lengths (skipping empty intervals), the one arithmetic every union here uses.
-using Span = std::pair<double, double>;
-
-// The union of several lists, each sorted, merged in (start, end) order: the same sequence, and
-// so the same sum, as sorting their concatenation.
 [[noreturn]] void invariant_broken(const char* what) {
   std::fprintf(stderr, "shardline: internal error in compute_metrics: %s\n", what);
   std::abort();
@@ -149,7 +143,6 @@ std::optional<double> optional_from_json(const json& object, const char* key, co
   return x;
 }
 
-// A time from a metrics file: finite and >= 0 (compute_metrics never writes anything else).
 // A time from a metrics file: in [0, 1e15] us. 1e15 us is 31 years: no step is longer, and a
 // file that says so is corrupt (regress would print its ratio as infinite).
 // `positive`: 0 refused too (a step time).

@@ -443,10 +443,6 @@ Timeline read_timeline_dir(const std::string& dir, const char* which) {
   }
 }
 
-}  // namespace
-
-namespace {
-
 // The measured folder's program.json must be the Program its timeline.json ran: the same ops
 // (kind, stream, group) and the same group sizes. Else the waits inside collectives would be
 // read against another Program's communicators.
@@ -456,13 +452,13 @@ void check_program_matches_timeline(const Program& program, const Timeline& meas
   };
   if (program.ops.size() != measured.ops.size())
     refuse("it has " + std::to_string(program.ops.size()) + " ops, the timeline " + std::to_string(measured.ops.size()));
+  const auto what = [](const Op& op) {
+    return std::string(op_kind_name(op.kind)) + " on " + std::string(stream_name(op.stream)) + " (group " + std::string(comm_group_name(op.group)) + ")";
+  };
   std::array<bool, kNumCommGroups> used{};
   for (size_t i = 0; i < program.ops.size(); ++i) {
     const Op& a = program.ops[i];
     const Op& b = measured.ops[i];
-    const auto what = [](const Op& op) {
-      return std::string(op_kind_name(op.kind)) + " on " + std::string(stream_name(op.stream)) + " (group " + std::string(comm_group_name(op.group)) + ")";
-    };
     if (a.kind != b.kind || a.stream != b.stream || a.group != b.group)
       refuse("ops[" + std::to_string(i) + "] is a " + what(a) + " there and a " + what(b) + " in the timeline");
     used[static_cast<size_t>(a.group)] = true;
@@ -488,10 +484,11 @@ Comparison compare_run_dirs(const std::string& predicted_dir, const std::string&
   if (std::filesystem::exists(program_path, ec) && !std::filesystem::is_regular_file(program_path, ec))
     throw InputError("MEASURED_DIR", "\"" + program_path.string() + "\" is not a file; expected the run's program.json");
   if (std::filesystem::is_regular_file(program_path, ec)) {
-    const nlohmann::json text = load_json_file(program_path.string(), "MEASURED_DIR", kMaxOutputJsonBytes);  // names the file itself
+    // load_json_file names the file in its own errors; program_from_json's get the path here.
+    const nlohmann::json document = load_json_file(program_path.string(), "MEASURED_DIR", kMaxOutputJsonBytes);
     Program program;
     try {
-      program = program_from_json(text);
+      program = program_from_json(document);
     } catch (const InputError& e) {
       throw InputError("MEASURED_DIR", "\"" + program_path.string() + "\": " + e.what());
     }

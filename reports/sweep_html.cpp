@@ -47,6 +47,13 @@ int choose_x_path(const std::vector<std::string>& paths, const std::vector<Sweep
   return -1;
 }
 
+// A row's overlap efficiency as the report prints it ("0.771").
+std::string efficiency_text(const SweepRow& r) {
+  char e[32];
+  std::snprintf(e, sizeof e, "%.3f", r.metrics.overlap_efficiency);
+  return e;
+}
+
 // `skip` (optional): the paths left out, one flag per path.
 std::string settings(const SweepRow& r, const std::vector<std::string>& paths, const std::vector<bool>* skip = nullptr) {
   std::string out;
@@ -144,9 +151,7 @@ std::string line_plots(const SweepResult& res, const std::vector<std::string>& p
       a.titles.push_back(title + ": " + axis.text(r));
       b.x.push_back(x);
       b.y.push_back(r.metrics.overlap_efficiency);
-      char e[32];
-      std::snprintf(e, sizeof e, "%.3f", r.metrics.overlap_efficiency);
-      b.titles.push_back(title + ": " + e);
+      b.titles.push_back(title + ": " + efficiency_text(r));
     }
     step.series.push_back(std::move(a));
     eff.series.push_back(std::move(b));
@@ -161,9 +166,7 @@ std::string line_plots(const SweepResult& res, const std::vector<std::string>& p
     const size_t shown = std::min<size_t>(off_axis.size(), 5);
     for (size_t k = 0; k < shown; ++k) {
       const SweepRow& r = res.rows[off_axis[k]];
-      char e[32];
-      std::snprintf(e, sizeof e, "%.3f", r.metrics.overlap_efficiency);
-      note += (k ? "; " : "") + html_escape(settings(r, paths)) + ": " + html_escape(axis.text(r)) + ", overlap efficiency " + e;
+      note += (k ? "; " : "") + html_escape(settings(r, paths)) + ": " + html_escape(axis.text(r)) + ", overlap efficiency " + efficiency_text(r);
     }
     if (off_axis.size() > shown) note += "; and " + std::to_string(off_axis.size() - shown) + " more rows in sweep.csv";
     note += ".</p>\n";
@@ -270,12 +273,10 @@ std::string sweep_html(const SweepResult& res) {
        "<th>exposed comm</th><th>overlap efficiency</th><th>peak allocated</th><th>peak reserved (estimate)</th><th>fits</th></tr>\n";
   for (size_t i : res.pareto) {
     const auto& r = res.rows[i];
-    char e[32];
-    std::snprintf(e, sizeof e, "%.3f", r.metrics.overlap_efficiency);
     h << "<tr><td>" << r.index << "</td><td>" << html_escape(settings(r, paths)) << "</td><td>"
       << format_or_na(r.metrics.throughput.tokens_per_s_per_gpu, format_per_s) << "</td><td>"
       << format_or_na(r.metrics.throughput.mfu, format_utilisation) << "</td><td>" << format_time_us(r.metrics.step_time_us)
-      << "</td><td>" << format_time_us(r.metrics.exposed_comm_us) << "</td><td>" << e << "</td><td>"
+      << "</td><td>" << format_time_us(r.metrics.exposed_comm_us) << "</td><td>" << efficiency_text(r) << "</td><td>"
       << format_bytes(r.metrics.peak_memory_bytes) << "</td><td>" << format_bytes(r.metrics.peak_reserved_bytes) << "</td><td>"
       << (r.fits_with_margin ? "yes" : r.fits_memory ? "inside margin" : "no") << "</td></tr>\n";
   }

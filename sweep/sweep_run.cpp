@@ -1,13 +1,12 @@
 // Sweep execution on worker threads (see sweep/sweep_run.h).
 #include "sweep/sweep_run.h"
 
-#include <optional>
-
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <exception>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <utility>
 

@@ -70,28 +70,25 @@ TEST_F(CommandLineCli, EveryRepeatedSetApplies) {
 }
 
 TEST_F(CommandLineCli, FlagErrorsExitTwoNamingTheFlag) {
-  const Result unknown = run("schedule " + scenario("host-tiny-fsdp.json") + " --bogus");
-  EXPECT_EQ(unknown.code, 2);
-  EXPECT_EQ(unknown.err, "shardline schedule: error: --bogus: unknown flag; see --help\n");
-  const Result typo = run("simulate " + scenario("host-tiny-fsdp.json") + " --jsn");
-  EXPECT_EQ(typo.code, 2);
-  EXPECT_EQ(typo.err, "shardline simulate: error: --jsn: unknown flag; did you mean --json?\n");
+  // Exit 2 with exactly this one-line message.
+  const auto expect_refused = [&](const std::string& args, const std::string& err) {
+    const Result r = run(args);
+    EXPECT_EQ(r.code, 2) << args;
+    EXPECT_EQ(r.err, err) << args;
+  };
+  const std::string tiny = scenario("host-tiny-fsdp.json");
+  expect_refused("schedule " + tiny + " --bogus", "shardline schedule: error: --bogus: unknown flag; see --help\n");
+  expect_refused("simulate " + tiny + " --jsn", "shardline simulate: error: --jsn: unknown flag; did you mean --json?\n");
   // Boost's "the argument ('abc') for option ... is invalid" said nothing of what is wanted.
-  const Result not_number = run("sweep " + scenario("host-tiny-fsdp.json") + " --vary policy.micro_batches=1,2 --jobs abc");
-  EXPECT_EQ(not_number.code, 2);
-  EXPECT_EQ(not_number.err, "shardline sweep: error: --jobs: \"abc\" is not a number; see --help\n");
-  const Result fraction = run("simulate " + scenario("host-tiny-fsdp.json") + " --ranks all --seed 1.5");
-  EXPECT_EQ(fraction.code, 2);
-  EXPECT_EQ(fraction.err, "shardline simulate: error: --seed: \"1.5\" is not a whole number; see --help\n");
+  expect_refused("sweep " + tiny + " --vary policy.micro_batches=1,2 --jobs abc",
+                 "shardline sweep: error: --jobs: \"abc\" is not a number; see --help\n");
+  expect_refused("simulate " + tiny + " --ranks all --seed 1.5", "shardline simulate: error: --seed: \"1.5\" is not a whole number; see --help\n");
   // The short spelling quotes its value too; a whole number too large for the flag says so.
-  const Result short_flag = run("sweep " + scenario("host-tiny-fsdp.json") + " --vary policy.micro_batches=1,2 -j abc");
-  EXPECT_EQ(short_flag.err, "shardline sweep: error: --jobs: \"abc\" is not a number; see --help\n");
-  const Result too_large = run("simulate " + scenario("host-tiny-fsdp.json") + " --ranks all --seed 9223372036854775808");
-  EXPECT_EQ(too_large.code, 2);
-  EXPECT_EQ(too_large.err, "shardline simulate: error: --seed: \"9223372036854775808\" is out of range; see --help\n");
-  const Result command = run("simulat " + scenario("host-tiny-fsdp.json"));
-  EXPECT_EQ(command.code, 2);
-  EXPECT_EQ(command.err, "shardline: error: unknown command \"simulat\"; did you mean \"simulate\"? (shardline --help lists them)\n");
+  expect_refused("sweep " + tiny + " --vary policy.micro_batches=1,2 -j abc",
+                 "shardline sweep: error: --jobs: \"abc\" is not a number; see --help\n");
+  expect_refused("simulate " + tiny + " --ranks all --seed 9223372036854775808",
+                 "shardline simulate: error: --seed: \"9223372036854775808\" is out of range; see --help\n");
+  expect_refused("simulat " + tiny, "shardline: error: unknown command \"simulat\"; did you mean \"simulate\"? (shardline --help lists them)\n");
   const Result no_value = run("simulate " + scenario("host-tiny-fsdp.json") + " --set");
   EXPECT_EQ(no_value.code, 2);
   EXPECT_NE(no_value.err.find("'--set'"), std::string::npos) << no_value.err;
