@@ -32,9 +32,7 @@ DType parse_dtype(std::string_view name, const std::string& where) {
   if (name == "float32") return DType::fp32;
   if (name == "bfloat16") return DType::bf16;
   if (name == "float16") return DType::fp16;
-  const std::string close = closest_match(name, {"fp32", "bf16", "fp16", "fp8"});
-  throw InputError(where, "unknown dtype \"" + std::string(name) + "\"; " + (close.empty() ? "" : "did you mean \"" + close + "\"? ") +
-                              "expected one of fp32, bf16, fp16, fp8");
+  throw InputError(where, "unknown dtype \"" + std::string(name) + "\";" + choice_tail(name, {"fp32", "bf16", "fp16", "fp8"}));
 }
 
 }  // namespace shardline

@@ -227,17 +227,28 @@ class Obj {
 
 // ---- model ------------------------------------------------------------------------------------
 
+// Another framework's name for something a knob spells differently, and the sentence that says
+// how to write it here (a near-miss suggestion would point elsewhere: "mqa" is one edit from
+// "mha", but multi-query attention is "gqa" with one kv head).
+struct ForeignName {
+  const char* name;
+  const char* how;
+};
+
 // An enumerated string knob: the value must be one of `names`; the error names them all (and
-// the closest one).
+// the closest one, or how to write a known foreign name).
 template <typename E>
-E as_choice(const json& v, const std::string& path, const std::vector<std::pair<std::string, E>>& names) {
-  const std::string text = as_string(v, path);
+E as_choice(const json& v, const std::string& path, const std::vector<std::pair<std::string, E>>& names,
+            const std::vector<ForeignName>& foreign = {}) {
   std::vector<std::string> known;
-  for (const auto& [name, value] : names) {
+  for (const auto& [name, value] : names) known.push_back(name);
+  if (!v.is_string()) throw InputError(path, "expected a string, got " + show(v) + ";" + choice_tail("", known));
+  const std::string text = v.get<std::string>();
+  for (const auto& [name, value] : names)
     if (name == text) return value;
-    known.push_back(name);
-  }
-  throw InputError(path, "unknown value \"" + text + "\";" + suggestion_tail(text, known));
+  for (const auto& f : foreign)
+    if (text == f.name) throw InputError(path, "unknown value \"" + text + "\"; " + f.how + "." + choice_tail("", known));
+  throw InputError(path, "unknown value \"" + text + "\";" + choice_tail(text, known));
 }
 
 // Units (transformer layers, or explicit units after `repeat`): at most a million; and 1e15
@@ -268,7 +279,11 @@ TransformerSpec parse_transformer(const json& j, const std::string& path, const 
                                                {{"none", Checkpointing::None},
                                                 {"selective", Checkpointing::Selective},
                                                 {"selective_op", Checkpointing::SelectiveOp},
-                                                {"full", Checkpointing::Full}});
+                                                {"full", Checkpointing::Full}},
+                                               {{"selective_layer",
+                                                 "torchtitan's selective layer checkpointing (whole blocks, 1 in N) is \"full\" "
+                                                 "with model.transformer.checkpoint_every: N"},
+                                                {"block", "checkpointing whole blocks is \"full\""}});
   }
   if (const json* v = o.opt("checkpoint_every")) {
     t.checkpoint_every = as_int64(*v, o.at("checkpoint_every"), 1);
@@ -300,7 +315,8 @@ TransformerSpec parse_transformer(const json& j, const std::string& path, const 
                                            std::to_string(t.heads) + "; expected a divisor (grouped-query attention)");
   }
   if (const json* v = o.opt("attention")) {
-    const bool gqa = as_choice<bool>(*v, o.at("attention"), {{"mha", false}, {"gqa", true}});
+    const bool gqa = as_choice<bool>(*v, o.at("attention"), {{"mha", false}, {"gqa", true}},
+                                     {{"mqa", "multi-query attention is \"gqa\" with model.transformer.kv_heads: 1"}});
     if (!gqa && t.kv_heads != t.heads) {
       throw InputError(o.at("attention"), "\"mha\" (multi-head attention) needs kv_heads = heads, but kv_heads is " +
                                               std::to_string(t.kv_heads) + " and heads " + std::to_string(t.heads) +
@@ -325,6 +341,24 @@ TransformerSpec parse_transformer(const json& j, const std::string& path, const 
       throw InputError(path, std::string("this shape has about ") + n +
                                  " parameters, beyond the 1e16 shardline can count in bytes; check layers, hidden, ffn_hidden and vocab");
     }
+  }
+  // Shapes the modelled kernels do not run: RoPE rotates pairs of a head's dimensions, and
+  // FlashAttention (the attention model, docs/compute-model.md) takes head dimensions up to 256.
+  const int64_t head_dim = t.hidden / t.heads;
+  if (t.position == PositionKind::Rope && head_dim % 2 != 0) {
+    throw InputError(o.at("heads"), "head_dim " + std::to_string(head_dim) + " (hidden " + std::to_string(t.hidden) + " / " +
+                                        std::to_string(t.heads) + " heads) is odd; expected an even head_dim with position \"rope\" "
+                                        "(it rotates pairs of dimensions)");
+  }
+  constexpr int64_t kMaxFlashHeadDim = 256;
+  if (head_dim > kMaxFlashHeadDim) {
+    throw InputError(o.at("heads"), "head_dim " + std::to_string(head_dim) + " (hidden " + std::to_string(t.hidden) + " / " +
+                                        std::to_string(t.heads) + " heads) is beyond the 256 FlashAttention takes; expected more heads");
+  }
+  if (t.checkpointing == Checkpointing::Full && t.checkpoint_every > t.layers) {
+    throw InputError(o.at("checkpoint_every"), "checkpointing 1 block in " + std::to_string(t.checkpoint_every) + " of " +
+                                                   std::to_string(t.layers) + " layers checkpoints none; expected at most " +
+                                                   std::to_string(t.layers) + " (or activation_checkpointing \"none\")");
   }
   // Sizes that must stay far from int64 overflow in the memory model (bytes = tokens x width x 20).
   const double tokens = static_cast<double>(t.seq_len) * static_cast<double>(t.micro_batch_size);
@@ -691,9 +725,7 @@ PolicySpec parse_policy(const json& j, const json& sch, const MeshSpec& mesh, si
     if (s == "every") p.grad_sync = GradSync::Every;
     else if (s == "last") p.grad_sync = GradSync::Last;
     else {
-      const std::string close = closest_match(s, {"every", "last"});
-      throw InputError(o.at("grad_sync"), "unknown grad_sync \"" + s + "\"; " + (close.empty() ? "" : "did you mean \"" + close + "\"? ") +
-                                              "expected \"every\" or \"last\"");
+      throw InputError(o.at("grad_sync"), "unknown grad_sync \"" + s + "\";" + choice_tail(s, {"every", "last"}));
     }
   }
   if (const json* v = o.opt("average_gradients")) p.average_gradients = as_bool(*v, o.at("average_gradients"));

@@ -10,11 +10,15 @@ namespace shardline {
 int edit_distance(std::string_view a, std::string_view b);
 
 // The candidate closest to `word`, or "" when none is close enough to be a plausible typo
-// (distance at most max(2, word length / 3), or one is a prefix of the other). Ties go to the
-// earlier candidate.
+// (distance at most max(2, word length / 3), or one is a prefix of the other; case is ignored,
+// so "MHA" finds "mha"). Ties go to the earlier candidate.
 std::string closest_match(std::string_view word, const std::vector<std::string>& candidates);
 
 // " did you mean \"x\"?" or " expected one of: a, b, c." -- a ready tail for an error sentence.
 std::string suggestion_tail(std::string_view word, const std::vector<std::string>& candidates);
+
+// For a value out of a closed set: " did you mean \"x\"? Expected one of: a, b, c." (the list
+// always, the suggestion when one is close) -- the value errors name every accepted value.
+std::string choice_tail(std::string_view word, const std::vector<std::string>& candidates);
 
 }  // namespace shardline

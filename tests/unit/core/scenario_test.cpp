@@ -212,6 +212,24 @@ TEST(Transformer, CheckpointEveryKthBlockChecksOnlyThoseBlocks) {
   j["model"]["transformer"]["activation_checkpointing"] = "full";
   j["model"]["transformer"]["checkpoint_every"] = 0;
   expect_bad(j, "model.transformer.checkpoint_every", {"0"});
+  // One block in k of 4 layers: k = 4 checkpoints block 3; k = 5 would checkpoint none.
+  j["model"]["transformer"]["checkpoint_every"] = 4;
+  EXPECT_EQ(parse_scenario(j).model.units[4].checkpointing, Checkpointing::Full);
+  j["model"]["transformer"]["checkpoint_every"] = 5;
+  expect_bad(j, "model.transformer.checkpoint_every", {"1 block in 5 of 4 layers checkpoints none", "at most 4"});
+}
+
+// Shapes the modelled kernels do not run are refused: an odd head_dim under RoPE (it rotates
+// pairs of dimensions) and a head_dim beyond FlashAttention's 256.
+TEST(Transformer, HeadDimensionsTheKernelsDoNotRunAreRefused) {
+  json j = llama(2, 4000, 14336, 32, 8, "none");  // head_dim 125
+  expect_bad(j, "model.transformer.heads", {"head_dim 125 (hidden 4000 / 32 heads) is odd", "\"rope\""});
+  j["model"]["transformer"]["position"] = "alibi";
+  EXPECT_NO_THROW(parse_scenario(j));
+  j = llama(2, 4096, 14336, 8, 8, "none");  // head_dim 512
+  expect_bad(j, "model.transformer.heads", {"head_dim 512", "beyond the 256 FlashAttention takes"});
+  j = llama(2, 4096, 14336, 16, 8, "none");  // head_dim 256: FlashAttention's largest
+  EXPECT_NO_THROW(parse_scenario(j));
 }
 
 TEST(Transformer, TiedEmbeddingsDropTheOutputWeightAndMicroBatchScales) {
@@ -561,7 +579,7 @@ TEST(BadInput, UnknownDtypePresetCheckpointingAndGradSync) {
   expect_bad(j, "model.transformer.activation_checkpointing", {"\"partial\"", "selective"});
   j = tiny();
   j["policy"] = {{"grad_sync", "sometimes"}};
-  expect_bad(j, "policy.grad_sync", {"\"sometimes\"", "\"every\" or \"last\""});
+  expect_bad(j, "policy.grad_sync", {"\"sometimes\"", "expected one of: every, last."});
   j = tiny();
   j["cluster"]["gpu"]["peak_tflops"]["tf32"] = 400;
   expect_bad(j, "cluster.gpu.peak_tflops.tf32", {"did you mean"});
@@ -593,7 +611,31 @@ TEST(BadInput, DtypeAndGradSyncNearMissesSuggestTheClosestName) {
   j["policy"] = {{"grad_sync", "evry"}};
   expect_bad(j, "policy.grad_sync", {"did you mean \"every\"?"});
   j["policy"] = {{"grad_sync", "sometimes"}};
-  expect_bad(j, "policy.grad_sync", {"unknown grad_sync \"sometimes\"; expected \"every\" or \"last\""});
+  expect_bad(j, "policy.grad_sync", {"unknown grad_sync \"sometimes\"; expected one of: every, last."});
+}
+
+// A knob's value error always lists every accepted value, beside the suggestion; case is
+// ignored when suggesting; other frameworks' names get how to write them here, not a near miss
+// that means something else ("mqa" is one edit from "mha"); a non-string names the values too.
+TEST(BadInput, KnobValueErrorsListTheAcceptedValuesAndExplainForeignNames) {
+  json j = llama(2, 4096, 14336, 32, 8, "none");
+  j["model"]["transformer"]["mlp"] = "swiglue";
+  expect_bad(j, "model.transformer.mlp", {"unknown value \"swiglue\"; did you mean \"swiglu\"? Expected one of: swiglu, gelu."});
+  j = llama(2, 4096, 14336, 32, 8, "none");
+  j["model"]["transformer"]["attention"] = "MHA";
+  j["model"]["transformer"]["kv_heads"] = 32;
+  expect_bad(j, "model.transformer.attention", {"did you mean \"mha\"?", "one of: mha, gqa."});
+  j = llama(2, 4096, 14336, 32, 8, "none");
+  j["model"]["transformer"]["attention"] = "mqa";
+  expect_bad(j, "model.transformer.attention", {"multi-query attention is \"gqa\" with model.transformer.kv_heads: 1", "one of: mha, gqa."});
+  j = llama(2, 4096, 14336, 32, 8, "none");
+  j["model"]["transformer"]["activation_checkpointing"] = "selective_layer";
+  expect_bad(j, "model.transformer.activation_checkpointing",
+             {"is \"full\" with model.transformer.checkpoint_every: N", "one of: none, selective, selective_op, full."});
+  j = llama(2, 4096, 14336, 32, 8, "none");
+  j["model"]["transformer"]["activation_checkpointing"] = true;
+  expect_bad(j, "model.transformer.activation_checkpointing",
+             {"expected a string, got true; expected one of: none, selective, selective_op, full."});
 }
 
 TEST(BadInput, MissingRequiredFieldsAndModelShape) {
