@@ -58,7 +58,7 @@ int run_simulate(const std::vector<std::string>& args) {
       ("out", po::value(&out_dir), "write metrics.json, program.json, timeline.json, trace.json and report.html to this folder")
       ("json", "print the metrics as JSON on stdout instead of the summary table")
       ("ranks", po::value(&ranks_mode), "one (a representative rank) or all (every rank, each with its own streams; collectives wait for their slowest member); default: all when the scenario has a variation, else one")
-      ("trace-ranks", po::value(&trace_ranks), "--ranks all: ranks the timeline and trace keep besides rank 0, the slowest and the fastest (0,5,17), or all");
+      ("trace-ranks", po::value(&trace_ranks), "--ranks all, with --out: ranks the timeline and trace keep besides rank 0, the slowest, the fastest and the ranks a straggler or slow link names (0,5,17), or all");
   if (cli.parse(args) == Parsed::help_shown) return 0;
   if (cli.given("out") && out_dir.empty()) throw InputError("--out", "give a folder");
   if (cli.given("trace-ranks") && trace_ranks.empty()) throw InputError("--trace-ranks", "give ranks as 0,5,17, or all");
@@ -81,12 +81,15 @@ int run_simulate(const std::vector<std::string>& args) {
   if (!every_rank && !scenario.variation.empty())
     throw InputError("--ranks", "the scenario's variation (stragglers, jitter, slow links) needs every rank: leave out --ranks one");
   if (!every_rank && cli.given("trace-ranks")) throw InputError("--trace-ranks", "needs --ranks all");
+  if (cli.given("trace-ranks") && out_dir.empty())
+    throw InputError("--trace-ranks", "chooses the ranks that --out writes (timeline.json, trace.json, the report); give --out");
   Program program = schedule(scenario);
   if (!out_dir.empty()) check_run_outputs_size(scenario, program);  // before simulating, not after
   if (!out_dir.empty() && every_rank) {
-    // The timeline and trace hold every kept rank's ops: the default three ranks at most, or
-    // what --trace-ranks asks for, within three times the one-rank limit.
-    const int64_t kept = keep_all ? scenario.mesh.world() : 3 + static_cast<int64_t>(keep_ranks.size());
+    // The timeline and trace hold every kept rank's ops: rank 0, the slowest, the fastest, the
+    // varied ranks and what --trace-ranks asks for, within three times the one-rank limit.
+    const size_t varied = varied_ranks(rank_variation(scenario), kMaxVariedRanksKept).size();
+    const int64_t kept = keep_all ? scenario.mesh.world() : 3 + static_cast<int64_t>(varied + keep_ranks.size());
     const int64_t intervals = std::min<int64_t>(kept, scenario.mesh.world()) * static_cast<int64_t>(program.ops.size());
     if (intervals > 3 * kMaxOutputOps)
       throw InputError("--trace-ranks", "keeps " + std::to_string(std::min<int64_t>(kept, scenario.mesh.world())) + " ranks x " +

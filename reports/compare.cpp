@@ -195,10 +195,22 @@ Comparison compare_timelines(const Timeline& predicted, const Timeline& measured
   c.scenario = measured.scenario.empty() ? predicted.scenario : measured.scenario;
   c.measured_backend = measured.backend;
   c.tolerance = tolerance;
-  c.predicted = compute_metrics(predicted);
   c.measured = compute_metrics(measured);
-  const StepWindow pw = step_window(predicted);
   const StepWindow mw = step_window(measured);
+  // The ops are compared on one rank: the measured side's slowest. An every-rank prediction that
+  // holds that rank is read on it too (with an injected straggler, its slowest rank may tie with
+  // one that waited for it, and a prediction of another rank would show the straggler's compute
+  // as errors); otherwise the prediction's own slowest rank.
+  const std::vector<int> predicted_holds = ranks_held(predicted);
+  const bool same_rank = predicted.ranks > 1 && std::binary_search(predicted_holds.begin(), predicted_holds.end(), mw.rank);
+  const StepWindow pw = same_rank ? step_window(predicted, mw.rank) : step_window(predicted);
+  // The predicted metrics are the slowest rank's; where the measured rank ties for slowest, its
+  // own (the step time is the same, the overlap and exposed comm are that rank's).
+  const StepWindow slowest = step_window(predicted);
+  const bool ties = same_rank && pw.end_us - pw.start_us == slowest.end_us - slowest.start_us;
+  c.predicted = ties ? compute_metrics(predicted, mw.rank) : compute_metrics(predicted);
+  c.predicted_rank = pw.rank;
+  c.predicted_every_rank = predicted.ranks > 1;
   c.measured_rank = mw.rank;
   c.measured_iteration = mw.iteration;
   if (!(c.measured.step_time_us > 0)) throw InputError("timelines", "the measured step time is zero");
@@ -206,7 +218,6 @@ Comparison compare_timelines(const Timeline& predicted, const Timeline& measured
   c.within_tolerance = std::abs(c.step_error) <= tolerance;
   c.measured_spread = measured_spread(measured, c.predicted.step_time_us);
   // A representative prediction stands for every rank; an every-rank one for the ranks it holds.
-  const std::vector<int> predicted_holds = ranks_held(predicted);
   std::vector<double> waits;
   if (groups != nullptr) waits = collective_wait_per_rank_us(measured, *groups, mw.iteration);
   for (int r = 0; r < measured.ranks; ++r) {
@@ -297,6 +308,7 @@ nlohmann::json comparison_to_json(const Comparison& c) {
           {"measured_backend", c.measured_backend},
           {"measured_rank", c.measured_rank},
           {"measured_iteration", c.measured_iteration},
+          {"predicted_rank", c.predicted_rank},
           {"predicted_step_time_us", c.predicted.step_time_us},
           {"measured_step_time_us", c.measured.step_time_us},
           {"step_error", c.step_error},
@@ -336,12 +348,16 @@ std::string spread_line(const Comparison& c) {
          "; the prediction (" + format_time_us(c.predicted.step_time_us) + ", " + pct(s.median_error) +
          " from the median) is " + (s.prediction_inside ? "inside" : "outside") + " that run-to-run spread";
 }
+
+// The per-rank rows are shown when there is more than one, or when the prediction simulated every
+// rank (it may hold only some of them: rank 0, the slowest, the fastest, the ones asked for).
+bool shows_per_rank(const Comparison& c) { return c.by_rank.size() > 1 || (c.predicted_every_rank && !c.by_rank.empty()); }
 }  // namespace
 
 std::string comparison_table(const Comparison& c) {
   std::ostringstream o;
   o << "compare: " << c.scenario << " (measured: " << c.measured_backend << ", rank " << c.measured_rank << ", iteration "
-    << c.measured_iteration << ")\n\n";
+    << c.measured_iteration << (c.predicted_every_rank ? "; predicted: rank " + std::to_string(c.predicted_rank) : "") << ")\n\n";
   o << pad("", 22) << pad("predicted", 14) << pad("measured", 14) << "error\n";
   o << pad("step time (us)", 22) << pad(us(c.predicted.step_time_us), 14) << pad(us(c.measured.step_time_us), 14)
     << pct(c.step_error) << (c.within_tolerance ? "  (within " : "  (OVER ") << fmt("%.3g%%", 100 * c.tolerance) << ")\n";
@@ -352,7 +368,7 @@ std::string comparison_table(const Comparison& c) {
     << fmt("%+.1f", c.predicted.exposed_comm_us - c.measured.exposed_comm_us) << "\n";
   for (const auto& row : throughput_rows(c)) o << pad(row[0], 22) << pad(row[1], 14) << pad(row[2], 14) << row[3] << "\n";
   o << "\n" << spread_line(c) << "\n\n";
-  if (c.by_rank.size() > 1) {
+  if (shows_per_rank(c)) {
     const bool waits = c.by_rank.front().measured_wait_us.has_value();
     o << "step time per rank (us):\n" << pad("rank", 8) << pad("predicted", 14) << pad("measured", 14)
       << (waits ? pad("error", 10) + "measured waiting in collectives (for the last member)" : "error") << "\n";
@@ -396,6 +412,15 @@ std::string comparison_html(const Comparison& c, const Timeline& predicted, cons
     b << "<tr><td>" << html_escape(row[0]) << "</td><td>" << html_escape(row[1]) << "</td><td>" << html_escape(row[2])
       << "</td><td>" << html_escape(row[3]) << "</td></tr>\n";
   b << "</table>\n<p>" << html_escape(spread_line(c)) << "</p>\n";
+  if (shows_per_rank(c)) {
+    const bool waits = c.by_rank.front().measured_wait_us.has_value();
+    b << "<h2>Step time per rank (us)</h2>\n<table>\n<tr><th>rank</th><th>predicted</th><th>measured</th><th>error</th>"
+      << (waits ? "<th>measured waiting in collectives (for the last member)</th>" : "") << "</tr>\n";
+    for (const RankComparison& r : c.by_rank)
+      b << "<tr><td>" << r.rank << "</td><td>" << us(r.predicted_step_us) << "</td><td>" << us(r.measured_step_us) << "</td><td>"
+        << html_escape(pct(r.error)) << "</td>" << (r.measured_wait_us ? "<td>" + us(*r.measured_wait_us) + "</td>" : "") << "</tr>\n";
+    b << "</table>\n";
+  }
   b << "<h2>Absolute errors per op kind (us)</h2>\n<table>\n<tr><th>kind</th><th>ops</th><th>duration median</th>"
        "<th>duration p90</th><th>start median</th><th>start p90</th></tr>\n";
   for (const auto& k : c.by_kind)
@@ -409,11 +434,11 @@ std::string comparison_html(const Comparison& c, const Timeline& predicted, cons
       << us(w.predicted_start_us) << "</td><td>" << us(w.measured_start_us) << "</td><td>" << us(w.predicted_duration_us)
       << "</td><td>" << us(w.measured_duration_us) << "</td></tr>\n";
   b << "</table>\n<h2>Timelines (same time axis, each from its own step start)</h2>\n";
-  const StepWindow pw = step_window(predicted);
-  const StepWindow mw = step_window(measured);
+  const StepWindow pw = step_window(predicted, c.predicted_rank);
+  const StepWindow mw = step_window(measured, c.measured_rank);
   const SvgAxis axis = shared_axis({pw, mw});
   SvgTimelineOptions po;
-  po.title = "predicted (" + predicted.backend + ")";
+  po.title = "predicted (" + predicted.backend + ")" + (c.predicted_every_rank ? ", rank " + std::to_string(pw.rank) : "");
   SvgTimelineOptions mo;
   mo.title = "measured (" + measured.backend + "), rank " + std::to_string(mw.rank) + ", iteration " +
              std::to_string(mw.iteration);

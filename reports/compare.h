@@ -73,6 +73,10 @@ struct Comparison {
   std::string measured_backend;
   int measured_rank = 0;       // the rank that defines the measured step
   int measured_iteration = 0;  // its reported iteration
+  // The predicted rank the ops are compared on: the measured rank when an every-rank prediction
+  // holds it, else the prediction's own slowest rank (0 for a one-rank prediction).
+  int predicted_rank = 0;
+  bool predicted_every_rank = false;  // the prediction simulated every rank (`--ranks all`)
   Metrics predicted, measured;
   double step_error = 0;       // (predicted - measured) / measured step time
   double tolerance = 0.10;

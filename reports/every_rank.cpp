@@ -20,6 +20,17 @@ RankVariation rank_variation(const Scenario& scenario) {
   return out;
 }
 
+std::vector<int> varied_ranks(const RankVariation& variation, size_t limit) {
+  std::vector<int> out;
+  const size_t n = std::max(variation.compute_factor.size(), variation.bandwidth_factor.size());
+  for (size_t r = 0; r < n && out.size() < limit; ++r) {
+    const bool slow = r < variation.compute_factor.size() && variation.compute_factor[r] != 1.0;
+    const bool thin = r < variation.bandwidth_factor.size() && variation.bandwidth_factor[r] != 1.0;
+    if (slow || thin) out.push_back(static_cast<int>(r));
+  }
+  return out;
+}
+
 EveryRankRun simulate_every_rank(const Scenario& scenario, const Program& program, SimOptions options,
                                  const std::vector<int>& keep_ranks, bool keep_all) {
   for (int r : keep_ranks)
@@ -67,6 +78,8 @@ EveryRankRun simulate_every_rank(const Scenario& scenario, const Program& progra
       return all;
     }
     std::vector<int> kept = ranks_that_matter(summarize_ranks(finished, Timeline{}, symmetric_step_us));
+    const std::vector<int> varied = varied_ranks(variation, kMaxVariedRanksKept);
+    kept.insert(kept.end(), varied.begin(), varied.end());
     kept.insert(kept.end(), keep_ranks.begin(), keep_ranks.end());
     return kept;
   };

@@ -1,6 +1,7 @@
 // Every-rank simulation as the commands run it (`simulate --ranks all`): the step of every rank,
 // the same step without variation for the straggler cost, and a Timeline that keeps the ranks
-// worth looking at (rank 0, the slowest, the fastest and any asked for) rather than thousands.
+// worth looking at (rank 0, the slowest, the fastest, the stragglers and any asked for) rather
+// than thousands.
 #pragma once
 #include <vector>
 
@@ -21,9 +22,15 @@ struct EveryRankRun {
 // and the jitter of each compute op (iteration 0, the simulated step).
 RankVariation rank_variation(const Scenario& scenario);
 
+// The ranks a straggler or slow link names (compute factor or bandwidth factor not 1), ascending,
+// at most `limit` of them (the lowest): the Timeline keeps them by default, so an injected
+// straggler is in the trace even when it ties with the ranks that waited for it.
+std::vector<int> varied_ranks(const RankVariation& variation, size_t limit);
+inline constexpr size_t kMaxVariedRanksKept = 8;
+
 // The scenario's variation applies. `options`: the profile and the like (its every-rank fields
-// are set here). `keep_ranks`: ranks the Timeline keeps besides rank 0, the slowest and the
-// fastest; `keep_all`: every rank. Throws InputError("--trace-ranks", ...) for a rank outside the world,
+// are set here). `keep_ranks`: ranks the Timeline keeps besides rank 0, the slowest, the fastest
+// and the varied ranks (varied_ranks, up to kMaxVariedRanksKept); `keep_all`: every rank. Throws InputError("--trace-ranks", ...) for a rank outside the world,
 // and, when ranks x ops exceeds kMaxRankOps, before simulating, InputError naming "mesh" when the
 // world has more ranks than the Program has ops, else the key that made the Program large
 // (program_size_key).

@@ -69,16 +69,31 @@ TEST_F(SimulateRanksCli, OutputsKeepTheRanksThatMatterAndTheOnesAskedFor) {
   EXPECT_EQ(timeline_ranks(json::parse(slurp(dir_ / "all" / "timeline.json"))), (std::set<int>{0, 1, 2, 3}));
 }
 
+// A straggler that ties with the ranks that waited for it (FSDP: every rank ends at the last
+// reduce-scatter) is neither the slowest nor the fastest by the lowest-rank rule; the timeline
+// keeps it anyway, as it keeps every rank a variation names.
+TEST_F(SimulateRanksCli, TheTimelineKeepsTheStragglerItWasAskedAbout) {
+  const fs::path out = dir_ / "straggler";
+  const Result r = run("simulate " + scenario("host-tiny-fsdp.json") +
+                       " --set mesh.shard=4 --set cluster.gpus_per_node=4 --straggler 2=1.5 --out " + out.string());
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_EQ(timeline_ranks(json::parse(slurp(out / "timeline.json"))), (std::set<int>{0, 2}));
+}
+
 TEST_F(SimulateRanksCli, BadRankFlagsExitTwoNamingTheFlag) {
+  const std::string out = " --out " + (dir_ / "refused").string();
   expect_flag_errors({{"--ranks some", "--ranks"},
-                      {"--trace-ranks 1", "--trace-ranks"},  // needs --ranks all
-                      {"--ranks all --trace-ranks 4", "--trace-ranks"},
-                      {"--ranks all --trace-ranks 1,x", "--trace-ranks"},
-                      {"--ranks all --trace-ranks -1", "--trace-ranks"},
+                      {"--trace-ranks 1" + out, "--trace-ranks"},  // needs --ranks all
+                      {"--ranks all --trace-ranks 1", "--trace-ranks"},  // needs --out: it chooses what --out writes
+                      {"--ranks all --trace-ranks 4" + out, "--trace-ranks"},
+                      {"--ranks all --trace-ranks 1,x" + out, "--trace-ranks"},
+                      {"--ranks all --trace-ranks -1" + out, "--trace-ranks"},
                       // every rank of 4,096 written out: refused before simulating, no folder left
                       {"--set cluster.nodes=2048 --set mesh.replicate=2048 --ranks all --trace-ranks all --out " + (dir_ / "big").string(),
                        "--trace-ranks"}});
   EXPECT_FALSE(fs::exists(dir_ / "big"));
+  EXPECT_FALSE(fs::exists(dir_ / "refused"));
+  EXPECT_NE(run("simulate " + scenario("host-tiny-hsdp.json") + " --ranks all --trace-ranks 1").err.find("give --out"), std::string::npos);
 }
 
 // Every rank keeps its start and end of every op (16 bytes each): a million ranks of this small

@@ -2,6 +2,8 @@
 #include "reports/compare.h"
 
 #include <gtest/gtest.h>
+
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
@@ -123,6 +125,41 @@ TEST(Compare, ComparesEveryRankThePredictionHolds) {
   EXPECT_EQ(k.by_rank[0].rank, 1);
   kept.intervals.pop_back();  // a kept rank must still be complete
   EXPECT_THROW(compare_timelines(kept, measured()), InputError);
+}
+
+// An every-rank prediction where a straggler (rank 1) ties with the rank that waited for it
+// (rank 0): both end at 150 us. The measured step is rank 1's, so the ops and the overlap are read
+// on the prediction's rank 1 too, not on rank 0 by the lowest-rank rule (whose compute would show
+// as errors against the straggler's).
+TEST(Compare, AnEveryRankPredictionIsReadOnTheMeasuredRank) {
+  Timeline every = predicted();
+  every.ranks = 2;
+  every.intervals.clear();
+  const double waited[6][2] = {{0, 5}, {5, 25}, {25, 55}, {55, 115}, {115, 150}, {150, 150}};      // rank 0: short compute, waits in rs
+  const double straggler[6][2] = {{0, 5}, {5, 25}, {25, 70}, {70, 135}, {120, 150}, {150, 150}};  // rank 1: 1.5x compute
+  for (int i = 0; i < 6; ++i) every.intervals.push_back({i, 0, 0, 0, waited[i][0], waited[i][1]});
+  for (int i = 0; i < 6; ++i) every.intervals.push_back({i, 1, 0, 0, straggler[i][0], straggler[i][1]});
+  const Comparison c = compare_timelines(every, measured());
+  EXPECT_EQ(c.measured_rank, 1);
+  EXPECT_EQ(c.predicted_rank, 1);
+  EXPECT_TRUE(c.predicted_every_rank);
+  EXPECT_DOUBLE_EQ(c.predicted.step_time_us, 150);
+  EXPECT_DOUBLE_EQ(c.predicted.compute_busy_us, 110);  // rank 1's: 25..135; rank 0's would be 90
+  const auto fwd = std::find_if(c.ops.begin(), c.ops.end(), [](const OpComparison& o) { return o.name == "fwd u0"; });
+  ASSERT_NE(fwd, c.ops.end());
+  EXPECT_DOUBLE_EQ(fwd->predicted_duration_us, 45);  // rank 1's forward
+  EXPECT_EQ(comparison_to_json(c).at("predicted_rank"), 1);
+  EXPECT_NE(comparison_table(c).find("(measured: mpi, rank 1, iteration 1; predicted: rank 1)"), std::string::npos)
+      << comparison_table(c);
+  EXPECT_NE(comparison_table(c).find("step time per rank"), std::string::npos);
+  const std::string html = comparison_html(c, every, measured());
+  EXPECT_NE(html.find("<h2>Step time per rank (us)</h2>"), std::string::npos);
+  EXPECT_NE(html.find("predicted (" + every.backend + "), rank 1"), std::string::npos);  // the timeline drawn is rank 1's
+  // A one-rank prediction stands for every rank: read on its own rank 0, the header says nothing more.
+  const Comparison one = compare_timelines(predicted(), measured());
+  EXPECT_EQ(one.predicted_rank, 0);
+  EXPECT_FALSE(one.predicted_every_rank);
+  EXPECT_NE(comparison_table(one).find("(measured: mpi, rank 1, iteration 1)\n"), std::string::npos);
 }
 
 // A rank that reaches a collective late makes the other members wait inside it: with the group
