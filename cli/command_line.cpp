@@ -1,5 +1,7 @@
 #include "cli/command_line.h"
 
+#include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -140,6 +142,28 @@ Parsed CommandLine::parse(const std::vector<std::string>& args, bool show_help) 
   return Parsed::run;
 }
 
+namespace {
+
+bool all_digits(const std::string& t) {
+  return !t.empty() && std::all_of(t.begin(), t.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+// A plain decimal number: digits with at most one point, then an optional exponent (1.5, 2, .5,
+// 3., 1e-2). Not a sign, hex, nan or inf, which std::stod would also take.
+bool plain_decimal(const std::string& t) {
+  const size_t e = t.find_first_of("eE");
+  std::string mantissa = t.substr(0, e);
+  if (std::count(mantissa.begin(), mantissa.end(), '.') > 1) return false;
+  mantissa.erase(std::remove(mantissa.begin(), mantissa.end(), '.'), mantissa.end());
+  if (!all_digits(mantissa)) return false;
+  if (e == std::string::npos) return true;
+  std::string exponent = t.substr(e + 1);
+  if (!exponent.empty() && (exponent[0] == '+' || exponent[0] == '-')) exponent.erase(0, 1);
+  return all_digits(exponent);
+}
+
+}  // namespace
+
 void CommandLine::add_variation_flags() {
   listed_.add_options()("straggler", po::value(&stragglers_)->composing(),
                         "RANK=FACTOR: this rank computes FACTOR times slower (repeatable; adds to the scenario's variation.stragglers)")
@@ -176,20 +200,19 @@ Scenario CommandLine::load_scenario() const {
     nlohmann::json& list = variation["stragglers"];
     if (list.is_null()) list = nlohmann::json::array();
     for (const std::string& s : stragglers_) {
+      // RANK: decimal digits; FACTOR: a plain decimal number (1.5, 2, .5, 1e-2), not hex, signed,
+      // nan or inf, which std::stod would take.
       const auto eq = s.find('=');
-      size_t used_rank = 0, used_factor = 0;
-      int rank = -1;
-      double factor = 0;
-      try {
-        if (eq != std::string::npos) {
-          rank = std::stoi(s.substr(0, eq), &used_rank);
-          factor = std::stod(s.substr(eq + 1), &used_factor);
-        }
-      } catch (const std::exception&) {
-        used_rank = 0;
-      }
-      if (eq == std::string::npos || used_rank != eq || used_factor != s.size() - eq - 1 || used_factor == 0)
+      const std::string rank_text = s.substr(0, eq == std::string::npos ? 0 : eq);
+      const std::string factor_text = eq == std::string::npos ? "" : s.substr(eq + 1);
+      std::string lower = factor_text;
+      for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      const bool not_finite_word = lower == "nan" || lower == "inf" || lower == "infinity";
+      if (!all_digits(rank_text) || !(plain_decimal(factor_text) || not_finite_word))
         throw InputError("--straggler", "\"" + s + "\" is not RANK=FACTOR, e.g. 3=1.5 (rank 3 computes 50% slower)");
+      if (rank_text.size() > 9) throw InputError("--straggler", "\"" + s + "\": rank " + rank_text + " is out of range");
+      const int rank = std::stoi(rank_text);
+      const double factor = std::strtod(factor_text.c_str(), nullptr);  // 1e999: inf, refused below
       if (!std::isfinite(factor))  // JSON has no NaN or infinity: it would read back as null
         throw InputError("--straggler", "\"" + s + "\": the factor must be a finite number in [0.001, 1000]");
       if (list.is_array()) flag_paths.emplace_back("variation.stragglers." + std::to_string(list.size()), "--straggler " + s);
@@ -207,14 +230,21 @@ Scenario CommandLine::load_scenario() const {
     variation["seed"] = seed_;
     flag_paths.emplace_back("variation.seed", "--seed");
   }
+  Scenario scenario;
   try {
     const auto parent = std::filesystem::path(scenario_path_).parent_path();
-    return parse_scenario(j, parent.empty() ? "." : parent.string());
+    scenario = parse_scenario(j, parent.empty() ? "." : parent.string());
   } catch (const InputError& e) {
     for (const auto& [path, flag] : flag_paths)
       if (e.where() == path || e.where().rfind(path + ".", 0) == 0) throw InputError(flag, e.what());
+    // An error of the whole list (factors naming one rank multiply out of range) with flags among
+    // its entries is the flags' too.
+    if (!stragglers_.empty() && e.where() == "variation.stragglers") throw InputError("--straggler", e.what());
     throw;
   }
+  if (given("seed") && !(scenario.variation.jitter_cv > 0))
+    throw InputError("--seed", "seeds the jitter draws, and there is no jitter (give --jitter CV, or the scenario's variation.compute_jitter)");
+  return scenario;
 }
 
 }  // namespace shardline::cli

@@ -133,7 +133,7 @@ int run_exec(const std::vector<std::string>& args) {
       if (r.verified) head << "passed (" << r.elements_checked << " elements on all ranks)";
       else head << "skipped (--no-verify)";
       head << "; buffers " << r.bytes_per_rank / (1024 * 1024) << " MiB per rank\n";
-      if (opt.compute_factor) head << "variation injected: compute stand-ins slowed per rank and op (scenario variation)\n";
+      if (opt.compute_factor) head << "variation injected: compute stand-ins slowed per rank and op (the stragglers and jitter of the scenario and of --straggler / --jitter)\n";
       if (!variation.slow_links.empty())
         head << "variation.slow_links: not injected (exec cannot slow a real link); the simulation plays them\n";
       head << "\n";

@@ -112,7 +112,7 @@ int64_t as_int64(const json& v, const std::string& path, int64_t min_value) {
   int64_t n = 0;
   if (v.is_number_unsigned()) {
     if (v.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
-      type_error(v, path, "an integer that fits in 64 bits");
+      type_error(v, path, "an integer of at most 9223372036854775807 (2^63 - 1)");
     }
     n = static_cast<int64_t>(v.get<uint64_t>());
   } else if (v.is_number_integer()) {

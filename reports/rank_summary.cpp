@@ -93,7 +93,7 @@ std::vector<int> ranks_that_matter(const RankSummary& summary) {
 }
 
 std::string rank_summary_text(const RankSummary& s) {
-  std::string out = "every rank               " + std::to_string(s.ranks) + " ranks simulated\n";
+  std::string out = "every rank               " + std::to_string(s.ranks) + (s.ranks == 1 ? " rank" : " ranks") + " simulated\n";
   out += spread_line("  step time              ", s.step_us);
   out += spread_line("  exposed comm           ", s.exposed_comm_us);
   out += spread_line("  waiting in collectives ", s.collective_wait_us);

@@ -155,7 +155,19 @@ TEST_F(SimulateRanksCli, BadVariationFlagsExitTwoNamingTheFlag) {
                       {"--straggler 1=1e7", "expected a factor in [0.001, 1000]"},
                       {"--straggler 1=0.0001", "expected a factor in [0.001, 1000]"},
                       // Entries naming one rank multiply; so does their bound.
-                      {"--straggler 1=40 --straggler 1=40", "variation.stragglers: the entries naming rank 1 multiply to 1600"}});
+                      {"--straggler 1=40 --straggler 1=40", "--straggler: variation.stragglers: the entries naming rank 1 multiply to 1600"},
+                      {"--straggler 1=1e999", "--straggler: \"1=1e999\": the factor must be a finite number"},
+                      // Plain decimals only: not hex, signs or padding that std::stod would read.
+                      {"--straggler 1=0x10", "--straggler: \"1=0x10\" is not RANK=FACTOR"},
+                      {"--straggler +1=1.5", "--straggler: \"+1=1.5\" is not RANK=FACTOR"},
+                      {"--straggler ' 1=1.5'", "--straggler: \" 1=1.5\" is not RANK=FACTOR"},
+                      {"--straggler 1=1.5.2", "--straggler: \"1=1.5.2\" is not RANK=FACTOR"},
+                      {"--straggler 99999999999=1.5", "--straggler: \"99999999999=1.5\": rank 99999999999 is out of range"},
+                      // A seed with nothing to seed.
+                      {"--straggler 1=1.5 --seed 3", "--seed: seeds the jitter draws, and there is no jitter"}});
+  // Accepted spellings of a factor.
+  for (const char* f : {"1=1.5", "1=2", "1=.5", "1=2.", "1=1e-1", "1=15E-1"})
+    EXPECT_EQ(run("simulate " + scenario("host-tiny-hsdp.json") + " --straggler " + f + " --json").code, 0) << f;
 }
 
 }  // namespace

@@ -79,6 +79,9 @@ TEST(RankSummary, NobodyWaitingHasNoCriticalPath) {
   EXPECT_EQ(s.straggler_cost, 1.0);
   EXPECT_TRUE(rank_summary_to_json(s).at("critical_path").is_null());
   EXPECT_NE(rank_summary_text(s).find("no rank waited"), std::string::npos);
+  EXPECT_NE(rank_summary_text(s).find(" 2 ranks simulated\n"), std::string::npos);
+  r.ranks.resize(1);  // a world of one: "1 rank"
+  EXPECT_NE(rank_summary_text(summarize_ranks(r, Timeline{}, 100.0)).find(" 1 rank simulated\n"), std::string::npos);
 }
 
 }  // namespace
