@@ -22,7 +22,13 @@ struct RegressEntry {
   std::optional<Metrics> current;
   bool step_time_regressed = false;
   bool efficiency_regressed = false;
-  bool failed() const { return !baseline || !current || step_time_regressed || efficiency_regressed; }
+  // The tokens per step differ (micro-batch size, sequence, micro-batches or GPUs changed): the
+  // step time is not the same work, so tokens/s per GPU is judged instead of it.
+  bool judged_on_throughput = false;
+  bool throughput_regressed = false;
+  bool failed() const {
+    return !baseline || !current || step_time_regressed || efficiency_regressed || throughput_regressed;
+  }
   std::string status() const;  // "ok", "improved", "REGRESSED (...)", "MISSING current", "NO BASELINE"
 };
 
@@ -33,6 +39,10 @@ struct RegressReport {
 };
 
 // The comparison rule for one scenario (see the file comment).
+// Tokens per step (global tokens/s x step time) of each side, when both carry throughput, and
+// whether they differ (beyond rounding).
+bool tokens_per_step_changed(const Metrics& baseline, const Metrics& current);
+bool throughput_regressed(const Metrics& baseline, const Metrics& current, double tolerance);
 bool step_time_regressed(const Metrics& baseline, const Metrics& current, double tolerance);
 bool efficiency_regressed(const Metrics& baseline, const Metrics& current, double tolerance);
 

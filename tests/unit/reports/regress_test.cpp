@@ -109,6 +109,51 @@ TEST(Regress, TableShowsTokensPerGpuWithoutJudgingIt) {
   EXPECT_NE(table.find("tokens/s per GPU is shown, not judged"), std::string::npos) << table;
 }
 
+// With a different amount of work per step (here twice the tokens: a larger micro-batch), a
+// longer step is not a regression: tokens/s per GPU is judged instead, with the same relative
+// tolerance, and a footnote says so. Same tokens per step: step time, as before.
+TEST(Regress, ChangedTokensPerStepAreJudgedOnTokensPerGpu) {
+  TempDir t;
+  const auto with_tokens = [](double step_us, double tokens_per_step, double gpus) {
+    Metrics m = metrics(step_us, 100, 0.8);
+    m.throughput.tokens_per_s = tokens_per_step / (step_us / 1e6);
+    m.throughput.tokens_per_s_per_gpu = *m.throughput.tokens_per_s / gpus;
+    return m;
+  };
+  const Metrics base = with_tokens(1000, 1000, 8);  // 1e6 tokens/s, 125,000 per GPU
+  const Metrics bigger = with_tokens(1980, 2000, 8);  // 1.98x the step for 2x the tokens: faster per GPU
+  EXPECT_TRUE(tokens_per_step_changed(base, bigger));
+  EXPECT_FALSE(tokens_per_step_changed(base, with_tokens(1500, 1000, 8)));
+  EXPECT_FALSE(throughput_regressed(base, bigger, 0.0));
+  EXPECT_TRUE(throughput_regressed(base, with_tokens(2040, 2000, 8), 0.01));  // 2% fewer tokens/s
+  write_metrics(t / "base/a.json", base);
+  write_metrics(t / "cur/a.json", bigger);
+  write_metrics(t / "base/b.json", base);
+  write_metrics(t / "cur/b.json", with_tokens(2040, 2000, 8));
+  write_metrics(t / "base/c.json", base);
+  write_metrics(t / "cur/c.json", with_tokens(1020, 1000, 8));  // same work, 2% slower: step time decides
+  const RegressReport r = regress_compare((t / "base").string(), (t / "cur").string(), 0.01);
+  ASSERT_EQ(r.entries.size(), 3u);
+  EXPECT_TRUE(r.entries[0].judged_on_throughput);
+  EXPECT_FALSE(r.entries[0].failed());
+  EXPECT_EQ(r.entries[0].status(), "improved");
+  EXPECT_EQ(r.entries[1].status(), "REGRESSED (tokens/s per GPU)");
+  EXPECT_FALSE(r.entries[2].judged_on_throughput);
+  EXPECT_EQ(r.entries[2].status(), "REGRESSED (step time)");
+  const std::string table = regress_table(r);
+  EXPECT_NE(table.find("a: the tokens per step differ (1,000 -> 2,000)"), std::string::npos) << table;
+  EXPECT_EQ(table.find("c: the tokens per step"), std::string::npos) << table;
+}
+
+// Differences that round to zero print as +0, never "-0 ns" or "-0.0000".
+TEST(Regress, NoNegativeZeros) {
+  TempDir t;
+  write_metrics(t / "b.json", metrics(1000, 100, 0.8));
+  write_metrics(t / "c.json", metrics(1000, 100 - 1e-7, 0.8 - 1e-9));
+  const std::string table = regress_table(regress_compare((t / "b.json").string(), (t / "c.json").string(), 0.0));
+  EXPECT_EQ(table.find("-0"), std::string::npos) << table;
+}
+
 TEST(Regress, ImprovementPasses) {
   TempDir t;
   write_metrics(t / "base.json", metrics(1000, 100, 0.8));
