@@ -15,23 +15,30 @@ std::string fmt(double v) {
   return buf;
 }
 
+size_t char_count(const std::string& text) {
+  size_t chars = 0;
+  for (unsigned char c : text) chars += (c & 0xC0) != 0x80 ? 1 : 0;  // UTF-8: count characters, not bytes
+  return chars;
+}
+
 std::string default_format(double v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%g", v);
   return buf;
 }
 
-// About `target` round ticks covering [lo, hi].
-std::vector<double> linear_ticks(double lo, double hi, int target = 6) {
+// About `target` round ticks covering [lo, hi]; with `integers`, whole numbers only.
+std::vector<double> linear_ticks(double lo, double hi, int target = 6, bool integers = false) {
   const double span = hi - lo;
   const double raw = span / target;
   const double mag = std::pow(10.0, std::floor(std::log10(raw)));
   double step = mag;
   for (double m : {1.0, 2.0, 2.5, 5.0, 10.0})
-    if (mag * m >= raw) {
-      step = mag * m;
+    if (const double s = mag * m; s >= raw && (!integers || s == std::floor(s))) {
+      step = s;
       break;
     }
+  if (integers) step = std::max(step, 1.0);
   std::vector<double> out;
   for (double t = std::ceil(lo / step) * step; t <= hi + step * 1e-9; t += step) out.push_back(std::abs(t) < step * 1e-9 ? 0 : t);
   return out;
@@ -39,11 +46,9 @@ std::vector<double> linear_ticks(double lo, double hi, int target = 6) {
 
 }  // namespace
 
-double chart_text_width(const std::string& text) {
-  size_t chars = 0;
-  for (unsigned char c : text) chars += (c & 0xC0) != 0x80 ? 1 : 0;  // UTF-8: count characters, not bytes
-  return 7.0 * static_cast<double>(chars);
-}
+double chart_text_width(const std::string& text) { return 7.0 * static_cast<double>(char_count(text)); }
+
+double chart_title_width(const std::string& text) { return 10.0 * static_cast<double>(char_count(text)); }
 
 std::vector<std::string> wrap_label(const std::string& text, size_t max_chars) {
   max_chars = std::max<size_t>(max_chars, 8);
@@ -100,6 +105,10 @@ std::string render_svg_chart(const Chart& chart) {
     }
     legend_h += 8;
   }
+  // The note, under the legend: lines as wide as the legend's, no swatch.
+  const size_t note_chars = static_cast<size_t>(std::max(1.0, std::floor((W - margin - legend_x) / chart_text_width("x"))));
+  const std::vector<std::string> note = chart.note.empty() ? std::vector<std::string>{} : wrap_label(chart.note, note_chars);
+  if (!note.empty()) legend_h += kLegendLine * static_cast<double>(note.size()) + kLegendGap + (legend.empty() ? 8 : 0);
   const double H = chart.height + legend_h;
   auto xf = chart.x_format ? chart.x_format : default_format;
   auto yf = chart.y_format ? chart.y_format : default_format;
@@ -147,7 +156,7 @@ std::string render_svg_chart(const Chart& chart) {
     const int stride = std::max(1, (e1 - e0 + 1 + 9) / 10);
     for (int e = e0; e <= e1; e += stride) xticks.push_back(std::pow(2.0, e));
   } else {
-    xticks = linear_ticks(lx0, lx1, 8);
+    xticks = linear_ticks(lx0, lx1, 8, chart.integer_x);
   }
   // Room on the right for half the last x tick label, which is centred on its tick.
   const double right = xticks.empty() ? margin : std::max(margin, chart_text_width(xf(xticks.back())) / 2 + 4);
@@ -210,6 +219,10 @@ std::string render_svg_chart(const Chart& chart) {
     }
     svg << "\n";
     ly += kLegendGap;
+  }
+  for (const auto& line : note) {
+    svg << "<text x=\"" << fmt(legend_x) << "\" y=\"" << fmt(ly) << "\">" << html_escape(line) << "</text>\n";
+    ly += kLegendLine;
   }
   svg << "</svg>\n";
   return svg.str();

@@ -26,9 +26,11 @@ std::optional<double> as_number(const std::string& text) {
   return v;
 }
 
-// The flattened path used as the x axis: a bucket size when varied, else the first size, else
-// the first numeric path; -1 when nothing numeric varies.
-int choose_x_path(const std::vector<std::string>& paths, const std::vector<SweepRow>& rows) {
+// The flattened path used as the x axis (docs/sweep.md): a numeric path of an axis that varies one
+// path, before any path of a joint axis (whose other paths move with it, so that a line along it
+// may change more than x); within each kind, a bucket size, else a size, else the first numeric
+// path. -1 when nothing numeric varies.
+int choose_x_path(const std::vector<SweepAxis>& axes, const std::vector<std::string>& paths, const std::vector<SweepRow>& rows) {
   auto numeric = [&](size_t p) {  // at least two distinct numbers (words such as "unit" are skipped)
     std::optional<double> first;
     for (const auto& r : rows)
@@ -38,14 +40,23 @@ int choose_x_path(const std::vector<std::string>& paths, const std::vector<Sweep
       }
     return false;
   };
-  for (size_t p = 0; p < paths.size(); ++p)
-    if (path_takes_bytes(paths[p]) && paths[p].find("bucket") != std::string::npos && numeric(p)) return static_cast<int>(p);
-  for (size_t p = 0; p < paths.size(); ++p)
-    if (path_takes_bytes(paths[p]) && numeric(p)) return static_cast<int>(p);
-  for (size_t p = 0; p < paths.size(); ++p)
-    if (numeric(p)) return static_cast<int>(p);
+  std::vector<bool> joint;  // per flattened path: its axis varies several paths
+  for (const SweepAxis& axis : axes) joint.insert(joint.end(), axis.paths.size(), axis.paths.size() > 1);
+  joint.resize(paths.size(), false);
+  for (const bool of_joint : {false, true}) {
+    auto candidate = [&](size_t p) { return joint[p] == of_joint && numeric(p); };
+    for (size_t p = 0; p < paths.size(); ++p)
+      if (path_takes_bytes(paths[p]) && paths[p].find("bucket") != std::string::npos && candidate(p)) return static_cast<int>(p);
+    for (size_t p = 0; p < paths.size(); ++p)
+      if (path_takes_bytes(paths[p]) && candidate(p)) return static_cast<int>(p);
+    for (size_t p = 0; p < paths.size(); ++p)
+      if (candidate(p)) return static_cast<int>(p);
+  }
   return -1;
 }
+
+// Whether a number's text is written as a whole number ("4"; not "4.0", "0.5" or "1e3").
+bool integer_text(const std::string& text) { return text.find_first_of(".eE") == std::string::npos; }
 
 // A row's overlap efficiency as the report prints it ("0.771").
 std::string efficiency_text(const SweepRow& r) {
@@ -90,17 +101,28 @@ ObjectiveAxis objective_axis(SweepObjective o) {
           [](const SweepRow& r) { return format_time_us(r.metrics.step_time_us); }};
 }
 
-// The objective and overlap efficiency against the x path, one series per setting of the others.
-// Series are keyed by the other axes: every path of x's own axis (a joint axis such as
-// mesh.shard/mesh.replicate moves together) is left out of the key, or each series would hold one point.
+// The objective and overlap efficiency against the x path, one series per setting of the others,
+// so that no two configurations of a series share an x. A path of x's own joint axis that x
+// determines (mesh.replicate along mesh.shard=8/8,16/4,32/2) moves with x and is left out of the
+// key, or each series would hold one point; one that x does not determine (activation_checkpointing
+// along checkpoint_every=none/1,full/1,full/2) is in it, as any other axis.
 std::string line_plots(const SweepResult& res, const std::vector<std::string>& paths, int xp) {
-  std::vector<bool> x_axis(paths.size(), false);
+  std::vector<bool> x_axis(paths.size(), false);  // the paths left out of the series key
   size_t flat = 0;
   for (const SweepAxis& axis : res.axes) {
     const size_t begin = flat;
     flat += axis.paths.size();
-    if (static_cast<size_t>(xp) >= begin && static_cast<size_t>(xp) < flat)
-      for (size_t p = begin; p < flat && p < paths.size(); ++p) x_axis[p] = true;
+    if (static_cast<size_t>(xp) < begin || static_cast<size_t>(xp) >= flat) continue;
+    const size_t x_in_axis = static_cast<size_t>(xp) - begin;
+    for (size_t q = 0; q < axis.paths.size() && begin + q < paths.size(); ++q) {
+      std::map<std::string, std::string> along_x;  // x's value -> q's value
+      bool determined = true;
+      for (const auto& tuple : axis.values) {
+        const auto [it, added] = along_x.emplace(tuple[x_in_axis], tuple[q]);
+        if (!added && it->second != tuple[q]) determined = false;
+      }
+      x_axis[begin + q] = determined;
+    }
   }
   x_axis[static_cast<size_t>(xp)] = true;
   std::map<std::string, std::vector<size_t>> groups;  // setting label -> rows
@@ -114,10 +136,12 @@ std::string line_plots(const SweepResult& res, const std::vector<std::string>& p
   }
   const bool sizes = path_takes_bytes(paths[static_cast<size_t>(xp)]);
   double xmin = INFINITY, xmax = -INFINITY;
+  bool integers = true;  // every x is written as a whole number: a count, ticked at whole numbers
   for (const auto& r : res.rows)
     if (auto x = as_number(r.values[static_cast<size_t>(xp)]); r.valid && x) {
       xmin = std::min(xmin, *x);
       xmax = std::max(xmax, *x);
+      integers = integers && integer_text(r.values[static_cast<size_t>(xp)]);
     }
   const ObjectiveAxis axis = objective_axis(res.ranked_by.used);
   Chart step, eff;
@@ -128,6 +152,7 @@ std::string line_plots(const SweepResult& res, const std::vector<std::string>& p
   eff.y_label = "overlap efficiency";
   // Sizes read best on a log-2 axis (ticks at powers of two).
   step.log_x = eff.log_x = xmin > 0 && xmax / xmin >= (sizes ? 2 : 16);
+  step.integer_x = eff.integer_x = integers;
   if (sizes) step.x_format = eff.x_format = [](double v) { return format_bytes(static_cast<int64_t>(std::llround(v))); };
   std::string note;
   for (size_t s = 0; s < order.size(); ++s) {
@@ -215,7 +240,8 @@ std::string pareto_plot(const SweepResult& res, const std::vector<std::string>& 
     if (!s->x.empty()) c.series.push_back(*s);
   // The capacity line, unless it would squash every point to the bottom of the plot, or the rows
   // have different GPUs (a varied preset): one line would misplace the others' limit, so the
-  // title lists the capacities and the colours say which points fit their own.
+  // note under the plot lists the capacities and the colours say which points fit their own.
+  // The capacity goes in the note, not the title: a title is one line, and a long one is cut off.
   int64_t max_peak = 0;
   std::set<int64_t> capacities;
   for (const auto& r : res.rows)
@@ -226,12 +252,12 @@ std::string pareto_plot(const SweepResult& res, const std::vector<std::string>& 
   if (capacities.size() > 1) {
     std::string list;
     for (const int64_t cap : capacities) list += (list.empty() ? "" : ", ") + format_bytes(cap);
-    c.title += " (GPU memory per configuration: " + list + ")";
+    c.note = "GPU memory per configuration: " + list;
   } else if (capacity > 0 && max_peak * 4 >= capacity) {
     c.y_reference = static_cast<double>(capacity) / kGiB;
     c.y_reference_label = "GPU memory " + format_bytes(capacity);
   } else if (capacity > 0) {
-    c.title += " (GPU memory " + format_bytes(capacity) + ")";
+    c.note = "GPU memory " + format_bytes(capacity);
   }
   return render_svg_chart(c);
 }
@@ -265,7 +291,7 @@ std::string sweep_html(const SweepResult& res) {
     << sweep_objective_name(res.ranked_by.requested) << ").</p>\n";
   if (!res.ranked_by.note.empty()) h << "<p class=\"note\">" << html_escape(res.ranked_by.note) << "</p>\n";
   h << "<h2>Recommendation</h2>\n<pre>" << html_escape(res.recommendation.text) << "</pre>\n";
-  const int xp = choose_x_path(paths, res.rows);
+  const int xp = choose_x_path(res.axes, paths, res.rows);
   if (xp >= 0) h << "<h2>" << html_escape(objective_axis(res.ranked_by.used).name) << " and overlap</h2>\n" << line_plots(res, paths, xp);
   h << "<h2>Memory against " << (res.ranked_by.used == SweepObjective::Throughput ? "throughput" : "speed") << "</h2>\n"
     << pareto_plot(res, paths);

@@ -1,5 +1,6 @@
-// The SVG chart's legend: every label, however long, lies inside the SVG's width and height
-// (the sweep's series are named by every other varied setting, which can be long).
+// The SVG chart's legend and note: every label, however long, lies inside the SVG's width and
+// height (the sweep's series are named by every other varied setting, which can be long); a count
+// on the x axis is ticked at whole numbers.
 #include "reports/svg_chart.h"
 
 #include <algorithm>
@@ -102,6 +103,54 @@ TEST(SvgChartLegend, CentredLabelsFitTheWidth) {
     EXPECT_GE(x - half, 0) << (*it)[2];
   }
   EXPECT_GE(n, 3u);  // the tick labels at least
+}
+
+// The note (the sweep's GPU memory per configuration) lies under the plot and the legend, inside
+// the SVG, wrapped like the legend, with or without a legend above it.
+TEST(SvgChartLegend, TheNoteIsWrappedInsideTheSvgUnderTheLegend) {
+  const std::string note = "GPU memory per configuration: 40.0 GiB, 79.6 GiB, 80.0 GiB, 94.5 GiB, 141.0 GiB, 192.0 GiB, 288.0 GiB";
+  for (const auto& names : {std::vector<std::string>{"all"}, std::vector<std::string>{"fits", "exceeds GPU memory"}}) {
+    Chart c = chart_with(names);
+    c.note = note;
+    const std::string svg = render_svg_chart(c);
+    const Svg g = geometry(svg);
+    EXPECT_EQ(g.width, c.width);
+    const std::vector<Label> labels = legend_labels(svg);
+    ASSERT_GE(labels.size(), names.size() > 1 ? 4u : 2u) << svg;  // the legend's names, then the note in two lines
+    std::string joined;
+    for (size_t i = labels.size() - 2; i < labels.size(); ++i) joined += labels[i].text;
+    EXPECT_EQ(joined, "GPU memory per configuration: 40.0 GiB, 79.6 GiB, 80.0 GiB, 94.5 GiB, 141.0 GiB, 192.0 GiB,288.0 GiB");
+    for (size_t i = 0; i < labels.size(); ++i) {
+      const Label& l = labels[i];
+      EXPECT_LE(l.x + chart_text_width(l.text), g.view_width) << "cut off on the right: \"" << l.text << "\"";
+      EXPECT_LE(l.y + 4, g.view_height) << "cut off at the bottom: \"" << l.text << "\"";
+      EXPECT_GT(l.y - 11, g.plot_bottom) << "drawn over the plot: \"" << l.text << "\"";
+      if (i > 0) {
+        EXPECT_GT(l.y, labels[i - 1].y) << "drawn over the line above: \"" << l.text << "\"";
+      }
+    }
+  }
+}
+
+// A count (micro-batch size, checkpoint every N layers) is ticked at whole numbers: 1 and 2, not
+// 1, 1.2, ..., 2; 0 to 20 by 5, not by 2.5. Without the flag the ticks are as before.
+TEST(SvgChartTicks, IntegerXIsTickedAtWholeNumbersOnly) {
+  auto x_ticks = [](const Chart& c) {
+    const std::string svg = render_svg_chart(c);
+    std::vector<std::string> out;
+    const std::regex re("text-anchor=\"middle\">([0-9.]+)</text>");
+    for (auto it = std::sregex_iterator(svg.begin(), svg.end(), re); it != std::sregex_iterator(); ++it) out.push_back((*it)[1]);
+    return out;
+  };
+  Chart c = chart_with({"all"});
+  c.series[0].x = {1, 2, 1};
+  EXPECT_EQ(x_ticks(c), (std::vector<std::string>{"1", "1.2", "1.4", "1.6", "1.8", "2"}));
+  c.integer_x = true;
+  EXPECT_EQ(x_ticks(c), (std::vector<std::string>{"1", "2"}));
+  c.series[0].x = {0, 10, 20};
+  EXPECT_EQ(x_ticks(c), (std::vector<std::string>{"0", "5", "10", "15", "20"}));
+  c.series[0].x = {3, 3, 3};  // one value: the axis spans 2 to 4
+  EXPECT_EQ(x_ticks(c), (std::vector<std::string>{"2", "3", "4"}));
 }
 
 TEST(SvgChartLegend, OneSeriesHasNoLegendAndKeepsItsSize) {

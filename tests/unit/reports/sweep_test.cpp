@@ -4,8 +4,12 @@
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
+#include <regex>
+#include <set>
+#include <sstream>
 
 #include "core/error.h"
+#include "reports/svg_chart.h"
 #include "reports/sweep.h"
 #include "reports/sweep_html.h"
 
@@ -421,13 +425,14 @@ TEST(SweepOutput, CsvHasOneRowPerConfigurationWithReasons) {
   EXPECT_NE(lines[2].find("\"mesh.shard: 16, 32 do not divide \"\"world\"\"\""), std::string::npos) << lines[2];
 }
 
-// A joint axis moves its paths together: plotted against mesh.shard, the series are the settings
-// of the other axes (one line per prefetch depth), not one point per mesh.replicate value.
-TEST(SweepOutput, PlotSeriesLeaveOutTheWholeJointAxisOfX) {
+// A joint axis moves its paths together: plotted against mesh.shard (no one-path axis is
+// numeric), the series are the settings of the other axes (one line per comm fusion setting), not
+// one point per mesh.replicate value, which mesh.shard determines.
+TEST(SweepOutput, PlotSeriesLeaveOutTheJointPathsThatMoveWithX) {
   SweepResult res;
   res.scenario = "s";
   res.axes = {SweepAxis{{"mesh.shard", "mesh.replicate"}, {{"8", "8"}, {"16", "4"}, {"32", "2"}}},
-              SweepAxis{{"policy.forward_prefetch"}, {{"0"}, {"1"}}}};
+              SweepAxis{{"policy.comm_fusion"}, {{"true"}, {"false"}}}};
   for (size_t i = 0; i < 6; ++i) {
     SweepRow r = row(i, 100.0 + static_cast<double>(i), 500);
     const size_t m = i / 2, f = i % 2;
@@ -438,9 +443,70 @@ TEST(SweepOutput, PlotSeriesLeaveOutTheWholeJointAxisOfX) {
   res.ranked_by = resolve_objective(res.rows, SweepObjective::StepTime);
   const std::string html = sweep_html(res);
   EXPECT_NE(html.find("against mesh.shard"), std::string::npos);
-  EXPECT_NE(html.find(">policy.forward_prefetch=0<"), std::string::npos) << "one series per prefetch depth";
-  EXPECT_NE(html.find(">policy.forward_prefetch=1<"), std::string::npos);
+  EXPECT_NE(html.find(">policy.comm_fusion=true<"), std::string::npos) << "one series per comm fusion setting";
+  EXPECT_NE(html.find(">policy.comm_fusion=false<"), std::string::npos);
   EXPECT_EQ(html.find(">mesh.replicate="), std::string::npos) << "a series per replicate value";
+}
+
+// The grid of a checkpointing study: a joint axis (mode / every N layers) and the micro-batch
+// size. The x axis is the one-path axis, micro_batch_size, not checkpoint_every: along that,
+// checkpoint_every=1 holds three different modes, and a line would run through all of them.
+TEST(SweepOutput, TheXAxisIsAOnePathAxisBeforeAJointOne) {
+  SweepResult res;
+  res.scenario = "s";
+  res.axes = {parse_vary("model.transformer.activation_checkpointing/model.transformer.checkpoint_every=none/1,full/1,full/2,selective_op/1"),
+              parse_vary("model.transformer.micro_batch_size=2,4")};
+  for (size_t i = 0; i < 8; ++i) {
+    SweepRow r = row(i, 100.0 + static_cast<double>(i), 500);
+    const size_t c = i / 2, m = i % 2;
+    r.values = {res.axes[0].values[c][0], res.axes[0].values[c][1], res.axes[1].values[m][0]};
+    mark_memory_fit(r, 0.1);
+    res.rows.push_back(r);
+  }
+  res.ranked_by = resolve_objective(res.rows, SweepObjective::StepTime);
+  const std::string html = sweep_html(res);
+  EXPECT_NE(html.find("Step time against model.transformer.micro_batch_size<"), std::string::npos) << html.substr(0, 3000);
+  EXPECT_EQ(html.find("against model.transformer.checkpoint_every"), std::string::npos);
+  // One line per checkpointing setting, named whole.
+  for (const char* setting : {"none, model.transformer.checkpoint_every=1<", "full, model.transformer.checkpoint_every=1<",
+                              "full, model.transformer.checkpoint_every=2<", "selective_op, model.transformer.checkpoint_every=1<"})
+    EXPECT_NE(html.find(">model.transformer.activation_checkpointing=" + std::string(setting)), std::string::npos) << setting;
+}
+
+// Only a joint axis is numeric: x is its checkpoint_every, which does not determine the mode, so
+// the mode names the lines (none at 1, full at 1 and 2, selective_op at 1), and no line holds two
+// configurations at one x. checkpoint_every is a count: its ticks are whole numbers.
+TEST(SweepOutput, AJointXNamesTheLinesByItsPathsThatXDoesNotDetermine) {
+  SweepResult res;
+  res.scenario = "s";
+  res.axes = {parse_vary("model.transformer.activation_checkpointing/model.transformer.checkpoint_every=none/1,full/1,full/2,selective_op/1")};
+  for (size_t i = 0; i < 4; ++i) {
+    SweepRow r = row(i, 100.0 + static_cast<double>(i), 500);
+    r.values = res.axes[0].values[i];
+    mark_memory_fit(r, 0.1);
+    res.rows.push_back(r);
+  }
+  res.ranked_by = resolve_objective(res.rows, SweepObjective::StepTime);
+  const std::string html = sweep_html(res);
+  EXPECT_NE(html.find("Step time against model.transformer.checkpoint_every<"), std::string::npos) << html.substr(0, 3000);
+  for (const char* mode : {"none", "full", "selective_op"})
+    EXPECT_NE(html.find(">model.transformer.activation_checkpointing=" + std::string(mode) + "<"), std::string::npos) << mode;
+  // Every polyline (a line of two or more points) has distinct x values.
+  const std::regex line("<polyline [^>]*points=\"([^\"]*)\"");
+  size_t lines = 0;
+  for (auto it = std::sregex_iterator(html.begin(), html.end(), line); it != std::sregex_iterator(); ++it, ++lines) {
+    std::set<std::string> xs;
+    std::istringstream points((*it)[1].str());
+    for (std::string point; points >> point;)
+      EXPECT_TRUE(xs.insert(point.substr(0, point.find(','))).second) << "two points at one x: " << (*it)[1];
+  }
+  EXPECT_EQ(lines, 2u) << "full's line, on the step and the overlap plots";
+  const std::string line_plots = html.substr(0, html.find("<h2>Memory against"));
+  const std::regex tick("text-anchor=\"middle\">([0-9.]+)</text>");
+  size_t ticks = 0;
+  for (auto it = std::sregex_iterator(line_plots.begin(), line_plots.end(), tick); it != std::sregex_iterator(); ++it, ++ticks)
+    EXPECT_EQ((*it)[1].str().find('.'), std::string::npos) << "a fractional tick on a count: " << (*it)[1];
+  EXPECT_GE(ticks, 2u);
 }
 
 // A bucket-size axis with `unit` among the sizes: the unit row has no place on the size axis, so
@@ -461,19 +527,55 @@ TEST(SweepOutput, RowsWhoseXIsAWordAreNamedUnderThePlots) {
       << html.substr(0, 4000);
 }
 
-// Rows of different GPUs (a varied preset): no single capacity line; the title lists each.
-TEST(SweepOutput, TheMemoryPlotOfMixedGpusListsEachCapacity) {
+// The charts' bold titles in `html`.
+std::vector<std::string> chart_titles(const std::string& html) {
+  std::vector<std::string> out;
+  const std::regex re("font-size=\"14\" font-weight=\"bold\">([^<]*)</text>");
+  for (auto it = std::sregex_iterator(html.begin(), html.end(), re); it != std::sregex_iterator(); ++it) out.push_back((*it)[1]);
+  return out;
+}
+
+// Rows of different GPUs (a varied preset over A100 40 GB, A100 80 GB and H100): no single capacity
+// line; a note under the plot lists each, and the title stays short enough to be drawn whole.
+TEST(SweepOutput, TheMemoryPlotOfMixedGpusListsEachCapacityUnderATitleThatFits) {
+  constexpr int64_t kGiB = int64_t{1} << 30;
   SweepResult res;
   res.scenario = "s";
-  res.axes = {SweepAxis{{"cluster.preset"}, {{"a"}, {"b"}}}};
-  res.rows = {row(0, 100, 700, 800), row(1, 90, 700, 1000)};
-  res.rows[0].values = {"a"};
-  res.rows[1].values = {"b"};
+  res.axes = {parse_vary("cluster.preset=a100-40gb-dgx,a100-80gb-dgx,h100-sxm-dgx")};
+  const int64_t capacities[] = {40 * kGiB, 80 * kGiB, 79 * kGiB + 6 * kGiB / 10};
+  for (size_t i = 0; i < 3; ++i) {
+    SweepRow r = tp_row(i, 100.0 - static_cast<double>(i), 1000, 30 * kGiB);
+    r.metrics.memory_capacity_bytes = capacities[i];
+    r.values = res.axes[0].values[i];
+    mark_memory_fit(r, 0.1);
+    res.rows.push_back(r);
+  }
+  res.ranked_by = resolve_objective(res.rows, SweepObjective::Throughput);
+  ASSERT_EQ(res.ranked_by.used, SweepObjective::Throughput);  // the longest title: "... against tokens/s per GPU"
+  const std::string html = sweep_html(res);
+  EXPECT_NE(html.find(">GPU memory per configuration: 40.0 GiB, 79.6 GiB, 80.0 GiB<"), std::string::npos) << html.substr(0, 5000);
+  EXPECT_EQ(html.find("GPU memory 80.0 GiB"), std::string::npos) << "a single line at the larger capacity";
+  const std::vector<std::string> titles = chart_titles(html);
+  EXPECT_NE(std::find(titles.begin(), titles.end(), "Peak reserved memory against tokens/s per GPU (Pareto front marked)"), titles.end());
+  for (const std::string& title : titles) EXPECT_LE(chart_title_width(title), Chart{}.width) << "cut off: " << title;
+}
+
+// One GPU, every peak far under its memory: no line (it would squash the points), the capacity
+// is noted under the plot, not in the title.
+TEST(SweepOutput, AFarCapacityIsNotedUnderTheMemoryPlot) {
+  SweepResult res;
+  res.scenario = "s";
+  res.axes = {SweepAxis{{"policy.forward_prefetch"}, {{"0"}, {"1"}}}};
+  res.rows = {row(0, 100, 100, 1000), row(1, 90, 120, 1000)};
   for (SweepRow& r : res.rows) mark_memory_fit(r, 0.1);
   res.ranked_by = resolve_objective(res.rows, SweepObjective::StepTime);
   const std::string html = sweep_html(res);
-  EXPECT_NE(html.find("(GPU memory per configuration: 800 B, 1000 B)"), std::string::npos) << html.substr(0, 3000);
-  EXPECT_EQ(html.find("GPU memory 1000 B"), std::string::npos) << "a single line at the larger capacity";
+  EXPECT_NE(html.find(">GPU memory 1000 B<"), std::string::npos) << html;
+  EXPECT_EQ(html.find("stroke-dasharray"), std::string::npos) << "a capacity line far above every point";
+  for (const std::string& title : chart_titles(html)) {
+    EXPECT_EQ(title.find("GPU memory"), std::string::npos) << title;
+    EXPECT_LE(chart_title_width(title), Chart{}.width) << "cut off: " << title;
+  }
 }
 
 TEST(SweepOutput, RowJsonRoundTrip) {
