@@ -7,10 +7,15 @@ simulate with the profile, run the same Program for real (shardline exec), and c
 Prints one markdown table row per combination and the medians, and writes the rows as JSON.
 Then, per base scenario (fused, prefetch), the same with an injected straggler (rank 1's compute
 1.5x slower, `--straggler 1=1.5`: every rank predicted, the stand-ins slowed in the real run):
-predicted vs measured step and straggler cost (step with the straggler / step without).
+predicted vs measured step and straggler cost (step with the straggler / step without). The
+symmetric and the straggler run alternate for --straggler-rounds rounds (default 3), so a slow
+spell of the machine falls on both kinds alike; the measured step of each kind is the median of
+all its rounds' iterations (an iteration's step: its slowest rank's first issue to last end, as
+`exec` defines it), and the cost is the ratio of those two medians. The spread of the per-round
+costs is printed beside it.
 
   bench/accuracy.py [--binary build/release/cli/shardline] [--out out/accuracy]
-                    [--iterations 10] [--repetitions 10] [--quick]
+                    [--iterations 10] [--repetitions 10] [--straggler-rounds 3] [--quick]
 
 Nothing here is asserted: it measures. Timing is only meaningful on an otherwise idle machine.
 """
@@ -46,6 +51,24 @@ def run(cmd, log):
     return rc
 
 
+def iteration_steps_us(timeline_path):
+    """Each measured iteration's step time (us), as `exec` defines it: per rank, first issue to last
+    end of that iteration; the iteration's step is its slowest rank's."""
+    with open(timeline_path) as f:
+        t = json.load(f)
+    fields = t["interval_fields"]
+    it, rk, issue, end = (fields.index(k) for k in ("iteration", "rank", "issue_us", "end_us"))
+    span = {}
+    for iv in t["intervals"]:
+        key = (iv[it], iv[rk])
+        lo, hi = span.get(key, (iv[issue], iv[end]))
+        span[key] = (min(lo, iv[issue]), max(hi, iv[end]))
+    steps = {}
+    for (i, _), (lo, hi) in span.items():
+        steps[i] = max(steps.get(i, 0.0), hi - lo)
+    return [steps[i] for i in sorted(steps)]
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--binary", default=os.environ.get("SHARDLINE", os.path.join(ROOT, "build/release/cli/shardline")))
@@ -53,13 +76,18 @@ def main():
     ap.add_argument("--iterations", type=int, default=10)
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--repetitions", type=int, default=10, help="calibrate: repetitions per point")
-    ap.add_argument("--quick", action="store_true", help="FSDP 2 ranks only, 3 iterations (a smoke run)")
+    ap.add_argument("--straggler-rounds", type=int, default=3,
+                    help="alternating symmetric / straggler runs per straggler row, iterations pooled")
+    ap.add_argument("--quick", action="store_true", help="FSDP 2 ranks only, 3 iterations, 1 straggler round (a smoke run)")
     args = ap.parse_args()
     if not os.access(args.binary, os.X_OK):
         sys.exit(f"accuracy: no shardline binary at {args.binary} (build it, or pass --binary)")
     os.makedirs(args.out, exist_ok=True)
     base = BASE[:1] if args.quick else BASE
     iterations = 3 if args.quick else args.iterations
+    rounds = 1 if args.quick else args.straggler_rounds
+    if rounds < 1:
+        sys.exit("accuracy: --straggler-rounds must be at least 1")
 
     profiles = {}
     for np_ in sorted({b[2] for b in base}):
@@ -103,26 +131,39 @@ def main():
         for s in sets + vsets:
             flags += ["--set", s]
         scen = os.path.join(ROOT, "scenarios", scenario)
-        steps = {}
-        for kind, extra in (("symmetric", []), ("straggler", ["--straggler", "1=1.5"])):
+        kinds = (("symmetric", []), ("straggler", ["--straggler", "1=1.5"]))
+        predicted, measured, round_medians = {}, {}, {}
+        for kind, extra in kinds:
             d = os.path.join(args.out, f"straggler-{label.replace(' ', '')}-{kind}")
             sim_extra = extra + (["--ranks", "all", "--trace-ranks", "all"] if extra else [])
             run([args.binary, "simulate", scen, *flags, *sim_extra, "--profile", profiles[np_], "--out", d + "/predicted"],
                 d + ".simulate.log")
-            run([args.binary, "exec", scen, *flags, *extra, "--np", str(np_), "--iterations", str(iterations),
-                 "--warmup", str(args.warmup), "--out", d + "/measured"], d + ".exec.log")
-            run([args.binary, "compare", d + "/predicted", d + "/measured", "--out", d], d + ".compare.log")
-            with open(os.path.join(d, "compare.json")) as f:
-                c = json.load(f)
-            steps[kind] = (c["predicted_step_time_us"], c["measured_spread"]["median_step_time_us"])
-        p_sym, m_sym = steps["symmetric"]
-        p_str, m_str = steps["straggler"]
-        row = {"name": f"{label}, straggler rank 1 x1.5", "ranks": np_,
+            with open(os.path.join(d, "predicted", "metrics.json")) as f:
+                predicted[kind] = json.load(f)["step_time_us"]
+            measured[kind], round_medians[kind] = [], []
+        for r in range(rounds):
+            for kind, extra in kinds:
+                d = os.path.join(args.out, f"straggler-{label.replace(' ', '')}-{kind}")
+                out = f"{d}/measured-{r + 1}"
+                run([args.binary, "exec", scen, *flags, *extra, "--np", str(np_), "--iterations", str(iterations),
+                     "--warmup", str(args.warmup), "--out", out], f"{d}.exec-{r + 1}.log")
+                steps = iteration_steps_us(os.path.join(out, "timeline.json"))
+                measured[kind] += steps
+                round_medians[kind].append(statistics.median(steps))
+        for kind, _ in kinds:  # the per-rank detail of the last round
+            d = os.path.join(args.out, f"straggler-{label.replace(' ', '')}-{kind}")
+            run([args.binary, "compare", d + "/predicted", f"{d}/measured-{rounds}", "--out", d], d + ".compare.log")
+        p_sym, p_str = predicted["symmetric"], predicted["straggler"]
+        m_sym, m_str = statistics.median(measured["symmetric"]), statistics.median(measured["straggler"])
+        round_costs = [b / a for a, b in zip(round_medians["symmetric"], round_medians["straggler"])]
+        row = {"name": f"{label}, straggler rank 1 x1.5", "ranks": np_, "rounds": rounds,
                "predicted_step_us": p_str, "measured_step_us": m_str, "step_error": (p_str - m_str) / m_str,
-               "predicted_cost": p_str / p_sym, "measured_cost": m_str / m_sym}
+               "predicted_cost": p_str / p_sym, "measured_cost": m_str / m_sym,
+               "measured_symmetric_step_us": m_sym, "round_costs": round_costs}
         stragglers.append(row)
         print(f"{row['name']:34s} predicted {p_str / 1e3:8.2f} ms  measured {m_str / 1e3:8.2f} ms  error "
-              f"{100 * row['step_error']:+6.1f}%  straggler cost {row['predicted_cost']:.2f} / {row['measured_cost']:.2f}",
+              f"{100 * row['step_error']:+6.1f}%  straggler cost {row['predicted_cost']:.2f} / {row['measured_cost']:.2f}"
+              f"  (rounds {' '.join(f'{c:.2f}' for c in round_costs)})",
               file=sys.stderr, flush=True)
 
     machine = f"{platform.machine()}, {os.cpu_count()} cores"
@@ -136,12 +177,13 @@ def main():
     ov_err = [abs(r["predicted_overlap"] - r["measured_overlap"]) for r in rows]
     print(f"\nmedian |step error| {100 * statistics.median(abs_err):.1f}% (max {100 * max(abs_err):.1f}%); "
           f"median |overlap error| {statistics.median(ov_err):.2f} (max {max(ov_err):.2f}); {len(rows)} configurations")
-    print("\nInjected straggler (measured: median of the iterations):\n")
-    print("| configuration | ranks | predicted (ms) | measured (ms) | step error | straggler cost predicted / measured |")
-    print("|---|---|---|---|---|---|")
+    print(f"\nInjected straggler (measured: median of {rounds} alternating rounds x {iterations} iterations per kind):\n")
+    print("| configuration | ranks | predicted (ms) | measured (ms) | step error | straggler cost predicted / measured | per-round measured cost |")
+    print("|---|---|---|---|---|---|---|")
     for r in stragglers:
         print(f"| {r['name']} | {r['ranks']} | {r['predicted_step_us'] / 1e3:.2f} | {r['measured_step_us'] / 1e3:.2f} | "
-              f"{100 * r['step_error']:+.1f}% | {r['predicted_cost']:.2f} / {r['measured_cost']:.2f} |")
+              f"{100 * r['step_error']:+.1f}% | {r['predicted_cost']:.2f} / {r['measured_cost']:.2f} | "
+              f"{' '.join(f'{c:.2f}' for c in r['round_costs'])} |")
     with open(os.path.join(args.out, "accuracy.json"), "w") as f:
         json.dump({"machine": machine, "rows": rows, "stragglers": stragglers}, f, indent=1)
 
