@@ -618,24 +618,17 @@ TEST(BadInput, DtypeAndGradSyncNearMissesSuggestTheClosestName) {
 // ignored when suggesting; other frameworks' names get how to write them here, not a near miss
 // that means something else ("mqa" is one edit from "mha"); a non-string names the values too.
 TEST(BadInput, KnobValueErrorsListTheAcceptedValuesAndExplainForeignNames) {
-  json j = llama(2, 4096, 14336, 32, 8, "none");
-  j["model"]["transformer"]["mlp"] = "swiglue";
-  expect_bad(j, "model.transformer.mlp", {"unknown value \"swiglue\"; did you mean \"swiglu\"? Expected one of: swiglu, gelu."});
-  j = llama(2, 4096, 14336, 32, 8, "none");
-  j["model"]["transformer"]["attention"] = "MHA";
-  j["model"]["transformer"]["kv_heads"] = 32;
-  expect_bad(j, "model.transformer.attention", {"did you mean \"mha\"?", "one of: mha, gqa."});
-  j = llama(2, 4096, 14336, 32, 8, "none");
-  j["model"]["transformer"]["attention"] = "mqa";
-  expect_bad(j, "model.transformer.attention", {"multi-query attention is \"gqa\" with model.transformer.kv_heads: 1", "one of: mha, gqa."});
-  j = llama(2, 4096, 14336, 32, 8, "none");
-  j["model"]["transformer"]["activation_checkpointing"] = "selective_layer";
-  expect_bad(j, "model.transformer.activation_checkpointing",
-             {"is \"full\" with model.transformer.checkpoint_every: N", "one of: none, selective, selective_op, full."});
-  j = llama(2, 4096, 14336, 32, 8, "none");
-  j["model"]["transformer"]["activation_checkpointing"] = true;
-  expect_bad(j, "model.transformer.activation_checkpointing",
-             {"expected a string, got true; expected one of: none, selective, selective_op, full."});
+  const auto refused = [](const char* key, const json& value, std::initializer_list<std::string> expected) {
+    json j = llama(2, 4096, 14336, 32, 32, "none");  // kv_heads = heads: "mha" is consistent
+    j["model"]["transformer"][key] = value;
+    expect_bad(j, std::string("model.transformer.") + key, expected);
+  };
+  refused("mlp", "swiglue", {"unknown value \"swiglue\"; did you mean \"swiglu\"? Expected one of: swiglu, gelu."});
+  refused("attention", "MHA", {"did you mean \"mha\"?", "one of: mha, gqa."});
+  refused("attention", "mqa", {"multi-query attention is \"gqa\" with model.transformer.kv_heads: 1", "one of: mha, gqa."});
+  refused("activation_checkpointing", "selective_layer",
+          {"is \"full\" with model.transformer.checkpoint_every: N", "one of: none, selective, selective_op, full."});
+  refused("activation_checkpointing", true, {"expected a string, got true; expected one of: none, selective, selective_op, full."});
 }
 
 TEST(BadInput, MissingRequiredFieldsAndModelShape) {

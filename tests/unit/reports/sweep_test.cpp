@@ -155,6 +155,31 @@ SweepRow row(size_t index, double step_us, int64_t peak, int64_t capacity = 1000
   return r;
 }
 
+// A sweep over every combination of `axes` (the last axis varying fastest), row i stepping in
+// 100 + i us with memory to spare, ranked by step time: the grid tests below vary only the axes.
+SweepResult grid_result(std::vector<SweepAxis> axes) {
+  SweepResult res;
+  res.scenario = "s";
+  res.axes = std::move(axes);
+  size_t rows = 1;
+  for (const SweepAxis& a : res.axes) rows *= a.values.size();
+  for (size_t i = 0; i < rows; ++i) {
+    SweepRow r = row(i, 100.0 + static_cast<double>(i), 500);
+    r.values.clear();
+    size_t rest = i;
+    std::vector<const std::vector<std::string>*> picked(res.axes.size());
+    for (size_t a = res.axes.size(); a-- > 0;) {
+      picked[a] = &res.axes[a].values[rest % res.axes[a].values.size()];
+      rest /= res.axes[a].values.size();
+    }
+    for (const auto* v : picked) r.values.insert(r.values.end(), v->begin(), v->end());
+    mark_memory_fit(r, 0.1);
+    res.rows.push_back(r);
+  }
+  res.ranked_by = resolve_objective(res.rows, SweepObjective::StepTime);
+  return res;
+}
+
 SweepRow invalid_row(size_t index, const std::string& why) {
   SweepRow r;
   r.index = index;
@@ -429,19 +454,8 @@ TEST(SweepOutput, CsvHasOneRowPerConfigurationWithReasons) {
 // numeric), the series are the settings of the other axes (one line per comm fusion setting), not
 // one point per mesh.replicate value, which mesh.shard determines.
 TEST(SweepOutput, PlotSeriesLeaveOutTheJointPathsThatMoveWithX) {
-  SweepResult res;
-  res.scenario = "s";
-  res.axes = {SweepAxis{{"mesh.shard", "mesh.replicate"}, {{"8", "8"}, {"16", "4"}, {"32", "2"}}},
-              SweepAxis{{"policy.comm_fusion"}, {{"true"}, {"false"}}}};
-  for (size_t i = 0; i < 6; ++i) {
-    SweepRow r = row(i, 100.0 + static_cast<double>(i), 500);
-    const size_t m = i / 2, f = i % 2;
-    r.values = {res.axes[0].values[m][0], res.axes[0].values[m][1], res.axes[1].values[f][0]};
-    mark_memory_fit(r, 0.1);
-    res.rows.push_back(r);
-  }
-  res.ranked_by = resolve_objective(res.rows, SweepObjective::StepTime);
-  const std::string html = sweep_html(res);
+  const std::string html = sweep_html(grid_result({SweepAxis{{"mesh.shard", "mesh.replicate"}, {{"8", "8"}, {"16", "4"}, {"32", "2"}}},
+                                                   SweepAxis{{"policy.comm_fusion"}, {{"true"}, {"false"}}}}));
   EXPECT_NE(html.find("against mesh.shard"), std::string::npos);
   EXPECT_NE(html.find(">policy.comm_fusion=true<"), std::string::npos) << "one series per comm fusion setting";
   EXPECT_NE(html.find(">policy.comm_fusion=false<"), std::string::npos);
@@ -452,19 +466,9 @@ TEST(SweepOutput, PlotSeriesLeaveOutTheJointPathsThatMoveWithX) {
 // size. The x axis is the one-path axis, micro_batch_size, not checkpoint_every: along that,
 // checkpoint_every=1 holds three different modes, and a line would run through all of them.
 TEST(SweepOutput, TheXAxisIsAOnePathAxisBeforeAJointOne) {
-  SweepResult res;
-  res.scenario = "s";
-  res.axes = {parse_vary("model.transformer.activation_checkpointing/model.transformer.checkpoint_every=none/1,full/1,full/2,selective_op/1"),
-              parse_vary("model.transformer.micro_batch_size=2,4")};
-  for (size_t i = 0; i < 8; ++i) {
-    SweepRow r = row(i, 100.0 + static_cast<double>(i), 500);
-    const size_t c = i / 2, m = i % 2;
-    r.values = {res.axes[0].values[c][0], res.axes[0].values[c][1], res.axes[1].values[m][0]};
-    mark_memory_fit(r, 0.1);
-    res.rows.push_back(r);
-  }
-  res.ranked_by = resolve_objective(res.rows, SweepObjective::StepTime);
-  const std::string html = sweep_html(res);
+  const std::string html =
+      sweep_html(grid_result({parse_vary("model.transformer.activation_checkpointing/model.transformer.checkpoint_every=none/1,full/1,full/2,selective_op/1"),
+                              parse_vary("model.transformer.micro_batch_size=2,4")}));
   EXPECT_NE(html.find("Step time against model.transformer.micro_batch_size<"), std::string::npos) << html.substr(0, 3000);
   EXPECT_EQ(html.find("against model.transformer.checkpoint_every"), std::string::npos);
   // One line per checkpointing setting, named whole.
@@ -477,17 +481,8 @@ TEST(SweepOutput, TheXAxisIsAOnePathAxisBeforeAJointOne) {
 // the mode names the lines (none at 1, full at 1 and 2, selective_op at 1), and no line holds two
 // configurations at one x. checkpoint_every is a count: its ticks are whole numbers.
 TEST(SweepOutput, AJointXNamesTheLinesByItsPathsThatXDoesNotDetermine) {
-  SweepResult res;
-  res.scenario = "s";
-  res.axes = {parse_vary("model.transformer.activation_checkpointing/model.transformer.checkpoint_every=none/1,full/1,full/2,selective_op/1")};
-  for (size_t i = 0; i < 4; ++i) {
-    SweepRow r = row(i, 100.0 + static_cast<double>(i), 500);
-    r.values = res.axes[0].values[i];
-    mark_memory_fit(r, 0.1);
-    res.rows.push_back(r);
-  }
-  res.ranked_by = resolve_objective(res.rows, SweepObjective::StepTime);
-  const std::string html = sweep_html(res);
+  const std::string html =
+      sweep_html(grid_result({parse_vary("model.transformer.activation_checkpointing/model.transformer.checkpoint_every=none/1,full/1,full/2,selective_op/1")}));
   EXPECT_NE(html.find("Step time against model.transformer.checkpoint_every<"), std::string::npos) << html.substr(0, 3000);
   for (const char* mode : {"none", "full", "selective_op"})
     EXPECT_NE(html.find(">model.transformer.activation_checkpointing=" + std::string(mode) + "<"), std::string::npos) << mode;
