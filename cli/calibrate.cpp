@@ -112,6 +112,7 @@ int run_calibrate(const std::vector<std::string>& args) {
     return calibrate_from_run(from_trace, out);
   }
   if (backend != "mpi" && backend != "nccl") throw InputError("--backend", "expected mpi or nccl, got \"" + backend + "\"");
+  if (np > 0 && !exec::launched_by_mpirun()) exec::check_backend_usable(backend);  // before mpirun: one message
   opt.compute = exec::compute_mode_of(compute, backend);
   opt.max_bytes = parse_bytes(max_bytes, "--max-bytes");
   opt.min_bytes = parse_bytes(min_bytes, "--min-bytes");

@@ -62,7 +62,7 @@ int run_exec(const std::vector<std::string>& args) {
   if (cli.parse(args) == Parsed::help_shown) return 0;
   if (cli.given("out") && out_dir.empty()) throw InputError("--out", "give a folder");
   if (!out_dir.empty()) checked_output_folder(out_dir, "--out");  // before the run, not after it
-  if (backend != "mpi" && backend != "nccl") throw InputError("--backend", "expected mpi or nccl, got \"" + backend + "\"");
+  exec::check_backend_usable(backend);
   opt.compute = exec::compute_mode_of(compute, backend);
   if (scale < 1) throw InputError("--scale", "must be a positive integer, got " + std::to_string(scale));
   if (cli.given("np") && np < 1) throw InputError("--np", "must be at least 1");
@@ -71,10 +71,6 @@ int run_exec(const std::vector<std::string>& args) {
   if (cli.given("warmup") && warmup < 0) throw InputError("--warmup", "must be 0 or more, got " + std::to_string(warmup));
   if (!(opt.timeout_s > 0)) throw InputError("--timeout", "must be a positive number of seconds");
   if (backend == "mpi") exec::mpi_poll_us_from_env();
-  if (backend == "nccl" && !exec::have_nccl_backend())
-    throw InputError("--backend", "this shardline was built without CUDA/NCCL; rebuild with -DSHARDLINE_CUDA=ON");
-  if (backend == "nccl" && !exec::have_gpu())
-    throw InputError("--backend", "nccl needs one GPU per rank, and this machine has none; use --backend mpi");
 
   const Scenario scenario = cli.load_scenario();
   const Program program = schedule(scenario);

@@ -1,7 +1,7 @@
 // `shardline validate SCENARIO --np N [--profile P] [--out DIR] [--tolerance 0.10] ...`: the
 // whole loop in one command: calibrate this machine (when no profile is given; mpirun with N
 // ranks), simulate the scenario with the profile, run it for real (`exec` under mpirun with N
-// ranks), and compare op by op. DIR gets profile.json (when calibrated), predicted/,
+// ranks), and compare op by op. DIR gets profile.json (calibrated, or a copy of --profile), predicted/,
 // measured/, compare.json and compare.html. The real run measures 20 iterations unless told
 // otherwise, so the measured step is stated as a median with its p10-p90 spread and the
 // prediction is placed inside or outside it. Exit 1 when the step-time error exceeds the
@@ -20,6 +20,8 @@
 #include "core/profile.h"
 #include "core/schedule.h"
 #include "core/timeline.h"
+#include "core/units.h"
+#include "exec/calibrate.h"
 #include "exec/exec.h"
 #include "reports/compare.h"
 #include "reports/every_rank.h"
@@ -56,6 +58,10 @@ int run_validate(const std::vector<std::string>& args) {
   if (!(tolerance >= 0) || !std::isfinite(tolerance))
     throw InputError("--tolerance", "must be a finite relative error >= 0, e.g. 0.10");
   check_iteration_count(iterations, "--iterations");
+  if (cli.given("warmup") && warmup < 0) throw InputError("--warmup", "must be 0 or more, got " + std::to_string(warmup));
+  // calibrate's and exec's own flags, checked before either starts under mpirun: one message.
+  exec::check_backend_usable(backend);
+  exec::check_compute_mode(exec::compute_mode_of(compute, backend), backend);
 
   if (cli.given("np") && np < 2) throw InputError("--np", "validate needs at least 2 ranks (calibration measures collectives)");
   if (cli.given("out") && out_dir.empty()) throw InputError("--out", "give a folder");
@@ -67,6 +73,19 @@ int run_validate(const std::vector<std::string>& args) {
   if (np != world)
     throw InputError("--np", "the scenario's mesh has " + std::to_string(world) + " ranks, not " + std::to_string(np));
   if (np < 2) throw InputError("--np", "validate needs at least 2 ranks (calibration measures collectives)");
+  if (profile_path.empty()) {
+    exec::CalibrateOptions calibration;
+    calibration.max_bytes = parse_bytes(max_bytes, "--max-bytes");
+    calibration.repetitions = repetitions;
+    exec::check_calibrate_options(calibration, np);
+  } else {
+    for (const char* flag : {"max-bytes", "repetitions"})
+      if (cli.written(flag)) throw InputError(std::string("--") + flag, "calibrate measures nothing with --profile: leave it out");
+    const ClusterProfile given = load_profile(profile_path);
+    if (given.backend != backend)
+      throw InputError("--profile", "\"" + profile_path + "\" was calibrated with --backend " + given.backend + ", and validate measures with --backend " +
+                                        backend + ": give a profile of that backend, or leave out --profile to calibrate");
+  }
   // The scenario name is free text: made into one safe folder name, never a path.
   if (out_dir.empty()) out_dir = "validate-" + path_component(scenario.name);
   namespace fs = std::filesystem;
@@ -100,6 +119,13 @@ int run_validate(const std::vector<std::string>& args) {
     }
   } else {
     std::cout << "validate: 1/4 using the profile " << profile_path << std::endl;
+    // The folder describes this run: its profile.json is the one used, not an earlier run's.
+    const fs::path here = fs::path(out_dir) / "profile.json";
+    std::error_code same_ec;
+    if (!fs::equivalent(profile_path, here, same_ec)) {
+      fs::copy_file(profile_path, here, fs::copy_options::overwrite_existing, ec);
+      if (ec) throw InputError("--out", "cannot write \"" + here.string() + "\": " + ec.message());
+    }
   }
   const ClusterProfile profile = load_profile(profile_path);
 
@@ -127,7 +153,7 @@ int run_validate(const std::vector<std::string>& args) {
   for (const auto& s : cli.overrides()) ex.insert(ex.end(), {"--set", s});
   for (const auto& s : cli.variation_args()) ex.push_back(s);
   ex.insert(ex.end(), {"--iterations", std::to_string(iterations)});
-  if (warmup >= 0) ex.insert(ex.end(), {"--warmup", std::to_string(warmup)});
+  if (cli.given("warmup")) ex.insert(ex.end(), {"--warmup", std::to_string(warmup)});
   ex.insert(ex.end(), common.begin(), common.end());
   const int rc = run_under_mpirun(np, "exec", ex);
   if (rc != 0) {
@@ -138,8 +164,7 @@ int run_validate(const std::vector<std::string>& args) {
   std::cout << "validate: 4/4 comparing\n\n";
   const Comparison c = compare_run_dirs(predicted_dir, measured_dir, out_dir, tolerance);
   std::cout << comparison_table(c) << "\noutputs in " << out_dir
-            << "/ (compare.html, compare.json, predicted/, measured/" << (cli.given("profile") ? "" : ", profile.json")
-            << ")\n";
+            << "/ (compare.html, compare.json, predicted/, measured/, profile.json)\n";
   return c.within_tolerance ? 0 : 1;
 }
 

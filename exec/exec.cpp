@@ -24,6 +24,14 @@ bool have_gpu() {
 #endif
 }
 
+void check_backend_usable(const std::string& backend) {
+  if (backend != "mpi" && backend != "nccl") throw InputError("--backend", "expected mpi or nccl, got \"" + backend + "\"");
+  if (backend == "nccl" && !have_nccl_backend())
+    throw InputError("--backend", "this shardline was built without CUDA/NCCL; rebuild with -DSHARDLINE_CUDA=ON");
+  if (backend == "nccl" && !have_gpu())
+    throw InputError("--backend", "nccl needs one GPU per rank, and this machine has none; use --backend mpi");
+}
+
 ExecResult execute(const Program& program, const std::string& backend_name, const ExecOptions& options) {
   init_mpi();
   const HostComm host = HostComm::duplicate_world();

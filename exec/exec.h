@@ -24,4 +24,9 @@ void check_compute_mode(ComputeMode mode, const std::string& backend);
 bool have_nccl_backend();
 bool have_gpu();
 
+// A --backend value that can run here: InputError("--backend", ...) for a name other than mpi
+// or nccl, for nccl in a build without CUDA/NCCL, and for nccl on a machine without a GPU.
+// exec, calibrate and validate check it before mpirun starts: one message, not one per rank.
+void check_backend_usable(const std::string& backend);
+
 }  // namespace shardline::exec

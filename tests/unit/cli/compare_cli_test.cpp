@@ -164,6 +164,13 @@ TEST_F(CompareCli, ValidateRunsTheWholeLoopOnTwoRanks) {
   EXPECT_TRUE(fs::exists(dir_ / "v" / "predicted" / "timeline.json"));
   EXPECT_TRUE(fs::exists(dir_ / "v" / "measured" / "timeline.json"));
   EXPECT_NE(out_.find("step time (us)"), std::string::npos) << out_;
+  // Given a profile, validate copies it into its folder: an earlier run's profile.json there
+  // would describe another calibration.
+  fs::create_directories(dir_ / "again");
+  std::ofstream(dir_ / "again" / "profile.json") << "stale";
+  ASSERT_EQ(run("validate " + scenario + " --np 2 --profile v/profile.json --out again --iterations 2 --warmup 0 --tolerance 1000").code, 0)
+      << out_ << err_;
+  EXPECT_EQ(slurp(dir_ / "again" / "profile.json"), slurp(dir_ / "v" / "profile.json"));
 }
 
 TEST_F(CompareCli, CalibrateRefusesOneRank) {

@@ -4,6 +4,9 @@
 // folder it made, still empty, goes again.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <fstream>
+
 #include "cli_test_support.h"
 
 namespace fs = std::filesystem;
@@ -34,6 +37,30 @@ TEST_F(ValidateRobustCli, AScenarioNameThatIsAPathStaysOneFolderInside) {
   size_t outside = 0;
   for ([[maybe_unused]] const auto& e : fs::directory_iterator(dir_)) ++outside;
   EXPECT_EQ(outside, 3u);  // work/, not-a-profile.json, stderr
+}
+
+// validate's own flags and calibrate's are checked before anything starts under mpirun: one
+// line on stderr, exit 2, no folder. A profile of another backend than the run's is refused.
+TEST_F(ValidateRobustCli, BadFlagsAreOneMessageBeforeMpirun) {
+  // A loadable profile calibrated with nccl (the numbers do not matter here).
+  std::ofstream(dir_ / "nccl-profile.json") << R"({"format": "shardline-profile-1", "backend": "nccl", "machine": "test", "created": "2026-11-25T00:00:00Z",  "collective_noise": 0.1, "comm_slowdown_during_compute": 1.0, "compute_slowdown_during_comm": 1.0,  "compute_overhead_us": 5, "copy_bandwidth_bytes_per_s": 1e10, "copy_latency_us": 1, "event_latency_us": 1, "issue_overhead_us": 1,  "collectives": [{"collective": "all_gather", "group_size": 2, "sizes_bytes": [1024, 2048], "times_us": [10, 12], "relative_spread": [0.1, 0.1], "alpha_us": 8, "beta_us_per_byte": 0.002},                  {"collective": "reduce_scatter", "group_size": 2, "sizes_bytes": [1024, 2048], "times_us": [10, 12], "relative_spread": [0.1, 0.1], "alpha_us": 8, "beta_us_per_byte": 0.002},                  {"collective": "all_reduce", "group_size": 2, "sizes_bytes": [1024, 2048], "times_us": [10, 12], "relative_spread": [0.1, 0.1], "alpha_us": 8, "beta_us_per_byte": 0.002}]})";
+  const std::string s = scenario("host-tiny-fsdp.json");
+  const std::string out = " --out " + (dir_ / "v").string();
+  for (const auto& [args, expected] : std::vector<std::pair<std::string, std::string>>{
+           {" --warmup -2", "--warmup: must be 0 or more, got -2"},
+           {" --repetitions 0", "--repetitions: must be at least 1"},
+           {" --max-bytes 1KiB --np 2", "--max-bytes: leaves fewer than two sizes"},
+           {" --compute bogus", "--compute: expected sleep, spin or kernel"},
+           {" --compute kernel", "--compute: kernel stand-ins need --backend nccl"},
+           {" --backend nccl", "--backend: "},
+           {" --profile " + (dir_ / "nccl-profile.json").string() + " --repetitions 3", "--repetitions: calibrate measures nothing with --profile"},
+           {" --profile " + (dir_ / "nccl-profile.json").string(), "was calibrated with --backend nccl, and validate measures with --backend mpi"}}) {
+    const auto r = run("validate " + s + out + args);
+    EXPECT_EQ(r.code, 2) << args << "\n" << r.err;
+    EXPECT_NE(r.err.find(expected), std::string::npos) << args << ": " << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << args << ": " << r.err;
+    EXPECT_FALSE(fs::exists(dir_ / "v")) << args;
+  }
 }
 
 }  // namespace
