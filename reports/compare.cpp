@@ -133,7 +133,11 @@ MeasuredSpread measured_spread(const Timeline& measured, double predicted_step_u
   std::vector<double> steps;
   for (int i = 0; i < measured.iterations; ++i) steps.push_back(compute_metrics(measured, -1, i).step_time_us);
   s.iterations = static_cast<int>(steps.size());
-  s.median_us = quantile(steps, 0.5);
+  // The median of an even count is the lower middle: the reported iteration's step (exec reports
+  // that one, median_step_iteration), so the step row and this line state the same number.
+  std::vector<double> sorted = steps;
+  std::sort(sorted.begin(), sorted.end());
+  s.median_us = sorted.empty() ? 0 : sorted[(sorted.size() - 1) / 2];
   s.p10_us = quantile(steps, 0.1);
   s.p90_us = quantile(steps, 0.9);
   s.median_error = s.median_us > 0 ? (predicted_step_us - s.median_us) / s.median_us : 0;
@@ -183,6 +187,11 @@ Comparison compare_timelines(const Timeline& predicted, const Timeline& measured
     throw InputError("timelines", "the predicted timeline has " + std::to_string(predicted.ops.size()) +
                                       " ops and the measured one " + std::to_string(measured.ops.size()) +
                                       "; compare needs two runs of the same Program");
+  // A run with smaller buffers (exec --scale K) moves 1/K of the bytes in times that are not the
+  // Program's, and ops of other sizes (another dtype, bucket or shape) are another Program.
+  if (predicted.scale != measured.scale)
+    throw InputError("timelines", "the measured run divided every buffer by " + number_text(measured.scale) + " (exec --scale) and the prediction by " +
+                                      number_text(predicted.scale) + ": their times are not the same Program's; compare a run without --scale");
   for (size_t i = 0; i < predicted.ops.size(); ++i) {
     const Op& a = predicted.ops[i];
     const Op& b = measured.ops[i];
@@ -190,6 +199,10 @@ Comparison compare_timelines(const Timeline& predicted, const Timeline& measured
       throw InputError("timelines", "op " + std::to_string(i) + " is " + std::string(op_kind_name(a.kind)) + " \"" + predicted.name(a) +
                                         "\" when predicted but " + std::string(op_kind_name(b.kind)) + " \"" + measured.name(b) +
                                         "\" when measured; compare needs two runs of the same Program");
+    if ((is_collective(a.kind) || a.kind == OpKind::CopyIn || a.kind == OpKind::CopyOut) && a.bytes() != b.bytes())
+      throw InputError("timelines", "op " + std::to_string(i) + " \"" + predicted.name(a) + "\" moves " + std::to_string(a.bytes()) +
+                                        " bytes when predicted but " + std::to_string(b.bytes()) +
+                                        " when measured (another dtype, bucket size or shape?); compare needs two runs of the same Program");
   }
   Comparison c;
   c.scenario = measured.scenario.empty() ? predicted.scenario : measured.scenario;
@@ -343,6 +356,9 @@ nlohmann::json comparison_to_json(const Comparison& c) {
 namespace {
 std::string spread_line(const Comparison& c) {
   const MeasuredSpread& s = c.measured_spread;
+  if (s.iterations == 1)
+    return "measured step from 1 iteration: " + format_time_us(s.median_us) +
+           "; one iteration has no run-to-run spread to place the prediction in (measure more iterations)";
   return "measured step over " + std::to_string(s.iterations) + " iteration" + (s.iterations == 1 ? "" : "s") + ": median " +
          format_time_us(s.median_us) + ", p10 .. p90 " + format_time_us(s.p10_us) + " .. " + format_time_us(s.p90_us) +
          "; the prediction (" + format_time_us(c.predicted.step_time_us) + ", " + pct(s.median_error) +
@@ -500,6 +516,9 @@ Comparison compare_run_dirs(const std::string& predicted_dir, const std::string&
                             double tolerance) {
   const Timeline predicted = read_timeline_dir(predicted_dir, "PREDICTED_DIR");
   const Timeline measured = read_timeline_dir(measured_dir, "MEASURED_DIR");
+  if (predicted.source == "measured")
+    throw InputError("PREDICTED_DIR", "\"" + predicted_dir + "\" holds a measured run (" + predicted.backend +
+                                          "): give the prediction first, compare PREDICTED_DIR MEASURED_DIR");
   // The measured run's group table, for each rank's waiting inside collectives (exec writes
   // program.json beside its timeline). Stated only when the timeline holds the Program's whole
   // world: a folder without program.json, or one rank of a prediction, compares without it.

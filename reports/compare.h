@@ -50,7 +50,8 @@ struct KindErrors {
 // prediction falls inside that run-to-run spread.
 struct MeasuredSpread {
   int iterations = 0;
-  double median_us = 0, p10_us = 0, p90_us = 0;  // interpolated as KindErrors says
+  double median_us = 0;         // of an even count the lower middle: the reported iteration's step
+  double p10_us = 0, p90_us = 0;  // interpolated as KindErrors says
   double median_error = 0;                       // (predicted - median) / median
   bool prediction_inside = false;                // p10 <= predicted step <= p90
 };

@@ -128,6 +128,20 @@ TEST_F(CompareCli, AProgramThatIsNotTheTimelinesIsRefused) {
   EXPECT_EQ(err_.find("program.json\": MEASURED_DIR"), std::string::npos) << "named twice: " << err_;
 }
 
+// The folders given the wrong way round (a measured run as PREDICTED_DIR) are refused, naming the
+// order, instead of a table with every sign flipped.
+TEST_F(CompareCli, AMeasuredRunGivenAsThePredictionIsRefused) {
+  ASSERT_EQ(run("simulate " + clitest::scenario("host-tiny-fsdp.json") + " --out pred").code, 0) << err_;
+  fs::copy(dir_ / "pred", dir_ / "meas", fs::copy_options::recursive);
+  nlohmann::json t = nlohmann::json::parse(slurp(dir_ / "meas" / "timeline.json"));
+  t["source"] = "measured";
+  t["backend"] = "mpi";
+  std::ofstream(dir_ / "meas" / "timeline.json") << t.dump();
+  EXPECT_EQ(run("compare pred meas").code, 0) << err_;
+  EXPECT_EQ(run("compare meas pred").code, 2);
+  EXPECT_NE(err_.find("PREDICTED_DIR: \"meas\" holds a measured run (mpi): give the prediction first"), std::string::npos) << err_;
+}
+
 // An every-rank prediction keeps only the ranks that matter: given as MEASURED_DIR it is named a
 // prediction, not reported as a file missing intervals.
 TEST_F(CompareCli, AnEveryRankPredictionAsMeasuredIsNamedSo) {

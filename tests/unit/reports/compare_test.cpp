@@ -77,16 +77,19 @@ TEST(Quantile, InterpolatesBetweenOrderStatistics) {
 }
 
 // The measured steps are 500 us (iteration 0) and 200 us (iteration 1); the prediction, 150 us,
-// lies below both: outside the run-to-run spread, -57% from the median of 350 us.
+// lies below both: outside the run-to-run spread (p10 .. p90 interpolated: 230 .. 470 us). The
+// median of an even count is the lower middle, 200 us: the reported iteration's step, so the
+// step row's error and the line's "from the median" are the same -25%.
 TEST(Compare, StatesTheMeasuredSpreadAndWhetherThePredictionIsInsideIt) {
   const Comparison c = compare_timelines(predicted(), measured());
   EXPECT_EQ(c.measured_spread.iterations, 2);
-  EXPECT_DOUBLE_EQ(c.measured_spread.median_us, 350);
+  EXPECT_DOUBLE_EQ(c.measured_spread.median_us, 200);
+  EXPECT_DOUBLE_EQ(c.measured_spread.median_us, c.measured.step_time_us);
   EXPECT_DOUBLE_EQ(c.measured_spread.p10_us, 230);
   EXPECT_DOUBLE_EQ(c.measured_spread.p90_us, 470);
-  EXPECT_DOUBLE_EQ(c.measured_spread.median_error, (150.0 - 350.0) / 350.0);
+  EXPECT_DOUBLE_EQ(c.measured_spread.median_error, c.step_error);
   EXPECT_FALSE(c.measured_spread.prediction_inside);
-  EXPECT_NE(comparison_table(c).find("measured step over 2 iterations: median 350"), std::string::npos) << comparison_table(c);
+  EXPECT_NE(comparison_table(c).find("measured step over 2 iterations: median 200"), std::string::npos) << comparison_table(c);
   EXPECT_NE(comparison_table(c).find("outside that run-to-run spread"), std::string::npos);
   EXPECT_EQ(comparison_to_json(c).at("measured_spread").at("prediction_inside"), false);
   Timeline wide = predicted();
@@ -105,6 +108,8 @@ TEST(Compare, StatesTheMeasuredSpreadAndWhetherThePredictionIsInsideIt) {
   const Comparison c1 = compare_timelines(same, once);
   EXPECT_NE(c1.measured_spread.median_error, 0.0);
   EXPECT_TRUE(c1.measured_spread.prediction_inside);
+  // One iteration has no spread: the line says so instead of "p10 .. p90 x .. x".
+  EXPECT_NE(comparison_table(c1).find("one iteration has no run-to-run spread"), std::string::npos) << comparison_table(c1);
 }
 
 // Every measured rank gets a row: against the representative prediction, or against the same
@@ -315,6 +320,24 @@ TEST(Compare, DifferentProgramsAreRejected) {
   m = measured();
   m.ops.pop_back();
   EXPECT_THROW(compare_timelines(predicted(), m), InputError);
+  // The same names but other sizes (a bf16 run against an fp32 prediction): another Program.
+  m = measured();
+  m.ops[1].set_bytes(512);
+  try {
+    compare_timelines(predicted(), m);
+    ADD_FAILURE() << "op sizes differ";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("op 1 \"ag u0\" moves 1024 bytes when predicted but 512 when measured"), std::string::npos) << e.what();
+  }
+  // A run with its buffers divided (exec --scale 4) is not the Program's either.
+  m = measured();
+  m.scale = 4;
+  try {
+    compare_timelines(predicted(), m);
+    ADD_FAILURE() << "scales differ";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("divided every buffer by 4 (exec --scale)"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace
