@@ -68,6 +68,25 @@ InputError CommandLine::stray_word(const std::vector<std::string>& args) const {
 
 namespace {
 
+bool all_digits(const std::string& t) {
+  return !t.empty() && std::all_of(t.begin(), t.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+// A plain decimal number: digits with at most one point, then an optional exponent (1.5, 2, .5,
+// 3., 1e-2). Not a sign, hex, nan or inf, which std::stod would also take.
+bool plain_decimal(const std::string& t) {
+  const size_t e = t.find_first_of("eE");
+  std::string mantissa = t.substr(0, e);
+  if (std::count(mantissa.begin(), mantissa.end(), '.') > 1) return false;
+  mantissa.erase(std::remove(mantissa.begin(), mantissa.end(), '.'), mantissa.end());
+  if (!all_digits(mantissa)) return false;
+  if (e == std::string::npos) return true;
+  std::string exponent = t.substr(e + 1);
+  if (!exponent.empty() && (exponent[0] == '+' || exponent[0] == '-')) exponent.erase(0, 1);
+  return all_digits(exponent);
+}
+
+
 // The value given to a flag in `args` under any of its spellings ("--jobs V", "--jobs=V", "-j V",
 // "-jV"), for an error message; "" when not found.
 std::string vm_value_text(const std::vector<std::string>& args, const std::vector<std::string>& spellings) {
@@ -120,11 +139,14 @@ Parsed CommandLine::parse(const std::vector<std::string>& args, bool show_help) 
         if (short_name.size() == 2 && short_name[0] == '-') spellings.push_back(short_name);
       }
     const std::string value = e.get_option_name().empty() ? std::string() : vm_value_text(args, spellings);
-    char* end = nullptr;
-    const bool number = !value.empty() && (std::strtod(value.c_str(), &end), end != nullptr && *end == '\0');
-    // A number without a fraction or exponent that is still refused is too large for the flag.
+    // A plain decimal (a sign allowed) that is still refused is too large for the flag when it
+    // overflows or has no fraction or exponent, else a fraction given to a whole-number flag.
+    const std::string digits = !value.empty() && (value[0] == '-' || value[0] == '+') ? value.substr(1) : value;
+    const bool number = plain_decimal(digits);
+    const bool overflows = number && !std::isfinite(std::strtod(value.c_str(), nullptr));
     const bool integral = number && value.find_first_of(".eE") == std::string::npos;
-    throw InputError(e.get_option_name(), "\"" + value + "\" is " + (integral ? "out of range" : number ? "not a whole number" : "not a number") +
+    throw InputError(e.get_option_name(), "\"" + value + "\" is " +
+                                              (overflows || integral ? "out of range" : number ? "not a whole number" : "not a number") +
                                               "; see --help");
   } catch (const po::multiple_occurrences& e) {
     // The positional SCENARIO is the option --scenario: given both ways, say so in those words.
@@ -142,27 +164,6 @@ Parsed CommandLine::parse(const std::vector<std::string>& args, bool show_help) 
   return Parsed::run;
 }
 
-namespace {
-
-bool all_digits(const std::string& t) {
-  return !t.empty() && std::all_of(t.begin(), t.end(), [](char c) { return c >= '0' && c <= '9'; });
-}
-
-// A plain decimal number: digits with at most one point, then an optional exponent (1.5, 2, .5,
-// 3., 1e-2). Not a sign, hex, nan or inf, which std::stod would also take.
-bool plain_decimal(const std::string& t) {
-  const size_t e = t.find_first_of("eE");
-  std::string mantissa = t.substr(0, e);
-  if (std::count(mantissa.begin(), mantissa.end(), '.') > 1) return false;
-  mantissa.erase(std::remove(mantissa.begin(), mantissa.end(), '.'), mantissa.end());
-  if (!all_digits(mantissa)) return false;
-  if (e == std::string::npos) return true;
-  std::string exponent = t.substr(e + 1);
-  if (!exponent.empty() && (exponent[0] == '+' || exponent[0] == '-')) exponent.erase(0, 1);
-  return all_digits(exponent);
-}
-
-}  // namespace
 
 void CommandLine::add_variation_flags() {
   listed_.add_options()("straggler", po::value(&stragglers_)->composing(),

@@ -68,7 +68,8 @@ int run_exec(const std::vector<std::string>& args) {
   if (cli.given("np") && np < 1) throw InputError("--np", "must be at least 1");
   // Checked here, before mpirun starts, so a bad flag is one message and not one per rank.
   if (cli.given("iterations")) check_iteration_count(iterations, "--iterations");
-  if (cli.given("warmup") && warmup < 0) throw InputError("--warmup", "must be 0 or more, got " + std::to_string(warmup));
+  if (cli.given("warmup") && (warmup < 0 || warmup > kMaxTimelineIterations))
+    throw InputError("--warmup", "must be in [0, " + std::to_string(kMaxTimelineIterations) + "], got " + std::to_string(warmup));
   if (!(opt.timeout_s > 0)) throw InputError("--timeout", "must be a positive number of seconds");
   if (backend == "mpi") exec::mpi_poll_us_from_env();
 
@@ -121,7 +122,7 @@ int run_exec(const std::vector<std::string>& args) {
       std::ostringstream head;
       head << "measured with " << r.timeline.backend << " on " << r.world << " ranks";
       if (scale > 1) head << ", buffers scaled 1/" << scale << " (--scale " << scale << ")";
-      head << "; " << opt.iterations << " iterations after " << opt.warmup << " warmup, reported iteration "
+      head << "; " << opt.iterations << (opt.iterations == 1 ? " iteration" : " iterations") << " after " << opt.warmup << " warmup, reported iteration "
            << timeline.reported_iteration << " (median step)\n";
       head << "step times (us):";
       for (double s : r.step_times_us) head << " " << static_cast<int64_t>(s);

@@ -100,7 +100,7 @@ int run_track(const std::vector<std::string>& args) {
   if (!html.empty()) {
     const auto records = read_history(history);
     write_file_atomically(html, history_html(records), "--html");
-    std::cout << "wrote " << html << " (" << records.size() << " records)\n";
+    std::cout << "wrote " << html << " (" << records.size() << (records.size() == 1 ? " record" : " records") << ")\n";
   }
   return 0;
 }

@@ -58,7 +58,8 @@ int run_validate(const std::vector<std::string>& args) {
   if (!(tolerance >= 0) || !std::isfinite(tolerance))
     throw InputError("--tolerance", "must be a finite relative error >= 0, e.g. 0.10");
   check_iteration_count(iterations, "--iterations");
-  if (cli.given("warmup") && warmup < 0) throw InputError("--warmup", "must be 0 or more, got " + std::to_string(warmup));
+  if (cli.given("warmup") && (warmup < 0 || warmup > kMaxTimelineIterations))
+    throw InputError("--warmup", "must be in [0, " + std::to_string(kMaxTimelineIterations) + "], got " + std::to_string(warmup));
   // calibrate's and exec's own flags, checked before either starts under mpirun: one message.
   exec::check_backend_usable(backend);
   exec::check_compute_mode(exec::compute_mode_of(compute, backend), backend);

@@ -216,6 +216,8 @@ std::vector<int64_t> collective_sizes_that_fit(Backend& backend, const HostComm&
     max_bytes = avail;
   }
   std::vector<int64_t> sizes = calibration_sizes(std::min(opt.min_bytes, max_bytes), max_bytes, granularity);
+  if (sizes.size() < 2 && max_bytes < opt.max_bytes)  // memory lowered it: raising it cannot help
+    throw InputError("--min-bytes", "leaves fewer than two sizes below the " + fmt_bytes(max_bytes) + " memory allows; lower it");
   if (sizes.size() < 2) throw InputError("--max-bytes", "leaves fewer than two sizes to measure; raise it");
   return sizes;
 }
@@ -342,10 +344,17 @@ void measure_slowdowns(Bench& bench, const CalibrateOptions& opt, int64_t bytes,
   // below 1 is noise and is recorded as 1.
   p.comm_slowdown_during_compute = std::max(1.0, comm_busy / comm_alone);
   p.compute_slowdown_during_comm = std::max(1.0, compute_busy / compute_alone);
+  // The factors stored; a ratio below 1 is shown beside the 1 it became.
+  const auto factor = [](double ratio) {
+    std::ostringstream f;
+    f << "x" << std::max(1.0, ratio);
+    if (ratio < 1) f << ", measured x" << ratio << ": noise, stored as 1";
+    return f.str();
+  };
   std::ostringstream line;
   line << "slow-downs: all_reduce " << fmt_bytes(bytes) << " " << comm_alone << " us alone, " << comm_busy
-       << " us beside compute (x" << comm_busy / comm_alone << "); compute " << compute_alone << " us alone, "
-       << compute_busy << " us beside collectives (x" << compute_busy / compute_alone << ")";
+       << " us beside compute (" << factor(comm_busy / comm_alone) << "); compute " << compute_alone << " us alone, "
+       << compute_busy << " us beside collectives (" << factor(compute_busy / compute_alone) << ")";
   log(line.str());
 }
 

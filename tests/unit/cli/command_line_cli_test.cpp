@@ -88,6 +88,10 @@ TEST_F(CommandLineCli, FlagErrorsExitTwoNamingTheFlag) {
                  "shardline sweep: error: --jobs: \"abc\" is not a number; see --help\n");
   expect_refused("simulate " + tiny + " --ranks all --seed 9223372036854775808",
                  "shardline simulate: error: --seed: \"9223372036854775808\" is out of range; see --help\n");
+  // A number too large for a real-valued flag is out of range, not "not a whole number"; hex is
+  // not a (decimal) number.
+  expect_refused("compare a b --tolerance 1e400", "shardline compare: error: --tolerance: \"1e400\" is out of range; see --help\n");
+  expect_refused("compare a b --tolerance 0x10", "shardline compare: error: --tolerance: \"0x10\" is not a number; see --help\n");
   expect_refused("simulat " + tiny, "shardline: error: unknown command \"simulat\"; did you mean \"simulate\"? (shardline --help lists them)\n");
   const Result no_value = run("simulate " + scenario("host-tiny-fsdp.json") + " --set");
   EXPECT_EQ(no_value.code, 2);

@@ -112,7 +112,7 @@ TEST_F(TrackRobustCli, AnHtmlPathInAMissingFolderExitsTwoAndRecordsNothing) {
   EXPECT_NE(err_.find("does not exist"), std::string::npos) << err_;
   EXPECT_FALSE(fs::exists(dir_ / "h.jsonl"));
   ASSERT_EQ(run("track run --history h.jsonl --commit abc --backend sim --html t.html").code, 0) << err_;
-  EXPECT_NE(out_.find("(1 records)"), std::string::npos) << out_;
+  EXPECT_NE(out_.find("(1 record)"), std::string::npos) << out_;
 }
 
 // A timeline.json beside the metrics that cannot be read is named, not reported missing.

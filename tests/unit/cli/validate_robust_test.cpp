@@ -47,7 +47,7 @@ TEST_F(ValidateRobustCli, BadFlagsAreOneMessageBeforeMpirun) {
   const std::string s = scenario("host-tiny-fsdp.json");
   const std::string out = " --out " + (dir_ / "v").string();
   for (const auto& [args, expected] : std::vector<std::pair<std::string, std::string>>{
-           {" --warmup -2", "--warmup: must be 0 or more, got -2"},
+           {" --warmup -2", "--warmup: must be in [0, 1024], got -2"},
            {" --repetitions 0", "--repetitions: must be at least 1"},
            {" --max-bytes 1KiB --np 2", "--max-bytes: leaves fewer than two sizes"},
            {" --compute bogus", "--compute: expected sleep, spin or kernel"},
