@@ -1,6 +1,7 @@
 // Sweep execution on worker threads (see sweep/sweep_run.h).
 #include "sweep/sweep_run.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -81,6 +82,12 @@ SweepRow evaluate_sweep_point(const nlohmann::json& base_json, const std::string
     if (scenario.variation.empty()) {
       // Only the metrics are needed: no Timeline is kept.
       row.metrics = simulate_metrics(scenario, program);
+      // Where the sweep varies the variation, the point without any (cv 0, no straggler) is the
+      // baseline of the column: its straggler cost is 1 by definition, not blank.
+      const bool varies_variation = std::any_of(axes.begin(), axes.end(), [](const SweepAxis& a) {
+        return std::any_of(a.paths.begin(), a.paths.end(), [](const std::string& p) { return p.rfind("variation.", 0) == 0; });
+      });
+      if (varies_variation) row.straggler_cost = 1.0;
     } else {
       const EveryRankRun run = simulate_every_rank(scenario, program, {}, {}, false);
       row.metrics = compute_metrics(run.timeline);

@@ -189,6 +189,13 @@ TEST_F(SimulateRanksCli, SweepPointsWithAVariationSimulateEveryRank) {
   EXPECT_EQ(rows[0].at("metrics").at("step_time_us"), json::parse(plain.out).at("step_time_us"));
   EXPECT_EQ(rows[1].at("metrics").at("step_time_us"), json::parse(jittered.out).at("step_time_us"));
   EXPECT_NE(rows[0].at("metrics").at("step_time_us"), rows[1].at("metrics").at("step_time_us"));
+  // The cv 0 row is the column's baseline: straggler cost 1, not blank; the jittered row's is
+  // simulate's.
+  EXPECT_EQ(rows[0].at("straggler_cost"), 1.0);
+  EXPECT_EQ(rows[1].at("straggler_cost"), json::parse(jittered.out).at("ranks").at("straggler_cost"));
+  // A sweep that varies no variation key has no straggler cost at all.
+  ASSERT_EQ(run("sweep " + scenario("host-tiny-hsdp.json") + " --vary policy.forward_prefetch=0,1 --out " + (dir_ / "plain").string()).code, 0);
+  for (const json& row : json::parse(slurp(dir_ / "plain" / "sweep.json")).at("rows")) EXPECT_FALSE(row.contains("straggler_cost")) << row;
 }
 
 }  // namespace
