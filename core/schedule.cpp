@@ -225,6 +225,7 @@ class Scheduler {
 
     ag_state_.assign(ag_.size(), ParamState::Sharded);
     ag_op_.assign(ag_.size(), -1);
+    reshard_event_.assign(ag_.size(), -1);
     grads_allocated_.assign(rs_.size(), false);
     for (int mb = 0; mb < p_.micro_batches; ++mb) {
       forward(mb);
@@ -386,6 +387,12 @@ class Scheduler {
     return buffer(kGradShard, "grad_shard", CommGroup::None, 1, p_.reduce_dtype, BufferInit::PerRank);
   }
   bool last_microbatch() const { return mb_ == p_.micro_batches - 1; }
+  // Unsharded gradients: the param dtype, or the reduce dtype when they are accumulated over
+  // micro-batches without a reduce-scatter (grad_sync "last").
+  DType unsharded_grad_dtype() const {
+    const bool accumulated = s_.policy.grad_sync == GradSync::Last && p_.micro_batches > 1;
+    return accumulated && dtype_bytes(p_.reduce_dtype) > dtype_bytes(p_.param_dtype) ? p_.reduce_dtype : p_.param_dtype;
+  }
   bool reduce_this_microbatch() const { return s_.policy.grad_sync == GradSync::Every || last_microbatch(); }
   std::span<const int> units_of(const Bucket& b) const { return {bucket_units_.data() + b.units_begin, b.unit_count}; }
   int unit_of(const Bucket& b) const { return b.unit_count == 1 ? bucket_units_[b.units_begin] : -1; }
@@ -399,6 +406,13 @@ class Scheduler {
     const int64_t full_bytes = bucket_bytes(bucket, p_.param_dtype, s_.mesh.shard);
     // Prefetch off: the gather of the next unit cannot overlap the current compute.
     const int gate = !prefetch_enabled ? last_compute_ : -1;  // -1: no dependency
+    if (from_reshard_group && reshard_event_[b] >= 0) {
+      // The resharded copy is made on the compute stream after forward: the all-gather streams
+      // wait for it before gathering from it.
+      em_.wait(StreamId::CopyIn, reshard_event_[b]);
+      em_.wait(StreamId::AllGather, reshard_event_[b]);
+      reshard_event_[b] = -1;
+    }
     if (s_.policy.comm_fusion) {
       const bool needs_copy_in = !s_.policy.zero_copy || p_.param_dtype != p_.master_dtype || from_reshard_group;
       const StreamId first_stream = needs_copy_in ? StreamId::CopyIn : StreamId::AllGather;
@@ -459,6 +473,18 @@ class Scheduler {
     const int64_t full_bytes = bucket_bytes(bucket, p_.param_dtype, s_.mesh.shard);
     if (!s_.policy.comm_fusion) {
       em_.wait(StreamId::Compute, ag_op_[b]);
+      // The all-gathers issued after this point wait for the compute stream as the fused ones
+      // wait for a copy-out: in implicit forward prefetch for the point where the previous
+      // unit's parameters were ready (two units' gathers in flight at most), else for this one
+      // (the compute op before this unit's). Without it the all-gather stream ran every gather
+      // of the step ahead of compute, all units' parameters alive at once.
+      const bool implicit = phase_ == Phase::Forward && s_.policy.forward_prefetch <= 1;
+      if (implicit) {
+        if (held_unfused_ready_ >= 0) em_.wait(StreamId::AllGather, held_unfused_ready_);
+        held_unfused_ready_ = last_compute_;
+      } else if (last_compute_ >= 0) {
+        em_.wait(StreamId::AllGather, last_compute_);
+      }
       ag_state_[b] = ParamState::Unsharded;
       return;
     }
@@ -506,8 +532,8 @@ class Scheduler {
     if (after_forward && mode == ReshardAfterForward::Mode::Keep) return;
     memory_op(OpKind::Free, StreamId::Compute, MemoryKind::UnshardedParams, full_bytes, bucket_label("params b", b));
     if (after_forward && mode == ReshardAfterForward::Mode::Partial) {
-      memory_op(OpKind::Alloc, StreamId::Compute, MemoryKind::UnshardedParams, full_bytes / reshard_group_size_,
-                bucket_label("resharded b", b));
+      reshard_event_[b] = memory_op(OpKind::Alloc, StreamId::Compute, MemoryKind::UnshardedParams, full_bytes / reshard_group_size_,
+                                    bucket_label("resharded b", b));
       ag_state_[b] = ParamState::ReshardedToGroup;
     } else {
       ag_state_[b] = ParamState::Sharded;
@@ -551,8 +577,15 @@ class Scheduler {
       for (int b : ag_of_unit_[i])
         if (units_of(ag_[b]).back() == i) reshard(b, true);
     }
-    // The last FSDP state flushes the held all-gather output after forward.
+    // The last FSDP state flushes the held all-gather output after forward, the all-gather
+    // streams first waiting for its copy-out (FSDP2's root post-forward), so a backward gather
+    // cannot overwrite it before it is drained.
+    if (held_ag_buffer_ >= 0) {
+      em_.wait(StreamId::CopyIn, held_copy_out_);
+      em_.wait(StreamId::AllGather, held_copy_out_);
+    }
     release_held_ag_buffer();
+    held_unfused_ready_ = -1;
   }
 
   // ---- backward -------------------------------------------------------------------------
@@ -572,10 +605,12 @@ class Scheduler {
       // Unsharded gradients of each gradient bucket exist from the first backward compute
       // that writes them until their reduce-scatter copy-in (kept across micro-batches when
       // gradients are only synchronized on the last one).
+      // Gradients kept across micro-batches are FSDP2's accumulated gradients, held in the
+      // reduce dtype (to_accumulated_grad_if_needed upcasts them).
       for (int rb : rs_first_at_unit_[i]) {
         if (!grads_allocated_[rb]) {
           memory_op(OpKind::Alloc, StreamId::Compute, MemoryKind::UnshardedGrads,
-                    bucket_bytes(rs_[rb], p_.param_dtype, s_.mesh.shard), bucket_label("grads rb", rb));
+                    bucket_bytes(rs_[rb], unsharded_grad_dtype(), s_.mesh.shard), bucket_label("grads rb", rb));
           grads_allocated_[rb] = true;
         }
       }
@@ -599,7 +634,7 @@ class Scheduler {
   void reduce(int rb) {
     const Bucket& bucket = rs_[rb];
     const int64_t rs_bytes = bucket_bytes(bucket, p_.reduce_dtype, s_.mesh.shard);
-    const int64_t grad_bytes = bucket_bytes(bucket, p_.param_dtype, s_.mesh.shard);
+    const int64_t grad_bytes = bucket_bytes(bucket, unsharded_grad_dtype(), s_.mesh.shard);
     // The compute stream waits for the previous reduce-scatter: only one reduce-scatter input
     // is kept alive, freed here.
     if (prev_rs_op_ >= 0) {
@@ -730,6 +765,12 @@ class Scheduler {
   int mb_ = 0;
   int last_compute_ = -1;
   int held_ag_buffer_ = -1, held_copy_out_ = -1;
+  // Unfused implicit forward prefetch: the compute-stream point at which the previous unit's
+  // parameters were ready (the analogue of the fused held copy-out).
+  int held_unfused_ready_ = -1;
+  // Per bucket resharded to a smaller group after forward: the op that made that copy; its
+  // backward all-gather waits for it (FSDP2's reshard-after-forward event).
+  std::vector<int> reshard_event_;
   int64_t held_ag_bytes_ = 0;
   int prev_rs_op_ = -1, prev_rs_bucket_ = -1;
   int64_t prev_rs_bytes_ = 0;

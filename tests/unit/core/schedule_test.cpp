@@ -120,6 +120,36 @@ TEST(Schedule, ImplicitPrefetchNextCopyInWaitsForPreviousCopyOut) {
   for (int i = 0; i + 2 < 4; ++i) EXPECT_TRUE(happens_before(p, p.id_of(*copy_outs[i]), p.id_of(*copy_ins[i + 2]))) << i;
 }
 
+// The end-of-forward flush frees the held all-gather output only once the all-gather streams
+// wait for its copy-out (FSDP2's root post-forward): the backward gather of the last unit, which
+// follows at once, may not overwrite the output its forward copy-out still reads.
+TEST(Schedule, EndOfForwardFlushWaitsForTheHeldCopyOut) {
+  const Program p = schedule(make_scenario(4));
+  const auto forward_outs = ops_of(p, OpKind::CopyOut, Phase::Forward);
+  const auto backward_ags = ops_of(p, OpKind::AllGather, Phase::Backward);
+  ASSERT_EQ(forward_outs.size(), 4u);
+  ASSERT_FALSE(backward_ags.empty());
+  EXPECT_TRUE(happens_before(p, p.id_of(*forward_outs.back()), p.id_of(*backward_ags.front())));
+}
+
+// Without fusion there are no copies, but the all-gather stream is bounded as the fused one is:
+// in forward, unit j's gathers wait for compute(j-3) (the fused copy-in(j) waits for
+// copy-out(j-2), which runs just after it); in backward, the prefetched gathers of unit j wait
+// for the backward compute of unit j+2. Before, they waited for nothing and every gather of the
+// step ran ahead of compute, every unit's parameters alive at once.
+TEST(Schedule, UnfusedAllGathersAreBoundedLikeFusedOnes) {
+  Scenario s = make_scenario(6);
+  s.policy.comm_fusion = false;
+  const Program p = schedule(s);
+  for (const Op* ag : ops_of(p, OpKind::AllGather, Phase::Forward))
+    if (ag->unit >= 3) EXPECT_TRUE(happens_before(p, p.id_of(*compute_of(p, ag->unit - 3, Phase::Forward)), p.id_of(*ag))) << p.name(*ag);
+  for (const Op* ag : ops_of(p, OpKind::AllGather, Phase::Backward))
+    if (ag->unit <= 3) EXPECT_TRUE(happens_before(p, p.id_of(*compute_of(p, ag->unit + 2, Phase::Backward)), p.id_of(*ag))) << p.name(*ag);
+  // Still a prefetch: unit j+1's gathers do not wait for compute(j).
+  for (const Op* ag : ops_of(p, OpKind::AllGather, Phase::Forward))
+    if (ag->unit >= 1) EXPECT_FALSE(happens_before(p, p.id_of(*compute_of(p, ag->unit - 1, Phase::Forward)), p.id_of(*ag))) << p.name(*ag);
+}
+
 TEST(Schedule, ForwardPrefetchOffSerializesAllGatherAfterPreviousCompute) {
   Scenario s = make_scenario(4);
   s.policy.forward_prefetch = 0;
@@ -166,6 +196,18 @@ TEST(Schedule, ReshardAfterForwardIntGathersOverTheSmallerGroupInBackward) {
     EXPECT_EQ(copy_in->bytes(), ag->bytes() / 2);  // copy-in of the 1/2 partial shard
   }
   for (const Op* ag : ops_of(p, OpKind::AllGather, Phase::Forward)) EXPECT_EQ(p.group_size(*ag), 8);
+  // The backward gather reads the 1/k copy made on the compute stream after forward: it waits
+  // for that copy (FSDP2's reshard-after-forward event), never gathering from a copy not yet made.
+  for (const Op& op : p.ops) {
+    if (op.kind != OpKind::Alloc || p.name(op).rfind("alloc resharded", 0) != 0) continue;
+    // "alloc resharded b2 mb0" is bucket 2's copy; its backward gather is "ag b2 mb0".
+    const std::string bucket_and_mb = p.name(op).substr(std::string("alloc resharded ").size());
+    const Op* gather = nullptr;
+    for (const Op* ag : ops_of(p, OpKind::AllGather, Phase::Backward))
+      if (p.name(*ag) == "ag " + bucket_and_mb) gather = ag;
+    ASSERT_NE(gather, nullptr) << p.name(op);
+    EXPECT_TRUE(happens_before(p, p.id_of(op), p.id_of(*gather))) << p.name(op);
+  }
 }
 
 TEST(Schedule, BackwardRunsInReversePostForwardOrderWithDefaultPrefetch) {
@@ -378,10 +420,19 @@ TEST(Schedule, GradSyncLastSkipsReduceScatterOnEarlierMicroBatches) {
   EXPECT_TRUE(ops_of(p, OpKind::AllReduce, Phase::Backward, 1).empty());
   EXPECT_EQ(ops_of(p, OpKind::ReduceScatter, Phase::Backward, 2).size(), 3u);
   EXPECT_EQ(ops_of(p, OpKind::AllReduce, Phase::Backward, 2).size(), 3u);
-  // Unsharded gradients are allocated once and kept across micro-batches.
+  // Unsharded gradients are allocated once and kept across micro-batches, as FSDP2's
+  // accumulated gradients: in the reduce dtype (fp32 here; the parameters gather in bf16).
   int grad_allocs = 0;
-  for (const Op& op : p.ops) grad_allocs += op.kind == OpKind::Alloc && op.memory == MemoryKind::UnshardedGrads;
+  for (const Op& op : p.ops) {
+    if (op.kind != OpKind::Alloc || op.memory != MemoryKind::UnshardedGrads) continue;
+    ++grad_allocs;
+    EXPECT_EQ(op.bytes(), (1024 + 512) * 4) << p.name(op);  // a unit's 1536 elements, unsharded, fp32
+  }
   EXPECT_EQ(grad_allocs, 3);
+  // Reduced every micro-batch, they are the autograd gradients, in the parameter dtype.
+  s.policy.grad_sync = GradSync::Every;
+  for (const Op& op : schedule(s).ops)
+    if (op.kind == OpKind::Alloc && op.memory == MemoryKind::UnshardedGrads) EXPECT_EQ(op.bytes(), (1024 + 512) * 2);
 }
 
 TEST(Schedule, GradSyncEveryReducesEveryMicroBatch) {
