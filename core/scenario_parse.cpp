@@ -150,6 +150,22 @@ std::string as_string(const json& v, const std::string& path) {
   return v.get<std::string>();
 }
 
+// Names (scenario, model, cluster, GPU, unit, tensor) are printed, put into every op's label and
+// written to every output: a non-blank string of at most 256 bytes without control characters
+// (a newline split the summary, an escape coloured the terminal, a megabyte name took gigabytes
+// once repeated per op).
+constexpr size_t kMaxNameBytes = 256;
+std::string as_name(const json& v, const std::string& path) {
+  const std::string name = as_string(v, path);
+  if (name.find_first_not_of(" \t") == std::string::npos) throw InputError(path, "a blank name; expected a non-empty string");
+  if (name.size() > kMaxNameBytes)
+    throw InputError(path, "a name of " + std::to_string(name.size()) + " bytes; expected at most " + std::to_string(kMaxNameBytes));
+  for (const char c : name)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
+      throw InputError(path, "a name with a control character; expected printable text");
+  return name;
+}
+
 // Sizes: a JSON integer (bytes) or a string with a unit ("64MiB").
 // Sizes are at most 1 PiB: byte counts derived from them (times ranks, micro-batches, units)
 // then stay far from int64 overflow.
@@ -377,8 +393,7 @@ void parse_unit_list(const json& j, const std::string& path, const json& sch, st
   for (size_t i = 0; i < j.size(); ++i) {
     const Obj o(j[i], join(path, i), unit_schema);
     UnitSpec u;
-    u.name = as_string(o.req("name", "a unit name"), o.at("name"));
-    if (u.name.empty()) throw InputError(o.at("name"), "empty unit name; expected a non-empty string");
+    u.name = as_name(o.req("name", "a unit name"), o.at("name"));
 
     if (o.has("params") == o.has("tensors")) {
       throw InputError(o.path(), "unit \"" + u.name + "\" must give exactly one of \"params\" (a number) or "
@@ -397,7 +412,7 @@ void parse_unit_list(const json& j, const std::string& path, const json& sch, st
       for (size_t k = 0; k < tensors.size(); ++k) {
         const Obj t(tensors[k], join(tpath, k), unit_schema.at("tensors").at(0));
         TensorSpec spec;
-        spec.name = as_string(t.req("name", "a tensor name"), t.at("name"));
+        spec.name = as_name(t.req("name", "a tensor name"), t.at("name"));
         spec.numel = as_int64(t.req("numel", "a positive element count"), t.at("numel"), 1);
         if (spec.numel > kMaxUnitElements) {
           throw InputError(t.at("numel"), std::to_string(spec.numel) + " is too large; expected at most 1e15 elements per tensor");
@@ -478,7 +493,7 @@ ModelSpec parse_model(const json& j, const json& sch) {
     if (const json* v = o.opt("seq_len")) m.seq_len = as_int64(*v, o.at("seq_len"), 1);
     if (const json* v = o.opt("micro_batch_size")) m.micro_batch_size = as_int64(*v, o.at("micro_batch_size"), 1);
   }
-  if (const json* v = o.opt("name")) m.name = as_string(*v, o.at("name"));
+  if (const json* v = o.opt("name")) m.name = as_name(*v, o.at("name"));
   std::set<std::string> names;
   for (const auto& u : m.units) {
     if (!names.insert(u.name).second) {
@@ -510,10 +525,10 @@ constexpr int64_t kMaxWorld = kMaxWorldRanks;
 ClusterSpec parse_merged_cluster(const json& merged, const json& sch, const std::string& default_name) {
   const Obj o(merged, "cluster", sch);
   ClusterSpec c;
-  c.name = o.has("name") ? as_string(*o.opt("name"), o.at("name")) : default_name;
+  c.name = o.has("name") ? as_name(*o.opt("name"), o.at("name")) : default_name;
 
   const Obj g(o.req("gpu", "an object {name, peak_tflops, efficiency, memory, copy_bandwidth}"), o.at("gpu"), sch.at("gpu"));
-  c.gpu.name = g.has("name") ? as_string(*g.opt("name"), g.at("name")) : "gpu";
+  c.gpu.name = g.has("name") ? as_name(*g.opt("name"), g.at("name")) : "gpu";
   {
     const std::string path = g.at("peak_tflops");
     const Obj peaks(g.req("peak_tflops", "an object of dense peak TFLOP/s per dtype, e.g. {\"bf16\": 989}"), path,
@@ -923,7 +938,7 @@ Scenario parse_scenario(const nlohmann::json& scenario_json, const std::string& 
   const json& sch = schema();
   const Obj top(scenario_json, "", sch);
   Scenario s;
-  s.name = as_string(top.req("name", "a scenario name"), "name");
+  s.name = as_name(top.req("name", "a scenario name"), "name");
   if (const json* v = top.opt("description")) s.description = as_string(*v, "description");
   s.model = parse_model(top.req("model", "an object with \"transformer\" or \"units\""), sch.at("model"));
   s.cluster = parse_cluster(top.req("cluster", "an object with \"preset\" or explicit fields"), sch.at("cluster"), base_dir);

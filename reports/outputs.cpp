@@ -284,6 +284,14 @@ void write_output_folder(const std::string& dir, const std::vector<OutputFile>& 
                          const std::vector<std::string>& stale) {
   const fs::path target = checked_output_folder(dir, flag);
   std::error_code ec;
+  // An old file is set aside and removed at the commit; a folder of the same name is not ours to
+  // remove (it was deleted with whatever it held).
+  for (const auto& name : files)
+    if (fs::is_directory(target / name.name, ec))
+      throw InputError(flag, "\"" + (target / name.name).string() + "\" is a folder, where this run writes a file: move it away");
+  for (const auto& name : stale)
+    if (fs::is_directory(target / name, ec))
+      throw InputError(flag, "\"" + (target / name).string() + "\" is a folder, where an earlier run's file is removed: move it away");
   fs::path parent = target.has_parent_path() ? target.parent_path() : fs::path(".");
   fs::create_directories(parent, ec);
   if (ec) throw InputError(flag, "cannot create " + parent.string() + ": " + ec.message());
@@ -365,13 +373,15 @@ void write_run_outputs(const std::string& dir, const Scenario& scenario, const P
       {"report.html", [&] { return html_report(scenario, picture, metrics, ranks ? rank_summary_html(*ranks) : std::string()); }}};
   if (ranks != nullptr) files.push_back({"ranks.json", [&] { return rank_summary_to_json(*ranks).dump(2) + "\n"; }});
   // Files of an earlier run there that would sit beside these and describe another run: a
-  // ranks.json of an every-rank run, and a failed exec's partial timelines and rank reports.
+  // ranks.json of an every-rank run, a failed exec's partial timelines and rank reports, and a
+  // compare of the earlier run (compare writes into MEASURED_DIR by default).
   std::vector<std::string> stale;
   if (ranks == nullptr) stale.push_back("ranks.json");
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
     const std::string name = entry.path().filename().string();
-    if (is_partial_timeline_file(name) || is_rank_report_file(name)) stale.push_back(name);
+    if (is_partial_timeline_file(name) || is_rank_report_file(name) || name == "compare.json" || name == "compare.html")
+      stale.push_back(name);
   }
   write_output_folder(dir, files, "--out", stale);
 }

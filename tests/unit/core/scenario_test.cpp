@@ -471,6 +471,31 @@ TEST(BadInput, UnknownKeysSuggestTheClosest) {
   expect_bad(j, "mesh.zzzzzzzz", {"expected one of: replicate, shard"});
 }
 
+// Names are printed and put into every op's label: blank, over 256 bytes, or with a control
+// character (a newline split the summary, an escape coloured the terminal) is refused at its path.
+TEST(BadInput, NamesAreShortPrintableAndNotBlank) {
+  const auto refused = [](const std::string& where, const std::string& name, std::initializer_list<std::string> expected) {
+    json j = tiny();
+    if (where == "name") j["name"] = name;
+    else if (where == "model.units.1.name") j["model"]["units"][1]["name"] = name;
+    else if (where == "model.units.1.tensors.0.name") j["model"]["units"][1]["tensors"][0]["name"] = name;
+    else j["cluster"]["gpu"]["name"] = name;
+    expect_bad(j, where, expected);
+  };
+  refused("name", "", {"a blank name"});
+  refused("name", "  ", {"a blank name"});
+  refused("name", std::string(257, 'n'), {"a name of 257 bytes; expected at most 256"});
+  refused("name", "a\nb", {"a name with a control character"});
+  refused("model.units.1.name", "esc\x1b[31mred", {"a name with a control character"});
+  refused("model.units.1.name", std::string(1000000, 'U'), {"a name of 1000000 bytes"});
+  refused("model.units.1.tensors.0.name", std::string("nul\0x", 5), {"a name with a control character"});
+  refused("cluster.gpu.name", "", {"a blank name"});
+  json j = tiny();
+  j["name"] = std::string(256, 'n') ;  // at the limit; unicode is fine
+  j["model"]["units"][1]["name"] = "bloc\u00e9";
+  EXPECT_NO_THROW(parse_scenario(j));
+}
+
 TEST(BadInput, WrongTypes) {
   json j = tiny();
   j["mesh"]["shard"] = "eight";

@@ -103,13 +103,36 @@ TEST(RunOutputs, AStaleRanksFileGoesWithTheRunItDescribed) {
   EXPECT_EQ(slurp(out / "ranks.json"), "earlier every-rank run");
   std::ofstream(out / "timeline.partial.rank1.json") << "{}";  // a failed exec's leftovers
   std::ofstream(out / "error.rank1.txt") << "rank 1 timed out";
+  std::ofstream(out / "compare.json") << "{}";  // a compare of the earlier run (compare's default --out)
+  std::ofstream(out / "compare.html") << "earlier";
   std::ofstream(out / "notes.txt") << "mine";
   write_run_outputs(out.string(), tiny_scenario(), tiny_program(), t, m);
   EXPECT_FALSE(fs::exists(out / "ranks.json"));
   EXPECT_FALSE(fs::exists(out / "timeline.partial.rank1.json"));
   EXPECT_FALSE(fs::exists(out / "error.rank1.txt"));
+  EXPECT_FALSE(fs::exists(out / "compare.json"));
+  EXPECT_FALSE(fs::exists(out / "compare.html"));
   EXPECT_EQ(slurp(out / "notes.txt"), "mine");
   EXPECT_TRUE(fs::is_regular_file(out / "metrics.json"));
+}
+
+// A folder where the run writes a file (report.html/ holding the user's notes) is not set aside
+// and deleted with the old files: the run is refused and the folder stays as it was.
+TEST(RunOutputs, AFolderNamedLikeAnOutputFileIsRefusedNotDeleted) {
+  ScratchDir scratch;
+  const fs::path out = scratch.path() / "run";
+  fs::create_directories(out / "report.html" / "assets");
+  std::ofstream(out / "report.html" / "assets" / "notes.txt") << "mine";
+  Timeline t = tiny_timeline();
+  try {
+    write_run_outputs(out.string(), tiny_scenario(), tiny_program(), t, compute_metrics(t));
+    ADD_FAILURE() << "a folder named report.html was replaced";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where(), "--out");
+    EXPECT_NE(std::string(e.what()).find("report.html\" is a folder, where this run writes a file"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(slurp(out / "report.html" / "assets" / "notes.txt"), "mine");
+  EXPECT_FALSE(fs::exists(out / "metrics.json"));
 }
 
 // SIGTERM while the files are written: the process ends by that signal, the temporary folder
