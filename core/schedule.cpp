@@ -635,9 +635,14 @@ class Scheduler {
     const Bucket& bucket = rs_[rb];
     const int64_t rs_bytes = bucket_bytes(bucket, p_.reduce_dtype, s_.mesh.shard);
     const int64_t grad_bytes = bucket_bytes(bucket, unsharded_grad_dtype(), s_.mesh.shard);
-    // The compute stream waits for the previous reduce-scatter: only one reduce-scatter input
-    // is kept alive, freed here.
-    if (prev_rs_op_ >= 0) {
+    // FSDP2 (a bucket per unit): the compute stream waits for the previous reduce-scatter, so
+    // only one reduce-scatter input is kept alive, freed here. Byte buckets (policy.bucket_bytes,
+    // ZeRO-3 / DDP style) are a queue on the reduce-scatter stream instead: it waits for compute,
+    // never the other way (DeepSpeed's reduce_and_partition_stream), and each bucket's input is
+    // freed there after its reduce-scatter. Applying FSDP2's rule per bucket stalled compute
+    // behind every bucket of a unit.
+    const bool queued_buckets = s_.policy.bucket_bytes > 0;
+    if (!queued_buckets && prev_rs_op_ >= 0) {
       memory_op(OpKind::Free, StreamId::Compute, MemoryKind::ReduceScatterBuffer, prev_rs_bytes_,
                 bucket_label("rs_buf rb", prev_rs_bucket_), {prev_rs_op_});
       prev_rs_op_ = -1;
@@ -672,6 +677,8 @@ class Scheduler {
       p_.ops[rs_copy_in].src_buffer = p_.ops[rs_op].src_buffer;
       rs_ops.push_back(rs_op);
       prev_rs_bytes_ = rs_bytes;
+      if (queued_buckets)
+        memory_op(OpKind::Free, StreamId::ReduceScatter, MemoryKind::ReduceScatterBuffer, rs_bytes, bucket_label("rs_buf rb", rb));
     } else {
       for (uint32_t k = 0; k < bucket.list.count; ++k) {
         const TensorSlice slice = p_.slice_lists[bucket.list.begin + k];
@@ -692,7 +699,7 @@ class Scheduler {
       prev_rs_bytes_ = 0;
     }
     grads_allocated_[rb] = false;
-    prev_rs_op_ = rs_op;
+    prev_rs_op_ = queued_buckets ? -1 : rs_op;  // queued: its buffer is already freed
     prev_rs_bucket_ = rb;
     int post_reduce = rs_op;
     if (s_.mesh.replicate > 1) {

@@ -468,6 +468,25 @@ TEST(Schedule, ZeroCopySkipsCopyInUnlessACastIsNeeded) {
   EXPECT_NE(cast_program.name(*casts[0]).find("cast_in"), std::string::npos);
 }
 
+// Byte buckets (ZeRO-3 / DDP style) are a queue on the reduce-scatter stream: it waits for the
+// compute stream, never the other way, and each bucket's input buffer is freed there after its
+// reduce-scatter. FSDP2's "compute waits for the previous reduce-scatter" (one bucket per unit)
+// applied per bucket stalled compute behind every bucket of a unit.
+TEST(Schedule, ByteBucketsDoNotStallComputeBehindTheirReduceScatters) {
+  Scenario s = make_scenario(4, 4, 1, 1024);  // per unit: 6144 bytes of fp32 gradients
+  s.policy.bucket_bytes = 2048;               // three gradient buckets per unit
+  const Program p = schedule(s);
+  const auto rss = ops_of(p, OpKind::ReduceScatter, Phase::Backward);
+  ASSERT_GE(rss.size(), 8u);
+  for (const Op* rs : rss)
+    for (int unit = 0; unit < 4; ++unit)
+      EXPECT_FALSE(happens_before(p, p.id_of(*rs), p.id_of(*compute_of(p, unit, Phase::Backward)))) << p.name(*rs) << " before bwd u" << unit;
+  int freed_on_rs_stream = 0;
+  for (const Op& op : p.ops)
+    freed_on_rs_stream += op.kind == OpKind::Free && op.memory == MemoryKind::ReduceScatterBuffer && op.stream == StreamId::ReduceScatter;
+  EXPECT_EQ(freed_on_rs_stream, static_cast<int>(rss.size()));
+}
+
 TEST(Schedule, BucketsPackConsecutiveGroupsAndSplitLargeOnes) {
   Scenario s = make_scenario(4, 4, 1, 1024);  // per unit: 4 * 384 * 2 = 3072 bytes all-gathered
   s.policy.bucket_bytes = 6144;               // two units per all-gather bucket
