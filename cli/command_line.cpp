@@ -152,7 +152,9 @@ Parsed CommandLine::parse(const std::vector<std::string>& args, bool show_help) 
     // The positional SCENARIO is the option --scenario: given both ways, say so in those words.
     if (takes_scenario_ && e.get_option_name() == "--scenario")
       throw InputError("SCENARIO", "given twice (as SCENARIO and as --scenario, or twice); give one scenario file");
-    throw;
+    // Other positional arguments are options too (compare's --predicted, track's --metrics):
+    // given both ways, or twice, say it in those words rather than Boost's.
+    throw InputError(e.get_option_name(), "given twice (as a positional argument and as the flag, or twice); give it once");
   }
   po::notify(vm_);
   if (given("help")) {

@@ -44,9 +44,20 @@ std::vector<std::string> mpirun_command(int np, const std::string& subcommand, c
   return cmd;
 }
 
+// One argument as a POSIX shell reads it back: plain when it holds only safe characters, else in
+// single quotes (a ' written as '\''), so the echoed line can be pasted into a shell.
+std::string shell_quoted(const std::string& arg) {
+  const bool plain = !arg.empty() && arg.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+                                                            "_-+=/.,:@%") == std::string::npos;
+  if (plain) return arg;
+  std::string out = "'";
+  for (const char c : arg) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
 std::string joined(const std::vector<std::string>& cmd) {
   std::string line;
-  for (const auto& c : cmd) line += (line.empty() ? "" : " ") + c;
+  for (const auto& c : cmd) line += (line.empty() ? "" : " ") + shell_quoted(c);
   return line;
 }
 

@@ -42,7 +42,12 @@ add_test(NAME exec.cli.np_shares_cores_beyond_cores
          COMMAND ${CMAKE_COMMAND} "-DCMD=taskset;-c;0;$<TARGET_FILE:shardline>;exec;${_scen}/host-tiny-fsdp.json;--np;2;--out;${_out}/bind_overload"
                  -DRC=0 "-DREGEX=launching: echo .*--bind-to core:overload-allowed -n 2 "
                  -P ${CMAKE_CURRENT_SOURCE_DIR}/expect_run.cmake)
-set_tests_properties(exec.cli.np_binds_a_rank_per_core exec.cli.np_shares_cores_beyond_cores
+# The echoed launcher line can be pasted back into a shell: an argument with a space is quoted.
+add_test(NAME exec.cli.np_launch_line_is_shell_quoted
+         COMMAND ${CMAKE_COMMAND} "-DCMD=$<TARGET_FILE:shardline>;exec;${_scen}/host-tiny-fsdp.json;--np;2;--out;${_out}/with space"
+                 -DRC=0 "-DREGEX=launching: echo .* --out '[^']*/with space'"
+                 -P ${CMAKE_CURRENT_SOURCE_DIR}/expect_run.cmake)
+set_tests_properties(exec.cli.np_binds_a_rank_per_core exec.cli.np_shares_cores_beyond_cores exec.cli.np_launch_line_is_shell_quoted
                      PROPERTIES LABELS "exec;cli" TIMEOUT 30 ENVIRONMENT "SHARDLINE_MPIEXEC=echo")
 
 # A corrupted copy-in (op 1 of the fused FSDP program) fails the run with exit 1 naming the op.

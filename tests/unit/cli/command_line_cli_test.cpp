@@ -56,6 +56,13 @@ TEST_F(CommandLineCli, AScenarioGivenTwiceExitsTwoNamingScenario) {
   EXPECT_EQ(r.err, "shardline simulate: error: SCENARIO: given twice (as SCENARIO and as --scenario, or twice); give one scenario file\n");
 }
 
+// The same for the other positional arguments (compare's PREDICTED_DIR is --predicted).
+TEST_F(CommandLineCli, APositionalGivenAlsoAsItsFlagIsNamed) {
+  const Result r = run("compare a b --predicted c");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.err, "shardline compare: error: --predicted: given twice (as a positional argument and as the flag, or twice); give it once\n");
+}
+
 TEST_F(CommandLineCli, EveryRepeatedSetApplies) {
   const std::string base = "simulate " + scenario("host-tiny-fsdp.json") + " --json";
   const Result unfused = run(base + " --set policy.comm_fusion=false");
