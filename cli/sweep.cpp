@@ -170,7 +170,7 @@ int run_sweep_command(const std::vector<std::string>& args) {
                       {{"sweep.csv", [&] { return sweep_csv(result.rows, paths); }},
                        {"sweep.json", [&] { return sweep_json(result).dump(1) + "\n"; }},
                        {"report.html", [&] { return sweep_html(result); }}},
-                      "--out");
+                      "--out", kRunOnlyFiles);  // a run's files there would describe another run
 
   size_t invalid = 0, over = 0;
   for (const auto& r : result.rows) {

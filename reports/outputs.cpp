@@ -373,9 +373,9 @@ void write_run_outputs(const std::string& dir, const Scenario& scenario, const P
       {"report.html", [&] { return html_report(scenario, picture, metrics, ranks ? rank_summary_html(*ranks) : std::string()); }}};
   if (ranks != nullptr) files.push_back({"ranks.json", [&] { return rank_summary_to_json(*ranks).dump(2) + "\n"; }});
   // Files of an earlier run there that would sit beside these and describe another run: a
-  // ranks.json of an every-rank run, a failed exec's partial timelines and rank reports, and a
-  // compare of the earlier run (compare writes into MEASURED_DIR by default).
-  std::vector<std::string> stale;
+  // ranks.json of an every-rank run, a failed exec's partial timelines and rank reports, a
+  // compare of the earlier run (compare writes into MEASURED_DIR by default), and a sweep's table.
+  std::vector<std::string> stale = kSweepOnlyFiles;  // a sweep's, when this folder held one
   if (ranks == nullptr) stale.push_back("ranks.json");
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(dir, ec)) {

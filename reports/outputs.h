@@ -20,6 +20,13 @@ inline constexpr int64_t kMaxOutputOps = 250'000;
 inline constexpr double kOutputBytesPerOp = 4200;
 void check_run_outputs_size(const Scenario& scenario, const Program& program);
 
+// What a sweep folder holds beside report.html, and what a run folder holds beside it: each
+// writer removes the other's files from a folder it writes into (they would describe another
+// run; report.html itself is replaced).
+inline const std::vector<std::string> kSweepOnlyFiles = {"sweep.csv", "sweep.json"};
+inline const std::vector<std::string> kRunOnlyFiles = {"metrics.json", "program.json", "timeline.json",
+                                                       "trace.json",   "ranks.json",   "compare.json", "compare.html"};
+
 // One file of an output folder: its name, and how to render it (called while writing).
 struct OutputFile {
   std::string name;

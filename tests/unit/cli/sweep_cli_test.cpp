@@ -2,6 +2,8 @@
 // not-fitting rows kept and marked, the recommendation last; bad --vary exits 2.
 #include <gtest/gtest.h>
 
+#include <fstream>
+
 #include <nlohmann/json.hpp>
 
 #include "cli_test_support.h"
@@ -122,6 +124,23 @@ TEST_F(SweepCli, PointsWithAVariationCarryTheirStragglerCost) {
   ASSERT_EQ(run("sweep " + shardline::clitest::scenario("host-tiny-fsdp.json") + " --vary policy.forward_prefetch=0,1 --out plain").code, 0);
   const auto p = nlohmann::json::parse(slurp(dir_ / "plain" / "sweep.json"));
   EXPECT_FALSE(p["rows"][0].contains("straggler_cost"));
+}
+
+// A sweep written into a run's folder replaces its report.html; the run's other files would then
+// describe another run beside it, so they go; the user's own files stay. And back: a run written
+// into a sweep's folder takes the sweep's table away.
+TEST_F(SweepCli, ASweepAndARunDoNotShareAFolder) {
+  const fs::path out = dir_ / "both";
+  ASSERT_EQ(run("simulate " + scenario("host-tiny-fsdp.json") + " --out " + out.string()).code, 0);
+  std::ofstream(out / "notes.txt") << "mine";
+  ASSERT_EQ(run("sweep " + scenario("host-tiny-fsdp.json") + " --vary policy.forward_prefetch=0,1 --out " + out.string()).code, 0);
+  for (const char* f : {"metrics.json", "program.json", "timeline.json", "trace.json"}) EXPECT_FALSE(fs::exists(out / f)) << f;
+  EXPECT_TRUE(fs::exists(out / "sweep.json"));
+  EXPECT_EQ(slurp(out / "notes.txt"), "mine");
+  ASSERT_EQ(run("simulate " + scenario("host-tiny-fsdp.json") + " --out " + out.string()).code, 0);
+  EXPECT_FALSE(fs::exists(out / "sweep.json"));
+  EXPECT_FALSE(fs::exists(out / "sweep.csv"));
+  EXPECT_TRUE(fs::exists(out / "metrics.json"));
 }
 
 TEST_F(SweepCli, BadObjectiveExitsTwoBeforeAnythingRuns) {

@@ -105,6 +105,8 @@ TEST(RunOutputs, AStaleRanksFileGoesWithTheRunItDescribed) {
   std::ofstream(out / "error.rank1.txt") << "rank 1 timed out";
   std::ofstream(out / "compare.json") << "{}";  // a compare of the earlier run (compare's default --out)
   std::ofstream(out / "compare.html") << "earlier";
+  std::ofstream(out / "sweep.csv") << "a sweep written here before";
+  std::ofstream(out / "sweep.json") << "{}";
   std::ofstream(out / "notes.txt") << "mine";
   write_run_outputs(out.string(), tiny_scenario(), tiny_program(), t, m);
   EXPECT_FALSE(fs::exists(out / "ranks.json"));
@@ -112,6 +114,8 @@ TEST(RunOutputs, AStaleRanksFileGoesWithTheRunItDescribed) {
   EXPECT_FALSE(fs::exists(out / "error.rank1.txt"));
   EXPECT_FALSE(fs::exists(out / "compare.json"));
   EXPECT_FALSE(fs::exists(out / "compare.html"));
+  EXPECT_FALSE(fs::exists(out / "sweep.csv"));
+  EXPECT_FALSE(fs::exists(out / "sweep.json"));
   EXPECT_EQ(slurp(out / "notes.txt"), "mine");
   EXPECT_TRUE(fs::is_regular_file(out / "metrics.json"));
 }
