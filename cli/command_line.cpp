@@ -1,7 +1,6 @@
 #include "cli/command_line.h"
 
 #include <algorithm>
-#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -86,7 +85,6 @@ bool plain_decimal(const std::string& t) {
   return all_digits(exponent);
 }
 
-
 // The value given to a flag in `args` under any of its spellings ("--jobs V", "--jobs=V", "-j V",
 // "-jV"), for an error message; "" when not found.
 std::string vm_value_text(const std::vector<std::string>& args, const std::vector<std::string>& spellings) {
@@ -166,7 +164,6 @@ Parsed CommandLine::parse(const std::vector<std::string>& args, bool show_help) 
   return Parsed::run;
 }
 
-
 void CommandLine::add_variation_flags() {
   listed_.add_options()("straggler", po::value(&stragglers_)->composing(),
                         "RANK=FACTOR: this rank computes FACTOR times slower (repeatable; adds to the scenario's variation.stragglers)")
@@ -208,14 +205,14 @@ Scenario CommandLine::load_scenario() const {
       const auto eq = s.find('=');
       const std::string rank_text = s.substr(0, eq == std::string::npos ? 0 : eq);
       const std::string factor_text = eq == std::string::npos ? "" : s.substr(eq + 1);
-      std::string lower = factor_text;
-      for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-      const bool not_finite_word = lower == "nan" || lower == "inf" || lower == "infinity";
+      // nan and inf (any case) read whole as non-finite: refused below as not finite, not as malformed.
+      char* end = nullptr;
+      const double factor = std::strtod(factor_text.c_str(), &end);  // 1e999: inf, refused below
+      const bool not_finite_word = !factor_text.empty() && *end == '\0' && !std::isfinite(factor);
       if (!all_digits(rank_text) || !(plain_decimal(factor_text) || not_finite_word))
         throw InputError("--straggler", "\"" + s + "\" is not RANK=FACTOR, e.g. 3=1.5 (rank 3 computes 50% slower)");
       if (rank_text.size() > 9) throw InputError("--straggler", "\"" + s + "\": rank " + rank_text + " is out of range");
       const int rank = std::stoi(rank_text);
-      const double factor = std::strtod(factor_text.c_str(), nullptr);  // 1e999: inf, refused below
       if (!std::isfinite(factor))  // JSON has no NaN or infinity: it would read back as null
         throw InputError("--straggler", "\"" + s + "\": the factor must be a finite number in [0.001, 1000]");
       if (list.is_array()) flag_paths.emplace_back("variation.stragglers." + std::to_string(list.size()), "--straggler " + s);

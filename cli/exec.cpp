@@ -68,8 +68,7 @@ int run_exec(const std::vector<std::string>& args) {
   if (cli.given("np") && np < 1) throw InputError("--np", "must be at least 1");
   // Checked here, before mpirun starts, so a bad flag is one message and not one per rank.
   if (cli.given("iterations")) check_iteration_count(iterations, "--iterations");
-  if (cli.given("warmup") && (warmup < 0 || warmup > kMaxTimelineIterations))
-    throw InputError("--warmup", "must be in [0, " + std::to_string(kMaxTimelineIterations) + "], got " + std::to_string(warmup));
+  if (cli.given("warmup")) check_warmup_count(warmup, "--warmup");
   if (!(opt.timeout_s > 0)) throw InputError("--timeout", "must be a positive number of seconds");
   if (backend == "mpi") exec::mpi_poll_us_from_env();
 

@@ -58,8 +58,7 @@ int run_validate(const std::vector<std::string>& args) {
   if (!(tolerance >= 0) || !std::isfinite(tolerance))
     throw InputError("--tolerance", "must be a finite relative error >= 0, e.g. 0.10");
   check_iteration_count(iterations, "--iterations");
-  if (cli.given("warmup") && (warmup < 0 || warmup > kMaxTimelineIterations))
-    throw InputError("--warmup", "must be in [0, " + std::to_string(kMaxTimelineIterations) + "], got " + std::to_string(warmup));
+  if (cli.given("warmup")) check_warmup_count(warmup, "--warmup");
   // calibrate's and exec's own flags, checked before either starts under mpirun: one message.
   exec::check_backend_usable(backend);
   exec::check_compute_mode(exec::compute_mode_of(compute, backend), backend);
@@ -74,6 +73,7 @@ int run_validate(const std::vector<std::string>& args) {
   if (np != world)
     throw InputError("--np", "the scenario's mesh has " + std::to_string(world) + " ranks, not " + std::to_string(np));
   if (np < 2) throw InputError("--np", "validate needs at least 2 ranks (calibration measures collectives)");
+  std::optional<ClusterProfile> given_profile;  // read once: checked here, used below
   if (profile_path.empty()) {
     exec::CalibrateOptions calibration;
     calibration.max_bytes = parse_bytes(max_bytes, "--max-bytes");
@@ -82,9 +82,9 @@ int run_validate(const std::vector<std::string>& args) {
   } else {
     for (const char* flag : {"max-bytes", "repetitions"})
       if (cli.written(flag)) throw InputError(std::string("--") + flag, "calibrate measures nothing with --profile: leave it out");
-    const ClusterProfile given = load_profile(profile_path);
-    if (given.backend != backend)
-      throw InputError("--profile", "\"" + profile_path + "\" was calibrated with --backend " + given.backend + ", and validate measures with --backend " +
+    given_profile = load_profile(profile_path);
+    if (given_profile->backend != backend)
+      throw InputError("--profile", "\"" + profile_path + "\" was calibrated with --backend " + given_profile->backend + ", and validate measures with --backend " +
                                         backend + ": give a profile of that backend, or leave out --profile to calibrate");
   }
   // The scenario name is free text: made into one safe folder name, never a path.
@@ -128,7 +128,7 @@ int run_validate(const std::vector<std::string>& args) {
       if (ec) throw InputError("--out", "cannot write \"" + here.string() + "\": " + ec.message());
     }
   }
-  const ClusterProfile profile = load_profile(profile_path);
+  const ClusterProfile profile = given_profile ? std::move(*given_profile) : load_profile(profile_path);
 
   const std::string predicted_dir = (fs::path(out_dir) / "predicted").string();
   std::cout << "validate: 2/4 simulating with the profile -> " << predicted_dir << std::endl;

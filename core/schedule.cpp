@@ -386,6 +386,12 @@ class Scheduler {
   int grad_shard_buffer() {
     return buffer(kGradShard, "grad_shard", CommGroup::None, 1, p_.reduce_dtype, BufferInit::PerRank);
   }
+  // Both all-gather streams (copy-in and all-gather) wait for `event` (FSDP2's
+  // _wait_all_gather_streams_on_event).
+  void wait_all_gather_streams(int event) {
+    em_.wait(StreamId::CopyIn, event);
+    em_.wait(StreamId::AllGather, event);
+  }
   bool last_microbatch() const { return mb_ == p_.micro_batches - 1; }
   // Unsharded gradients: the param dtype, or the reduce dtype when they are accumulated over
   // micro-batches without a reduce-scatter (grad_sync "last").
@@ -409,8 +415,7 @@ class Scheduler {
     if (from_reshard_group && reshard_event_[b] >= 0) {
       // The resharded copy is made on the compute stream after forward: the all-gather streams
       // wait for it before gathering from it.
-      em_.wait(StreamId::CopyIn, reshard_event_[b]);
-      em_.wait(StreamId::AllGather, reshard_event_[b]);
+      wait_all_gather_streams(reshard_event_[b]);
       reshard_event_[b] = -1;
     }
     if (s_.policy.comm_fusion) {
@@ -492,8 +497,7 @@ class Scheduler {
     if (implicit_forward && held_ag_buffer_ >= 0) {
       // FSDP2 implicit prefetch: the all-gather streams wait for the previous copy-out before
       // the next copy-in may overwrite memory, and the previous all-gather output is freed now.
-      em_.wait(StreamId::CopyIn, held_copy_out_);
-      em_.wait(StreamId::AllGather, held_copy_out_);
+      wait_all_gather_streams(held_copy_out_);
       release_held_ag_buffer();
     }
     memory_op(OpKind::Alloc, StreamId::Compute, MemoryKind::UnshardedParams, full_bytes, bucket_label("params b", b));
@@ -511,8 +515,7 @@ class Scheduler {
       held_copy_out_ = copy_out;
       held_ag_bytes_ = full_bytes;
     } else {
-      em_.wait(StreamId::CopyIn, copy_out);
-      em_.wait(StreamId::AllGather, copy_out);
+      wait_all_gather_streams(copy_out);
       memory_op(OpKind::Free, StreamId::Compute, MemoryKind::AllGatherBuffer, full_bytes, bucket_label("ag_buf b", b));
     }
     ag_state_[b] = ParamState::Unsharded;
@@ -581,8 +584,7 @@ class Scheduler {
     // streams first waiting for its copy-out (FSDP2's root post-forward), so a backward gather
     // cannot overwrite it before it is drained.
     if (held_ag_buffer_ >= 0) {
-      em_.wait(StreamId::CopyIn, held_copy_out_);
-      em_.wait(StreamId::AllGather, held_copy_out_);
+      wait_all_gather_streams(held_copy_out_);
     }
     release_held_ag_buffer();
     held_unfused_ready_ = -1;
@@ -604,9 +606,8 @@ class Scheduler {
 
       // Unsharded gradients of each gradient bucket exist from the first backward compute
       // that writes them until their reduce-scatter copy-in (kept across micro-batches when
-      // gradients are only synchronized on the last one).
-      // Gradients kept across micro-batches are FSDP2's accumulated gradients, held in the
-      // reduce dtype (to_accumulated_grad_if_needed upcasts them).
+      // gradients are only synchronized on the last one: FSDP2's accumulated gradients, in the
+      // reduce dtype, unsharded_grad_dtype).
       for (int rb : rs_first_at_unit_[i]) {
         if (!grads_allocated_[rb]) {
           memory_op(OpKind::Alloc, StreamId::Compute, MemoryKind::UnshardedGrads,

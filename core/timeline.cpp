@@ -26,6 +26,11 @@ void check_iteration_count(int iterations, const std::string& flag) {
     throw InputError(flag, "must be in [1, " + std::to_string(kMaxTimelineIterations) + "], got " + std::to_string(iterations));
 }
 
+void check_warmup_count(int warmup, const std::string& flag) {
+  if (warmup < 0 || warmup > kMaxTimelineIterations)
+    throw InputError(flag, "must be in [0, " + std::to_string(kMaxTimelineIterations) + "], got " + std::to_string(warmup));
+}
+
 namespace {
 constexpr const char* kFormat = "shardline.timeline";
 constexpr int kVersion = 1;

@@ -26,6 +26,8 @@ inline constexpr int kMaxTimelineIterations = 1024;
 // Refuses a run's measured iteration count outside [1, kMaxTimelineIterations]:
 // InputError(flag, "must be in [1, 1024], got N").
 void check_iteration_count(int iterations, const std::string& flag);
+// Unmeasured warm-up passes: InputError(flag) outside [0, kMaxTimelineIterations].
+void check_warmup_count(int warmup, const std::string& flag);
 // The furthest any time in a timeline may lie from its origin: 10 days, in us.
 inline constexpr double kMaxTimelineUs = 10 * 86400e6;
 

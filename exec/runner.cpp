@@ -92,7 +92,6 @@ class Run {
     }
     progress("issuing pass " + std::to_string(pass_number));
     for (int i = 0; i < nops; ++i) {
-      const Op& op = P_.ops[i];
       if (rank_ == options_.stall_rank && i == stall_op_) stall(i);
       if (rank_ == options_.kill_rank && i == stall_op_) ::raise(SIGKILL);  // test hook: a rank dies
       issue_us_[i] = backend_.host_now_us();

@@ -135,9 +135,7 @@ MeasuredSpread measured_spread(const Timeline& measured, double predicted_step_u
   s.iterations = static_cast<int>(steps.size());
   // The median of an even count is the lower middle: the reported iteration's step (exec reports
   // that one, median_step_iteration), so the step row and this line state the same number.
-  std::vector<double> sorted = steps;
-  std::sort(sorted.begin(), sorted.end());
-  s.median_us = sorted.empty() ? 0 : sorted[(sorted.size() - 1) / 2];
+  s.median_us = steps.empty() ? 0 : steps[static_cast<size_t>(median_step_iteration(steps))];
   s.p10_us = quantile(steps, 0.1);
   s.p90_us = quantile(steps, 0.9);
   s.median_error = s.median_us > 0 ? (predicted_step_us - s.median_us) / s.median_us : 0;
@@ -216,10 +214,10 @@ Comparison compare_timelines(const Timeline& predicted, const Timeline& measured
   // as errors); otherwise the prediction's own slowest rank.
   const std::vector<int> predicted_holds = ranks_held(predicted);
   const bool same_rank = predicted.ranks > 1 && std::binary_search(predicted_holds.begin(), predicted_holds.end(), mw.rank);
-  const StepWindow pw = same_rank ? step_window(predicted, mw.rank) : step_window(predicted);
+  const StepWindow slowest = step_window(predicted);
+  const StepWindow pw = same_rank ? step_window(predicted, mw.rank) : slowest;
   // The predicted metrics are the slowest rank's; where the measured rank ties for slowest, its
   // own (the step time is the same, the overlap and exposed comm are that rank's).
-  const StepWindow slowest = step_window(predicted);
   const bool ties = same_rank && pw.end_us - pw.start_us == slowest.end_us - slowest.start_us;
   c.predicted = ties ? compute_metrics(predicted, mw.rank) : compute_metrics(predicted);
   c.predicted_rank = pw.rank;
