@@ -26,7 +26,8 @@ constexpr const char* kPresets = R"json({
       "hbm_bandwidth": "3.35TB/s",
       "gemm_efficiency": 0.678, "gemm_half_dim": 675, "attention_efficiency": 0.186, "memory_efficiency": 0.774,
       "kernel_launch": "5us",
-      "context_memory": "768MiB", "nccl_memory": "656MiB", "allocator_fragmentation": 0.1
+      "context_memory": "768MiB", "nccl_memory": "656MiB", "allocator_fragmentation": 0.26,
+      "allocator_fragmentation_at_capacity": 0.068
     },
     "nodes": 1,
     "gpus_per_node": 8,
@@ -46,7 +47,8 @@ constexpr const char* kPresets = R"json({
       "hbm_bandwidth": "2039GB/s",
       "gemm_efficiency": 0.849, "gemm_half_dim": 421, "attention_efficiency": 0.312, "memory_efficiency": 0.507,
       "kernel_launch": "5us",
-      "context_memory": "768MiB", "nccl_memory": "656MiB", "allocator_fragmentation": 0.1
+      "context_memory": "768MiB", "nccl_memory": "656MiB", "allocator_fragmentation": 0.26,
+      "allocator_fragmentation_at_capacity": 0.068
     },
     "nodes": 1,
     "gpus_per_node": 8,

@@ -1,5 +1,6 @@
 #include "core/memory_reserve.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include <nlohmann/json.hpp>
@@ -19,15 +20,30 @@ MemoryReserve memory_reserve_of(const Scenario& s) {
   MemoryReserve r;
   r.fixed_bytes = s.cluster.gpu.context_memory_bytes + communicators * s.cluster.gpu.nccl_memory_bytes;
   r.fragmentation = s.cluster.gpu.allocator_fragmentation;
+  r.fragmentation_at_capacity = s.cluster.gpu.allocator_fragmentation_at_capacity;
   return r;
 }
 
-int64_t reserved_bytes(const MemoryReserve& r, int64_t allocated_bytes) {
-  return static_cast<int64_t>(std::ceil(static_cast<double>(allocated_bytes) * (1.0 + r.fragmentation))) + r.fixed_bytes;
+int64_t reserved_bytes(int64_t fixed_bytes, double fragmentation, int64_t allocated_bytes) {
+  return static_cast<int64_t>(std::ceil(static_cast<double>(allocated_bytes) * (1.0 + fragmentation))) + fixed_bytes;
+}
+
+ReservedEstimate estimate_reserved(const MemoryReserve& r, int64_t allocated_bytes, int64_t capacity_bytes) {
+  ReservedEstimate e;
+  e.min_reserved_bytes = reserved_bytes(r.fixed_bytes, r.fragmentation_at_capacity, allocated_bytes);
+  const int64_t typical = reserved_bytes(r.fixed_bytes, r.fragmentation, allocated_bytes);
+  if (e.min_reserved_bytes > capacity_bytes) {
+    e.peak_reserved_bytes = e.min_reserved_bytes;
+  } else {
+    e.peak_reserved_bytes = std::min(typical, capacity_bytes);
+    e.cache_flushes = typical > capacity_bytes;
+  }
+  return e;
 }
 
 json memory_reserve_to_json(const MemoryReserve& r) {
-  return json{{"fixed_bytes", r.fixed_bytes}, {"fragmentation", r.fragmentation}};
+  return json{{"fixed_bytes", r.fixed_bytes}, {"fragmentation", r.fragmentation},
+              {"fragmentation_at_capacity", r.fragmentation_at_capacity}};
 }
 
 MemoryReserve memory_reserve_from_json(const json& j, const std::string& path) {
@@ -37,6 +53,11 @@ MemoryReserve memory_reserve_from_json(const json& j, const std::string& path) {
   if (r.fixed_bytes < 0) throw InputError(jf::join_path(path, "fixed_bytes"), "must be >= 0");
   r.fragmentation = jf::get_number(j, "fragmentation", path);
   if (!(r.fragmentation >= 0 && r.fragmentation < 10)) throw InputError(jf::join_path(path, "fragmentation"), "must be a fraction in [0, 10)");
+  // Files written before the at-capacity value existed: the allocator holds as much at capacity.
+  r.fragmentation_at_capacity =
+      jf::has_member(j, "fragmentation_at_capacity") ? jf::get_number(j, "fragmentation_at_capacity", path) : r.fragmentation;
+  if (!(r.fragmentation_at_capacity >= 0 && r.fragmentation_at_capacity <= r.fragmentation))
+    throw InputError(jf::join_path(path, "fragmentation_at_capacity"), "must be a fraction in [0, fragmentation]");
   return r;
 }
 

@@ -15,9 +15,11 @@
 // - by_kind: every kind except alloc/free (always all six keys): count, bytes, union busy.
 // - peak memory (allocated): the largest MemorySample over the whole timeline; 0 when the
 //   timeline has no memory samples (e.g. a measured run without an allocator tracker).
-// - peak reserved (estimate) = reserved_bytes(memory_reserve, peak allocated)
-//   = ceil(peak allocated x (1 + fragmentation)) + fixed bytes (context + NCCL per communicator);
-//   0 when there are no memory samples. fits: peak reserved <= capacity x (1 - margin).
+// - reserve (estimate_reserved): least = ceil(peak allocated x (1 + fragmentation at capacity))
+//   + fixed bytes (context + NCCL per communicator); typical = the same with the typical
+//   fragmentation; peak reserved = the typical capped at the capacity when the least fits (cache
+//   flushes when it was capped), else the least. 0 when there are no memory samples.
+//   fits: least <= capacity x (1 - margin).
 // - throughput, from the timeline's workload (global per-step counts; 0 = unknown) and the
 //   step time in seconds, step_s = step_time_us / 1e6; each unknown when its inputs are 0:
 //     samples/s            = samples_per_step / step_s
@@ -291,9 +293,14 @@ Metrics StepAccumulator::finish(const Timeline& t, std::optional<int64_t> peak_m
 
   m.memory_recorded = peak_memory_bytes.has_value();
   m.peak_memory_bytes = peak_memory_bytes.value_or(0);
-  m.peak_reserved_bytes = m.memory_recorded ? reserved_bytes(t.memory_reserve, m.peak_memory_bytes) : 0;
+  if (m.memory_recorded) {
+    const ReservedEstimate reserved = estimate_reserved(t.memory_reserve, m.peak_memory_bytes, t.memory_capacity_bytes);
+    m.peak_reserved_bytes = reserved.peak_reserved_bytes;
+    m.min_reserved_bytes = reserved.min_reserved_bytes;
+    m.allocator_cache_flushes = reserved.cache_flushes;
+  }
   m.memory_capacity_bytes = t.memory_capacity_bytes;
-  m.fits_memory = static_cast<double>(m.peak_reserved_bytes) <= static_cast<double>(t.memory_capacity_bytes) * (1.0 - t.memory_margin);
+  m.fits_memory = static_cast<double>(m.min_reserved_bytes) <= static_cast<double>(t.memory_capacity_bytes) * (1.0 - t.memory_margin);
   m.throughput = throughput_of(t.workload, m.step_time_us);
   return m;
 }
@@ -344,6 +351,8 @@ json metrics_to_json(const Metrics& m) {
   j["backward_us"] = m.backward_us;
   j["peak_memory_bytes"] = m.peak_memory_bytes;
   j["peak_reserved_bytes"] = m.peak_reserved_bytes;
+  j["min_reserved_bytes"] = m.min_reserved_bytes;
+  j["allocator_cache_flushes"] = m.allocator_cache_flushes;
   j["memory_capacity_bytes"] = m.memory_capacity_bytes;
   j["fits_memory"] = m.fits_memory;
   const Throughput& tp = m.throughput;
@@ -378,6 +387,9 @@ Metrics metrics_from_json(const json& j) {
   // none (reserved = allocated) and every throughput value as unknown.
   m.memory_recorded = m.peak_memory_bytes > 0;
   m.peak_reserved_bytes = jf::has_member(j, "peak_reserved_bytes") ? count_from_json(j, "peak_reserved_bytes", "") : m.peak_memory_bytes;
+  // ... and before the least reserve: the peak reserved was the one estimate, and fits judged it.
+  m.min_reserved_bytes = jf::has_member(j, "min_reserved_bytes") ? count_from_json(j, "min_reserved_bytes", "") : m.peak_reserved_bytes;
+  m.allocator_cache_flushes = jf::has_member(j, "allocator_cache_flushes") && jf::get_bool(j, "allocator_cache_flushes", "");
   m.memory_capacity_bytes = count_from_json(j, "memory_capacity_bytes", "");
   m.fits_memory = jf::get_bool(j, "fits_memory", "");
   if (jf::has_member(j, "throughput")) {

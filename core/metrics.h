@@ -69,9 +69,11 @@ struct Metrics {
   double forward_us = 0;         // step start to end of the last forward compute
   double backward_us = 0;        // the rest of the step
   int64_t peak_memory_bytes = 0;    // peak allocated (what the memory tracker counts)
-  int64_t peak_reserved_bytes = 0;  // estimate: reserved_bytes(memory_reserve, peak allocated); 0 without samples
+  int64_t peak_reserved_bytes = 0;  // estimate (estimate_reserved, core/memory_reserve.h); 0 without samples
+  int64_t min_reserved_bytes = 0;   // the least reserve the step needs (at capacity); 0 without samples
+  bool allocator_cache_flushes = false;  // fits only by the allocator flushing its cache
   int64_t memory_capacity_bytes = 0;
-  bool fits_memory = true;          // peak reserved <= capacity * (1 - margin)
+  bool fits_memory = true;          // min reserved <= capacity * (1 - margin)
   Throughput throughput;
   std::map<std::string, KindStats> by_kind;  // keyed by op_kind_name, collectives and copies
   // Whether the timeline recorded memory (else both peaks are 0: unknown). Not in metrics.json,

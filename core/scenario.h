@@ -44,6 +44,11 @@ struct UnitSpec {
   TransformerPart part = TransformerPart::None;
   Checkpointing checkpointing{};            // transformer blocks: this block's checkpointing mode
   std::optional<int64_t> bucket_bytes;      // per-unit bucket override: this unit is bucketed alone
+  // A part of the FSDP root (fully_shard on the whole model holds every parameter no other unit
+  // wraps): with one bucket per unit, all root units share one parameter group, gathered at the
+  // first one's pre-forward, kept unsharded from forward into backward, and reduce-scattered
+  // after the last one's backward (docs/schedule.md "The root group").
+  bool root = false;
 
   int64_t params() const {
     int64_t n = 0;
@@ -73,6 +78,9 @@ struct TransformerSpec {
   PositionKind position = PositionKind::Rope;
   bool bias = false;             // biases on every linear layer and norm
   bool tied_embeddings = false;  // the output head reuses the token embedding
+  // The embedding, final norm and head are the FSDP root's parameters (fully_shard on every
+  // block, then on the model: llm-foundry, torchtitan 2024); false: units of their own.
+  bool root_group = true;
   double dropout = 0;            // probability of the residual and embedding dropouts
   LossKind loss = LossKind::Fp32;
   int64_t head_dim() const { return hidden / heads; }
@@ -120,7 +128,11 @@ struct GpuSpec {
   // Memory held beyond the tensors the memory tracker counts (core/memory_reserve.h).
   int64_t context_memory_bytes = 0;      // CUDA context, cuBLAS / cuDNN workspaces
   int64_t nccl_memory_bytes = 0;         // NCCL buffers of one communicator
-  double allocator_fragmentation = 0;    // caching allocator: reserved = allocated x (1 + this)
+  // The caching allocator's fragmentation (reserved beyond allocated, a fraction of allocated):
+  // typical when memory is plentiful (cached free blocks, split segments), and the least it gets
+  // to at capacity, where it frees its cache and retries before failing (core/memory_reserve.h).
+  double allocator_fragmentation = 0;
+  double allocator_fragmentation_at_capacity = 0;
 };
 
 struct ClusterSpec {

@@ -39,6 +39,7 @@ constexpr const char* kSchema = R"json({
       "layers": "int", "hidden": "int", "ffn_hidden": "int", "heads": "int", "kv_heads": "int",
       "vocab": "int", "seq_len": "int", "micro_batch_size": "int",
       "activation_checkpointing": "none|selective|selective_op|full", "checkpoint_every": "int", "tied_embeddings": "bool",
+      "root_group": "bool",
       "attention": "mha|gqa", "mlp": "swiglu|gelu", "norm": "rmsnorm|layernorm", "position": "rope|alibi|learned",
       "bias": "bool", "dropout": "number", "loss": "fp32|fused"
     },
@@ -46,7 +47,8 @@ constexpr const char* kSchema = R"json({
     "units": [{
       "name": "string", "params": "int", "tensors": [{"name": "string", "numel": "int"}],
       "forward_flops": "flops", "forward_time": "time", "backward_flops": "flops", "backward_time": "time",
-      "activation_bytes": "size", "recompute": "bool", "repeat": "int", "bucket_bytes": "size"
+      "activation_bytes": "size", "recompute": "bool", "repeat": "int", "bucket_bytes": "size",
+      "root": "bool"
     }]
   },
   "cluster": {
@@ -57,7 +59,8 @@ constexpr const char* kSchema = R"json({
       "efficiency": "number", "memory": "size", "copy_bandwidth": "rate",
       "hbm_bandwidth": "rate", "gemm_efficiency": "number", "gemm_half_dim": "number", "attention_efficiency": "number",
       "memory_efficiency": "number", "kernel_launch": "time",
-      "context_memory": "size", "nccl_memory": "size", "allocator_fragmentation": "number"
+      "context_memory": "size", "nccl_memory": "size", "allocator_fragmentation": "number",
+      "allocator_fragmentation_at_capacity": "number"
     },
     "nodes": "int", "gpus_per_node": "int",
     "intra_node": {"bandwidth": "rate", "latency": "time"},
@@ -309,6 +312,7 @@ TransformerSpec parse_transformer(const json& j, const std::string& path, const 
                                                      "selective layer mode checkpoints whole blocks)");
   }
   if (const json* v = o.opt("tied_embeddings")) t.tied_embeddings = as_bool(*v, o.at("tied_embeddings"));
+  if (const json* v = o.opt("root_group")) t.root_group = as_bool(*v, o.at("root_group"));
   if (const json* v = o.opt("mlp")) t.mlp = as_choice<MlpKind>(*v, o.at("mlp"), {{"swiglu", MlpKind::SwiGlu}, {"gelu", MlpKind::Gelu}});
   if (const json* v = o.opt("norm"))
     t.norm = as_choice<NormKind>(*v, o.at("norm"), {{"rmsnorm", NormKind::RmsNorm}, {"layernorm", NormKind::LayerNorm}});
@@ -447,6 +451,11 @@ void parse_unit_list(const json& j, const std::string& path, const json& sch, st
       u.bucket_bytes = as_size(*v, o.at("bucket_bytes"));
       if (*u.bucket_bytes == 0) throw InputError(o.at("bucket_bytes"), "0 bytes; expected a positive bucket size");
     }
+    if (const json* v = o.opt("root")) u.root = as_bool(*v, o.at("root"));
+    if (u.root && u.bucket_bytes) {
+      throw InputError(o.at("bucket_bytes"), "unit \"" + u.name + "\" is part of the FSDP root (\"root\": true), whose "
+                                             "units share one parameter group; a bucket size of its own would split it");
+    }
     const int repeat = o.has("repeat") ? as_int(*o.opt("repeat"), o.at("repeat"), 1) : 1;
     if (static_cast<int64_t>(units.size()) + repeat > kMaxUnits) {
       throw InputError(o.at("repeat"), "the model would have over " + std::to_string(kMaxUnits) +
@@ -569,6 +578,17 @@ ClusterSpec parse_merged_cluster(const json& merged, const json& sch, const std:
     c.gpu.allocator_fragmentation = as_number(*v, g.at("allocator_fragmentation"));
     if (!(c.gpu.allocator_fragmentation >= 0 && c.gpu.allocator_fragmentation <= 1))
       throw InputError(g.at("allocator_fragmentation"), show(*v) + " is out of range; expected a fraction in [0, 1] of the allocated bytes");
+  }
+  // Without its own value the allocator is taken to hold as much at capacity as otherwise.
+  c.gpu.allocator_fragmentation_at_capacity = c.gpu.allocator_fragmentation;
+  if (const json* v = g.opt("allocator_fragmentation_at_capacity")) {
+    const std::string where = g.at("allocator_fragmentation_at_capacity");
+    c.gpu.allocator_fragmentation_at_capacity = as_number(*v, where);
+    if (!(c.gpu.allocator_fragmentation_at_capacity >= 0 && c.gpu.allocator_fragmentation_at_capacity <= 1))
+      throw InputError(where, show(*v) + " is out of range; expected a fraction in [0, 1] of the allocated bytes");
+    if (c.gpu.allocator_fragmentation_at_capacity > c.gpu.allocator_fragmentation)
+      throw InputError(where, show(*v) + " is above allocator_fragmentation (" + number_text(c.gpu.allocator_fragmentation) +
+                                  "); a full GPU's allocator, having freed its cache, holds no more than it does otherwise");
   }
   const json& memory = g.req("memory", "a size such as \"80GiB\"");
   if (memory.is_number() && !(memory.get<double>() > 0))  // one message for 0 and below

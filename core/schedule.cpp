@@ -30,7 +30,12 @@ struct Bucket {
   int64_t shard_elems = 0;
   uint32_t units_begin = 0;
   uint32_t unit_count = 0;
+  bool root = false;  // the FSDP root's parameter group: kept unsharded after forward
 };
+
+// The FSDP root forms one parameter group of all root units when every unit is its own bucket;
+// byte buckets (ZeRO-3 / DDP style) have no root: each unit is packed in order like the others.
+bool root_grouped(const UnitSpec& u, int64_t bucket_bytes) { return u.root && bucket_bytes == 0; }
 
 // Shard-local element capacity of one bucket for `unit` (INT64_MAX: the whole unit).
 int64_t bucket_capacity(const UnitSpec& u, int64_t bucket_bytes, int64_t bytes_per_shard_elem) {
@@ -45,19 +50,25 @@ int64_t min_bucket_count(const Scenario& s, const Program& p, int64_t bucket_byt
   const int64_t bytes_per_shard_elem = static_cast<int64_t>(s.mesh.shard) * elem_bytes;
   std::vector<int64_t> elems(s.model.units.size(), 0);
   for (const auto& param : p.params) elems[param.unit] += param.shard_numel;
-  int64_t count = 0;
+  int64_t count = 0, root_elems = 0;
   for (size_t u = 0; u < elems.size(); ++u) {
+    if (root_grouped(s.model.units[u], bucket_bytes)) {
+      root_elems += elems[u];  // one bucket for the whole root group
+      continue;
+    }
     const int64_t capacity = bucket_capacity(s.model.units[u], bucket_bytes, bytes_per_shard_elem);
     const bool alone = s.model.units[u].bucket_bytes.has_value() || bucket_bytes == 0;
     count += alone && elems[u] > 0 ? std::max<int64_t>(1, elems[u] / capacity) : elems[u] / capacity;
   }
-  return count;
+  return count + (root_elems > 0 ? 1 : 0);
 }
 
 // Packs parameter slices (visited in `unit_order`) into buckets of at most `capacity_elems`
 // shard-local elements, appending each bucket's slices to the Program's slice lists in bucket
 // order. capacity 0: one bucket per unit. A unit with its own bucket_bytes is bucketed alone in
-// chunks of that size. A group larger than a bucket is split.
+// chunks of that size. A group larger than a bucket is split. With one bucket per unit, the root
+// units are one bucket, packed where the first of them is visited, listing every root unit
+// (a tied head holds no tensor of its own but computes with the root's embedding).
 std::vector<Bucket> pack_buckets(const Scenario& s, Program& p, const std::vector<int>& unit_order,
                                  int64_t bucket_bytes, int elem_bytes, std::vector<int>& unit_list) {
   const int64_t bytes_per_shard_elem = static_cast<int64_t>(s.mesh.shard) * elem_bytes;
@@ -77,6 +88,8 @@ std::vector<Bucket> pack_buckets(const Scenario& s, Program& p, const std::vecto
       // Units listed in forward order.
       std::sort(unit_list.begin() + b.units_begin, unit_list.end());
       buckets.push_back(std::move(b));
+    } else {
+      unit_list.resize(b.units_begin);  // units listed for a bucket that holds nothing
     }
     start(b);
   };
@@ -92,8 +105,25 @@ std::vector<Bucket> pack_buckets(const Scenario& s, Program& p, const std::vecto
   };
   Bucket open;
   start(open);
+  bool root_packed = false;
   for (int unit : unit_order) {
     const UnitSpec& u = s.model.units[unit];
+    if (root_grouped(u, bucket_bytes)) {
+      if (root_packed) continue;
+      root_packed = true;
+      close(open);
+      for (int r = 0; r < static_cast<int>(s.model.units.size()); ++r) {
+        if (!root_grouped(s.model.units[r], bucket_bytes)) continue;
+        for (int param : params_of_unit[r]) add_to(open, TensorSlice{param, 0, p.params[param].shard_numel}, r);
+        if (params_of_unit[r].empty()) {
+          unit_list.push_back(r);
+          ++open.unit_count;
+        }
+      }
+      open.root = true;
+      close(open);
+      continue;
+    }
     const bool alone = u.bucket_bytes.has_value() || bucket_bytes == 0;
     const int64_t capacity = bucket_capacity(u, bucket_bytes, bytes_per_shard_elem);
     if (alone) close(open);
@@ -576,9 +606,11 @@ class Scheduler {
       compute(i, false);
       if (u.forward_transient_bytes > 0)
         memory_op(OpKind::Free, StreamId::Compute, MemoryKind::Activations, u.forward_transient_bytes, "fwd tmp " + u.name);
-      // post-forward(i): reshard each bucket whose last user this was.
+      // post-forward(i): reshard each bucket whose last user this was, except the root's: FSDP
+      // keeps the root's parameters for backward (FSDP1's _post_forward_reshard skips the root;
+      // FSDP2's lazy init gives the root no post-forward mesh).
       for (int b : ag_of_unit_[i])
-        if (units_of(ag_[b]).back() == i) reshard(b, true);
+        if (units_of(ag_[b]).back() == i && !ag_[b].root) reshard(b, true);
     }
     // The last FSDP state flushes the held all-gather output after forward, the all-gather
     // streams first waiting for its copy-out (FSDP2's root post-forward), so a backward gather

@@ -253,7 +253,7 @@ void mark_memory_fit(SweepRow& row, double memory_margin) {
     row.fits_memory = row.fits_with_margin = false;
     return;
   }
-  const double reserved = static_cast<double>(row.metrics.peak_reserved_bytes);
+  const double reserved = static_cast<double>(row.metrics.min_reserved_bytes);  // what must fit
   const double cap = static_cast<double>(row.metrics.memory_capacity_bytes);
   row.fits_memory = reserved <= cap;
   row.fits_with_margin = reserved <= cap * (1.0 - memory_margin);
@@ -297,7 +297,7 @@ double objective_value(const SweepRow& row, SweepObjective objective) {
   switch (objective) {
     case SweepObjective::Throughput: return row.metrics.throughput.tokens_per_s_per_gpu.value_or(0.0);
     case SweepObjective::StepTime: return row.metrics.step_time_us;
-    case SweepObjective::Memory: return static_cast<double>(row.metrics.peak_reserved_bytes);
+    case SweepObjective::Memory: return static_cast<double>(row.metrics.min_reserved_bytes);
   }
   return 0;
 }
@@ -310,7 +310,7 @@ double primary_key(const SweepRow& r, SweepObjective o) {
   return o == SweepObjective::Throughput ? -objective_value(r, o) : objective_value(r, o);
 }
 double secondary_key(const SweepRow& r, SweepObjective o) {
-  return o == SweepObjective::Memory ? r.metrics.step_time_us : static_cast<double>(r.metrics.peak_reserved_bytes);
+  return o == SweepObjective::Memory ? r.metrics.step_time_us : static_cast<double>(r.metrics.min_reserved_bytes);
 }
 
 }  // namespace
@@ -380,7 +380,7 @@ std::string objective_text(const SweepRow& r, SweepObjective o) {
   switch (o) {
     case SweepObjective::Throughput: return format_or_na(r.metrics.throughput.tokens_per_s_per_gpu, format_per_s) + " tokens/s per GPU";
     case SweepObjective::StepTime: return format_time_us(r.metrics.step_time_us);
-    case SweepObjective::Memory: return format_bytes(r.metrics.peak_reserved_bytes) + " peak reserved";
+    case SweepObjective::Memory: return format_bytes(r.metrics.min_reserved_bytes) + " reserve needed";
   }
   return "";
 }
@@ -410,17 +410,19 @@ std::string step_gain_text(const Metrics& mb, const Metrics& ms) {
 std::string why_text(const Metrics& mb, const Metrics& ms, SweepObjective o) {
   std::ostringstream out;
   out << "  why: ";
-  const std::string peak_b = format_bytes(mb.peak_reserved_bytes), peak_s = format_bytes(ms.peak_reserved_bytes);
-  const bool same_peak = mb.peak_reserved_bytes == ms.peak_reserved_bytes;
+  // Memory is the reserve each needs (the allocator at capacity): the typical reserve is capped at
+  // the GPU, where rows that need different amounts would tie.
+  const std::string peak_b = format_bytes(mb.min_reserved_bytes), peak_s = format_bytes(ms.min_reserved_bytes);
+  const bool same_peak = mb.min_reserved_bytes == ms.min_reserved_bytes;
   switch (o) {
     case SweepObjective::StepTime: {
       const double d_step = ms.step_time_us - mb.step_time_us;
       if (d_step == 0 && same_peak) {
         out << "it ties with the runner-up on step time and on peak memory (" << peak_b
-            << " reserved); it comes first in grid order, and either serves.";
+            << " reserve needed); it comes first in grid order, and either serves.";
       } else if (d_step == 0) {
         out << "it ties with the runner-up on step time and is chosen for its lower peak memory (" << peak_b << " vs " << peak_s
-            << " reserved).";
+            << " reserve needed).";
       } else {
         out << "it is " << format_time_us(d_step) << " (" << percent_text(d_step / ms.step_time_us) << ") faster. "
             << step_gain_text(mb, ms);
@@ -431,10 +433,10 @@ std::string why_text(const Metrics& mb, const Metrics& ms, SweepObjective o) {
       const double tb = mb.throughput.tokens_per_s_per_gpu.value_or(0), ts = ms.throughput.tokens_per_s_per_gpu.value_or(0);
       if (tb == ts && same_peak) {
         out << "it ties with the runner-up on tokens/s per GPU and on peak memory (" << peak_b
-            << " reserved); it comes first in grid order, and either serves.";
+            << " reserve needed); it comes first in grid order, and either serves.";
       } else if (tb == ts) {
         out << "it ties with the runner-up on tokens/s per GPU and is chosen for its lower peak memory (" << peak_b << " vs "
-            << peak_s << " reserved).";
+            << peak_s << " reserve needed).";
       } else {
         // Tokens/s per GPU = tokens per GPU per step / step time.
         const double step_b = mb.step_time_us / 1e6, step_s = ms.step_time_us / 1e6;
@@ -457,12 +459,12 @@ std::string why_text(const Metrics& mb, const Metrics& ms, SweepObjective o) {
     case SweepObjective::Memory: {
       if (same_peak && mb.step_time_us == ms.step_time_us) {
         out << "it ties with the runner-up on peak memory (" << peak_b
-            << " reserved) and on step time; it comes first in grid order, and either serves.";
+            << " reserve needed) and on step time; it comes first in grid order, and either serves.";
       } else if (same_peak) {
-        out << "it ties with the runner-up on peak memory (" << peak_b << " reserved) and is chosen for its shorter step ("
+        out << "it ties with the runner-up on peak memory (" << peak_b << " reserve needed) and is chosen for its shorter step ("
             << format_time_us(mb.step_time_us) << " vs " << format_time_us(ms.step_time_us) << ").";
       } else {
-        out << "it needs " << format_bytes(ms.peak_reserved_bytes - mb.peak_reserved_bytes) << " less peak memory (reserved "
+        out << "it needs " << format_bytes(ms.min_reserved_bytes - mb.min_reserved_bytes) << " less peak memory (reserve needed "
             << peak_b << " vs " << peak_s << "; allocated " << format_bytes(mb.peak_memory_bytes) << " vs "
             << format_bytes(ms.peak_memory_bytes) << "), at a step time of " << format_time_us(mb.step_time_us) << " vs "
             << format_time_us(ms.step_time_us) << ".";
@@ -500,7 +502,7 @@ Recommendation recommend(const std::vector<SweepRow>& rows, const std::vector<st
   std::snprintf(margin, sizeof margin, "a %g%%", memory_margin * 100);
   const char* goal = o == SweepObjective::Throughput ? "highest tokens/s per GPU"
                      : o == SweepObjective::StepTime ? "fastest configuration"
-                                                     : "lowest peak reserved memory";
+                                                     : "lowest reserve needed";
   out << "Recommendation (" << goal << " that fits memory with "
       << (std::isnan(memory_margin) ? std::string("its own run.memory_margin") : std::string(margin) + " margin") << "):\n";
   if (!ranked_by.note.empty()) out << "  note: " << ranked_by.note << "\n";
@@ -524,7 +526,8 @@ Recommendation recommend(const std::vector<SweepRow>& rows, const std::vector<st
   out << "  step time " << format_time_us(mb.step_time_us) << " (compute busy " << format_time_us(mb.compute_busy_us)
       << " + exposed comm " << format_time_us(mb.exposed_comm_us) << "), overlap efficiency " << eff << ", peak memory "
       << format_bytes(mb.peak_memory_bytes) << " allocated, " << format_bytes(mb.peak_reserved_bytes) << " reserved (estimate) of "
-      << format_bytes(mb.memory_capacity_bytes) << "\n";
+      << format_bytes(mb.memory_capacity_bytes) << ", " << format_bytes(mb.min_reserved_bytes) << " needed"
+      << (mb.allocator_cache_flushes ? " (fits by the allocator flushing its cache: slower steps)" : "") << "\n";
   if (fitting.size() < 2) {
     out << "  it is the only configuration that fits; no runner-up to compare with.\n";
   } else {
@@ -608,7 +611,7 @@ std::string sweep_csv(const std::vector<SweepRow>& rows, const std::vector<std::
   out << "index";
   for (const auto& p : paths) out << "," << csv_cell(p);
   out << ",valid,fits_memory,fits_with_margin,step_time_us,compute_busy_us,comm_busy_us,exposed_comm_us,"
-         "overlap_efficiency,forward_us,backward_us,peak_memory_bytes,peak_reserved_bytes,memory_capacity_bytes,"
+         "overlap_efficiency,forward_us,backward_us,peak_memory_bytes,peak_reserved_bytes,min_reserved_bytes,memory_capacity_bytes,"
          "samples_per_s,tokens_per_s,tokens_per_s_per_gpu,model_tflops_per_gpu,mfu,hfu,straggler_cost";
   for (const auto& k : kinds) out << "," << k << "_count," << k << "_bytes," << k << "_busy_us";
   out << ",error\n";
@@ -621,7 +624,8 @@ std::string sweep_csv(const std::vector<SweepRow>& rows, const std::vector<std::
       out << "," << (r.fits_memory ? "true" : "false") << "," << (r.fits_with_margin ? "true" : "false") << ","
           << num(m.step_time_us) << "," << num(m.compute_busy_us) << "," << num(m.comm_busy_us) << ","
           << num(m.exposed_comm_us) << "," << num(m.overlap_efficiency) << "," << num(m.forward_us) << ","
-          << num(m.backward_us) << "," << m.peak_memory_bytes << "," << m.peak_reserved_bytes << "," << m.memory_capacity_bytes;
+          << num(m.backward_us) << "," << m.peak_memory_bytes << "," << m.peak_reserved_bytes << "," << m.min_reserved_bytes << ","
+          << m.memory_capacity_bytes;
       const Throughput& tp = m.throughput;
       for (const auto* v : {&tp.samples_per_s, &tp.tokens_per_s, &tp.tokens_per_s_per_gpu, &tp.model_tflops_per_gpu, &tp.mfu, &tp.hfu})
         out << "," << (*v ? num(**v) : std::string());  // empty: unknown
@@ -633,7 +637,7 @@ std::string sweep_csv(const std::vector<SweepRow>& rows, const std::vector<std::
       }
       out << ",";
     } else {
-      for (int i = 0; i < 19; ++i) out << ",";  // fits_memory, fits_with_margin, 10 metrics, 6 throughput values, straggler cost
+      for (int i = 0; i < 20; ++i) out << ",";  // fits_memory, fits_with_margin, 11 metrics, 6 throughput values, straggler cost
       for (size_t i = 0; i < kinds.size() * 3; ++i) out << ",";
       out << "," << csv_cell(r.error);
     }

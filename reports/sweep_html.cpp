@@ -92,9 +92,9 @@ ObjectiveAxis objective_axis(SweepObjective o) {
       return {"Tokens/s per GPU", "tokens/s per GPU", [](const SweepRow& r) { return objective_value(r, SweepObjective::Throughput); },
               [](const SweepRow& r) { return format_or_na(r.metrics.throughput.tokens_per_s_per_gpu, format_per_s) + " tokens/s per GPU"; }};
     case SweepObjective::Memory:
-      return {"Peak reserved memory", "peak reserved memory (GiB)",
-              [](const SweepRow& r) { return static_cast<double>(r.metrics.peak_reserved_bytes) / kGiB; },
-              [](const SweepRow& r) { return format_bytes(r.metrics.peak_reserved_bytes) + " reserved"; }};
+      return {"Reserve needed", "reserve needed (GiB)",
+              [](const SweepRow& r) { return static_cast<double>(r.metrics.min_reserved_bytes) / kGiB; },
+              [](const SweepRow& r) { return format_bytes(r.metrics.min_reserved_bytes) + " reserve needed"; }};
     case SweepObjective::StepTime: break;
   }
   return {"Step time", "step time (ms)", [](const SweepRow& r) { return r.metrics.step_time_us / 1000.0; },
@@ -200,15 +200,15 @@ std::string line_plots(const SweepResult& res, const std::vector<std::string>& p
 }
 
 std::string pareto_plot(const SweepResult& res, const std::vector<std::string>& paths) {
-  // x: the objective (step time for the memory objective, whose value is already on y); y: peak
-  // reserved memory.
+  // x: the objective (step time for the memory objective, whose value is already on y); y: the
+  // reserve needed (what must fit; the typical reserve is capped at the GPU).
   const ObjectiveAxis axis = objective_axis(res.ranked_by.used == SweepObjective::Memory ? SweepObjective::StepTime : res.ranked_by.used);
   Chart c;
-  c.title = "Peak reserved memory against " + (res.ranked_by.used == SweepObjective::Throughput ? std::string("tokens/s per GPU")
+  c.title = "Reserve needed against " + (res.ranked_by.used == SweepObjective::Throughput ? std::string("tokens/s per GPU")
                                                                                                  : std::string("step time")) +
             " (Pareto front marked)";
   c.x_label = axis.label;
-  c.y_label = "peak reserved memory (GiB)";
+  c.y_label = "reserve needed (GiB)";
   ChartSeries fit, tight, over, front;
   fit.name = "fits with margin";
   tight.name = "fits, inside the margin";
@@ -220,20 +220,20 @@ std::string pareto_plot(const SweepResult& res, const std::vector<std::string>& 
   over.color = "#d62728";
   front.color = "#222";
   front.marker_radius = 5;
-  auto title = [&](const SweepRow& r) { return settings(r, paths) + ": " + axis.text(r) + ", " + format_bytes(r.metrics.peak_reserved_bytes) + " reserved"; };
+  auto title = [&](const SweepRow& r) { return settings(r, paths) + ": " + axis.text(r) + ", " + format_bytes(r.metrics.min_reserved_bytes) + " reserve needed"; };
   int64_t capacity = 0;
   for (const auto& r : res.rows) {
     if (!r.valid) continue;
     capacity = std::max(capacity, r.metrics.memory_capacity_bytes);
     ChartSeries& s = !r.fits_memory ? over : (r.fits_with_margin ? fit : tight);
     s.x.push_back(axis.value(r));
-    s.y.push_back(static_cast<double>(r.metrics.peak_reserved_bytes) / kGiB);
+    s.y.push_back(static_cast<double>(r.metrics.min_reserved_bytes) / kGiB);
     s.titles.push_back(title(r));
   }
   for (size_t i : res.pareto) {
     const auto& r = res.rows[i];
     front.x.push_back(axis.value(r));
-    front.y.push_back(static_cast<double>(r.metrics.peak_reserved_bytes) / kGiB);
+    front.y.push_back(static_cast<double>(r.metrics.min_reserved_bytes) / kGiB);
     front.titles.push_back("Pareto: " + title(r));
   }
   for (auto* s : {&fit, &tight, &over, &front})
@@ -246,7 +246,7 @@ std::string pareto_plot(const SweepResult& res, const std::vector<std::string>& 
   std::set<int64_t> capacities;
   for (const auto& r : res.rows)
     if (r.valid) {
-      max_peak = std::max(max_peak, r.metrics.peak_reserved_bytes);
+      max_peak = std::max(max_peak, r.metrics.min_reserved_bytes);
       capacities.insert(r.metrics.memory_capacity_bytes);
     }
   if (capacities.size() > 1) {
@@ -296,14 +296,14 @@ std::string sweep_html(const SweepResult& res) {
   h << "<h2>Memory against " << (res.ranked_by.used == SweepObjective::Throughput ? "throughput" : "speed") << "</h2>\n"
     << pareto_plot(res, paths);
   h << "<h2>Pareto front</h2>\n<table><tr><th>#</th><th>settings</th><th>tokens/s per GPU</th><th>MFU</th><th>step time</th>"
-       "<th>exposed comm</th><th>overlap efficiency</th><th>peak allocated</th><th>peak reserved (estimate)</th><th>fits</th></tr>\n";
+       "<th>exposed comm</th><th>overlap efficiency</th><th>peak allocated</th><th>peak reserved (estimate)</th><th>reserve needed</th><th>fits</th></tr>\n";
   for (size_t i : res.pareto) {
     const auto& r = res.rows[i];
     h << "<tr><td>" << r.index << "</td><td>" << html_escape(settings(r, paths)) << "</td><td>"
       << format_or_na(r.metrics.throughput.tokens_per_s_per_gpu, format_per_s) << "</td><td>"
       << format_or_na(r.metrics.throughput.mfu, format_utilisation) << "</td><td>" << format_time_us(r.metrics.step_time_us)
       << "</td><td>" << format_time_us(r.metrics.exposed_comm_us) << "</td><td>" << efficiency_text(r) << "</td><td>"
-      << format_bytes(r.metrics.peak_memory_bytes) << "</td><td>" << format_bytes(r.metrics.peak_reserved_bytes) << "</td><td>"
+      << format_bytes(r.metrics.peak_memory_bytes) << "</td><td>" << format_bytes(r.metrics.peak_reserved_bytes) << "</td><td>" << format_bytes(r.metrics.min_reserved_bytes) << "</td><td>"
       << (r.fits_with_margin ? "yes" : r.fits_memory ? "inside margin" : "no") << "</td></tr>\n";
   }
   h << "</table>\n";

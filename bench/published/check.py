@@ -140,7 +140,8 @@ def evaluate(binary, rows, models, sets, jobs=2):
                        # so the predicted MFU is the published one scaled by the throughput ratio.
                        mfu_predicted=row["published"]["mfu"] * pred / pub, mfu_published=row["published"]["mfu"],
                        peak_reserved_bytes=m["peak_reserved_bytes"], capacity_bytes=m["memory_capacity_bytes"],
-                       fits=m["fits_memory"])
+                       min_reserved_bytes=m["min_reserved_bytes"], fits=m["fits_memory"],
+                       cache_flushes=m["allocator_cache_flushes"])
         results.append(res)
     return results
 
@@ -204,7 +205,7 @@ def checkpointing(row):
 
 def table_text(results):
     lines = [f"{'row':<24} {'split':<11} {'model':>10} {'seq':>6} {'gpus':>4} {'mbs':>3} {'acc':>3} {'ckpt':>12}  "
-             f"{'pred tok/s/GPU':>14} {'published':>9} {'error':>7}  {'MFU pred/pub':>12}  {'reserved/GPU mem':>16}"]
+             f"{'pred tok/s/GPU':>14} {'published':>9} {'error':>7}  {'MFU pred/pub':>12}  {'needed/reserved/GPU mem':>23}"]
     for r in results:
         row = r["row"]
         head = (f"{r['id']:<24} {r['split']:<11} {row['model']:>10} {row['seq_len']:>6} {row['gpus']:>4} "
@@ -212,9 +213,12 @@ def table_text(results):
         if "error" in r:
             lines.append(head + "ERROR " + r["error"])
             continue
-        mem = f"{r['peak_reserved_bytes'] / 2**30:5.1f}/{r['capacity_bytes'] / 2**30:4.1f} GiB" + ("" if r["fits"] else " NO FIT")
+        # The reserve the run needs (what must fit), the peak reserved estimate, the GPU; "flushes":
+        # it fits only with the caching allocator freeing its cache (docs/outputs.md).
+        mem = (f"{r['min_reserved_bytes'] / 2**30:5.1f}/{r['peak_reserved_bytes'] / 2**30:5.1f}/{r['capacity_bytes'] / 2**30:4.1f} GiB"
+               + ("" if r["fits"] else " NO FIT") + (" flushes" if r["cache_flushes"] else ""))
         lines.append(head + f"{r['predicted']:>14.0f} {r['published']:>9} {100 * r['error_rel']:>+6.1f}%  "
-                            f"{100 * r['mfu_predicted']:>5.1f}/{100 * r['mfu_published']:>4.1f}%  {mem:>16}")
+                            f"{100 * r['mfu_predicted']:>5.1f}/{100 * r['mfu_published']:>4.1f}%  {mem:>23}")
     return "\n".join(lines)
 
 

@@ -105,7 +105,7 @@ TEST_F(SweepCli, ObjectiveThroughputRecommendsTheLargerMicroBatch) {
   const auto jm = nlohmann::json::parse(slurp(dir_ / "mem" / "sweep.json"));
   const size_t least = jm["rows"][0]["metrics"]["peak_reserved_bytes"] <= jm["rows"][1]["metrics"]["peak_reserved_bytes"] ? 0 : 1;
   EXPECT_EQ(jm["recommendation"]["best"], least);
-  EXPECT_NE(mem.out.find("Recommendation (lowest peak reserved memory"), std::string::npos) << mem.out;
+  EXPECT_NE(mem.out.find("Recommendation (lowest reserve needed"), std::string::npos) << mem.out;
 }
 
 // Points with a variation are simulated on every rank and carry their straggler cost (step

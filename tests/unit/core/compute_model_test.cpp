@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/compute_model.h"
+#include "core/error.h"
 #include "core/memory_reserve.h"
 #include "core/scenario_parse.h"
 #include "core/schedule.h"
@@ -296,9 +297,34 @@ TEST(MemoryReserve, ContextNcclPerCommunicatorAndFragmentation) {
   const MemoryReserve fsdp = memory_reserve_of(parse(j));
   EXPECT_EQ(fsdp.fixed_bytes, (int64_t{1} << 30) + (int64_t{256} << 20));
   EXPECT_DOUBLE_EQ(fsdp.fragmentation, 0.1);
-  EXPECT_EQ(reserved_bytes(fsdp, 1000), 1100 + fsdp.fixed_bytes);
+  EXPECT_DOUBLE_EQ(fsdp.fragmentation_at_capacity, 0.1);  // not given: the same at capacity
+  EXPECT_EQ(reserved_bytes(fsdp.fixed_bytes, fsdp.fragmentation, 1000), 1100 + fsdp.fixed_bytes);
   j["mesh"] = {{"shard", 4}, {"replicate", 2}};
   EXPECT_EQ(memory_reserve_of(parse(j)).fixed_bytes, (int64_t{1} << 30) + 2 * (int64_t{256} << 20));
+  j["cluster"]["gpu"]["allocator_fragmentation_at_capacity"] = 0.2;
+  try {
+    parse(j);
+    ADD_FAILURE() << "at capacity above the typical fragmentation was accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where(), "cluster.gpu.allocator_fragmentation_at_capacity");
+  }
+}
+
+// The typical reserve while it fits; capped at the GPU, with cache flushes, while only the least
+// reserve (the at-capacity fragmentation) fits; the least reserve when even that does not.
+TEST(MemoryReserve, TypicalReserveCappedAtCapacityWhileTheLeastFits) {
+  const MemoryReserve r{100, 0.25, 0.05};
+  ReservedEstimate e = estimate_reserved(r, 1000, 2000);  // typical 1350, least 1150
+  EXPECT_EQ(e.peak_reserved_bytes, 1350);
+  EXPECT_EQ(e.min_reserved_bytes, 1150);
+  EXPECT_FALSE(e.cache_flushes);
+  e = estimate_reserved(r, 1000, 1200);
+  EXPECT_EQ(e.peak_reserved_bytes, 1200);
+  EXPECT_EQ(e.min_reserved_bytes, 1150);
+  EXPECT_TRUE(e.cache_flushes);
+  e = estimate_reserved(r, 1000, 1100);
+  EXPECT_EQ(e.peak_reserved_bytes, 1150);
+  EXPECT_FALSE(e.cache_flushes);
 }
 
 }  // namespace

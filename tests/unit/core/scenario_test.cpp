@@ -308,7 +308,33 @@ TEST(Transformer, TheComputeModelNeedsTheGpusBandwidthAndEfficiencies) {
   EXPECT_NO_THROW(parse_scenario(tiny()));
 }
 
+// The shorthand's embedding and final norm + head are the FSDP root's units by default (fully_shard
+// on every block, then on the model); root_group false makes them units of their own.
+TEST(Transformer, EmbeddingAndHeadAreTheRootUnlessRootGroupIsFalse) {
+  json j = llama(2, 4096, 14336, 32, 8, "none");
+  const Scenario rooted = parse_scenario(j);
+  ASSERT_EQ(rooted.model.units.size(), 4u);
+  EXPECT_TRUE(rooted.model.units.front().root);
+  EXPECT_TRUE(rooted.model.units.back().root);
+  EXPECT_FALSE(rooted.model.units[1].root);
+  j["model"]["transformer"]["root_group"] = false;
+  for (const UnitSpec& u : parse_scenario(j).model.units) EXPECT_FALSE(u.root) << u.name;
+  j["model"]["transformer"]["root_group"] = "yes";
+  expect_bad(j, "model.transformer.root_group", {"\"yes\""});
+}
+
 // ---- explicit units, cluster, mesh, policy ----------------------------------------------------
+
+// An explicit unit may be part of the FSDP root; a bucket size of its own would split the root's
+// one parameter group and is refused.
+TEST(Units, RootUnitsTakeNoBucketSizeOfTheirOwn) {
+  json j = tiny();
+  j["model"]["units"][0]["root"] = true;
+  EXPECT_TRUE(parse_scenario(j).model.units[0].root);
+  EXPECT_FALSE(parse_scenario(j).model.units[1].root);
+  j["model"]["units"][0]["bucket_bytes"] = "4MiB";
+  expect_bad(j, "model.units.0.bucket_bytes", {"FSDP root", "one parameter group"});
+}
 
 TEST(Units, ExplicitUnitsParamsTensorsTimesAndDefaults) {
   json j = tiny();

@@ -616,6 +616,68 @@ TEST(Schedule, ComputeTimesComeFromFlopsOrGivenTimes) {
   EXPECT_THROW(forward_compute_us(s, s.model.units[0]), InputError);
 }
 
+// The FSDP root (fully_shard on the whole model: llm-foundry's and torchtitan's embedding, final
+// norm and head) is one parameter group: gathered once per micro-batch before the first root
+// unit, kept unsharded from forward into backward (no free after forward, no gather before the
+// head's backward), freed and reduce-scattered only after the first unit's backward.
+TEST(Schedule, RootUnitsShareOneGroupKeptUnshardedFromForwardIntoBackward) {
+  Scenario s = make_scenario(4);
+  s.model.units[0].root = s.model.units[3].root = true;
+  const Program p = schedule(s);
+  const auto fwd_ags = ops_of(p, OpKind::AllGather, Phase::Forward);
+  ASSERT_EQ(fwd_ags.size(), 3u);  // the root group, u1, u2
+  EXPECT_EQ(fwd_ags[0]->unit, -1);  // one bucket of two units
+  EXPECT_EQ(fwd_ags[0]->bytes(), 2 * 4 * (256 + 128) * 2);
+  const auto bwd_ags = ops_of(p, OpKind::AllGather, Phase::Backward);
+  ASSERT_EQ(bwd_ags.size(), 2u);  // u2 and u1 again; the root is still unsharded
+  for (const Op* ag : bwd_ags) EXPECT_NE(ag->unit, -1);
+  // No parameters are freed in forward but u1's and u2's; the root's are freed after bwd u0.
+  int forward_param_frees = 0;
+  const Op* root_free = nullptr;
+  for (const Op& op : p.ops) {
+    if (op.kind != OpKind::Free || op.memory != MemoryKind::UnshardedParams) continue;
+    if (op.phase == Phase::Forward) ++forward_param_frees;
+    if (op.bytes() == fwd_ags[0]->bytes()) root_free = &op;
+  }
+  EXPECT_EQ(forward_param_frees, 2);
+  ASSERT_NE(root_free, nullptr);
+  EXPECT_EQ(root_free->phase, Phase::Backward);
+  EXPECT_TRUE(happens_before(p, p.id_of(*compute_of(p, 0, Phase::Backward)), p.id_of(*root_free)));
+  // Its gradients: one reduce-scatter of both units' tensors, after the last backward compute.
+  const auto rss = ops_of(p, OpKind::ReduceScatter, Phase::Backward);
+  ASSERT_EQ(rss.size(), 3u);
+  EXPECT_EQ(rss.back()->bytes(), 2 * 4 * (256 + 128) * 4);
+  EXPECT_TRUE(happens_before(p, p.id_of(*compute_of(p, 0, Phase::Backward)), p.id_of(*rss.back())));
+}
+
+// A root unit without tensors of its own (a head tied to the embedding) computes with the root's
+// gathered parameters: they are live during its forward and backward.
+TEST(Schedule, ATiedHeadComputesWithTheRootsGatheredEmbedding) {
+  Scenario s = make_scenario(3);
+  s.model.units[0].root = s.model.units[2].root = true;
+  s.model.units[2].tensors.clear();
+  const Program p = schedule(s);
+  const int64_t root_bytes = 4 * (256 + 128) * 2;
+  int64_t live = 0;
+  for (const Op& op : p.ops) {
+    if (op.kind == OpKind::Alloc && op.memory == MemoryKind::UnshardedParams) live += op.bytes();
+    if (op.kind == OpKind::Free && op.memory == MemoryKind::UnshardedParams) live -= op.bytes();
+    if (op.kind == OpKind::Compute && op.unit == 2) EXPECT_GE(live, root_bytes) << p.name(op);
+  }
+  EXPECT_EQ(ops_of(p, OpKind::AllGather, Phase::Forward).size(), 2u);
+}
+
+// Byte buckets (ZeRO-3 / DDP style) have no root group: root units are packed in order with the
+// others and regathered in backward.
+TEST(Schedule, ByteBucketsPackRootUnitsLikeAnyOther) {
+  Scenario s = make_scenario(4);
+  s.model.units[0].root = s.model.units[3].root = true;
+  s.policy.bucket_bytes = 4 * (256 + 128) * 2;  // one unit per bucket
+  const Program p = schedule(s);
+  EXPECT_EQ(ops_of(p, OpKind::AllGather, Phase::Forward).size(), 4u);
+  EXPECT_EQ(ops_of(p, OpKind::AllGather, Phase::Backward).size(), 4u);
+}
+
 TEST(Schedule, IsDeterministic) {
   Scenario s = make_scenario(6, 2, 2);
   s.policy.bucket_bytes = 5000;

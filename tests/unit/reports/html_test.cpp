@@ -174,11 +174,29 @@ TEST(SummaryTable, UnknownThroughputSaysWhichKeyIsMissing) {
 // 600 x 1.5 + 50 = 950 B does not.
 TEST(SummaryTable, MemoryVerdictIsOnTheReservedEstimate) {
   Timeline t = tiny_timeline(600);
-  t.memory_reserve.fragmentation = 0.5;
+  t.memory_reserve.fragmentation = t.memory_reserve.fragmentation_at_capacity = 0.5;
   t.memory_reserve.fixed_bytes = 50;
   const std::string table = summary_table(tiny_scenario(), t, compute_metrics(t));
   EXPECT_NE(table.find("peak memory          allocated 600 B, reserved (estimate) 950 B of 1000 B (limit 900 B with 10.0% margin)  DOES NOT FIT"),
             std::string::npos) << table;
+  EXPECT_NE(table.find("needs at least 950 B reserved"), std::string::npos) << table;
+}
+
+// Typical reserve 700 x 1.5 + 50 = 1100 B over the 1000 B GPU, least 700 x 1.2 + 50 = 890 B under
+// the 900 B limit: it fits by the allocator flushing its cache, and the table says so.
+TEST(SummaryTable, AFitThatNeedsTheAllocatorToFlushItsCacheSaysSo) {
+  Timeline t = tiny_timeline(700);
+  t.memory_reserve.fragmentation = 0.5;
+  t.memory_reserve.fragmentation_at_capacity = 0.2;
+  t.memory_reserve.fixed_bytes = 50;
+  const Metrics m = compute_metrics(t);
+  EXPECT_EQ(m.peak_reserved_bytes, 1000);
+  EXPECT_EQ(m.min_reserved_bytes, 890);
+  EXPECT_TRUE(m.allocator_cache_flushes);
+  EXPECT_TRUE(m.fits_memory);
+  const std::string table = summary_table(tiny_scenario(), t, m);
+  EXPECT_NE(table.find("reserved (estimate) 1000 B of 1000 B (limit 900 B with 10.0% margin)  fits"), std::string::npos) << table;
+  EXPECT_NE(table.find("freeing its cache and retrying (needs at least 890 B"), std::string::npos) << table;
 }
 
 TEST(HtmlReport, ShowsTheThroughputOfTheSummary) {
