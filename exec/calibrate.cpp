@@ -88,14 +88,35 @@ class Bench {
     if (warmup < 0) warmup = warmup_;
     std::vector<double> values;
     for (int r = 0; r < warmup + reps_; ++r) {
-      b_->begin_pass(++pass_, nops);
-      host_.barrier(HostWait::Polling);
-      enqueue();
-      b_->synchronize();
-      const double worst = host_.max_over_ranks(measure(), HostWait::Polling);
+      const double worst = one_pass(nops, enqueue, measure);
       if (r >= warmup) values.push_back(worst);
     }
     return values;
+  }
+
+  // Repetitions of two passes back to back, `a` then `b`, each as `repeat` runs one: pairs
+  // measured moments apart, so a drift of the machine's speed during calibration (other tenants,
+  // clock frequency) falls on both sides of a pair instead of into a ratio of separate medians.
+  std::vector<std::pair<double, double>> repeat_pairs(int nops_a, const std::function<void()>& enqueue_a,
+                                                      const std::function<double()>& measure_a, int nops_b,
+                                                      const std::function<void()>& enqueue_b,
+                                                      const std::function<double()>& measure_b) {
+    std::vector<std::pair<double, double>> pairs;
+    for (int r = 0; r < warmup_ + reps_; ++r) {
+      const double a = one_pass(nops_a, enqueue_a, measure_a);
+      const double b = one_pass(nops_b, enqueue_b, measure_b);
+      if (r >= warmup_) pairs.emplace_back(a, b);
+    }
+    return pairs;
+  }
+
+  // One pass: barrier, enqueue, drain; this rank's value, maxed over ranks.
+  double one_pass(int nops, const std::function<void()>& enqueue, const std::function<double()>& measure) {
+    b_->begin_pass(++pass_, nops);
+    host_.barrier(HostWait::Polling);
+    enqueue();
+    b_->synchronize();
+    return host_.max_over_ranks(measure(), HostWait::Polling);
   }
 
   double duration_us(int op) {
@@ -316,34 +337,50 @@ void measure_compute_overhead_and_event_latency(Bench& bench, ComputeMode mode, 
 }
 
 // The mutual slow-down of compute stand-ins and collectives: an all-reduce of `bytes` alone and
-// beside a compute stand-in, and a compute stand-in alone and beside a chain of all-reduces.
+// beside a compute stand-in, and a compute stand-in alone and beside a chain of all-reduces. Each
+// factor is the median of per-repetition ratios of an alone pass and a beside pass run back to
+// back (repeat_pairs): on a 2-vCPU VM, separate medians of the two sides, taken seconds apart,
+// gave comm factors of 1.00-1.18 over ten calibrations of a sleeping stand-in that uses no CPU.
 void measure_slowdowns(Bench& bench, const CalibrateOptions& opt, int64_t bytes, ClusterProfile& p,
                        const ProgressLog& log) {
   const CollectiveKind ar = CollectiveKind::AllReduce;
-  const double comm_alone =
-      median(bench.repeat(1, [&] { bench.collective(0, ar, bytes); }, [&] { return bench.duration_us(0); }));
-  const double d = std::max(opt.interference_compute_us, 3 * comm_alone);
-  const double comm_busy = median(bench.repeat(
-      2,
-      [&] {
-        bench.compute(0, d, opt.compute);
-        bench.collective(1, ar, bytes);
-      },
-      [&] { return bench.duration_us(1); }));
-  const double compute_alone =
-      median(bench.repeat(1, [&] { bench.compute(0, d, opt.compute); }, [&] { return bench.duration_us(0); }));
+  const auto comm_alone_pass = [&] { bench.collective(0, ar, bytes); };
+  const auto op0 = [&] { return bench.duration_us(0); };
+  // The stand-in's length d: several all-reduces long, from a first estimate of one.
+  const double d = std::max(opt.interference_compute_us, 3 * median(bench.repeat(1, comm_alone_pass, op0)));
+  const auto ratios = [](const std::vector<std::pair<double, double>>& pairs, double& alone, double& beside) {
+    std::vector<double> a, b, r;
+    for (const auto& [x, y] : pairs) {
+      a.push_back(x);
+      b.push_back(y);
+      r.push_back(y / std::max(x, 1e-3));
+    }
+    alone = median(a);
+    beside = median(b);
+    return median(r);
+  };
+  double comm_alone = 0, comm_busy = 0, compute_alone = 0, compute_busy = 0;
+  const double comm_ratio = ratios(bench.repeat_pairs(
+                                       1, comm_alone_pass, op0, 2,
+                                       [&] {
+                                         bench.compute(0, d, opt.compute);
+                                         bench.collective(1, ar, bytes);
+                                       },
+                                       [&] { return bench.duration_us(1); }),
+                                   comm_alone, comm_busy);
   const int chain = static_cast<int>(std::ceil(1.5 * d / std::max(comm_alone, 1.0))) + 1;
-  const double compute_busy = median(bench.repeat(
-      chain + 1,
-      [&] {
-        for (int i = 1; i <= chain; ++i) bench.collective(i, ar, bytes);
-        bench.compute(0, d, opt.compute);
-      },
-      [&] { return bench.duration_us(0); }));
+  const double compute_ratio = ratios(bench.repeat_pairs(
+                                          1, [&] { bench.compute(0, d, opt.compute); }, op0, chain + 1,
+                                          [&] {
+                                            for (int i = 1; i <= chain; ++i) bench.collective(i, ar, bytes);
+                                            bench.compute(0, d, opt.compute);
+                                          },
+                                          op0),
+                                      compute_alone, compute_busy);
   // Slow-down factors are >= 1 by definition (sim/compute.h asserts it); a measured ratio
   // below 1 is noise and is recorded as 1.
-  p.comm_slowdown_during_compute = std::max(1.0, comm_busy / comm_alone);
-  p.compute_slowdown_during_comm = std::max(1.0, compute_busy / compute_alone);
+  p.comm_slowdown_during_compute = std::max(1.0, comm_ratio);
+  p.compute_slowdown_during_comm = std::max(1.0, compute_ratio);
   // The factors stored; a ratio below 1 is shown beside the 1 it became.
   const auto factor = [](double ratio) {
     std::ostringstream f;
@@ -352,9 +389,9 @@ void measure_slowdowns(Bench& bench, const CalibrateOptions& opt, int64_t bytes,
     return f.str();
   };
   std::ostringstream line;
-  line << "slow-downs: all_reduce " << fmt_bytes(bytes) << " " << comm_alone << " us alone, " << comm_busy
-       << " us beside compute (" << factor(comm_busy / comm_alone) << "); compute " << compute_alone << " us alone, "
-       << compute_busy << " us beside collectives (" << factor(compute_busy / compute_alone) << ")";
+  line << "slow-downs (medians of paired ratios): all_reduce " << fmt_bytes(bytes) << " " << comm_alone << " us alone, "
+       << comm_busy << " us beside compute (" << factor(comm_ratio) << "); compute " << compute_alone << " us alone, "
+       << compute_busy << " us beside collectives (" << factor(compute_ratio) << ")";
   log(line.str());
 }
 
