@@ -76,12 +76,12 @@ int run_sweep_command(const std::vector<std::string>& args) {
   cli.flags()("out", po::value(&out_dir), "output folder (default: sweep-<scenario>)")
       ("jobs,j", po::value(&jobs)->default_value(0), "worker threads per process (0: all cores)")
       ("memory-margin", po::value(&margin),
-       "extra fraction of GPU memory kept free when judging fit, beyond the peak-reserved estimate "
+       "extra fraction of GPU memory kept free when judging fit, beyond the reserve needed "
        "(which already counts the CUDA context, NCCL buffers and fragmentation); 0.1 = 10%. "
        "Default: the scenario's run.memory_margin, as simulate judges it")
       ("objective", po::value(&objective_text)->default_value("throughput"),
        "what the recommendation, Pareto front and plots rank by: throughput (tokens/s per GPU, highest), "
-       "step_time (shortest) or memory (lowest peak reserved)");
+       "step_time (shortest) or memory (lowest reserve needed)");
   if (cli.parse(args, /*show_help=*/mpi.rank() == 0) == Parsed::help_shown) return 0;
   if (vary.empty()) throw InputError("--vary", "give at least one --vary PATH=VALUES");
   if (jobs < 0) throw InputError("--jobs", "must be >= 0");

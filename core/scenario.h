@@ -49,6 +49,10 @@ struct UnitSpec {
   // first one's pre-forward, kept unsharded from forward into backward, and reduce-scattered
   // after the last one's backward (docs/schedule.md "The root group").
   bool root = false;
+  // fully_shard's own reshard_after_forward for this unit, over the policy's (FSDP2 takes it per
+  // call: torchtitan keeps [norm, output] unsharded); a bucket of several units is kept if any
+  // of them says false. Root units are always kept.
+  std::optional<bool> reshard_after_forward;
 
   int64_t params() const {
     int64_t n = 0;
@@ -79,7 +83,9 @@ struct TransformerSpec {
   bool bias = false;             // biases on every linear layer and norm
   bool tied_embeddings = false;  // the output head reuses the token embedding
   // The embedding, final norm and head are the FSDP root's parameters (fully_shard on every
-  // block, then on the model: llm-foundry, torchtitan 2024); false: units of their own.
+  // block, then on the model: llm-foundry, torchtitan 2024); false: torchtitan's apply_fsdp now,
+  // the embedding a unit of its own and [norm, output] one kept unsharded after forward (tied
+  // embeddings: both one group, kept, as the root).
   bool root_group = true;
   double dropout = 0;            // probability of the residual and embedding dropouts
   LossKind loss = LossKind::Fp32;

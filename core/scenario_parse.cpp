@@ -48,7 +48,7 @@ constexpr const char* kSchema = R"json({
       "name": "string", "params": "int", "tensors": [{"name": "string", "numel": "int"}],
       "forward_flops": "flops", "forward_time": "time", "backward_flops": "flops", "backward_time": "time",
       "activation_bytes": "size", "recompute": "bool", "repeat": "int", "bucket_bytes": "size",
-      "root": "bool"
+      "root": "bool", "reshard_after_forward": "bool"
     }]
   },
   "cluster": {
@@ -452,6 +452,12 @@ void parse_unit_list(const json& j, const std::string& path, const json& sch, st
       if (*u.bucket_bytes == 0) throw InputError(o.at("bucket_bytes"), "0 bytes; expected a positive bucket size");
     }
     if (const json* v = o.opt("root")) u.root = as_bool(*v, o.at("root"));
+    if (const json* v = o.opt("reshard_after_forward")) {
+      u.reshard_after_forward = as_bool(*v, o.at("reshard_after_forward"));
+      if (u.root && *u.reshard_after_forward)
+        throw InputError(o.at("reshard_after_forward"), "unit \"" + u.name + "\" is part of the FSDP root, which FSDP never "
+                                                        "reshards after forward; drop \"root\" or this key");
+    }
     if (u.root && u.bucket_bytes) {
       throw InputError(o.at("bucket_bytes"), "unit \"" + u.name + "\" is part of the FSDP root (\"root\": true), whose "
                                              "units share one parameter group; a bucket size of its own would split it");
@@ -587,8 +593,10 @@ ClusterSpec parse_merged_cluster(const json& merged, const json& sch, const std:
     if (!(c.gpu.allocator_fragmentation_at_capacity >= 0 && c.gpu.allocator_fragmentation_at_capacity <= 1))
       throw InputError(where, show(*v) + " is out of range; expected a fraction in [0, 1] of the allocated bytes");
     if (c.gpu.allocator_fragmentation_at_capacity > c.gpu.allocator_fragmentation)
-      throw InputError(where, show(*v) + " is above allocator_fragmentation (" + number_text(c.gpu.allocator_fragmentation) +
-                                  "); a full GPU's allocator, having freed its cache, holds no more than it does otherwise");
+      throw InputError(where, show(*v) + " (the preset's, unless the scenario set it) is above allocator_fragmentation (" +
+                                  number_text(c.gpu.allocator_fragmentation) +
+                                  "); a full GPU's allocator, having freed its cache, holds no more than it does otherwise: "
+                                  "set cluster.gpu.allocator_fragmentation_at_capacity to at most that too");
   }
   const json& memory = g.req("memory", "a size such as \"80GiB\"");
   if (memory.is_number() && !(memory.get<double>() > 0))  // one message for 0 and below

@@ -112,6 +112,12 @@ std::vector<Bucket> pack_buckets(const Scenario& s, Program& p, const std::vecto
       if (root_packed) continue;
       root_packed = true;
       close(open);
+      // The root is gathered in the model's pre-forward and freed, its gradients reduced, in the
+      // model's post-backward: the bucket lists the first unit too when it is not a root unit.
+      if (!root_grouped(s.model.units[0], bucket_bytes)) {
+        unit_list.push_back(0);
+        ++open.unit_count;
+      }
       for (int r = 0; r < static_cast<int>(s.model.units.size()); ++r) {
         if (!root_grouped(s.model.units[r], bucket_bytes)) continue;
         for (int param : params_of_unit[r]) add_to(open, TensorSlice{param, 0, p.params[param].shard_numel}, r);
@@ -228,9 +234,24 @@ class Scheduler {
     const double ops_per_gather = 3.0 + (fused ? 1.0 : 0.0) + (fused && !s_.policy.zero_copy ? 1.0 : 0.0);
     const double gathers = s_.policy.reshard_after_forward.mode == ReshardAfterForward::Mode::Keep ? 1.0 : 2.0;
     const double syncs = s_.policy.grad_sync == GradSync::Every ? p_.micro_batches : 1.0;
-    const double per_micro_batch =
-        gathers * ops_per_gather * static_cast<double>(min_bucket_count(s_, p_, s_.policy.bucket_bytes, param_bytes)) +
-        2.0 * static_cast<double>(U);
+    // Buckets kept unsharded after forward (the root's, a unit's own reshard_after_forward
+    // false) gather once: at most one per such unit with one bucket per unit (the root group is
+    // one); with byte buckets, a kept unit may keep any number, so the bound counts one gather
+    // for every bucket then.
+    const double ag_buckets = static_cast<double>(min_bucket_count(s_, p_, s_.policy.bucket_bytes, param_bytes));
+    double kept_buckets = 0;
+    bool root_counted = false;
+    for (const UnitSpec& u : s_.model.units) {
+      if (u.params() == 0) continue;
+      if (root_grouped(u, s_.policy.bucket_bytes)) {
+        if (!root_counted) kept_buckets += 1;
+        root_counted = true;
+      } else if (u.reshard_after_forward && !*u.reshard_after_forward) {
+        kept_buckets += s_.policy.bucket_bytes == 0 ? 1 : ag_buckets;
+      }
+    }
+    const double gathered = gathers == 1.0 ? ag_buckets : 2.0 * ag_buckets - std::min(kept_buckets, ag_buckets);
+    const double per_micro_batch = ops_per_gather * gathered + 2.0 * static_cast<double>(U);
     const double per_sync = (fused ? 4.0 : 3.0) * static_cast<double>(min_bucket_count(s_, p_, s_.policy.bucket_bytes, reduce_bytes));
     const double at_least = per_micro_batch * p_.micro_batches + per_sync * syncs;
     if (at_least > static_cast<double>(kMaxProgramOps)) throw too_many_ops(s_, at_least, per_micro_batch + per_sync);
@@ -253,10 +274,16 @@ class Scheduler {
       rs_first_at_unit_[units_of(rs_[b]).back()].push_back(b);
     }
 
+    reshard_mode_.clear();
+    for (const Bucket& b : ag_) reshard_mode_.push_back(reshard_mode_of(b));
     ag_state_.assign(ag_.size(), ParamState::Sharded);
     ag_op_.assign(ag_.size(), -1);
     reshard_event_.assign(ag_.size(), -1);
     grads_allocated_.assign(rs_.size(), false);
+    root_rs_bucket_ = -1;
+    for (int b = 0; b < static_cast<int>(rs_.size()); ++b)
+      if (rs_[b].root) root_rs_bucket_ = b;
+    root_grad_slice_allocated_.assign(root_rs_bucket_ >= 0 ? rs_[root_rs_bucket_].list.count : 0, false);
     for (int mb = 0; mb < p_.micro_batches; ++mb) {
       forward(mb);
       backward(mb);
@@ -317,6 +344,12 @@ class Scheduler {
       throw InputError("policy.bucket_bytes",
                        "bucketing packs groups into fused collectives; it needs policy.comm_fusion=true "
                        "(set bucket_bytes to 0 or enable comm_fusion)");
+    }
+    if (s_.model.transformer && s_.model.transformer->tied_embeddings && s_.policy.bucket_bytes > 0) {
+      throw InputError("policy.bucket_bytes",
+                       "byte buckets (ZeRO-3 style) with model.transformer.tied_embeddings are not modelled: the head "
+                       "would compute with an embedding weight no bucket gathers for it; use one bucket per unit "
+                       "(bucket_bytes 0: the embedding and the head share one group) or untied embeddings");
     }
     unit_us_ = unit_compute_us(s_);
     check_compute_times();
@@ -559,9 +592,23 @@ class Scheduler {
     held_copy_out_ = -1;
   }
 
+  // What a bucket does after forward: the root's is kept (FSDP1's _post_forward_reshard skips the
+  // root; FSDP2's lazy init gives the root no post-forward mesh); a unit's own
+  // reshard_after_forward overrides the policy (kept if any unit of the bucket keeps).
+  ReshardAfterForward::Mode reshard_mode_of(const Bucket& b) const {
+    if (b.root) return ReshardAfterForward::Mode::Keep;
+    bool any_true = false;
+    for (int u : units_of(b)) {
+      const std::optional<bool>& own = s_.model.units[u].reshard_after_forward;
+      if (own && !*own) return ReshardAfterForward::Mode::Keep;
+      any_true = any_true || (own && *own);
+    }
+    return any_true ? ReshardAfterForward::Mode::Full : s_.policy.reshard_after_forward.mode;
+  }
+
   void reshard(int b, bool after_forward) {
     const int64_t full_bytes = bucket_bytes(ag_[b], p_.param_dtype, s_.mesh.shard);
-    const auto mode = s_.policy.reshard_after_forward.mode;
+    const auto mode = reshard_mode_[b];
     if (after_forward && mode == ReshardAfterForward::Mode::Keep) return;
     memory_op(OpKind::Free, StreamId::Compute, MemoryKind::UnshardedParams, full_bytes, bucket_label("params b", b));
     if (after_forward && mode == ReshardAfterForward::Mode::Partial) {
@@ -606,11 +653,10 @@ class Scheduler {
       compute(i, false);
       if (u.forward_transient_bytes > 0)
         memory_op(OpKind::Free, StreamId::Compute, MemoryKind::Activations, u.forward_transient_bytes, "fwd tmp " + u.name);
-      // post-forward(i): reshard each bucket whose last user this was, except the root's: FSDP
-      // keeps the root's parameters for backward (FSDP1's _post_forward_reshard skips the root;
-      // FSDP2's lazy init gives the root no post-forward mesh).
+      // post-forward(i): reshard each bucket whose last user this was, as its mode says (the
+      // root's and a unit's kept ones stay unsharded for backward: reshard_mode_of).
       for (int b : ag_of_unit_[i])
-        if (units_of(ag_[b]).back() == i && !ag_[b].root) reshard(b, true);
+        if (units_of(ag_[b]).back() == i) reshard(b, true);
     }
     // The last FSDP state flushes the held all-gather output after forward, the all-gather
     // streams first waiting for its copy-out (FSDP2's root post-forward), so a backward gather
@@ -640,7 +686,11 @@ class Scheduler {
       // that writes them until their reduce-scatter copy-in (kept across micro-batches when
       // gradients are only synchronized on the last one: FSDP2's accumulated gradients, in the
       // reduce dtype, unsharded_grad_dtype).
+      // The root's bucket spans units: FSDP2's gradients are per parameter, each made by the unit
+      // that computes it (root_grads_written_by).
+      allocate_root_grads(i);
       for (int rb : rs_first_at_unit_[i]) {
+        if (rs_[rb].root) continue;
         if (!grads_allocated_[rb]) {
           memory_op(OpKind::Alloc, StreamId::Compute, MemoryKind::UnshardedGrads,
                     bucket_bytes(rs_[rb], unsharded_grad_dtype(), s_.mesh.shard), bucket_label("grads rb", rb));
@@ -663,6 +713,33 @@ class Scheduler {
         for (int rb : rs_done_at_unit_[i]) reduce(rb);
     }
   }
+
+  // The root bucket's gradients unit i makes in its backward and that do not exist yet: those of
+  // its own parameters, and a tied head's of the token embedding it shares (its first use in
+  // backward). Allocated per parameter, as FSDP2 makes them, not the group's at once.
+  void allocate_root_grads(int i) {
+    if (root_rs_bucket_ < 0) return;
+    const Bucket& bucket = rs_[root_rs_bucket_];
+    const UnitSpec& u = s_.model.units[i];
+    const bool tied_head = s_.model.transformer && s_.model.transformer->tied_embeddings && u.part == TransformerPart::Head;
+    int64_t elems = 0;
+    for (uint32_t k = 0; k < bucket.list.count; ++k) {
+      if (root_grad_slice_allocated_[k]) continue;
+      const TensorSlice& slice = p_.slice_lists[bucket.list.begin + k];
+      const ParamInfo& param = p_.params[slice.param];
+      const bool shared = tied_head && s_.model.units[param.unit].part == TransformerPart::Embedding &&
+                          param.name.size() >= kTokEmbeddings.size() &&
+                          param.name.compare(param.name.size() - kTokEmbeddings.size(), kTokEmbeddings.size(), kTokEmbeddings) == 0;
+      if (param.unit != i && !shared) continue;
+      root_grad_slice_allocated_[k] = true;
+      elems += slice.shard_numel;
+    }
+    if (elems == 0) return;
+    memory_op(OpKind::Alloc, StreamId::Compute, MemoryKind::UnshardedGrads,
+              elems * s_.mesh.shard * dtype_bytes(unsharded_grad_dtype()), bucket_label("grads rb", root_rs_bucket_));
+    grads_allocated_[root_rs_bucket_] = true;
+  }
+  static constexpr std::string_view kTokEmbeddings = "tok_embeddings.weight";
 
   void reduce(int rb) {
     const Bucket& bucket = rs_[rb];
@@ -732,6 +809,7 @@ class Scheduler {
       prev_rs_bytes_ = 0;
     }
     grads_allocated_[rb] = false;
+    if (bucket.root) root_grad_slice_allocated_.assign(root_grad_slice_allocated_.size(), false);
     prev_rs_op_ = queued_buckets ? -1 : rs_op;  // queued: its buffer is already freed
     prev_rs_bucket_ = rb;
     int post_reduce = rs_op;
@@ -798,8 +876,11 @@ class Scheduler {
   std::vector<std::vector<int>> rs_done_at_unit_;
   std::vector<std::vector<int>> rs_first_at_unit_;  // per unit: the gradient buckets it writes first, ascending
   std::vector<ParamState> ag_state_;
+  std::vector<ReshardAfterForward::Mode> reshard_mode_;  // per all-gather bucket, after forward
   std::vector<int> ag_op_;
   std::vector<bool> grads_allocated_;
+  int root_rs_bucket_ = -1;                        // the root's gradient bucket, if any
+  std::vector<bool> root_grad_slice_allocated_;    // per slice of it: its gradient exists
   std::vector<int> post_reduce_events_;
   Phase phase_ = Phase::Forward;
   int mb_ = 0;

@@ -84,7 +84,9 @@ std::vector<UnitSpec> transformer_units(const TransformerSpec& t, int e) {
   embedding.part = TransformerPart::Embedding;
   embedding.tensors = {{"tok_embeddings.weight", V * h}};
   if (t.position == PositionKind::Learned) embedding.tensors.push_back({"pos_embeddings.weight", t.seq_len * h});
-  embedding.root = t.root_group;
+  // A tied weight cannot be in two groups: tied embeddings make the embedding and the head one
+  // group, kept after forward, whether or not it is the model's root (torchtitan's apply_fsdp).
+  embedding.root = t.root_group || t.tied_embeddings;
   embedding.activation_bytes = 8 * tokens;  // the int64 token ids (the embedding output is block 0's input)
   if (t.dropout > 0) embedding.activation_bytes += tokens * h;  // its dropout mask
   units.push_back(std::move(embedding));
@@ -133,7 +135,10 @@ std::vector<UnitSpec> transformer_units(const TransformerSpec& t, int e) {
   UnitSpec head;
   head.name = "norm+output";
   head.part = TransformerPart::Head;
-  head.root = t.root_group;
+  head.root = t.root_group || t.tied_embeddings;
+  // torchtitan's [norm, output]: not resharded after forward, "since FSDP would prefetch them
+  // immediately after the forward pass".
+  if (!head.root) head.reshard_after_forward = false;
   head.tensors = {{"norm.weight", h}};
   if (t.bias && t.norm == NormKind::LayerNorm) head.tensors.push_back({"norm.bias", h});
   if (!t.tied_embeddings) head.tensors.push_back({"output.weight", V * h});

@@ -137,12 +137,13 @@ std::string summary_table(const Scenario& scenario, const Timeline& timeline, co
                        format_bytes(m.peak_memory_bytes).c_str(), format_bytes(m.peak_reserved_bytes).c_str(),
                        format_bytes(m.memory_capacity_bytes).c_str(), format_bytes(limit).c_str(),
                        percent(timeline.memory_margin, 1.0).c_str(), m.fits_memory ? "fits" : "DOES NOT FIT");
-    if (m.allocator_cache_flushes) {
+    if (!m.fits_memory) {
+      out += printf_line("%-20s needs at least %s reserved (the allocator at capacity), over the limit", "",
+                         format_bytes(m.min_reserved_bytes).c_str());
+    } else if (m.allocator_cache_flushes) {
       out += printf_line("%-20s the caching allocator would keep more than the GPU holds: it fits by freeing its cache and "
                          "retrying (needs at least %s; num_alloc_retries > 0, slower steps)",
                          "", format_bytes(m.min_reserved_bytes).c_str());
-    } else if (!m.fits_memory) {
-      out += printf_line("%-20s needs at least %s reserved (the allocator at capacity)", "", format_bytes(m.min_reserved_bytes).c_str());
     }
   }
   return out;

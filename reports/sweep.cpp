@@ -611,7 +611,8 @@ std::string sweep_csv(const std::vector<SweepRow>& rows, const std::vector<std::
   out << "index";
   for (const auto& p : paths) out << "," << csv_cell(p);
   out << ",valid,fits_memory,fits_with_margin,step_time_us,compute_busy_us,comm_busy_us,exposed_comm_us,"
-         "overlap_efficiency,forward_us,backward_us,peak_memory_bytes,peak_reserved_bytes,min_reserved_bytes,memory_capacity_bytes,"
+         "overlap_efficiency,forward_us,backward_us,peak_memory_bytes,peak_reserved_bytes,min_reserved_bytes,allocator_cache_flushes,"
+         "memory_capacity_bytes,"
          "samples_per_s,tokens_per_s,tokens_per_s_per_gpu,model_tflops_per_gpu,mfu,hfu,straggler_cost";
   for (const auto& k : kinds) out << "," << k << "_count," << k << "_bytes," << k << "_busy_us";
   out << ",error\n";
@@ -625,7 +626,7 @@ std::string sweep_csv(const std::vector<SweepRow>& rows, const std::vector<std::
           << num(m.step_time_us) << "," << num(m.compute_busy_us) << "," << num(m.comm_busy_us) << ","
           << num(m.exposed_comm_us) << "," << num(m.overlap_efficiency) << "," << num(m.forward_us) << ","
           << num(m.backward_us) << "," << m.peak_memory_bytes << "," << m.peak_reserved_bytes << "," << m.min_reserved_bytes << ","
-          << m.memory_capacity_bytes;
+          << (m.allocator_cache_flushes ? "true" : "false") << "," << m.memory_capacity_bytes;
       const Throughput& tp = m.throughput;
       for (const auto* v : {&tp.samples_per_s, &tp.tokens_per_s, &tp.tokens_per_s_per_gpu, &tp.model_tflops_per_gpu, &tp.mfu, &tp.hfu})
         out << "," << (*v ? num(**v) : std::string());  // empty: unknown
@@ -637,7 +638,7 @@ std::string sweep_csv(const std::vector<SweepRow>& rows, const std::vector<std::
       }
       out << ",";
     } else {
-      for (int i = 0; i < 20; ++i) out << ",";  // fits_memory, fits_with_margin, 11 metrics, 6 throughput values, straggler cost
+      for (int i = 0; i < 21; ++i) out << ",";  // fits_memory, fits_with_margin, 12 metrics, 6 throughput values, straggler cost
       for (size_t i = 0; i < kinds.size() * 3; ++i) out << ",";
       out << "," << csv_cell(r.error);
     }

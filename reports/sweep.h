@@ -1,7 +1,7 @@
 // Capacity-planning sweeps: the --vary grammar (ranges, lists, joint axes), the cartesian grid
 // of override points, one result row per point, the objective rows are ranked by (--objective:
-// tokens/s per GPU, step time or peak reserved memory), the Pareto front (objective vs peak
-// memory) and the recommendation. Pure logic; running the points lives in sweep/sweep_run.h.
+// tokens/s per GPU, step time or the reserve needed), the Pareto front (objective vs the
+// reserve needed) and the recommendation. Pure logic; running the points lives in sweep/sweep_run.h.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -62,21 +62,21 @@ struct SweepRow {
   bool valid = false;               // false: the combination was rejected; see `error`
   std::string error;                // why it is invalid (the parser's message)
   Metrics metrics;                  // meaningful only when valid
-  bool fits_memory = false;         // peak reserved <= capacity
-  bool fits_with_margin = false;    // peak reserved <= capacity * (1 - margin)
+  bool fits_memory = false;         // reserve needed (min_reserved_bytes) <= capacity
+  bool fits_with_margin = false;    // reserve needed <= capacity * (1 - margin)
   // A point with a variation (stragglers, jitter, slow links; simulated on every rank): its step
   // with the variation / without it (docs/every-rank.md). Unset without a variation.
   std::optional<double> straggler_cost;
 };
 
-// Sets fits_memory / fits_with_margin of a valid row from its metrics' peak reserved estimate.
+// Sets fits_memory / fits_with_margin of a valid row from its metrics' reserve needed.
 void mark_memory_fit(SweepRow& row, double memory_margin);
 
 // What a sweep ranks configurations by (--objective; docs/sweep.md).
 enum class SweepObjective {
   Throughput,  // tokens/s per GPU, maximised (the default: what a planner buys GPUs for)
   StepTime,    // step time, minimised
-  Memory,      // peak reserved memory (estimate), minimised
+  Memory,      // the reserve needed (min_reserved_bytes), minimised
 };
 // "throughput" | "step_time" | "memory"; anything else throws InputError("--objective", ...).
 SweepObjective parse_sweep_objective(const std::string& text);
@@ -94,11 +94,11 @@ struct RankedBy {
 RankedBy resolve_objective(const std::vector<SweepRow>& rows, SweepObjective requested);
 
 // A valid row's value of `objective` in its own unit: tokens/s per GPU (0 when unknown), step
-// time in us, peak reserved bytes.
+// time in us, reserve needed in bytes.
 double objective_value(const SweepRow& row, SweepObjective objective);
 
-// Indices (into `rows`) of the valid rows on the Pareto front of (objective, peak reserved
-// memory), or (peak reserved memory, step time) for the memory objective: no other valid row is
+// Indices (into `rows`) of the valid rows on the Pareto front of (objective, reserve
+// needed), or (reserve needed, step time) for the memory objective: no other valid row is
 // at least as good in both and better in one. Sorted best objective first.
 std::vector<size_t> pareto_front(const std::vector<SweepRow>& rows, SweepObjective objective);
 

@@ -8,6 +8,8 @@
 #include <exception>
 #include <mutex>
 #include <optional>
+#include <new>
+#include <string>
 #include <thread>
 #include <utility>
 
@@ -140,11 +142,17 @@ std::vector<SweepRow> run_sweep_points(const nlohmann::json& base_json, const st
   std::vector<std::thread> threads;
   threads.reserve(static_cast<size_t>(jobs));
   for (int t = 0; t < jobs; ++t) {
+    std::string refused;
     try {
       threads.emplace_back(worker);
     } catch (const std::system_error& e) {
+      refused = e.what();
+    } catch (const std::bad_alloc&) {
+      refused = "out of memory for its state";  // std::thread allocates before it creates the thread
+    }
+    if (!refused.empty()) {
       // The system refused another thread (a process or memory limit): stop the started ones
-      // and say which flag asks for fewer.
+      // and say which flag asks for fewer. (Unjoined threads would abort the process.)
       {
         std::lock_guard<std::mutex> lock(mu);
         failed = true;
@@ -152,7 +160,7 @@ std::vector<SweepRow> run_sweep_points(const nlohmann::json& base_json, const st
       }
       for (auto& started : threads) started.join();
       throw InputError("--jobs", "could start only " + std::to_string(t) + " of " + std::to_string(jobs) +
-                                     " worker threads (" + e.what() + "); use fewer --jobs");
+                                     " worker threads (" + refused + "); use fewer --jobs");
     }
   }
   {

@@ -11,6 +11,7 @@
 #include "core/cluster_presets.h"
 #include "core/error.h"
 #include "core/scenario_parse.h"
+#include "core/schedule.h"
 #include "core/units.h"
 
 namespace shardline {
@@ -318,7 +319,16 @@ TEST(Transformer, EmbeddingAndHeadAreTheRootUnlessRootGroupIsFalse) {
   EXPECT_TRUE(rooted.model.units.back().root);
   EXPECT_FALSE(rooted.model.units[1].root);
   j["model"]["transformer"]["root_group"] = false;
-  for (const UnitSpec& u : parse_scenario(j).model.units) EXPECT_FALSE(u.root) << u.name;
+  const Scenario separate = parse_scenario(j);
+  for (const UnitSpec& u : separate.model.units) EXPECT_FALSE(u.root) << u.name;
+  // torchtitan's [norm, output] is kept unsharded after forward; the embedding follows the policy.
+  EXPECT_EQ(separate.model.units.back().reshard_after_forward, std::optional<bool>(false));
+  EXPECT_FALSE(separate.model.units.front().reshard_after_forward.has_value());
+  // A tied weight is in one group: tied embeddings keep the embedding and the head together.
+  j["model"]["transformer"]["tied_embeddings"] = true;
+  const Scenario tied = parse_scenario(j);
+  EXPECT_TRUE(tied.model.units.front().root);
+  EXPECT_TRUE(tied.model.units.back().root);
   j["model"]["transformer"]["root_group"] = "yes";
   expect_bad(j, "model.transformer.root_group", {"\"yes\""});
 }
@@ -334,6 +344,22 @@ TEST(Units, RootUnitsTakeNoBucketSizeOfTheirOwn) {
   EXPECT_FALSE(parse_scenario(j).model.units[1].root);
   j["model"]["units"][0]["bucket_bytes"] = "4MiB";
   expect_bad(j, "model.units.0.bucket_bytes", {"FSDP root", "one parameter group"});
+  j["model"]["units"][0].erase("bucket_bytes");
+  j["model"]["units"][0]["reshard_after_forward"] = true;
+  expect_bad(j, "model.units.0.reshard_after_forward", {"FSDP root", "never reshards after forward"});
+  j["model"]["units"][0].erase("root");
+  EXPECT_EQ(parse_scenario(j).model.units[0].reshard_after_forward, std::optional<bool>(true));
+  j["model"]["units"][0]["reshard_after_forward"] = 2;
+  expect_bad(j, "model.units.0.reshard_after_forward", {"2"});
+}
+
+// Byte buckets (ZeRO-3 style) fetch a tied weight at each use, which is not modelled: refused,
+// naming the bucket size, rather than a head computing with a weight no bucket gathers.
+TEST(Transformer, TiedEmbeddingsWithByteBucketsAreRefused) {
+  json j = llama(2, 4096, 14336, 32, 8, "none");
+  j["model"]["transformer"]["tied_embeddings"] = true;
+  j["policy"] = {{"bucket_bytes", "64MiB"}};
+  expect_input_error([&] { schedule(parse_scenario(j)); }, "policy.bucket_bytes", {"tied_embeddings", "not modelled"});
 }
 
 TEST(Units, ExplicitUnitsParamsTensorsTimesAndDefaults) {

@@ -667,6 +667,53 @@ TEST(Schedule, ATiedHeadComputesWithTheRootsGatheredEmbedding) {
   EXPECT_EQ(ops_of(p, OpKind::AllGather, Phase::Forward).size(), 2u);
 }
 
+// FSDP2 makes gradients per parameter: the root's bucket spans units, so each root unit's
+// gradients appear at its own backward, not the whole group's at the first.
+TEST(Schedule, RootGradientsAppearPerUnitAtEachUnitsBackward) {
+  Scenario s = make_scenario(4);
+  s.model.units[0].root = s.model.units[3].root = true;
+  s.model.units[3].tensors = {{"w", 4096}};  // a bigger head
+  const Program p = schedule(s);
+  std::vector<const Op*> root_grads;
+  for (const Op& op : p.ops)
+    if (op.kind == OpKind::Alloc && op.memory == MemoryKind::UnshardedGrads && op.phase == Phase::Backward) root_grads.push_back(&op);
+  ASSERT_EQ(root_grads.size(), 4u);  // u3's, u2's, u1's, u0's: the root's two at their own units
+  EXPECT_EQ(root_grads.front()->bytes(), 4 * 1024 * 2);       // u3: its 4096 elements, bf16
+  EXPECT_EQ(root_grads.back()->bytes(), 4 * (256 + 128) * 2);  // u0's, at bwd u0
+  EXPECT_TRUE(happens_before(p, p.id_of(*compute_of(p, 1, Phase::Backward)), p.id_of(*root_grads.back())));
+}
+
+// The root is gathered in the model's pre-forward, whichever units hold it: an explicit root
+// unit that is not first is gathered before the first unit, and freed after its backward.
+TEST(Schedule, TheRootIsGatheredBeforeTheFirstUnitWhereverItsUnitsAre) {
+  Scenario s = make_scenario(3);
+  s.model.units[2].root = true;
+  const Program p = schedule(s);
+  const auto fwd_ags = ops_of(p, OpKind::AllGather, Phase::Forward);
+  ASSERT_EQ(fwd_ags.size(), 3u);
+  const Op* first_compute = compute_of(p, 0, Phase::Forward);
+  int before_first = 0;
+  for (const Op* ag : fwd_ags) before_first += happens_before(p, p.id_of(*ag), p.id_of(*first_compute)) ? 1 : 0;
+  EXPECT_EQ(before_first, 2);  // u0's own and the root's
+  EXPECT_EQ(ops_of(p, OpKind::AllGather, Phase::Backward).size(), 2u);  // u1, u0 again; the root kept
+}
+
+// A unit's own reshard_after_forward overrides the policy: false keeps its parameters for
+// backward (no backward gather), true reshards them under a policy that keeps.
+TEST(Schedule, AUnitsOwnReshardAfterForwardOverridesThePolicy) {
+  Scenario s = make_scenario(4);
+  s.model.units[3].reshard_after_forward = false;
+  Program p = schedule(s);
+  for (const Op* ag : ops_of(p, OpKind::AllGather, Phase::Backward)) EXPECT_NE(ag->unit, 3);
+  EXPECT_EQ(ops_of(p, OpKind::AllGather, Phase::Backward).size(), 3u);
+  s.model.units[3].reshard_after_forward = true;
+  s.policy.reshard_after_forward.mode = ReshardAfterForward::Mode::Keep;
+  p = schedule(s);
+  const auto bwd = ops_of(p, OpKind::AllGather, Phase::Backward);
+  ASSERT_EQ(bwd.size(), 1u);
+  EXPECT_EQ(bwd[0]->unit, 3);
+}
+
 // Byte buckets (ZeRO-3 / DDP style) have no root group: root units are packed in order with the
 // others and regathered in backward.
 TEST(Schedule, ByteBucketsPackRootUnitsLikeAnyOther) {

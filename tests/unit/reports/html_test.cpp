@@ -179,7 +179,7 @@ TEST(SummaryTable, MemoryVerdictIsOnTheReservedEstimate) {
   const std::string table = summary_table(tiny_scenario(), t, compute_metrics(t));
   EXPECT_NE(table.find("peak memory          allocated 600 B, reserved (estimate) 950 B of 1000 B (limit 900 B with 10.0% margin)  DOES NOT FIT"),
             std::string::npos) << table;
-  EXPECT_NE(table.find("needs at least 950 B reserved"), std::string::npos) << table;
+  EXPECT_NE(table.find("needs at least 950 B reserved (the allocator at capacity), over the limit"), std::string::npos) << table;
 }
 
 // Typical reserve 700 x 1.5 + 50 = 1100 B over the 1000 B GPU, least 700 x 1.2 + 50 = 890 B under
@@ -197,6 +197,21 @@ TEST(SummaryTable, AFitThatNeedsTheAllocatorToFlushItsCacheSaysSo) {
   const std::string table = summary_table(tiny_scenario(), t, m);
   EXPECT_NE(table.find("reserved (estimate) 1000 B of 1000 B (limit 900 B with 10.0% margin)  fits"), std::string::npos) << table;
   EXPECT_NE(table.find("freeing its cache and retrying (needs at least 890 B"), std::string::npos) << table;
+}
+
+// Over the margin but within the GPU: the verdict and its line speak of the limit, not of a fit
+// by cache flushes, though the allocator at the GPU's capacity would flush.
+TEST(SummaryTable, OverTheMarginSaysSoEvenWhenTheGpuWouldFlush) {
+  Timeline t = tiny_timeline(710);  // least 710 x 1.2 + 50 = 902 > the 900 B limit; typical 1115
+  t.memory_reserve.fragmentation = 0.5;
+  t.memory_reserve.fragmentation_at_capacity = 0.2;
+  t.memory_reserve.fixed_bytes = 50;
+  const Metrics m = compute_metrics(t);
+  EXPECT_FALSE(m.fits_memory);
+  const std::string table = summary_table(tiny_scenario(), t, m);
+  EXPECT_NE(table.find("DOES NOT FIT"), std::string::npos) << table;
+  EXPECT_NE(table.find("needs at least 902 B reserved (the allocator at capacity), over the limit"), std::string::npos) << table;
+  EXPECT_EQ(table.find("fits by freeing its cache"), std::string::npos) << table;
 }
 
 TEST(HtmlReport, ShowsTheThroughputOfTheSummary) {

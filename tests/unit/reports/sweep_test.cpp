@@ -432,9 +432,9 @@ TEST(SweepOutput, CsvHasOneRowPerConfigurationWithReasons) {
   }
   ASSERT_EQ(lines.size(), 3u);
   EXPECT_EQ(lines[0].rfind("index,mesh.shard,valid,fits_memory", 0), 0u) << lines[0];
-  EXPECT_NE(lines[0].find(",peak_memory_bytes,peak_reserved_bytes,min_reserved_bytes,memory_capacity_bytes,samples_per_s,tokens_per_s,"
+  EXPECT_NE(lines[0].find(",peak_memory_bytes,peak_reserved_bytes,min_reserved_bytes,allocator_cache_flushes,memory_capacity_bytes,samples_per_s,tokens_per_s,"
                           "tokens_per_s_per_gpu,model_tflops_per_gpu,mfu,hfu,"), std::string::npos) << lines[0];
-  EXPECT_NE(lines[1].find(",500,500,500,1000,,,,,,,"), std::string::npos) << lines[1];  // unknown throughput: empty cells
+  EXPECT_NE(lines[1].find(",500,500,500,false,1000,,,,,,,"), std::string::npos) << lines[1];  // unknown throughput: empty cells
   EXPECT_NE(lines[0].find("all_gather_busy_us"), std::string::npos);
   EXPECT_NE(lines[1].find(",12.5,"), std::string::npos) << lines[1];
   // Same column count on every line (quoted cells count once).
