@@ -26,7 +26,8 @@ constexpr std::array kReductions = {Reduction::None, Reduction::Sum, Reduction::
 constexpr std::array kBufferInits = {BufferInit::None, BufferInit::Shared, BufferInit::PerRank};
 constexpr std::array kMemoryKinds = {MemoryKind::None, MemoryKind::AllGatherBuffer, MemoryKind::UnshardedParams,
                                      MemoryKind::UnshardedGrads, MemoryKind::ReduceScatterBuffer,
-                                     MemoryKind::AllReduceBuffer, MemoryKind::Activations};
+                                     MemoryKind::AllReduceBuffer, MemoryKind::Activations, MemoryKind::ShardedGrads,
+                                     MemoryKind::OptimizerTemporary};
 
 template <typename E, size_t N, typename NameFn>
 E parse_enum(const json& j, const std::string& path, const std::array<E, N>& values, NameFn name_of, const char* what) {

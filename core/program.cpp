@@ -58,6 +58,8 @@ std::string_view memory_kind_name(MemoryKind m) {
     case MemoryKind::ReduceScatterBuffer: return "reduce_scatter_buffer";
     case MemoryKind::AllReduceBuffer: return "all_reduce_buffer";
     case MemoryKind::Activations: return "activations";
+    case MemoryKind::ShardedGrads: return "sharded_grads";
+    case MemoryKind::OptimizerTemporary: return "optimizer_temporary";
   }
   return "?";
 }

@@ -29,7 +29,11 @@ enum class Phase : uint8_t { Forward, Backward, Finalize };
 // Which communicator a collective runs over. Reshard: the smaller group that
 // reshard_after_forward=<int> reshards to (used by backward all-gathers).
 enum class CommGroup : uint8_t { None, Shard, Replicate, Reshard };
-enum class MemoryKind : uint8_t { None, AllGatherBuffer, UnshardedParams, UnshardedGrads, ReduceScatterBuffer, AllReduceBuffer, Activations };
+enum class MemoryKind : uint8_t {
+  None, AllGatherBuffer, UnshardedParams, UnshardedGrads, ReduceScatterBuffer, AllReduceBuffer, Activations,
+  ShardedGrads,        // the reduced gradient shards: from their reduce-scatter to the end of the step
+  OptimizerTemporary,  // what the optimizer step allocates beside its states (foreach AdamW: sqrt(v))
+};
 // What a collective does with the values of the group's ranks: AllGather None; reductions Sum
 // or Avg (the sum divided by the group size).
 enum class Reduction : uint8_t { None, Sum, Avg };
@@ -92,7 +96,7 @@ struct Op {
   DType dtype = DType::bf16;
   CommGroup group : 2 = CommGroup::None;
   Reduction reduction : 2 = Reduction::None;  // collectives: how values combine
-  MemoryKind memory : 3 = MemoryKind::None;   // alloc/free: what is allocated or released
+  MemoryKind memory : 4 = MemoryKind::None;   // alloc/free: what is allocated or released
   bool recompute : 1 = false;   // compute: includes activation recomputation
   bool whole_name : 1 = false;  // the label is the whole name (read so from a file)
 
@@ -117,6 +121,7 @@ struct Op {
 // 48 bytes (docs/benchmarks.md measures what it costs).
 static_assert(sizeof(Op) <= 48, "Op grew: every op of a million-op Program pays for it");
 static_assert(kNumStreams <= 8 && kNumCommGroups <= 4, "Op's packed fields hold these enums");
+static_assert(static_cast<int>(MemoryKind::OptimizerTemporary) < 16, "Op's 4-bit memory field holds MemoryKind");
 
 // The index of `op` in `ops`: its id. `op` must be an element of `ops`, not a copy.
 inline int op_index(std::span<const Op> ops, const Op& op) {
@@ -190,7 +195,7 @@ struct Program {
   DType reduce_dtype = DType::fp32;
   DType master_dtype = DType::fp32;
   int micro_batches = 1;
-  int64_t static_memory_bytes = 0;  // sharded params + grads + optimizer state per rank
+  int64_t static_memory_bytes = 0;  // sharded master params + optimizer state per rank (gradients are ops)
   std::vector<std::string> units;   // unit names, forward order
   std::vector<ParamInfo> params;
   HugePageVector<Op> ops;

@@ -171,6 +171,8 @@ struct ReshardAfterForward {
 
 enum class GradSync { Every, Last };
 
+enum class OptimizerImplementation { Fused, Foreach, ForLoop };
+
 struct PolicySpec {
   bool comm_fusion = true;
   bool zero_copy = false;
@@ -182,6 +184,11 @@ struct PolicySpec {
   DType reduce_dtype = DType::fp32;
   DType master_dtype = DType::fp32;  // sharded parameters and gradients
   int64_t optimizer_bytes_per_param = 8;  // Adam: two fp32 states
+  // How the optimizer step is implemented, which sets what it allocates beside its states
+  // (torch.optim's `fused` / `foreach` / for-loop; torchtitan's optimizer.implementation):
+  // fused none; foreach one state-sized copy of the whole local shard (AdamW's sqrt(v)); for-loop
+  // that of the largest local parameter. The transformer shorthand's optimizer op only.
+  OptimizerImplementation optimizer_implementation = OptimizerImplementation::Fused;
   int micro_batches = 1;
   GradSync grad_sync = GradSync::Every;
   bool average_gradients = true;  // divide by world after reduction (else sum)

@@ -71,7 +71,8 @@ constexpr const char* kSchema = R"json({
   "policy": {
     "comm_fusion": "bool", "zero_copy": "bool", "bucket_bytes": "size|unit", "reshard_after_forward": "bool|int",
     "forward_prefetch": "int", "backward_prefetch": "int", "param_dtype": "dtype", "reduce_dtype": "dtype",
-    "master_dtype": "dtype", "optimizer_bytes_per_param": "size", "micro_batches": "int",
+    "master_dtype": "dtype", "optimizer_bytes_per_param": "size", "optimizer_implementation": "fused|foreach|for_loop",
+    "micro_batches": "int",
     "grad_sync": "every|last", "average_gradients": "bool"
   },
   "run": {"iterations": "int", "warmup": "int", "memory_margin": "number"},
@@ -761,6 +762,14 @@ PolicySpec parse_policy(const json& j, const json& sch, const MeshSpec& mesh, si
   if (const json* v = o.opt("optimizer_bytes_per_param")) {
     // AdamW keeps 8 bytes per parameter; 1 KiB per parameter is far beyond any optimizer.
     p.optimizer_bytes_per_param = as_size(*v, o.at("optimizer_bytes_per_param"), 1024);
+  }
+  if (const json* v = o.opt("optimizer_implementation")) {
+    p.optimizer_implementation = as_choice<OptimizerImplementation>(
+        *v, o.at("optimizer_implementation"),
+        {{"fused", OptimizerImplementation::Fused},
+         {"foreach", OptimizerImplementation::Foreach},
+         {"for_loop", OptimizerImplementation::ForLoop}},
+        {{"for-loop", "torchtitan's and torch.optim's for-loop implementation is \"for_loop\""}});
   }
   if (const json* v = o.opt("micro_batches")) p.micro_batches = as_int(*v, o.at("micro_batches"), 1);
   if (const json* v = o.opt("grad_sync")) {

@@ -280,6 +280,7 @@ class Scheduler {
     ag_op_.assign(ag_.size(), -1);
     reshard_event_.assign(ag_.size(), -1);
     grads_allocated_.assign(rs_.size(), false);
+    grad_shard_allocated_.assign(rs_.size(), false);
     root_rs_bucket_ = -1;
     for (int b = 0; b < static_cast<int>(rs_.size()); ++b)
       if (rs_[b].root) root_rs_bucket_ = b;
@@ -353,7 +354,10 @@ class Scheduler {
     }
     unit_us_ = unit_compute_us(s_);
     check_compute_times();
-    const int64_t per_param_static = dtype_bytes(p_.master_dtype) * 2 + s_.policy.optimizer_bytes_per_param;
+    // Sharded master parameters and optimizer states live all step; the sharded gradients only from
+    // their reduce-scatter to the step's end (zero_grad(set_to_none=True), PyTorch's default),
+    // alloc / free ops of their own.
+    const int64_t per_param_static = dtype_bytes(p_.master_dtype) + s_.policy.optimizer_bytes_per_param;
     for (int u = 0; u < static_cast<int>(s_.model.units.size()); ++u) {
       const UnitSpec& unit = s_.model.units[u];
       p_.units.push_back(unit.name);
@@ -759,6 +763,14 @@ class Scheduler {
     }
     // The reduce-scatter stream waits for the compute stream (gradients ready).
     em_.wait(StreamId::ReduceScatter, em_.last_on(StreamId::Compute));
+    // The bucket's gradient shard is made by its first reduce-scatter of the step (later ones
+    // accumulate into it) and lives to the step's end.
+    if (!grad_shard_allocated_[rb]) {
+      const int64_t shard_bytes = bucket.shard_elems * dtype_bytes(p_.master_dtype);
+      memory_op(OpKind::Alloc, StreamId::ReduceScatter, MemoryKind::ShardedGrads, shard_bytes, bucket_label("grad_shard rb", rb));
+      grad_shard_allocated_[rb] = true;
+      grad_shard_bytes_ += shard_bytes;
+    }
     int rs_op = -1;
     std::vector<int> rs_ops;
     if (s_.policy.comm_fusion) {
@@ -846,10 +858,28 @@ class Scheduler {
     // here: backward always reshards; so every allocation is matched by now.
     // Transformer shorthand: gradient clipping, then the optimizer step over this rank's shard,
     // on the compute stream once every gradient is reduced.
-    int64_t shard_params = 0;
-    for (const ParamInfo& param : p_.params) shard_params += param.shard_numel;
+    int64_t shard_params = 0, largest_shard = 0;
+    for (const ParamInfo& param : p_.params) {
+      shard_params += param.shard_numel;
+      largest_shard = std::max(largest_shard, param.shard_numel);
+    }
     end_of_step_compute("clip_grad_norm", total_us(grad_clip_compute(s_, shard_params)));
+    // What the optimizer step allocates beside its states: torch.optim's foreach AdamW computes
+    // sqrt(v) for every local parameter at once (one state-sized copy of the shard), the
+    // for-loop one parameter at a time, the fused kernel nothing.
+    int64_t temporary = 0;
+    if (s_.policy.optimizer_implementation == OptimizerImplementation::Foreach) temporary = shard_params;
+    if (s_.policy.optimizer_implementation == OptimizerImplementation::ForLoop) temporary = largest_shard;
+    temporary *= dtype_bytes(p_.master_dtype);
+    const bool with_temporary = s_.model.transformer && temporary > 0;
+    if (with_temporary)
+      memory_op(OpKind::Alloc, StreamId::Compute, MemoryKind::OptimizerTemporary, temporary, "optimizer temporary");
     end_of_step_compute("optimizer_step", total_us(optimizer_step_compute(s_, shard_params)));
+    if (with_temporary)
+      memory_op(OpKind::Free, StreamId::Compute, MemoryKind::OptimizerTemporary, temporary, "optimizer temporary");
+    // zero_grad(set_to_none=True): the gradient shards go.
+    if (grad_shard_bytes_ > 0)
+      memory_op(OpKind::Free, StreamId::Compute, MemoryKind::ShardedGrads, grad_shard_bytes_, "grad_shards");
   }
 
   void end_of_step_compute(const char* name, double compute_us) {
@@ -879,6 +909,8 @@ class Scheduler {
   std::vector<ReshardAfterForward::Mode> reshard_mode_;  // per all-gather bucket, after forward
   std::vector<int> ag_op_;
   std::vector<bool> grads_allocated_;
+  std::vector<bool> grad_shard_allocated_;  // per gradient bucket: its shard exists this step
+  int64_t grad_shard_bytes_ = 0;            // of all of them, freed at the step's end
   int root_rs_bucket_ = -1;                        // the root's gradient bucket, if any
   std::vector<bool> root_grad_slice_allocated_;    // per slice of it: its gradient exists
   std::vector<int> post_reduce_events_;

@@ -589,8 +589,36 @@ TEST(Schedule, MemoryAllocationsBalanceAndStaticMemoryFollowsFormula) {
     for (auto& [k, v] : live) ASSERT_GE(v, 0) << memory_kind_name(k) << " at op " << p.id_of(op);
   }
   for (auto& [k, v] : live) EXPECT_EQ(v, 0) << memory_kind_name(k);
-  // sharded master params + grads (fp32) + Adam states (8 bytes) per shard element
-  EXPECT_EQ(p.static_memory_bytes, 3 * (512 + 256) * (4 + 4 + 8));
+  // sharded master params (fp32) + Adam states (8 bytes) per shard element; the gradient shards
+  // are ops of their own (below)
+  EXPECT_EQ(p.static_memory_bytes, 3 * (512 + 256) * (4 + 8));
+}
+
+// The gradient shards exist from their bucket's first reduce-scatter of the step (made on the
+// reduce-scatter stream; later micro-batches accumulate into them) to the step's end, where
+// zero_grad(set_to_none=True) frees them: measured on one H100, a forward holds the master
+// parameters and optimizer states but no gradients.
+TEST(Schedule, GradientShardsLiveFromTheirFirstReduceScatterToTheStepsEnd) {
+  Scenario s = make_scenario(3, 2, 1);
+  s.policy.micro_batches = 2;
+  const Program p = schedule(s);
+  std::vector<const Op*> allocs;
+  const Op* freed = nullptr;
+  for (const Op& op : p.ops) {
+    if (op.memory != MemoryKind::ShardedGrads) continue;
+    if (op.kind == OpKind::Alloc) allocs.push_back(&op);
+    if (op.kind == OpKind::Free) freed = &op;
+  }
+  ASSERT_EQ(allocs.size(), 3u);  // one per bucket, in micro-batch 0 only
+  for (const Op* a : allocs) {
+    EXPECT_EQ(a->stream, StreamId::ReduceScatter);
+    EXPECT_EQ(a->microbatch, 0);
+    EXPECT_EQ(a->bytes(), (512 + 256) * 4);  // this rank's shard of the bucket, fp32
+  }
+  ASSERT_NE(freed, nullptr);
+  EXPECT_EQ(freed, &p.ops.back());
+  EXPECT_EQ(freed->bytes(), 3 * (512 + 256) * 4);
+  for (const Op* rs : ops_of(p, OpKind::ReduceScatter, Phase::Backward)) EXPECT_TRUE(happens_before(p, p.id_of(*rs), p.id_of(*freed)));
 }
 
 TEST(Schedule, FinalizeWaitsForEveryPostReduceEvent) {
