@@ -1,0 +1,256 @@
+#!/usr/bin/env python3
+"""A measured FSDP2 training step on this machine's GPU, to hold shardline's GPU predictions
+against: a Llama-shaped decoder (RMSNorm, RoPE, SDPA attention, SwiGLU, untied head) wrapped as
+torchtitan wrapped it in 2024 (fully_shard on every block, then on the model: the embedding,
+final norm and head are the root), bf16 parameters with fp32 gradient reduction, fp32
+cross-entropy, AdamW and gradient clipping, optionally full activation checkpointing per block.
+
+For each configuration it prints and writes (JSON lines, --out) the median step time over the
+measured steps, tokens/s, and the CUDA caching allocator's peaks after warm-up: allocated, active,
+reserved, and its alloc retries. --trace DIR writes a torch.profiler trace of one more step of
+the first configuration (for `shardline import`).
+
+Runs on one GPU as a one-rank process group (no launcher needed); needs PyTorch >= 2.6.
+  python3 bench/gpu/fsdp_step.py --out results.jsonl [--trace DIR] [--steps 10] [--warmup 3]
+The configurations are CONFIGS below; docs/benchmarks.md ("One-GPU FSDP2 step") has the
+scenario each one becomes and the results.
+"""
+import argparse
+import gc
+import gzip
+import json
+import math
+import os
+import shutil
+import statistics
+import sys
+import time
+
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+from torch.utils.checkpoint import checkpoint
+
+# name, layers, hidden, ffn_hidden, heads, kv_heads, vocab, seq_len, micro_batch_size, checkpointing
+CONFIGS = [
+    ("llama-1b-none", 16, 2048, 5632, 16, 16, 32000, 2048, 4, "none"),
+    ("llama-1b-full", 16, 2048, 5632, 16, 16, 32000, 2048, 8, "full"),
+    ("llama3-8b-shape-8-layers-full", 8, 4096, 14336, 32, 8, 128256, 4096, 1, "full"),
+    ("llama3-8b-shape-10-layers-full", 10, 4096, 14336, 32, 8, 128256, 4096, 1, "full"),
+    ("llama3-8b-shape-12-layers-full", 12, 4096, 14336, 32, 8, 128256, 4096, 1, "full"),
+]
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, dim, eps=1e-5):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(dim))
+
+    def forward(self, x):
+        return F.rms_norm(x, (x.shape[-1],), self.weight, self.eps)
+
+
+def rope_tables(head_dim, seq_len, device, theta=500000.0):
+    freqs = 1.0 / (theta ** (torch.arange(0, head_dim, 2, device=device).float() / head_dim))
+    t = torch.arange(seq_len, device=device).float()
+    angles = torch.outer(t, freqs)
+    return torch.cos(angles), torch.sin(angles)
+
+
+def apply_rope(x, cos, sin):
+    # x: (batch, heads, seq, head_dim); rotate pairs (even, odd)
+    x1, x2 = x[..., 0::2], x[..., 1::2]
+    c, s = cos[None, None].to(x.dtype), sin[None, None].to(x.dtype)
+    return torch.stack((x1 * c - x2 * s, x1 * s + x2 * c), dim=-1).flatten(-2)
+
+
+class Block(nn.Module):
+    def __init__(self, h, f, heads, kv_heads):
+        super().__init__()
+        self.heads, self.kv_heads, self.head_dim = heads, kv_heads, h // heads
+        kv = kv_heads * self.head_dim
+        self.attention_norm = RMSNorm(h)
+        self.wq = nn.Linear(h, h, bias=False)
+        self.wk = nn.Linear(h, kv, bias=False)
+        self.wv = nn.Linear(h, kv, bias=False)
+        self.wo = nn.Linear(h, h, bias=False)
+        self.ffn_norm = RMSNorm(h)
+        self.w1 = nn.Linear(h, f, bias=False)
+        self.w3 = nn.Linear(h, f, bias=False)
+        self.w2 = nn.Linear(f, h, bias=False)
+
+    def forward(self, x, cos, sin):
+        b, s, h = x.shape
+        y = self.attention_norm(x)
+        q = self.wq(y).view(b, s, self.heads, self.head_dim).transpose(1, 2)
+        k = self.wk(y).view(b, s, self.kv_heads, self.head_dim).transpose(1, 2)
+        v = self.wv(y).view(b, s, self.kv_heads, self.head_dim).transpose(1, 2)
+        q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
+        o = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=self.kv_heads != self.heads)
+        x = x + self.wo(o.transpose(1, 2).reshape(b, s, h))
+        y = self.ffn_norm(x)
+        return x + self.w2(F.silu(self.w1(y)) * self.w3(y))
+
+
+class Model(nn.Module):
+    def __init__(self, layers, h, f, heads, kv_heads, vocab, seq_len, full_ckpt):
+        super().__init__()
+        self.full_ckpt = full_ckpt
+        self.tok_embeddings = nn.Embedding(vocab, h)
+        self.layers = nn.ModuleList(Block(h, f, heads, kv_heads) for _ in range(layers))
+        self.norm = RMSNorm(h)
+        self.output = nn.Linear(h, vocab, bias=False)
+        self.head_dim, self.seq_len = h // heads, seq_len
+
+    def forward(self, tokens):
+        cos, sin = rope_tables(self.head_dim, tokens.shape[1], tokens.device)
+        x = self.tok_embeddings(tokens)
+        for layer in self.layers:
+            x = checkpoint(layer, x, cos, sin, use_reentrant=False) if self.full_ckpt else layer(x, cos, sin)
+        return self.output(self.norm(x))
+
+
+def run_config(cfg, steps, warmup, trace_dir):
+    name, layers, h, f, heads, kv_heads, vocab, seq, mbs, ckpt = cfg
+    # FSDP modules hold reference cycles: the previous configuration's tensors stay allocated
+    # until the cycle collector runs (seen: 3.6 and 7.2 GiB carried into the next one).
+    gc.collect()
+    torch.cuda.empty_cache()
+    allocated_at_start = torch.cuda.memory_allocated()
+    torch.manual_seed(0)
+    with torch.device("meta"):
+        model = Model(layers, h, f, heads, kv_heads, vocab, seq, ckpt == "full")
+    mp = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
+    for layer in model.layers:
+        fully_shard(layer, mp_policy=mp)
+    fully_shard(model, mp_policy=mp)
+    model.to_empty(device="cuda")
+    with torch.no_grad():
+        for p in model.parameters():
+            p.normal_(0.0, 0.02) if p.dim() > 1 else p.fill_(1.0)
+    params = sum(p.numel() for p in model.parameters())
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.1)
+    tokens = torch.randint(0, vocab, (mbs, seq + 1), device="cuda")
+    inputs, labels = tokens[:, :-1].contiguous(), tokens[:, 1:].contiguous()
+
+    def step():
+        logits = model(inputs)
+        loss = F.cross_entropy(logits.float().view(-1, vocab), labels.view(-1))
+        del logits
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        return loss
+
+    for _ in range(warmup):
+        step()
+    torch.cuda.synchronize()
+    # One step phase by phase: allocated before each phase, its peak above that, allocated after.
+    phases = {}
+
+    def phase(label, fn):
+        torch.cuda.synchronize()
+        before = torch.cuda.memory_allocated()
+        torch.cuda.reset_peak_memory_stats()
+        value = fn()
+        torch.cuda.synchronize()
+        phases[label] = {"allocated_before": before, "peak_above_before": torch.cuda.max_memory_allocated() - before,
+                         "allocated_after": torch.cuda.memory_allocated()}
+        return value
+
+    logits = phase("forward", lambda: model(inputs))
+    loss = phase("loss", lambda: F.cross_entropy(logits.float().view(-1, vocab), labels.view(-1)))
+    del logits
+    phase("backward", lambda: loss.backward())
+    phase("clip_grad_norm", lambda: torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0))
+    phase("optimizer_step", lambda: opt.step())
+    phase("zero_grad", lambda: opt.zero_grad(set_to_none=True))
+    del loss
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    times = []
+    for _ in range(steps):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        step()
+        end.record()
+        torch.cuda.synchronize()
+        times.append(start.elapsed_time(end))
+    stats = torch.cuda.memory_stats()
+    step_ms = statistics.median(times)
+    result = {
+        "name": name, "layers": layers, "hidden": h, "ffn_hidden": f, "heads": heads, "kv_heads": kv_heads,
+        "vocab": vocab, "seq_len": seq, "micro_batch_size": mbs, "checkpointing": ckpt, "params": params,
+        "steps": steps, "warmup": warmup, "step_ms_median": step_ms, "step_ms_all": times,
+        "tokens_per_s": mbs * seq / (step_ms / 1000.0),
+        "max_memory_allocated": torch.cuda.max_memory_allocated(),
+        "max_memory_reserved": torch.cuda.max_memory_reserved(),
+        "active_bytes_peak": stats.get("active_bytes.all.peak"),
+        "num_alloc_retries": stats.get("num_alloc_retries"),
+        "phases": phases,
+        "allocated_at_start": allocated_at_start,
+    }
+    if trace_dir:
+        from torch.profiler import ProfilerActivity, profile
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], profile_memory=True) as prof:
+            for i in range(2):
+                with torch.profiler.record_function(f"ProfilerStep#{i}"):
+                    step()
+            torch.cuda.synchronize()
+        os.makedirs(trace_dir, exist_ok=True)
+        raw = os.path.join(trace_dir, f"{name}.json")
+        prof.export_chrome_trace(raw)
+        with open(raw, "rb") as src, gzip.open(raw + ".gz", "wb") as dst:
+            shutil.copyfileobj(src, dst)
+        os.remove(raw)
+        result["trace"] = os.path.basename(raw) + ".gz"
+    del model, opt
+    gc.collect()
+    torch.cuda.empty_cache()
+    return result
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--trace", default="")
+    ap.add_argument("--steps", type=int, default=10)
+    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--only", default="", help="comma-separated configuration names")
+    args = ap.parse_args()
+    os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+    os.environ.setdefault("MASTER_PORT", "29511")
+    dist.init_process_group("nccl", rank=0, world_size=1)
+    torch.cuda.set_device(0)
+    nccl = torch.cuda.nccl.version()
+    env = {"gpu": torch.cuda.get_device_name(0), "torch": torch.__version__, "cuda": torch.version.cuda,
+           "nccl": ".".join(map(str, nccl)) if isinstance(nccl, tuple) else str(nccl),
+           "total_memory": torch.cuda.get_device_properties(0).total_memory}
+    print(json.dumps(env), flush=True)
+    with open(args.out, "w") as out:
+        out.write(json.dumps({"environment": env}) + "\n")
+        for i, cfg in enumerate(CONFIGS):
+            if args.only and cfg[0] not in args.only.split(","):
+                continue
+            t0 = time.time()
+            try:
+                r = run_config(cfg, args.steps, args.warmup, args.trace if i == 0 else "")
+            except torch.OutOfMemoryError as e:
+                r = {"name": cfg[0], "error": "out of memory: " + str(e).splitlines()[0]}
+                torch.cuda.empty_cache()
+            r["wall_s"] = time.time() - t0
+            out.write(json.dumps(r) + "\n")
+            out.flush()
+            print(json.dumps({k: v for k, v in r.items() if k not in ("step_ms_all", "phases")}), flush=True)
+            for label, ph in r.get("phases", {}).items():
+                print(f"  {label:<15} before {ph['allocated_before'] / 2**30:6.2f} GiB, peak +{ph['peak_above_before'] / 2**30:6.2f}, "
+                      f"after {ph['allocated_after'] / 2**30:6.2f}", flush=True)
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
