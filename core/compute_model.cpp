@@ -34,7 +34,7 @@ TimedKernel time_kernel(const Kernel& k, const GpuSpec& gpu, double peak) {
   t.flops = k.flops;
   t.bytes = k.bytes;
   t.memory_bound = memory_us > compute_us;
-  t.time_us = std::max(compute_us, memory_us) + gpu.kernel_launch_us;
+  t.time_us = std::max(compute_us, memory_us) + gpu.kernel_launch_us * static_cast<double>(k.launches);
   return t;
 }
 
@@ -127,9 +127,10 @@ double backward_compute_us(const Scenario& s, const UnitSpec& unit) {
   return backward + (unit.recompute_forward ? forward_compute_us(s, unit) : 0.0);
 }
 
-std::vector<TimedKernel> optimizer_step_compute(const Scenario& s, int64_t shard_params) {
+std::vector<TimedKernel> optimizer_step_compute(const Scenario& s, int64_t shard_params, int64_t local_tensors) {
   if (!s.model.transformer) return {};
-  return timed(optimizer_step_kernels(shard_params, dtype_bytes(s.policy.master_dtype), s.policy.optimizer_bytes_per_param),
+  return timed(optimizer_step_kernels(shard_params, dtype_bytes(s.policy.master_dtype), s.policy.optimizer_bytes_per_param,
+                                      s.policy.optimizer_implementation, local_tensors),
                s.cluster.gpu, peak_flops_per_s(s));
 }
 

@@ -61,7 +61,7 @@ double backward_compute_us(const Scenario& scenario, const UnitSpec& unit);  // 
 
 // End-of-step compute of this rank for a transformer shorthand model: AdamW over the local
 // shard and gradient clipping (empty for explicit units).
-std::vector<TimedKernel> optimizer_step_compute(const Scenario& scenario, int64_t shard_params);
+std::vector<TimedKernel> optimizer_step_compute(const Scenario& scenario, int64_t shard_params, int64_t local_tensors = 1);
 std::vector<TimedKernel> grad_clip_compute(const Scenario& scenario, int64_t shard_params);
 double total_us(const std::vector<TimedKernel>& kernels);
 

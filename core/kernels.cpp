@@ -203,13 +203,36 @@ UnitKernels transformer_unit_kernels(const TransformerSpec& t, TransformerPart p
   return out;
 }
 
-std::vector<Kernel> optimizer_step_kernels(int64_t shard_params, int master_bytes, int64_t optimizer_bytes_per_param) {
-  Kernel k;
-  k.name = "adamw";
-  k.kind = KernelKind::Memory;
-  // parameter read + write, gradient read, optimizer state read + write
-  k.bytes = D(shard_params) * (3.0 * D(master_bytes) + 2.0 * D(optimizer_bytes_per_param));
-  return {k};
+std::vector<Kernel> optimizer_step_kernels(int64_t shard_params, int master_bytes, int64_t optimizer_bytes_per_param,
+                                           OptimizerImplementation implementation, int64_t local_tensors) {
+  const double n = D(shard_params), m = D(master_bytes);
+  if (implementation == OptimizerImplementation::Fused) {
+    Kernel k;
+    k.name = "adamw";
+    k.kind = KernelKind::Memory;
+    // parameter read + write, gradient read, optimizer state read + write
+    k.bytes = n * (3.0 * m + 2.0 * D(optimizer_bytes_per_param));
+    return {k};
+  }
+  // torch.optim's _multi_tensor_adam (AdamW) pass by pass, reads and writes per parameter of the
+  // parameter / gradient (m bytes) and of a state (s bytes, Adam's two states in
+  // optimizer_bytes_per_param): decay p *= 1 - lr wd; exp_avg lerp towards g; exp_avg_sq *= b2
+  // then += (1 - b2) g^2; t = sqrt(exp_avg_sq); t /= bias correction; t += eps; p -= step exp_avg / t.
+  const double s = D(optimizer_bytes_per_param) / 2.0;
+  const std::pair<const char*, double> passes[] = {
+      {"adamw.decay", 2 * m},         {"adamw.exp_avg", 2 * s + m}, {"adamw.exp_avg_sq", 4 * s + m},
+      {"adamw.sqrt", 2 * s},          {"adamw.div", 2 * s},         {"adamw.add_eps", 2 * s},
+      {"adamw.update", 2 * m + 2 * s}};
+  std::vector<Kernel> out;
+  for (const auto& [name, bytes_per_param] : passes) {
+    Kernel k;
+    k.name = name;
+    k.kind = KernelKind::Memory;
+    k.bytes = n * bytes_per_param;
+    k.launches = implementation == OptimizerImplementation::ForLoop ? std::max<int64_t>(1, local_tensors) : 1;
+    out.push_back(k);
+  }
+  return out;
 }
 
 std::vector<Kernel> grad_clip_kernels(int64_t shard_params, int master_bytes) {

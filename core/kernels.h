@@ -19,6 +19,7 @@ struct Kernel {
   double flops = 0;      // floating-point operations it executes
   double bytes = 0;      // HBM bytes it reads and writes
   int64_t min_dim = 0;   // GEMM: the smallest of m, n, k (what its efficiency depends on)
+  int64_t launches = 1;  // kernel launches it takes (a for-loop optimizer: one per local tensor)
 };
 
 struct UnitKernels {
@@ -38,9 +39,15 @@ UnitKernels transformer_unit_kernels(const TransformerSpec& t, TransformerPart p
 // triangle plus the diagonal tiles (128 x 128), 0.5 x (1 + 128 / s), at most 1.
 double causal_attention_fraction(int64_t seq_len);
 
-// AdamW over this rank's shard (read parameter, gradient and both states, write parameter and
-// states) and gradient-norm clipping (one pass to take the norm, one to scale).
-std::vector<Kernel> optimizer_step_kernels(int64_t shard_params, int master_bytes, int64_t optimizer_bytes_per_param);
+// AdamW over this rank's shard of `local_tensors` parameters, as `implementation` runs it: fused,
+// one kernel reading parameter, gradient and both states and writing parameter and states;
+// foreach, torch.optim's seven passes over whole tensor lists (decay, exp_avg, exp_avg_sq,
+// sqrt, div, add eps, update: 80 bytes per fp32 parameter against the fused kernel's 28); for-loop,
+// the same passes launched once per tensor. And gradient-norm clipping (one pass to take the
+// norm, one to scale).
+std::vector<Kernel> optimizer_step_kernels(int64_t shard_params, int master_bytes, int64_t optimizer_bytes_per_param,
+                                           OptimizerImplementation implementation = OptimizerImplementation::Fused,
+                                           int64_t local_tensors = 1);
 std::vector<Kernel> grad_clip_kernels(int64_t shard_params, int master_bytes);
 
 }  // namespace shardline

@@ -874,7 +874,8 @@ class Scheduler {
     const bool with_temporary = s_.model.transformer && temporary > 0;
     if (with_temporary)
       memory_op(OpKind::Alloc, StreamId::Compute, MemoryKind::OptimizerTemporary, temporary, "optimizer temporary");
-    end_of_step_compute("optimizer_step", total_us(optimizer_step_compute(s_, shard_params)));
+    end_of_step_compute("optimizer_step",
+                        total_us(optimizer_step_compute(s_, shard_params, static_cast<int64_t>(p_.params.size()))));
     if (with_temporary)
       memory_op(OpKind::Free, StreamId::Compute, MemoryKind::OptimizerTemporary, temporary, "optimizer temporary");
     // zero_grad(set_to_none=True): the gradient shards go.
