@@ -113,7 +113,7 @@ class Model(nn.Module):
         return self.output(self.norm(x))
 
 
-def run_config(cfg, steps, warmup, trace_dir):
+def run_config(cfg, steps, warmup, trace_dir, optimizer="foreach"):
     name, layers, h, f, heads, kv_heads, vocab, seq, mbs, ckpt = cfg
     # FSDP modules hold reference cycles: the previous configuration's tensors stay allocated
     # until the cycle collector runs (seen: 3.6 and 7.2 GiB carried into the next one).
@@ -132,7 +132,8 @@ def run_config(cfg, steps, warmup, trace_dir):
         for p in model.parameters():
             p.normal_(0.0, 0.02) if p.dim() > 1 else p.fill_(1.0)
     params = sum(p.numel() for p in model.parameters())
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.1)
+    # torch.optim's default on CUDA tensors is foreach; fused is torchtitan's default.
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.1, **{optimizer: True})
     tokens = torch.randint(0, vocab, (mbs, seq + 1), device="cuda")
     inputs, labels = tokens[:, :-1].contiguous(), tokens[:, 1:].contiguous()
 
@@ -185,6 +186,7 @@ def run_config(cfg, steps, warmup, trace_dir):
     result = {
         "name": name, "layers": layers, "hidden": h, "ffn_hidden": f, "heads": heads, "kv_heads": kv_heads,
         "vocab": vocab, "seq_len": seq, "micro_batch_size": mbs, "checkpointing": ckpt, "params": params,
+        "optimizer": optimizer,
         "steps": steps, "warmup": warmup, "step_ms_median": step_ms, "step_ms_all": times,
         "tokens_per_s": mbs * seq / (step_ms / 1000.0),
         "max_memory_allocated": torch.cuda.max_memory_allocated(),
@@ -221,6 +223,8 @@ def main():
     ap.add_argument("--steps", type=int, default=10)
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--only", default="", help="comma-separated configuration names")
+    ap.add_argument("--optimizer", choices=["foreach", "fused"], default="foreach",
+                    help="torch.optim.AdamW's implementation (foreach: its default on CUDA; fused: torchtitan's)")
     args = ap.parse_args()
     os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
     os.environ.setdefault("MASTER_PORT", "29511")
@@ -238,7 +242,7 @@ def main():
                 continue
             t0 = time.time()
             try:
-                r = run_config(cfg, args.steps, args.warmup, args.trace if i == 0 else "")
+                r = run_config(cfg, args.steps, args.warmup, args.trace if i == 0 else "", args.optimizer)
             except torch.OutOfMemoryError as e:
                 r = {"name": cfg[0], "error": "out of memory: " + str(e).splitlines()[0]}
                 torch.cuda.empty_cache()

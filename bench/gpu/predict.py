@@ -29,8 +29,9 @@ def scenario_of(row, preset):
             "tied_embeddings": False, "loss": "fp32"}},
         "cluster": {"preset": preset, "nodes": 1, "gpus_per_node": 1},
         "mesh": {"shard": 1},
-        # torch.optim.AdamW with neither foreach nor fused given: foreach on CUDA tensors.
-        "policy": {"param_dtype": "bf16", "reduce_dtype": "fp32", "micro_batches": 1, "optimizer_implementation": "foreach"},
+        # The row's torch.optim.AdamW implementation (rows without one: foreach, its default).
+        "policy": {"param_dtype": "bf16", "reduce_dtype": "fp32", "micro_batches": 1,
+                   "optimizer_implementation": row.get("optimizer", "foreach")},
     }
 
 
