@@ -691,7 +691,7 @@ class Scheduler {
       // gradients are only synchronized on the last one: FSDP2's accumulated gradients, in the
       // reduce dtype, unsharded_grad_dtype).
       // The root's bucket spans units: FSDP2's gradients are per parameter, each made by the unit
-      // that computes it (root_grads_written_by).
+      // that computes it (allocate_root_grads).
       allocate_root_grads(i);
       for (int rb : rs_first_at_unit_[i]) {
         if (rs_[rb].root) continue;
@@ -732,8 +732,7 @@ class Scheduler {
       const TensorSlice& slice = p_.slice_lists[bucket.list.begin + k];
       const ParamInfo& param = p_.params[slice.param];
       const bool shared = tied_head && s_.model.units[param.unit].part == TransformerPart::Embedding &&
-                          param.name.size() >= kTokEmbeddings.size() &&
-                          param.name.compare(param.name.size() - kTokEmbeddings.size(), kTokEmbeddings.size(), kTokEmbeddings) == 0;
+                          std::string_view(param.name).ends_with(kTokEmbeddings);
       if (param.unit != i && !shared) continue;
       root_grad_slice_allocated_[k] = true;
       elems += slice.shard_numel;

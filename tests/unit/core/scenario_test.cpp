@@ -13,6 +13,7 @@
 #include "core/scenario_parse.h"
 #include "core/schedule.h"
 #include "core/units.h"
+#include "core_test_support.h"
 
 namespace shardline {
 namespace {
@@ -52,16 +53,7 @@ json llama(int64_t layers, int64_t hidden, int64_t ffn, int64_t heads, int64_t k
   return j;
 }
 
-template <typename Fn>
-void expect_input_error(Fn fn, const std::string& where, std::initializer_list<std::string> parts) {
-  try {
-    fn();
-    FAIL() << "expected InputError at " << where;
-  } catch (const InputError& e) {
-    EXPECT_EQ(e.where(), where) << e.what();
-    for (const auto& p : parts) EXPECT_THAT(std::string(e.what()), HasSubstr(p)) << "where " << where;
-  }
-}
+using coretest::expect_input_error;
 
 // Applies `set` (path=value overrides) to the tiny scenario and expects an InputError at `where`.
 void expect_bad(json j, const std::string& where, std::initializer_list<std::string> parts) {

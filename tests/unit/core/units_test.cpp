@@ -5,23 +5,14 @@
 #include "core/error.h"
 #include "core/suggest.h"
 #include "core/units.h"
+#include "core_test_support.h"
 
 namespace shardline {
 namespace {
 
 using ::testing::HasSubstr;
 
-// Runs `fn`, expects an InputError at `where` whose message contains every one of `parts`.
-template <typename Fn>
-void expect_input_error(Fn fn, const std::string& where, std::initializer_list<std::string> parts) {
-  try {
-    fn();
-    FAIL() << "expected InputError at " << where;
-  } catch (const InputError& e) {
-    EXPECT_EQ(e.where(), where) << e.what();
-    for (const auto& p : parts) EXPECT_THAT(std::string(e.what()), HasSubstr(p));
-  }
-}
+using coretest::expect_input_error;
 
 TEST(ParseBytes, BinaryAndDecimalUnits) {
   EXPECT_EQ(parse_bytes("25MiB", "x"), 25LL * 1024 * 1024);
