@@ -189,6 +189,10 @@ struct PolicySpec {
   // fused none; foreach one state-sized copy of the whole local shard (AdamW's sqrt(v)); for-loop
   // that of the largest local parameter. The transformer shorthand's optimizer op only.
   OptimizerImplementation optimizer_implementation = OptimizerImplementation::Fused;
+  // What the optimizer steps over: each original parameter (FSDP2's DTensors, FSDP1 with
+  // use_orig_params=True) or, false, one flat parameter per unit (FSDP1's FlatParameter, the only
+  // form before PyTorch 2.0). Sets the for-loop's launches and largest tensor.
+  bool use_orig_params = true;
   int micro_batches = 1;
   GradSync grad_sync = GradSync::Every;
   bool average_gradients = true;  // divide by world after reduction (else sum)

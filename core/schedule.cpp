@@ -6,6 +6,7 @@
 #include <array>
 #include <cassert>
 #include <cstdio>
+#include <map>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -857,10 +858,20 @@ class Scheduler {
     // here: backward always reshards; so every allocation is matched by now.
     // Transformer shorthand: gradient clipping, then the optimizer step over this rank's shard,
     // on the compute stream once every gradient is reduced.
+    // The tensors the optimizer steps over: each parameter's shard, or with use_orig_params
+    // false each unit's flat shard (FSDP1's FlatParameter holds a unit's parameters).
     int64_t shard_params = 0, largest_shard = 0;
+    std::map<int, int64_t> flat_shard;
     for (const ParamInfo& param : p_.params) {
       shard_params += param.shard_numel;
       largest_shard = std::max(largest_shard, param.shard_numel);
+      flat_shard[param.unit] += param.shard_numel;
+    }
+    int64_t optimizer_tensors = static_cast<int64_t>(p_.params.size());
+    if (!s_.policy.use_orig_params) {
+      optimizer_tensors = static_cast<int64_t>(flat_shard.size());
+      largest_shard = 0;
+      for (const auto& [unit, numel] : flat_shard) largest_shard = std::max(largest_shard, numel);
     }
     end_of_step_compute("clip_grad_norm", total_us(grad_clip_compute(s_, shard_params)));
     // What the optimizer step allocates beside its states: torch.optim's foreach AdamW computes
@@ -874,7 +885,7 @@ class Scheduler {
     if (with_temporary)
       memory_op(OpKind::Alloc, StreamId::Compute, MemoryKind::OptimizerTemporary, temporary, "optimizer temporary");
     end_of_step_compute("optimizer_step",
-                        total_us(optimizer_step_compute(s_, shard_params, static_cast<int64_t>(p_.params.size()))));
+                        total_us(optimizer_step_compute(s_, shard_params, optimizer_tensors)));
     if (with_temporary)
       memory_op(OpKind::Free, StreamId::Compute, MemoryKind::OptimizerTemporary, temporary, "optimizer temporary");
     // zero_grad(set_to_none=True): the gradient shards go.

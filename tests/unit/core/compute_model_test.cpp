@@ -3,6 +3,8 @@
 // scheduler emits, the transient memory around compute, and the workload / reserve facts the
 // throughput and memory metrics use.
 #include <algorithm>
+#include <map>
+#include <tuple>
 #include <numeric>
 
 #include <gtest/gtest.h>
@@ -262,6 +264,42 @@ TEST(Schedule, TheOptimizerTemporaryFollowsItsImplementation) {
   EXPECT_EQ(temporary("fused"), -1);  // none: the default, torchtitan's
   j["policy"] = {{"optimizer_implementation", "for-loop"}};
   coretest::expect_input_error([&] { parse(j); }, "policy.optimizer_implementation", {"\"for_loop\""});
+}
+
+// FSDP1 without use_orig_params steps over one flat parameter per unit: the for-loop's largest
+// tensor is the largest unit's shard, and it launches 7 kernels per unit instead of per parameter.
+TEST(Schedule, WithoutOrigParamsTheForLoopStepsOverOneFlatShardPerUnit) {
+  json j = scenario_json();
+  auto optimizer = [&](bool orig) {
+    j["policy"] = {{"optimizer_implementation", "for_loop"}, {"use_orig_params", orig}};
+    const Scenario s = parse(j);
+    const Program p = schedule(s);
+    int64_t temporary = -1;
+    double step_us = -1;
+    for (const Op& op : p.ops) {
+      if (op.kind == OpKind::Alloc && op.memory == MemoryKind::OptimizerTemporary) temporary = op.bytes();
+      if (op.kind == OpKind::Compute && p.name(op).rfind("optimizer_step", 0) == 0) step_us = op.compute_us();
+    }
+    return std::make_tuple(temporary, step_us, s.cluster.gpu.kernel_launch_us, p);
+  };
+  const auto [orig_bytes, orig_us, launch_us, p] = optimizer(true);
+  const auto [flat_bytes, flat_us, launch_us2, q] = optimizer(false);
+  std::map<int, int64_t> flat;
+  int64_t largest = 0;
+  for (const ParamInfo& param : p.params) {
+    flat[param.unit] += param.shard_numel;
+    largest = std::max(largest, param.shard_numel);
+  }
+  int64_t largest_flat = 0;
+  for (const auto& [unit, numel] : flat) largest_flat = std::max(largest_flat, numel);
+  ASSERT_GT(largest_flat, largest);
+  EXPECT_EQ(orig_bytes, largest * 4);
+  EXPECT_EQ(flat_bytes, largest_flat * 4);
+  ASSERT_GT(launch_us, 0);
+  const double fewer_launches = 7.0 * static_cast<double>(p.params.size() - flat.size());
+  EXPECT_NEAR(orig_us - flat_us, fewer_launches * launch_us, 1e-6 * orig_us);
+  j["policy"] = {{"use_orig_params", "no"}};
+  coretest::expect_input_error([&] { parse(j); }, "policy.use_orig_params", {});
 }
 
 TEST(Schedule, ATransformerStepEndsWithClippingThenTheOptimizerStepOnTheComputeStream) {
