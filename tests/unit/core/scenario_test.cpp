@@ -401,7 +401,18 @@ TEST(Cluster, PresetsCarryRealNumbers) {
     j["mesh"] = {{"shard", preset["nodes"].get<int>() * preset["gpus_per_node"].get<int>()}};
     EXPECT_NO_THROW(parse_scenario(j)) << name;
   }
-  EXPECT_EQ(cluster_preset_names().size(), 6u);
+  EXPECT_EQ(cluster_preset_names().size(), 7u);
+  // The H200 is the H100's chip with more, faster HBM: the same fitted compute-model numbers.
+  j["cluster"] = {{"preset", "h200-sxm-hgx"}};
+  j["mesh"] = {{"shard", 8}};
+  const Scenario h200 = parse_scenario(j);
+  j["cluster"] = {{"preset", "h100-sxm-dgx"}};
+  const Scenario h100 = parse_scenario(j);
+  EXPECT_EQ(h200.cluster.gpu.memory_bytes, 143771LL << 20);
+  EXPECT_DOUBLE_EQ(h200.cluster.gpu.hbm_bandwidth_bytes_per_s, 4.8e12);
+  EXPECT_DOUBLE_EQ(h200.cluster.gpu.gemm_efficiency, h100.cluster.gpu.gemm_efficiency);
+  EXPECT_DOUBLE_EQ(h200.cluster.gpu.memory_efficiency, h100.cluster.gpu.memory_efficiency);
+  EXPECT_DOUBLE_EQ(h200.cluster.intra_node.bandwidth_bytes_per_s, h100.cluster.intra_node.bandwidth_bytes_per_s);
   // The RoCE presets are the DGX A100 nodes with flat-ring collectives (bench/published/README.md).
   for (const char* name : {"a100-80gb-roce", "a100-40gb-roce"}) {
     const json roce = cluster_preset_json(name, "test");
