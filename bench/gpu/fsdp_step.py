@@ -40,6 +40,10 @@ CONFIGS = [
     ("llama3-8b-shape-8-layers-full", 8, 4096, 14336, 32, 8, 128256, 4096, 1, "full"),
     ("llama3-8b-shape-10-layers-full", 10, 4096, 14336, 32, 8, 128256, 4096, 1, "full"),
     ("llama3-8b-shape-12-layers-full", 12, 4096, 14336, 32, 8, 128256, 4096, 1, "full"),
+    # More than an 80 GB GPU holds (first run on an H200 141GB): an out-of-memory error is recorded
+    # for them on a smaller GPU.
+    ("llama3-8b-shape-16-layers-full", 16, 4096, 14336, 32, 8, 128256, 4096, 1, "full"),
+    ("llama3-8b-shape-20-layers-full", 20, 4096, 14336, 32, 8, 128256, 4096, 1, "full"),
 ]
 
 

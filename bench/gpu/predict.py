@@ -6,9 +6,14 @@ the row's shape, RMSNorm, RoPE, SwiGLU, untied head, fp32 loss, the root group; 
 on one GPU, mesh shard 1; bf16 parameters, fp32 reduction, AdamW), is simulated, and printed as
 predicted vs measured step time, tokens/s, peak allocated and peak reserved memory.
 
-  bench/gpu/predict.py bench/gpu/h100_results.jsonl [--binary build/release/cli/shardline]
+  bench/gpu/predict.py bench/gpu/h100_results.jsonl [--binary build/release/cli/shardline] [--preset P]
+
+--before predicts fsdp_step.py's CONFIGS without a measurement (read from that file, so no PyTorch
+is needed here), to print and save (--save FILE, JSON lines) the predictions before a run:
+  bench/gpu/predict.py --before --optimizer fused --preset h200-sxm-hgx --save predicted.jsonl
 """
 import argparse
+import ast
 import json
 import os
 import subprocess
@@ -49,12 +54,57 @@ def simulate(binary, scenario):
         os.unlink(path)
 
 
+CONFIG_FIELDS = ("name", "layers", "hidden", "ffn_hidden", "heads", "kv_heads", "vocab", "seq_len", "micro_batch_size",
+                 "checkpointing")
+
+
+def configs():
+    """fsdp_step.py's CONFIGS, read from its source (it imports PyTorch)."""
+    tree = ast.parse(open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "fsdp_step.py")).read())
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "CONFIGS" for t in node.targets):
+            return [dict(zip(CONFIG_FIELDS, c)) for c in ast.literal_eval(node.value)]
+    raise SystemExit("no CONFIGS in fsdp_step.py")
+
+
+def predict_before(args):
+    print(f"predicted before measuring, preset {args.preset}, optimizer {args.optimizer}")
+    print(f"{'configuration':<32} {'step (ms)':>10} {'tokens/s':>9} {'allocated GiB':>14} {'reserved GiB':>13} {'needed GiB':>11}")
+    saved = []
+    for cfg in configs():
+        m = simulate(args.binary, scenario_of(dict(cfg, optimizer=args.optimizer), args.preset))
+        if "error" in m:
+            print(f"{cfg['name']:<32} simulate failed: {m['error']}")
+            continue
+        row = {"name": cfg["name"], "preset": args.preset, "optimizer": args.optimizer,
+               "step_ms": m["step_time_us"] / 1000.0, "tokens_per_s": m["throughput"]["tokens_per_s"],
+               "peak_memory_bytes": m["peak_memory_bytes"], "peak_reserved_bytes": m["peak_reserved_bytes"],
+               "min_reserved_bytes": m["min_reserved_bytes"], "fits": m["fits_memory"],
+               "allocator_cache_flushes": m["allocator_cache_flushes"]}
+        saved.append(row)
+        print(f"{cfg['name']:<32} {row['step_ms']:10.1f} {row['tokens_per_s']:9.0f} {row['peak_memory_bytes'] / GiB:14.1f} "
+              f"{row['peak_reserved_bytes'] / GiB:13.1f} {row['min_reserved_bytes'] / GiB:11.1f}"
+              + ("" if row["fits"] else "  does not fit") + ("  (flushes)" if row["allocator_cache_flushes"] else ""))
+    if args.save:
+        with open(args.save, "w") as f:
+            for row in saved:
+                f.write(json.dumps(row) + "\n")
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("results")
+    ap.add_argument("results", nargs="?")
     ap.add_argument("--binary", default=os.path.join(ROOT, "build/release/cli/shardline"))
     ap.add_argument("--preset", default="h100-sxm-dgx")
+    ap.add_argument("--before", action="store_true", help="predict fsdp_step.py's CONFIGS before measuring them")
+    ap.add_argument("--optimizer", choices=["foreach", "fused"], default="foreach", help="with --before")
+    ap.add_argument("--save", default="", help="with --before: write the predictions here (JSON lines)")
     args = ap.parse_args()
+    if args.before:
+        return predict_before(args)
+    if not args.results:
+        ap.error("a results file, or --before")
     rows = [json.loads(line) for line in open(args.results) if line.strip()]
     env = rows[0].get("environment", {})
     print(f"measured on {env.get('gpu')}, PyTorch {env.get('torch')}, CUDA {env.get('cuda')}, NCCL {env.get('nccl')}")
