@@ -3,8 +3,11 @@
 #include <algorithm>
 #include <cassert>
 #include <cstring>
+#include <map>
 #include <set>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "core/error.h"
 #include "exec/payload.h"
@@ -386,6 +389,53 @@ std::vector<CopySpan> resolve(const Plan& plan, const std::vector<SymSpan>& span
   return out;
 }
 
+// fn(begin, end) over [0, n) in contiguous chunks, on up to the machine's hardware threads (one
+// per 4 Mi elements at least, so small buffers stay on this thread). The initial values are a
+// pure function of their position, and a large model's buffers are billions of elements.
+template <class Fn>
+void parallel_chunks(int64_t n, Fn fn) {
+  constexpr int64_t kMinChunk = int64_t{1} << 22;
+  const int64_t hardware = std::max<int64_t>(1, std::thread::hardware_concurrency());
+  const int64_t threads = std::clamp<int64_t>(n / kMinChunk, 1, hardware);
+  if (threads == 1) {
+    fn(int64_t{0}, n);
+    return;
+  }
+  std::vector<std::thread> pool;
+  pool.reserve(static_cast<size_t>(threads - 1));
+  const int64_t chunk = (n + threads - 1) / threads;
+  for (int64_t t = 1; t < threads; ++t)
+    pool.emplace_back([&fn, t, chunk, n] { fn(std::min(n, t * chunk), std::min(n, (t + 1) * chunk)); });
+  fn(int64_t{0}, std::min(n, chunk));
+  for (auto& th : pool) th.join();
+}
+
+// At least `bytes` of copies of one encoded value of `width` bytes; a buffer grows (doubling
+// copies) only past its largest earlier size, so equal-sized op buffers are filled once.
+class RepeatedValue {
+ public:
+  RepeatedValue(int width, double value) : width_(width) {
+    host_.resize(static_cast<size_t>(width));
+    encode_value(host_.data(), width, value);
+  }
+  const unsigned char* at_least(int64_t bytes) {
+    int64_t filled = static_cast<int64_t>(host_.size());
+    if (filled >= bytes) return host_.data();
+    host_.resize(static_cast<size_t>(std::max(bytes, 2 * filled)));
+    const int64_t size = static_cast<int64_t>(host_.size());
+    while (filled < size) {
+      const int64_t n = std::min(filled, size - filled) / width_ * width_;
+      std::memcpy(host_.data() + filled, host_.data(), static_cast<size_t>(n));
+      filled += n;
+    }
+    return host_.data();
+  }
+
+ private:
+  int width_;
+  std::vector<unsigned char> host_;
+};
+
 }  // namespace
 
 void allocate_plan(Plan& plan, Backend& backend) {
@@ -398,22 +448,23 @@ void allocate_plan(Plan& plan, Backend& backend) {
       const int64_t n = s.blocks * E;
       if (n == 0) continue;
       host.resize(n * s.width);
-      for (int j = 0; j < s.blocks; ++j) {
-        for (int64_t e = 0; e < E; ++e) {
-          const double v = initial_value(plan, s, rank, static_cast<int>(p), j, e);
-          encode_value(host.data() + (j * E + e) * s.width, s.width, v);
+      parallel_chunks(n, [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i) {
+          const double v = initial_value(plan, s, rank, static_cast<int>(p), static_cast<int>(i / E), i % E);
+          encode_value(host.data() + i * s.width, s.width, v);
         }
-      }
+      });
       backend.upload(static_cast<unsigned char*>(s.data) + s.offset[p] * s.width, host.data(), n * s.width);
     }
   }
+  host = {};
+  std::map<int, RepeatedValue> unwritten;  // by element width
   for (auto& o : plan.ops) {
     for (auto [bytes, buf] : {std::pair{o.in_bytes, &o.in_buf}, std::pair{o.out_bytes, &o.out_buf}}) {
       if (bytes == 0) continue;
       *buf = backend.allocate(bytes + o.width);
-      host.resize(bytes);
-      for (int64_t e = 0; e < bytes / o.width; ++e) encode_value(host.data() + e * o.width, o.width, kUnwrittenValue);
-      backend.upload(*buf, host.data(), bytes);
+      auto it = unwritten.try_emplace(o.width, o.width, kUnwrittenValue).first;
+      backend.upload(*buf, it->second.at_least(bytes), bytes);
     }
   }
   for (size_t i = 0; i < plan.ops.size(); ++i) {
