@@ -173,6 +173,8 @@ enum class GradSync { Every, Last };
 
 enum class OptimizerImplementation { Fused, Foreach, ForLoop };
 
+enum class OptimizerParams { DTensor, Fsdp1OrigParams, Fsdp1FlatParams };
+
 struct PolicySpec {
   bool comm_fusion = true;
   bool zero_copy = false;
@@ -189,10 +191,12 @@ struct PolicySpec {
   // fused none; foreach one state-sized copy of the whole local shard (AdamW's sqrt(v)); for-loop
   // that of the largest local parameter. The transformer shorthand's optimizer op only.
   OptimizerImplementation optimizer_implementation = OptimizerImplementation::Fused;
-  // What the optimizer steps over: each original parameter (FSDP2's DTensors, FSDP1 with
-  // use_orig_params=True) or, false, one flat parameter per unit (FSDP1's FlatParameter, the only
-  // form before PyTorch 2.0). Sets the for-loop's launches and largest tensor.
-  bool use_orig_params = true;
+  // What the optimizer steps over, which sets the for-loop's launches and its largest tensor:
+  // FSDP2's per-parameter DTensors (each parameter's dim-0 shard), FSDP1's original-parameter
+  // views with use_orig_params=True (the parameters that overlap this rank's chunk of each flat
+  // parameter), or FSDP1's FlatParameters (one per parameter group, the only form before
+  // PyTorch 2.0).
+  OptimizerParams optimizer_params = OptimizerParams::DTensor;
   int micro_batches = 1;
   GradSync grad_sync = GradSync::Every;
   bool average_gradients = true;  // divide by world after reduction (else sum)

@@ -72,7 +72,7 @@ constexpr const char* kSchema = R"json({
     "comm_fusion": "bool", "zero_copy": "bool", "bucket_bytes": "size|unit", "reshard_after_forward": "bool|int",
     "forward_prefetch": "int", "backward_prefetch": "int", "param_dtype": "dtype", "reduce_dtype": "dtype",
     "master_dtype": "dtype", "optimizer_bytes_per_param": "size", "optimizer_implementation": "fused|foreach|for_loop",
-    "use_orig_params": "bool", "micro_batches": "int",
+    "optimizer_params": "dtensor|fsdp1_orig_params|fsdp1_flat_params", "micro_batches": "int",
     "grad_sync": "every|last", "average_gradients": "bool"
   },
   "run": {"iterations": "int", "warmup": "int", "memory_margin": "number"},
@@ -771,7 +771,13 @@ PolicySpec parse_policy(const json& j, const json& sch, const MeshSpec& mesh, si
          {"for_loop", OptimizerImplementation::ForLoop}},
         {{"for-loop", "torchtitan's and torch.optim's for-loop implementation is \"for_loop\""}});
   }
-  if (const json* v = o.opt("use_orig_params")) p.use_orig_params = as_bool(*v, o.at("use_orig_params"));
+  if (const json* v = o.opt("optimizer_params")) {
+    p.optimizer_params = as_choice<OptimizerParams>(
+        *v, o.at("optimizer_params"),
+        {{"dtensor", OptimizerParams::DTensor},
+         {"fsdp1_orig_params", OptimizerParams::Fsdp1OrigParams},
+         {"fsdp1_flat_params", OptimizerParams::Fsdp1FlatParams}});
+  }
   if (const json* v = o.opt("micro_batches")) p.micro_batches = as_int(*v, o.at("micro_batches"), 1);
   if (const json* v = o.opt("grad_sync")) {
     const std::string s = as_string(*v, o.at("grad_sync"));

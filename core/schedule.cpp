@@ -7,6 +7,7 @@
 #include <cassert>
 #include <cstdio>
 #include <map>
+#include <numeric>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -37,6 +38,61 @@ struct Bucket {
 // The FSDP root forms one parameter group of all root units when every unit is its own bucket;
 // byte buckets (ZeRO-3 / DDP style) have no root: each unit is packed in order like the others.
 bool root_grouped(const UnitSpec& u, int64_t bucket_bytes) { return u.root && bucket_bytes == 0; }
+
+// What the optimizer's for-loop steps over on the busiest rank of a shard group: how many local
+// tensors (its launches per pass) and the largest one's elements (its temporary).
+struct OptimizerTensors {
+  int64_t count = 0;
+  int64_t largest_numel = 0;
+};
+
+// FSDP2 (dtensor): every parameter's dim-0 shard. FSDP1 flattens each parameter group (a unit,
+// or the root group) into one FlatParameter padded to the shard count and gives rank r the
+// chunk [r C, (r + 1) C), C = ceil(total / shard): fsdp1_flat_params steps over those chunks;
+// fsdp1_orig_params over the views of the parameters that overlap the rank's chunk (the others
+// have no local elements and no gradient), counted per rank and taken at the busiest.
+OptimizerTensors optimizer_tensors(const Scenario& s, const Program& p) {
+  OptimizerTensors out;
+  if (s.policy.optimizer_params == OptimizerParams::DTensor) {
+    out.count = static_cast<int64_t>(p.params.size());
+    for (const ParamInfo& param : p.params) out.largest_numel = std::max(out.largest_numel, param.shard_numel);
+    return out;
+  }
+  // Parameter groups in the Program's parameter order: a unit's own, the root units' together.
+  std::map<int, std::vector<int64_t>> groups;
+  for (const ParamInfo& param : p.params) {
+    const int group = root_grouped(s.model.units[param.unit], s.policy.bucket_bytes) ? -1 : param.unit;
+    groups[group].push_back(param.numel);
+  }
+  const int64_t shards = s.mesh.shard;
+  if (s.policy.optimizer_params == OptimizerParams::Fsdp1FlatParams) {
+    for (const auto& [group, sizes] : groups) {
+      const int64_t total = std::accumulate(sizes.begin(), sizes.end(), int64_t{0});
+      out.largest_numel = std::max(out.largest_numel, ceil_div(total, shards));
+    }
+    out.count = static_cast<int64_t>(groups.size());
+    return out;
+  }
+  // Views per rank: a parameter at [a, b) of its group's flat parameter overlaps the chunks
+  // a / C .. (b - 1) / C (a difference array over ranks, summed over groups).
+  std::vector<int64_t> per_rank(static_cast<size_t>(shards) + 1, 0);
+  for (const auto& [group, sizes] : groups) {
+    const int64_t chunk = ceil_div(std::accumulate(sizes.begin(), sizes.end(), int64_t{0}), shards);
+    int64_t a = 0;
+    for (const int64_t n : sizes) {
+      if (n == 0) continue;
+      const int64_t b = a + n, first = a / chunk, last = (b - 1) / chunk;
+      per_rank[static_cast<size_t>(first)] += 1;
+      per_rank[static_cast<size_t>(last) + 1] -= 1;
+      const int64_t head = std::min(b, (first + 1) * chunk) - a, tail = b - last * chunk;
+      out.largest_numel = std::max({out.largest_numel, head, tail, last - first >= 2 ? chunk : int64_t{0}});
+      a = b;
+    }
+  }
+  int64_t running = 0;
+  for (int64_t r = 0; r < shards; ++r) out.count = std::max(out.count, running += per_rank[static_cast<size_t>(r)]);
+  return out;
+}
 
 // Shard-local element capacity of one bucket for `unit` (INT64_MAX: the whole unit).
 int64_t bucket_capacity(const UnitSpec& u, int64_t bucket_bytes, int64_t bytes_per_shard_elem) {
@@ -352,6 +408,12 @@ class Scheduler {
                        "byte buckets (ZeRO-3 style) with model.transformer.tied_embeddings are not modelled: the head "
                        "would compute with an embedding weight no bucket gathers for it; use one bucket per unit "
                        "(bucket_bytes 0: the embedding and the head share one group) or untied embeddings");
+    }
+    if (s_.policy.optimizer_params != OptimizerParams::DTensor && s_.policy.bucket_bytes > 0) {
+      throw InputError("policy.optimizer_params",
+                       "FSDP1's flat parameters are one per parameter group (bucket_bytes 0: one bucket per unit); "
+                       "byte buckets (ZeRO-3 style) flatten differently and are not modelled: use \"dtensor\" or "
+                       "bucket_bytes 0");
     }
     unit_us_ = unit_compute_us(s_);
     check_compute_times();
@@ -858,34 +920,22 @@ class Scheduler {
     // here: backward always reshards; so every allocation is matched by now.
     // Transformer shorthand: gradient clipping, then the optimizer step over this rank's shard,
     // on the compute stream once every gradient is reduced.
-    // The tensors the optimizer steps over: each parameter's shard, or with use_orig_params
-    // false each unit's flat shard (FSDP1's FlatParameter holds a unit's parameters).
-    int64_t shard_params = 0, largest_shard = 0;
-    std::map<int, int64_t> flat_shard;
-    for (const ParamInfo& param : p_.params) {
-      shard_params += param.shard_numel;
-      largest_shard = std::max(largest_shard, param.shard_numel);
-      flat_shard[param.unit] += param.shard_numel;
-    }
-    int64_t optimizer_tensors = static_cast<int64_t>(p_.params.size());
-    if (!s_.policy.use_orig_params) {
-      optimizer_tensors = static_cast<int64_t>(flat_shard.size());
-      largest_shard = 0;
-      for (const auto& [unit, numel] : flat_shard) largest_shard = std::max(largest_shard, numel);
-    }
+    int64_t shard_params = 0;
+    for (const ParamInfo& param : p_.params) shard_params += param.shard_numel;
+    const OptimizerTensors tensors = optimizer_tensors(s_, p_);
     end_of_step_compute("clip_grad_norm", total_us(grad_clip_compute(s_, shard_params)));
     // What the optimizer step allocates beside its states: torch.optim's foreach AdamW computes
     // sqrt(v) for every local parameter at once (one state-sized copy of the shard), the
     // for-loop one parameter at a time, the fused kernel nothing.
     int64_t temporary = 0;
     if (s_.policy.optimizer_implementation == OptimizerImplementation::Foreach) temporary = shard_params;
-    if (s_.policy.optimizer_implementation == OptimizerImplementation::ForLoop) temporary = largest_shard;
+    if (s_.policy.optimizer_implementation == OptimizerImplementation::ForLoop) temporary = tensors.largest_numel;
     temporary *= dtype_bytes(p_.master_dtype);
     const bool with_temporary = s_.model.transformer && temporary > 0;
     if (with_temporary)
       memory_op(OpKind::Alloc, StreamId::Compute, MemoryKind::OptimizerTemporary, temporary, "optimizer temporary");
     end_of_step_compute("optimizer_step",
-                        total_us(optimizer_step_compute(s_, shard_params, optimizer_tensors)));
+                        total_us(optimizer_step_compute(s_, shard_params, tensors.count)));
     if (with_temporary)
       memory_op(OpKind::Free, StreamId::Compute, MemoryKind::OptimizerTemporary, temporary, "optimizer temporary");
     // zero_grad(set_to_none=True): the gradient shards go.

@@ -63,7 +63,11 @@ def configs():
     tree = ast.parse(open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "fsdp_step.py")).read())
     for node in tree.body:
         if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "CONFIGS" for t in node.targets):
-            return [dict(zip(CONFIG_FIELDS, c)) for c in ast.literal_eval(node.value)]
+            rows = ast.literal_eval(node.value)
+            for c in rows:
+                if len(c) != len(CONFIG_FIELDS):
+                    raise SystemExit(f"fsdp_step.py CONFIGS entry {c!r}: expected {len(CONFIG_FIELDS)} fields ({', '.join(CONFIG_FIELDS)})")
+            return [dict(zip(CONFIG_FIELDS, c)) for c in rows]
     raise SystemExit("no CONFIGS in fsdp_step.py")
 
 
@@ -102,6 +106,8 @@ def main():
     ap.add_argument("--save", default="", help="with --before: write the predictions here (JSON lines)")
     args = ap.parse_args()
     if args.before:
+        if args.results:
+            ap.error("--before predicts without a measurement: give no results file")
         return predict_before(args)
     if not args.results:
         ap.error("a results file, or --before")

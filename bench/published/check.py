@@ -36,15 +36,15 @@ GATED = ("median", "p90")
 # whose flat-ring collectives the fit rows preferred to the DGX presets' rail-hierarchical ones.
 PRESETS = {"h100_80gb": "h100-sxm-dgx", "a100_80gb": "a100-80gb-roce", "a100_40gb": "a100-40gb-roce"}
 
-# What each table's optimizer stepped over (policy.use_orig_params). The A100 tables are in
+# What each table's optimizer stepped over (policy.optimizer_params). The A100 tables are in
 # llm-foundry's first commit of the file (5f43bf160, 2023-05-03), when setup.py pinned
 # torch==1.13.1 and submit_benchmarks.py's default image was mosaicml/pytorch:1.13.1_cu117: FSDP
 # in PyTorch 1.13 has no use_orig_params, so DecoupledAdamW stepped over one FlatParameter per
 # FSDP unit. The H100 table came with b2a43a147 (2023-10-19), whose sweep.sh runs the
 # mosaicml/pytorch:2.1.0_cu121 image, and Composer on PyTorch 2 sets use_orig_params=True
 # unless the config says otherwise (composer/trainer/dist_strategy.py since 21e90ac03,
-# 2023-04-18); the yamls do not: one tensor per original parameter.
-USE_ORIG_PARAMS = {"h100_80gb": True, "a100_80gb": False, "a100_40gb": False}
+# 2023-04-18); the yamls do not: views of the original parameters in each rank's flat chunk.
+OPTIMIZER_PARAMS = {"h100_80gb": "fsdp1_orig_params", "a100_80gb": "fsdp1_flat_params", "a100_40gb": "fsdp1_flat_params"}
 
 
 def scenario_of(row, models):
@@ -84,7 +84,7 @@ def scenario_of(row, models):
             # The yamls' optimizer decoupled_adamw is Composer's DecoupledAdamW, which updates one
             # parameter at a time (composer/optim/decoupled_weight_decay.py).
             "optimizer_implementation": "for_loop",
-            "use_orig_params": USE_ORIG_PARAMS[row["gpu"]],
+            "optimizer_params": OPTIMIZER_PARAMS[row["gpu"]],
         },
         # They ran: judged against the whole GPU, no extra margin.
         "run": {"memory_margin": 0},

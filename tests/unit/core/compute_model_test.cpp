@@ -4,7 +4,6 @@
 // throughput and memory metrics use.
 #include <algorithm>
 #include <map>
-#include <tuple>
 #include <numeric>
 
 #include <gtest/gtest.h>
@@ -266,40 +265,74 @@ TEST(Schedule, TheOptimizerTemporaryFollowsItsImplementation) {
   coretest::expect_input_error([&] { parse(j); }, "policy.optimizer_implementation", {"\"for_loop\""});
 }
 
-// FSDP1 without use_orig_params steps over one flat parameter per unit: the for-loop's largest
-// tensor is the largest unit's shard, and it launches 7 kernels per unit instead of per parameter.
-TEST(Schedule, WithoutOrigParamsTheForLoopStepsOverOneFlatShardPerUnit) {
+// What the for-loop optimizer steps over (policy.optimizer_params), by the definition: FSDP1
+// flattens each parameter group (a block; the root's embedding, final norm and head together)
+// into one tensor padded to the shard count, and rank r owns [r C, (r + 1) C). The flat form
+// steps over one chunk per group; the original-parameter views over each parameter that
+// overlaps the rank's chunk, counted at the busiest rank; FSDP2 over every parameter's shard.
+TEST(Schedule, TheForLoopStepsOverWhatTheFsdpVersionGivesTheOptimizer) {
   json j = scenario_json();
-  auto optimizer = [&](bool orig) {
-    j["policy"] = {{"optimizer_implementation", "for_loop"}, {"use_orig_params", orig}};
-    const Scenario s = parse(j);
-    const Program p = schedule(s);
-    int64_t temporary = -1;
+  struct Seen {
+    int64_t temporary_bytes = -1;
     double step_us = -1;
-    for (const Op& op : p.ops) {
-      if (op.kind == OpKind::Alloc && op.memory == MemoryKind::OptimizerTemporary) temporary = op.bytes();
-      if (op.kind == OpKind::Compute && p.name(op).rfind("optimizer_step", 0) == 0) step_us = op.compute_us();
-    }
-    return std::make_tuple(temporary, step_us, s.cluster.gpu.kernel_launch_us, p);
   };
-  const auto [orig_bytes, orig_us, launch_us, p] = optimizer(true);
-  const auto [flat_bytes, flat_us, launch_us2, q] = optimizer(false);
-  std::map<int, int64_t> flat;
-  int64_t largest = 0;
+  auto run = [&](const char* params) {
+    j["policy"] = {{"optimizer_implementation", "for_loop"}, {"optimizer_params", params}};
+    const Program p = schedule(parse(j));
+    Seen seen;
+    for (const Op& op : p.ops) {
+      if (op.kind == OpKind::Alloc && op.memory == MemoryKind::OptimizerTemporary) seen.temporary_bytes = op.bytes();
+      if (op.kind == OpKind::Compute && p.name(op).rfind("optimizer_step", 0) == 0) seen.step_us = op.compute_us();
+    }
+    return std::make_pair(seen, p);
+  };
+  const auto [dtensor, p] = run("dtensor");
+  const auto [flat, p_flat] = run("fsdp1_flat_params");
+  const auto [views, p_views] = run("fsdp1_orig_params");
+  const Scenario sc = parse(j);
+  const int64_t shards = sc.mesh.shard;
+  // The groups by the definition: blocks one each, the root units (embedding, norm + head) one.
+  std::map<int, std::vector<int64_t>> groups;
+  int64_t largest_shard = 0;
   for (const ParamInfo& param : p.params) {
-    flat[param.unit] += param.shard_numel;
-    largest = std::max(largest, param.shard_numel);
+    groups[sc.model.units[param.unit].root ? -1 : param.unit].push_back(param.numel);
+    largest_shard = std::max(largest_shard, param.shard_numel);
   }
-  int64_t largest_flat = 0;
-  for (const auto& [unit, numel] : flat) largest_flat = std::max(largest_flat, numel);
-  ASSERT_GT(largest_flat, largest);
-  EXPECT_EQ(orig_bytes, largest * 4);
-  EXPECT_EQ(flat_bytes, largest_flat * 4);
-  ASSERT_GT(launch_us, 0);
-  const double fewer_launches = 7.0 * static_cast<double>(p.params.size() - flat.size());
-  EXPECT_NEAR(orig_us - flat_us, fewer_launches * launch_us, 1e-6 * orig_us);
-  j["policy"] = {{"use_orig_params", "no"}};
-  coretest::expect_input_error([&] { parse(j); }, "policy.use_orig_params", {});
+  ASSERT_EQ(groups.size(), 3u);  // two blocks and the root group
+  int64_t largest_chunk = 0, busiest = 0, largest_view = 0;
+  std::vector<int64_t> views_of_rank(static_cast<size_t>(shards), 0);
+  for (const auto& [group, sizes] : groups) {
+    const int64_t total = std::accumulate(sizes.begin(), sizes.end(), int64_t{0});
+    const int64_t chunk = (total + shards - 1) / shards;
+    largest_chunk = std::max(largest_chunk, chunk);
+    for (int64_t r = 0; r < shards; ++r) {
+      int64_t a = 0;
+      for (const int64_t n : sizes) {
+        const int64_t overlap = std::min(a + n, (r + 1) * chunk) - std::max(a, r * chunk);
+        if (overlap > 0) {
+          ++views_of_rank[static_cast<size_t>(r)];
+          largest_view = std::max(largest_view, overlap);
+        }
+        a += n;
+      }
+    }
+  }
+  for (const int64_t v : views_of_rank) busiest = std::max(busiest, v);
+  EXPECT_EQ(dtensor.temporary_bytes, largest_shard * 4);
+  EXPECT_EQ(flat.temporary_bytes, largest_chunk * 4);
+  EXPECT_EQ(views.temporary_bytes, largest_view * 4);
+  EXPECT_GT(largest_view, largest_shard);  // a whole embedding chunk, not an eighth of one tensor
+  // Seven passes, each launched once per local tensor; everything else is the same.
+  const double launch_us = sc.cluster.gpu.kernel_launch_us;
+  const auto params = static_cast<double>(p.params.size());
+  EXPECT_NEAR(dtensor.step_us - flat.step_us, 7 * launch_us * (params - 3), 1e-9 * dtensor.step_us);
+  EXPECT_NEAR(dtensor.step_us - views.step_us, 7 * launch_us * (params - static_cast<double>(busiest)), 1e-9 * dtensor.step_us);
+  EXPECT_LT(busiest, static_cast<int64_t>(p.params.size()));
+  // FSDP1's flattening is per parameter group: byte buckets are refused, naming the key.
+  j["policy"] = {{"optimizer_params", "fsdp1_flat_params"}, {"bucket_bytes", "8MiB"}};
+  coretest::expect_input_error([&] { schedule(parse(j)); }, "policy.optimizer_params", {"bucket_bytes 0"});
+  j["policy"] = {{"optimizer_params", "flat"}};
+  coretest::expect_input_error([&] { parse(j); }, "policy.optimizer_params", {"fsdp1_flat_params"});
 }
 
 TEST(Schedule, ATransformerStepEndsWithClippingThenTheOptimizerStepOnTheComputeStream) {
