@@ -84,7 +84,7 @@ OptimizerTensors optimizer_tensors(const Scenario& s, const Program& p) {
       const int64_t b = a + n, first = a / chunk, last = (b - 1) / chunk;
       per_rank[static_cast<size_t>(first)] += 1;
       per_rank[static_cast<size_t>(last) + 1] -= 1;
-      const int64_t head = std::min(b, (first + 1) * chunk) - a, tail = b - last * chunk;
+      const int64_t head = std::min(b, (first + 1) * chunk) - a, tail = b - std::max(a, last * chunk);
       out.largest_numel = std::max({out.largest_numel, head, tail, last - first >= 2 ? chunk : int64_t{0}});
       a = b;
     }

@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -404,9 +405,15 @@ void parallel_chunks(int64_t n, Fn fn) {
   std::vector<std::thread> pool;
   pool.reserve(static_cast<size_t>(threads - 1));
   const int64_t chunk = (n + threads - 1) / threads;
-  for (int64_t t = 1; t < threads; ++t)
-    pool.emplace_back([&fn, t, chunk, n] { fn(std::min(n, t * chunk), std::min(n, (t + 1) * chunk)); });
+  int64_t t = 1;
+  try {
+    for (; t < threads; ++t)
+      pool.emplace_back([&fn, t, chunk, n] { fn(std::min(n, t * chunk), std::min(n, (t + 1) * chunk)); });
+  } catch (const std::system_error&) {
+    // No more threads (a process or thread limit): this thread does the chunks not started.
+  }
   fn(int64_t{0}, std::min(n, chunk));
+  for (; t < threads; ++t) fn(std::min(n, t * chunk), std::min(n, (t + 1) * chunk));
   for (auto& th : pool) th.join();
 }
 
@@ -419,6 +426,7 @@ class RepeatedValue {
     encode_value(host_.data(), width, value);
   }
   const unsigned char* at_least(int64_t bytes) {
+    assert(bytes % width_ == 0 && "op buffers hold whole elements");
     int64_t filled = static_cast<int64_t>(host_.size());
     if (filled >= bytes) return host_.data();
     host_.resize(static_cast<size_t>(std::max(bytes, 2 * filled)));

@@ -286,48 +286,55 @@ TEST(Schedule, TheForLoopStepsOverWhatTheFsdpVersionGivesTheOptimizer) {
     }
     return std::make_pair(seen, p);
   };
-  const auto [dtensor, p] = run("dtensor");
-  const auto [flat, p_flat] = run("fsdp1_flat_params");
-  const auto [views, p_views] = run("fsdp1_orig_params");
-  const Scenario sc = parse(j);
-  const int64_t shards = sc.mesh.shard;
-  // The groups by the definition: blocks one each, the root units (embedding, norm + head) one.
-  std::map<int, std::vector<int64_t>> groups;
-  int64_t largest_shard = 0;
-  for (const ParamInfo& param : p.params) {
-    groups[sc.model.units[param.unit].root ? -1 : param.unit].push_back(param.numel);
-    largest_shard = std::max(largest_shard, param.shard_numel);
-  }
-  ASSERT_EQ(groups.size(), 3u);  // two blocks and the root group
-  int64_t largest_chunk = 0, busiest = 0, largest_view = 0;
-  std::vector<int64_t> views_of_rank(static_cast<size_t>(shards), 0);
-  for (const auto& [group, sizes] : groups) {
-    const int64_t total = std::accumulate(sizes.begin(), sizes.end(), int64_t{0});
-    const int64_t chunk = (total + shards - 1) / shards;
-    largest_chunk = std::max(largest_chunk, chunk);
-    for (int64_t r = 0; r < shards; ++r) {
-      int64_t a = 0;
-      for (const int64_t n : sizes) {
-        const int64_t overlap = std::min(a + n, (r + 1) * chunk) - std::max(a, r * chunk);
-        if (overlap > 0) {
-          ++views_of_rank[static_cast<size_t>(r)];
-          largest_view = std::max(largest_view, overlap);
+  // Shard 8: an embedding chunk is the largest view. HSDP shard 2: the chunks hold whole blocks
+  // and the largest view is a parameter inside one chunk.
+  for (const json& mesh : {json{{"shard", 8}}, json{{"shard", 2}, {"replicate", 4}}}) {
+    SCOPED_TRACE(mesh.dump());
+    j["mesh"] = mesh;
+    const auto [dtensor, p] = run("dtensor");
+    const auto [flat, p_flat] = run("fsdp1_flat_params");
+    const auto [views, p_views] = run("fsdp1_orig_params");
+    const Scenario sc = parse(j);
+    const int64_t shards = sc.mesh.shard;
+    // The groups by the definition: blocks one each, the root units (embedding, norm + head) one.
+    std::map<int, std::vector<int64_t>> groups;
+    int64_t largest_shard = 0;
+    for (const ParamInfo& param : p.params) {
+      groups[sc.model.units[param.unit].root ? -1 : param.unit].push_back(param.numel);
+      largest_shard = std::max(largest_shard, param.shard_numel);
+    }
+    ASSERT_EQ(groups.size(), 3u);  // two blocks and the root group
+    int64_t largest_chunk = 0, busiest = 0, largest_view = 0;
+    std::vector<int64_t> views_of_rank(static_cast<size_t>(shards), 0);
+    for (const auto& [group, sizes] : groups) {
+      const int64_t total = std::accumulate(sizes.begin(), sizes.end(), int64_t{0});
+      const int64_t chunk = (total + shards - 1) / shards;
+      largest_chunk = std::max(largest_chunk, chunk);
+      for (int64_t r = 0; r < shards; ++r) {
+        int64_t a = 0;
+        for (const int64_t n : sizes) {
+          const int64_t overlap = std::min(a + n, (r + 1) * chunk) - std::max(a, r * chunk);
+          if (overlap > 0) {
+            ++views_of_rank[static_cast<size_t>(r)];
+            largest_view = std::max(largest_view, overlap);
+          }
+          a += n;
         }
-        a += n;
       }
     }
+    for (const int64_t v : views_of_rank) busiest = std::max(busiest, v);
+    EXPECT_EQ(dtensor.temporary_bytes, largest_shard * 4);
+    EXPECT_EQ(flat.temporary_bytes, largest_chunk * 4);
+    EXPECT_EQ(views.temporary_bytes, largest_view * 4);
+    if (shards == 8) EXPECT_GT(largest_view, largest_shard);  // a whole embedding chunk, not an eighth of one tensor
+    // Seven passes, each launched once per local tensor; everything else is the same.
+    const double launch_us = sc.cluster.gpu.kernel_launch_us;
+    const auto params = static_cast<double>(p.params.size());
+    EXPECT_NEAR(dtensor.step_us - flat.step_us, 7 * launch_us * (params - 3), 1e-9 * dtensor.step_us);
+    EXPECT_NEAR(dtensor.step_us - views.step_us, 7 * launch_us * (params - static_cast<double>(busiest)),
+                1e-9 * dtensor.step_us);
+    EXPECT_LT(busiest, static_cast<int64_t>(p.params.size()));
   }
-  for (const int64_t v : views_of_rank) busiest = std::max(busiest, v);
-  EXPECT_EQ(dtensor.temporary_bytes, largest_shard * 4);
-  EXPECT_EQ(flat.temporary_bytes, largest_chunk * 4);
-  EXPECT_EQ(views.temporary_bytes, largest_view * 4);
-  EXPECT_GT(largest_view, largest_shard);  // a whole embedding chunk, not an eighth of one tensor
-  // Seven passes, each launched once per local tensor; everything else is the same.
-  const double launch_us = sc.cluster.gpu.kernel_launch_us;
-  const auto params = static_cast<double>(p.params.size());
-  EXPECT_NEAR(dtensor.step_us - flat.step_us, 7 * launch_us * (params - 3), 1e-9 * dtensor.step_us);
-  EXPECT_NEAR(dtensor.step_us - views.step_us, 7 * launch_us * (params - static_cast<double>(busiest)), 1e-9 * dtensor.step_us);
-  EXPECT_LT(busiest, static_cast<int64_t>(p.params.size()));
   // FSDP1's flattening is per parameter group: byte buckets are refused, naming the key.
   j["policy"] = {{"optimizer_params", "fsdp1_flat_params"}, {"bucket_bytes", "8MiB"}};
   coretest::expect_input_error([&] { schedule(parse(j)); }, "policy.optimizer_params", {"bucket_bytes 0"});
