@@ -7,8 +7,8 @@ cross-entropy, AdamW and gradient clipping, optionally full activation checkpoin
 
 For each configuration it prints and writes (JSON lines, --out) the median step time over the
 measured steps, tokens/s, and the CUDA caching allocator's peaks after warm-up: allocated, active,
-reserved, and its alloc retries. --trace DIR writes a torch.profiler trace of one more step of
-the first configuration (for `shardline import`).
+reserved, and its alloc retries. --trace DIR writes a torch.profiler trace of two more steps of
+the first configuration, or with --only of each one selected (for `shardline import`).
 
 Runs on one GPU as a one-rank process group (no launcher needed); needs PyTorch >= 2.6.
   python3 bench/gpu/fsdp_step.py --out results.jsonl [--trace DIR] [--steps 10] [--warmup 3]
@@ -246,7 +246,8 @@ def main():
                 continue
             t0 = time.time()
             try:
-                r = run_config(cfg, args.steps, args.warmup, args.trace if i == 0 else "", args.optimizer)
+                traced = bool(args.only) or i == 0
+                r = run_config(cfg, args.steps, args.warmup, args.trace if traced else "", args.optimizer)
             except torch.OutOfMemoryError as e:
                 r = {"name": cfg[0], "error": "out of memory: " + str(e).splitlines()[0]}
                 torch.cuda.empty_cache()
