@@ -581,20 +581,20 @@ ClusterSpec parse_merged_cluster(const json& merged, const json& sch, const std:
   }
   if (const json* v = g.opt("context_memory")) c.gpu.context_memory_bytes = as_size(*v, g.at("context_memory"));
   if (const json* v = g.opt("nccl_memory")) c.gpu.nccl_memory_bytes = as_size(*v, g.at("nccl_memory"));
-  if (const json* v = g.opt("allocator_fragmentation")) {
-    c.gpu.allocator_fragmentation = as_number(*v, g.at("allocator_fragmentation"));
-    if (!(c.gpu.allocator_fragmentation >= 0 && c.gpu.allocator_fragmentation <= 1))
-      throw InputError(g.at("allocator_fragmentation"), show(*v) + " is out of range; expected a fraction in [0, 1] of the allocated bytes");
-  }
+  // The allocator's fragmentations: fractions of the allocated bytes (the key's value, or null).
+  const auto allocated_fraction = [&](const char* key, double& out) -> const json* {
+    const json* v = g.opt(key);
+    if (!v) return nullptr;
+    out = as_number(*v, g.at(key));
+    if (!(out >= 0 && out <= 1)) throw InputError(g.at(key), show(*v) + " is out of range; expected a fraction in [0, 1] of the allocated bytes");
+    return v;
+  };
+  allocated_fraction("allocator_fragmentation", c.gpu.allocator_fragmentation);
   // Without its own value the allocator is taken to hold as much at capacity as otherwise.
   c.gpu.allocator_fragmentation_at_capacity = c.gpu.allocator_fragmentation;
-  if (const json* v = g.opt("allocator_fragmentation_at_capacity")) {
-    const std::string where = g.at("allocator_fragmentation_at_capacity");
-    c.gpu.allocator_fragmentation_at_capacity = as_number(*v, where);
-    if (!(c.gpu.allocator_fragmentation_at_capacity >= 0 && c.gpu.allocator_fragmentation_at_capacity <= 1))
-      throw InputError(where, show(*v) + " is out of range; expected a fraction in [0, 1] of the allocated bytes");
+  if (const json* v = allocated_fraction("allocator_fragmentation_at_capacity", c.gpu.allocator_fragmentation_at_capacity)) {
     if (c.gpu.allocator_fragmentation_at_capacity > c.gpu.allocator_fragmentation)
-      throw InputError(where, show(*v) + " (the preset's, unless the scenario set it) is above allocator_fragmentation (" +
+      throw InputError(g.at("allocator_fragmentation_at_capacity"), show(*v) + " (the preset's, unless the scenario set it) is above allocator_fragmentation (" +
                                   number_text(c.gpu.allocator_fragmentation) +
                                   "); a full GPU's allocator, having freed its cache, holds no more than it does otherwise: "
                                   "set cluster.gpu.allocator_fragmentation_at_capacity to at most that too");

@@ -65,19 +65,16 @@ OptimizerTensors optimizer_tensors(const Scenario& s, const Program& p) {
     groups[group].push_back(param.numel);
   }
   const int64_t shards = s.mesh.shard;
-  if (s.policy.optimizer_params == OptimizerParams::Fsdp1FlatParams) {
-    for (const auto& [group, sizes] : groups) {
-      const int64_t total = std::accumulate(sizes.begin(), sizes.end(), int64_t{0});
-      out.largest_numel = std::max(out.largest_numel, ceil_div(total, shards));
-    }
-    out.count = static_cast<int64_t>(groups.size());
-    return out;
-  }
+  const bool flat = s.policy.optimizer_params == OptimizerParams::Fsdp1FlatParams;
   // Views per rank: a parameter at [a, b) of its group's flat parameter overlaps the chunks
   // a / C .. (b - 1) / C (a difference array over ranks, summed over groups).
-  std::vector<int64_t> per_rank(static_cast<size_t>(shards) + 1, 0);
+  std::vector<int64_t> per_rank(flat ? 0 : static_cast<size_t>(shards) + 1, 0);
   for (const auto& [group, sizes] : groups) {
     const int64_t chunk = ceil_div(std::accumulate(sizes.begin(), sizes.end(), int64_t{0}), shards);
+    if (flat) {
+      out.largest_numel = std::max(out.largest_numel, chunk);
+      continue;
+    }
     int64_t a = 0;
     for (const int64_t n : sizes) {
       if (n == 0) continue;
@@ -88,6 +85,10 @@ OptimizerTensors optimizer_tensors(const Scenario& s, const Program& p) {
       out.largest_numel = std::max({out.largest_numel, head, tail, last - first >= 2 ? chunk : int64_t{0}});
       a = b;
     }
+  }
+  if (flat) {
+    out.count = static_cast<int64_t>(groups.size());
+    return out;
   }
   int64_t running = 0;
   for (int64_t r = 0; r < shards; ++r) out.count = std::max(out.count, running += per_rank[static_cast<size_t>(r)]);

@@ -405,15 +405,15 @@ void parallel_chunks(int64_t n, Fn fn) {
   std::vector<std::thread> pool;
   pool.reserve(static_cast<size_t>(threads - 1));
   const int64_t chunk = (n + threads - 1) / threads;
+  const auto run_chunk = [&fn, chunk, n](int64_t t) { fn(std::min(n, t * chunk), std::min(n, (t + 1) * chunk)); };
   int64_t t = 1;
   try {
-    for (; t < threads; ++t)
-      pool.emplace_back([&fn, t, chunk, n] { fn(std::min(n, t * chunk), std::min(n, (t + 1) * chunk)); });
+    for (; t < threads; ++t) pool.emplace_back(run_chunk, t);
   } catch (const std::system_error&) {
     // No more threads (a process or thread limit): this thread does the chunks not started.
   }
-  fn(int64_t{0}, std::min(n, chunk));
-  for (; t < threads; ++t) fn(std::min(n, t * chunk), std::min(n, (t + 1) * chunk));
+  run_chunk(0);
+  for (; t < threads; ++t) run_chunk(t);
   for (auto& th : pool) th.join();
 }
 
