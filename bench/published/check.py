@@ -36,15 +36,25 @@ GATED = ("median", "p90")
 # whose flat-ring collectives the fit rows preferred to the DGX presets' rail-hierarchical ones.
 PRESETS = {"h100_80gb": "h100-sxm-dgx", "a100_80gb": "a100-80gb-roce", "a100_40gb": "a100-40gb-roce"}
 
-# What each table's optimizer stepped over (policy.optimizer_params). The A100 tables are in
-# llm-foundry's first commit of the file (5f43bf160, 2023-05-03), when setup.py pinned
-# torch==1.13.1 and submit_benchmarks.py's default image was mosaicml/pytorch:1.13.1_cu117: FSDP
-# in PyTorch 1.13 has no use_orig_params, so DecoupledAdamW stepped over one FlatParameter per
-# FSDP unit. The H100 table came with b2a43a147 (2023-10-19), whose sweep.sh runs the
-# mosaicml/pytorch:2.1.0_cu121 image, and Composer on PyTorch 2 sets use_orig_params=True
-# unless the config says otherwise (composer/trainer/dist_strategy.py since 21e90ac03,
-# 2023-04-18); the yamls do not: views of the original parameters in each rank's flat chunk.
-OPTIMIZER_PARAMS = {"h100_80gb": "fsdp1_orig_params", "a100_80gb": "fsdp1_flat_params", "a100_40gb": "fsdp1_flat_params"}
+# What each measurement's optimizer stepped over (policy.optimizer_params), from the PyTorch it ran
+# on, known by the commit that first published its figures (runs.json `first_published`;
+# extract_llm_foundry.py). The tables' first version (300cc5c58 / 5f43bf160, 2023-05-03: the whole
+# A100 40GB table, the first A100 80GB table and the two 70B rows the current A100 80GB table kept
+# from it) came when setup.py pinned torch==1.13.1 and submit_benchmarks.py's default image was
+# mosaicml/pytorch:1.13.1_cu117: FSDP in PyTorch 1.13 has no use_orig_params, so DecoupledAdamW
+# stepped over one FlatParameter per FSDP unit. b2a43a147 (2023-10-19) measured the H100 table and
+# re-measured the A100 80GB table with sweep.sh, which runs the mosaicml/pytorch:2.1.0_cu121 image
+# for both, and Composer on PyTorch 2 sets use_orig_params=True unless the config says otherwise
+# (composer/trainer/dist_strategy.py since 21e90ac03, 2023-04-18); the yamls do not: views of the
+# original parameters in each rank's flat chunk. 5e85bd62d (2024-01-06) added the large-scale H100
+# table; its setup.py pins torch>=2.1,<2.1.1, so the same views.
+OPTIMIZER_PARAMS = {"300cc5c58b7a44ad4fd9556e170c618ae8b09a4c": "fsdp1_flat_params",
+                    "b2a43a1477a45f40f4086a1c72f851b0ab42d0ac": "fsdp1_orig_params",
+                    "5e85bd62d4ec9e13353ca95877477602ab538e5b": "fsdp1_orig_params"}
+
+# FSDP1's sharding strategy as a policy: FULL_SHARD frees the gathered parameters after forward,
+# SHARD_GRAD_OP keeps them until backward (ZeRO-2-like).
+RESHARD_AFTER_FORWARD = {"FULL_SHARD": True, "SHARD_GRAD_OP": False}
 
 
 def scenario_of(row, models):
@@ -77,14 +87,15 @@ def scenario_of(row, models):
         "cluster": {"preset": PRESETS[row["gpu"]], "nodes": gpus // 8},
         "mesh": {"shard": gpus, "replicate": 1},
         "policy": {
-            "comm_fusion": True, "bucket_bytes": "unit", "reshard_after_forward": True,
+            "comm_fusion": True, "bucket_bytes": "unit",
+            "reshard_after_forward": RESHARD_AFTER_FORWARD[row["sharding"]],
             "forward_prefetch": 1, "backward_prefetch": 1,
             "param_dtype": "bf16", "reduce_dtype": reduce_dtype, "master_dtype": "fp32",
             "optimizer_bytes_per_param": 8, "micro_batches": row["grad_accum"], "grad_sync": "every",
             # The yamls' optimizer decoupled_adamw is Composer's DecoupledAdamW, which updates one
             # parameter at a time (composer/optim/decoupled_weight_decay.py).
             "optimizer_implementation": "for_loop",
-            "optimizer_params": OPTIMIZER_PARAMS[row["gpu"]],
+            "optimizer_params": OPTIMIZER_PARAMS[row["first_published"]["commit"]],
         },
         # They ran: judged against the whole GPU, no extra margin.
         "run": {"memory_margin": 0},

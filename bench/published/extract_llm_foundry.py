@@ -6,6 +6,12 @@ from a git clone of mosaicml/llm-foundry at COMMIT and writes one row per table 
 (table, row), its configuration and its measured throughput. Which rows are fit rows and which are
 check rows is decided here, by a rule fixed before any fitting (SPLIT_RULE).
 
+The README's tables were not all measured at once: b2a43a147 (2023-10-19) re-measured the A100 80GB
+table and kept two rows it did not reproduce. So each row also records `first_published`, the
+oldest commit of the README whose tables hold that row with the same figures (its measurement's
+vintage), and the rows of the first A100 80GB table that the re-measurement replaced are kept as a
+table of their own (SUPERSEDED), numbered in their own README order under the same split rule.
+
     bench/published/extract_llm_foundry.py --repo PATH/TO/llm-foundry [--commit C] > bench/published/runs.json
 """
 import argparse
@@ -20,10 +26,14 @@ YAML = "scripts/train/yamls/pretrain/mpt-{}.yaml"
 # The tables this check uses. The "H100 80GB FP8" table is left out: its runs use
 # TransformerEngine FP8 GEMMs, which shardline's compute model does not describe.
 TABLES = {
+    "## H100 80GB BF16 (Large Scale, >= 128 GPUs)": "h100_80gb_bf16_large",
     "## H100 80GB BF16": "h100_80gb_bf16",
     "## A100 80GB with 1600 Gbps node-node interconnect (RoCE)": "a100_80gb",
     "## A100 40GB with 1600 Gbps node-node interconnect (RoCE)": "a100_40gb",
 }
+# Tables replaced by a later re-measurement: (commit, heading) -> table name. Their rows whose
+# figures the current tables still carry are not repeated.
+SUPERSEDED = {("5f43bf16019e6d24d592c72ac1c97bf217527966", "## A100 80GB"): "a100_80gb_2023_05"}
 SPLIT_RULE = ("Rows are numbered 1, 2, 3, ... in README order within each table; odd rows are fit rows, "
               "even rows are check rows. Fixed before any parameter was fitted; model parameters are "
               "fitted on fit rows only and the targets are measured on check rows.")
@@ -41,11 +51,11 @@ def yaml_int(text, key):
     return int(m.group(1))
 
 
-def parse_tables(text):
+def parse_tables(text, tables=TABLES):
     rows, table, header = [], None, None
     for line in text.splitlines():
         if line.startswith("## "):
-            table = TABLES.get(line.strip())
+            table = tables.get(line.strip())
             header = None
             continue
         if table is None or not line.startswith("|"):
@@ -63,6 +73,54 @@ def parse_tables(text):
     return rows
 
 
+def measurement(r):
+    """What identifies one measurement across the README's history: configuration and figures."""
+    return tuple(r[k] for k in ("Model", "SeqLen (T)", "# GPUs", "GPU", "MicroBatchSize", "GradAccum",
+                                "Throughput (T/s)", "Throughput (T/s/GPU)"))
+
+
+def first_published(repo, commit):
+    """measurement -> the oldest commit (up to COMMIT) whose README tables hold it."""
+    log = subprocess.run(["git", "-C", repo, "log", "--reverse", "--format=%H %cs", commit, "--", README],
+                         check=True, capture_output=True, text=True).stdout.split("\n")
+    first = {}
+    for line in filter(None, log):
+        c, date = line.split()
+        text = git_show(repo, c, README)
+        # Every table of that version, whatever its heading then.
+        headings = {l.strip(): "any" for l in text.splitlines() if l.startswith("## ")}
+        for _, r in parse_tables(text, headings):
+            if "Throughput (T/s/GPU)" in r:
+                first.setdefault(measurement(r), {"commit": c, "date": date})
+    return first
+
+
+def row_of(table, n, r, first):
+    return {
+        "id": f"{table}-{n:02d}",
+        "table": table,
+        "table_row": n,
+        "split": "fit" if n % 2 == 1 else "check",
+        "model": r["Model"],
+        "seq_len": int(r["SeqLen (T)"]),
+        "gpus": int(r["# GPUs"]),
+        "gpu": r["GPU"],
+        "micro_batch_size": int(r["MicroBatchSize"]),
+        "grad_accum": int(r["GradAccum"]),
+        "global_batch_size": int(r["GlobalBatchSize"]),
+        "precision": r["Precision"],
+        "mp_mode": r["MP Mode"],
+        "sharding": r["Sharding Strategy"],
+        "activation_checkpointing": r["Activation Checkpointing"] == "True",
+        "activation_cpu_offload": r["Activation CPUOffload"] == "True",
+        "num_params": int(r["NumParams"]),
+        "first_published": first[measurement(r)],
+        "published": {"mfu": float(r["MFU"]) / 100, "hfu": float(r["HFU"]) / 100,
+                      "tokens_per_s": int(r["Throughput (T/s)"]),
+                      "tokens_per_s_per_gpu": int(r["Throughput (T/s/GPU)"])},
+    }
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--repo", required=True, help="a git clone of mosaicml/llm-foundry")
@@ -74,40 +132,30 @@ def main():
     models = {}
     out_rows = []
     index_in_table = {}
-    for table, r in parse_tables(readme):
+    first = first_published(args.repo, commit)
+    current = [(t, r) for t, r in parse_tables(readme)]
+    carried = {measurement(r) for _, r in current}
+    superseded = []
+    for (old_commit, heading), name in SUPERSEDED.items():
+        for i, (_, r) in enumerate(parse_tables(git_show(args.repo, old_commit, README), {heading: name}), 1):
+            if measurement(r) not in carried:
+                superseded.append((name, i, r))
+    numbered = []
+    for table, r in current:
+        index_in_table[table] = index_in_table.get(table, 0) + 1
+        numbered.append((table, index_in_table[table], r))
+    for table, n, r in numbered + superseded:
         name = r["Model"]
         if name not in models:
             y = git_show(args.repo, commit, YAML.format(name))
             models[name] = {"source": YAML.format(name), "d_model": yaml_int(y, "d_model"),
                             "n_heads": yaml_int(y, "n_heads"), "n_layers": yaml_int(y, "n_layers"),
                             "expansion_ratio": yaml_int(y, "expansion_ratio"), "vocab_size": yaml_int(y, "vocab_size")}
-        index_in_table[table] = index_in_table.get(table, 0) + 1
-        n = index_in_table[table]
-        out_rows.append({
-            "id": f"{table}-{n:02d}",
-            "table": table,
-            "table_row": n,
-            "split": "fit" if n % 2 == 1 else "check",
-            "model": name,
-            "seq_len": int(r["SeqLen (T)"]),
-            "gpus": int(r["# GPUs"]),
-            "gpu": r["GPU"],
-            "micro_batch_size": int(r["MicroBatchSize"]),
-            "grad_accum": int(r["GradAccum"]),
-            "global_batch_size": int(r["GlobalBatchSize"]),
-            "precision": r["Precision"],
-            "mp_mode": r["MP Mode"],
-            "sharding": r["Sharding Strategy"],
-            "activation_checkpointing": r["Activation Checkpointing"] == "True",
-            "activation_cpu_offload": r["Activation CPUOffload"] == "True",
-            "num_params": int(r["NumParams"]),
-            "published": {"mfu": float(r["MFU"]) / 100, "hfu": float(r["HFU"]) / 100,
-                          "tokens_per_s": int(r["Throughput (T/s)"]),
-                          "tokens_per_s_per_gpu": int(r["Throughput (T/s/GPU)"])},
-        })
+        out_rows.append(row_of(table, n, r, first))
     doc = {
         "source": {"repository": REPO, "path": README, "commit": commit,
                    "tables": list(TABLES.keys()),
+                   "superseded_tables": [{"commit": c, "table": h, "as": n} for (c, h), n in SUPERSEDED.items()],
                    "left_out": "the 'H100 80GB FP8' table (TransformerEngine FP8 GEMMs)"},
         "split_rule": SPLIT_RULE,
         "models": models,
