@@ -46,8 +46,17 @@ CollectivePlan AnalyticalCostModel::collective(CollectiveKind kind, int64_t size
                      "a group of " + std::to_string(n) + " ranks over " + std::to_string(k) + " nodes (" + std::to_string(m) +
                          " on the first) is not spread evenly over nodes, so it has no hierarchical (intra then inter) form");
   const double per_node = s / m;  // the part of S each node-local rank owns
+  // Bandwidth: each rank's NIC carries only its 1/m share across nodes, as NCCL's rings spread
+  // over a node's rails do. Latency: NCCL's rings are one ring through all n ranks, n - 1 steps
+  // per pass of which k - 1 cross nodes (src/graph/tuning.cc: (nsteps - nInterSteps) x intra +
+  // nInterSteps x inter), so each intra-node phase pays n - k hops, not the m - 1 of a ring
+  // inside one node.
+  const double intra_pass_latency_us = static_cast<double>(n - k) * cluster_.intra_node.latency_us;
   auto add = [&](CollectiveKind pk, double ps, int pn, LinkClass link) {
-    if (pn > 1) plan.add(phase(pk, ps, pn, link));
+    if (pn <= 1) return;
+    CollectivePhase p = phase(pk, ps, pn, link);
+    if (link == LinkClass::IntraNode) p.latency_us = intra_pass_latency_us;
+    plan.add(p);
   };
   switch (kind) {
     case CollectiveKind::ReduceScatter:

@@ -67,7 +67,9 @@ TEST(AnalyticalCostModel, HierarchicalPhases) {
   ASSERT_EQ(rs.count, 2);
   EXPECT_EQ(rs.phases[0].link, LinkClass::IntraNode);
   EXPECT_DOUBLE_EQ(rs.phases[0].link_bytes, 7.0 / 8.0 * S);
-  EXPECT_DOUBLE_EQ(rs.phases[0].latency_us, 7 * 2.0);
+  // NCCL's ring runs through all 16 ranks: 15 steps, 1 of them across nodes, so 14 intra-node
+  // hops, not the 7 of a ring inside one node.
+  EXPECT_DOUBLE_EQ(rs.phases[0].latency_us, 14 * 2.0);
   EXPECT_EQ(rs.phases[1].link, LinkClass::InterNode);
   EXPECT_DOUBLE_EQ(rs.phases[1].link_bytes, 1.0 / 2.0 * S / 8);
   EXPECT_DOUBLE_EQ(rs.phases[1].latency_us, 1 * 10.0);
@@ -75,10 +77,14 @@ TEST(AnalyticalCostModel, HierarchicalPhases) {
   ASSERT_EQ(ag.count, 2);
   EXPECT_EQ(ag.phases[0].link, LinkClass::InterNode);
   EXPECT_EQ(ag.phases[1].link, LinkClass::IntraNode);
+  EXPECT_DOUBLE_EQ(ag.phases[0].latency_us, 1 * 10.0);
+  EXPECT_DOUBLE_EQ(ag.phases[1].latency_us, 14 * 2.0);
   CollectivePlan ar = m.collective(CollectiveKind::AllReduce, S, g);
   ASSERT_EQ(ar.count, 3);
   EXPECT_DOUBLE_EQ(ar.phases[1].link_bytes, 1.0 * S / 8);  // AR over 2 nodes: 2(n-1)/n = 1
   EXPECT_DOUBLE_EQ(ar.phases[1].latency_us, 2 * 10.0);
+  // NCCL's ring all-reduce: 2 x 15 steps, 2 x 1 across nodes, so 2 x 14 intra-node hops.
+  EXPECT_DOUBLE_EQ(ar.phases[0].latency_us + ar.phases[2].latency_us, 2 * 14 * 2.0);
   // A replicate group with one member per node has no intra-node phase.
   CollectivePlan rep = m.collective(CollectiveKind::AllReduce, S, place_group(GroupInfo{"replicate", 2, 8}, 8));
   ASSERT_EQ(rep.count, 1);

@@ -160,18 +160,23 @@ TEST_P(LoneCollective, HierarchicalIsAnIntraPhaseAndAnInterPhase) {
   ProgramBuilder b(16, 1);
   const int op = b.collective(kind, S, CommGroup::Shard, 16);
   const Timeline t = simulate(s, b.program());
+  // Each intra-node phase pays NCCL's ring latency through all 16 ranks: 16 - 2 intra-node hops
+  // where a ring inside one node of 8 has 7.
+  const double extra_intra_hops_us = (14 - 7) * kIntraAlpha;
   double expected = 0;
   switch (ck) {
     case CollectiveKind::ReduceScatter:
-      expected = ring_time_us(ck, S, 8, kIntraAlpha, kIntraBw) + ring_time_us(ck, S / 8, 2, kInterAlpha, kInterBw);
+      expected = ring_time_us(ck, S, 8, kIntraAlpha, kIntraBw) + extra_intra_hops_us +
+                 ring_time_us(ck, S / 8, 2, kInterAlpha, kInterBw);
       break;
     case CollectiveKind::AllGather:
-      expected = ring_time_us(ck, S / 8, 2, kInterAlpha, kInterBw) + ring_time_us(ck, S, 8, kIntraAlpha, kIntraBw);
+      expected = ring_time_us(ck, S / 8, 2, kInterAlpha, kInterBw) + ring_time_us(ck, S, 8, kIntraAlpha, kIntraBw) +
+                 extra_intra_hops_us;
       break;
     case CollectiveKind::AllReduce:
       expected = ring_time_us(CollectiveKind::ReduceScatter, S, 8, kIntraAlpha, kIntraBw) +
                  ring_time_us(CollectiveKind::AllReduce, S / 8, 2, kInterAlpha, kInterBw) +
-                 ring_time_us(CollectiveKind::AllGather, S, 8, kIntraAlpha, kIntraBw);
+                 ring_time_us(CollectiveKind::AllGather, S, 8, kIntraAlpha, kIntraBw) + 2 * extra_intra_hops_us;
       break;
   }
   EXPECT_DOUBLE_EQ(at(t, op).end_us, expected);
