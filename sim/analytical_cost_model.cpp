@@ -47,15 +47,19 @@ CollectivePlan AnalyticalCostModel::collective(CollectiveKind kind, int64_t size
                          " on the first) is not spread evenly over nodes, so it has no hierarchical (intra then inter) form");
   const double per_node = s / m;  // the part of S each node-local rank owns
   // Bandwidth: each rank's NIC carries only its 1/m share across nodes, as NCCL's rings spread
-  // over a node's rails do. Latency: NCCL's rings are one ring through all n ranks, n - 1 steps
-  // per pass of which k - 1 cross nodes (src/graph/tuning.cc: (nsteps - nInterSteps) x intra +
-  // nInterSteps x inter), so each intra-node phase pays n - k hops, not the m - 1 of a ring
-  // inside one node.
-  const double intra_pass_latency_us = static_cast<double>(n - k) * cluster_.intra_node.latency_us;
+  // over a node's rails do. Latency: NCCL's ring is one ring through all n ranks, and its tuning
+  // model (src/graph/tuning.cc, as in recent releases) charges (nsteps - nInterSteps) intra-node hops and
+  // nInterSteps inter-node ones: all-gather / reduce-scatter n - 1 steps, k - 1 across nodes;
+  // all-reduce 2(n - 1) steps, 2k across nodes. So each intra-node phase pays n - k hops for
+  // all-gather / reduce-scatter and n - k - 1 for each half of an all-reduce, not the m - 1 of a
+  // ring inside one node, and the all-reduce's inter-node phase 2k hops.
+  const bool all_reduce = kind == CollectiveKind::AllReduce;
+  const double intra_hops = static_cast<double>(all_reduce ? n - k - 1 : n - k);
   auto add = [&](CollectiveKind pk, double ps, int pn, LinkClass link) {
     if (pn <= 1) return;
     CollectivePhase p = phase(pk, ps, pn, link);
-    if (link == LinkClass::IntraNode) p.latency_us = intra_pass_latency_us;
+    if (link == LinkClass::IntraNode) p.latency_us = intra_hops * cluster_.intra_node.latency_us;
+    if (link == LinkClass::InterNode && all_reduce) p.latency_us = 2.0 * k * cluster_.inter_node.latency_us;
     plan.add(p);
   };
   switch (kind) {

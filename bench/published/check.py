@@ -38,9 +38,11 @@ PRESETS = {"h100_80gb": "h100-sxm-dgx", "a100_80gb": "a100-80gb-roce", "a100_40g
 
 # What each measurement's optimizer stepped over (policy.optimizer_params), from the PyTorch it ran
 # on, known by the commit that first published its figures (runs.json `first_published`;
-# extract_llm_foundry.py). The tables' first version (300cc5c58 / 5f43bf160, 2023-05-03: the whole
-# A100 40GB table, the first A100 80GB table and the two 70B rows the current A100 80GB table kept
-# from it) came when setup.py pinned torch==1.13.1 and submit_benchmarks.py's default image was
+# extract_llm_foundry.py). The tables of 9fa3ceb9a (2023-04-04, examples/llm/throughput/README.md
+# in the mosaicml/examples history that llm-foundry's repository carries; the file reached this
+# path on 2023-05-03 with those figures unchanged: the whole A100 40GB table, the earlier A100
+# 80GB table and the two 70B rows the current A100 80GB table kept from it) came when
+# examples/llm/requirements.txt pinned torch==1.13.1 and that commit's sweep.sh ran
 # mosaicml/pytorch:1.13.1_cu117: FSDP in PyTorch 1.13 has no use_orig_params, so DecoupledAdamW
 # stepped over one FlatParameter per FSDP unit. b2a43a147 (2023-10-19) measured the H100 table and
 # re-measured the A100 80GB table with sweep.sh, which runs the mosaicml/pytorch:2.1.0_cu121 image
@@ -48,7 +50,7 @@ PRESETS = {"h100_80gb": "h100-sxm-dgx", "a100_80gb": "a100-80gb-roce", "a100_40g
 # (composer/trainer/dist_strategy.py since 21e90ac03, 2023-04-18); the yamls do not: views of the
 # original parameters in each rank's flat chunk. 5e85bd62d (2024-01-06) added the large-scale H100
 # table; its setup.py pins torch>=2.1,<2.1.1, so the same views.
-OPTIMIZER_PARAMS = {"300cc5c58b7a44ad4fd9556e170c618ae8b09a4c": "fsdp1_flat_params",
+OPTIMIZER_PARAMS = {"9fa3ceb9a49cc28a91deee5e9166eab6b3122c8b": "fsdp1_flat_params",
                     "b2a43a1477a45f40f4086a1c72f851b0ab42d0ac": "fsdp1_orig_params",
                     "5e85bd62d4ec9e13353ca95877477602ab538e5b": "fsdp1_orig_params"}
 

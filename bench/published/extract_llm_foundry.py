@@ -8,9 +8,10 @@ check rows is decided here, by a rule fixed before any fitting (SPLIT_RULE).
 
 The README's tables were not all measured at once: b2a43a147 (2023-10-19) re-measured the A100 80GB
 table and kept two rows it did not reproduce. So each row also records `first_published`, the
-oldest commit of the README whose tables hold that row with the same figures (its measurement's
-vintage), and the rows of the first A100 80GB table that the re-measurement replaced are kept as a
-table of their own (SUPERSEDED), numbered in their own README order under the same split rule.
+oldest commit (and the file's path then) whose tables hold that row with the same figures (its
+measurement's vintage), and the rows of the earlier A100 80GB table that the re-measurement
+replaced are kept as a table of their own (SUPERSEDED), numbered in their own README order under
+the same split rule.
 
     bench/published/extract_llm_foundry.py --repo PATH/TO/llm-foundry [--commit C] > bench/published/runs.json
 """
@@ -33,7 +34,7 @@ TABLES = {
 }
 # Tables replaced by a later re-measurement: (commit, heading) -> table name. Their rows whose
 # figures the current tables still carry are not repeated.
-SUPERSEDED = {("5f43bf16019e6d24d592c72ac1c97bf217527966", "## A100 80GB"): "a100_80gb_2023_05"}
+SUPERSEDED = {("5f43bf16019e6d24d592c72ac1c97bf217527966", "## A100 80GB"): "a100_80gb_2023_04"}
 SPLIT_RULE = ("Rows are numbered 1, 2, 3, ... in README order within each table; odd rows are fit rows, "
               "even rows are check rows. Fixed before any parameter was fitted; model parameters are "
               "fitted on fit rows only and the targets are measured on check rows.")
@@ -51,7 +52,7 @@ def yaml_int(text, key):
     return int(m.group(1))
 
 
-def parse_tables(text, tables=TABLES):
+def parse_tables(text, tables=TABLES, strict=True):
     rows, table, header = [], None, None
     for line in text.splitlines():
         if line.startswith("## "):
@@ -68,6 +69,8 @@ def parse_tables(text, tables=TABLES):
             continue
         row = dict(zip(header, cells))
         if len(cells) != len(header):
+            if not strict:  # an old version's malformed row: not one of the rows used here
+                continue
             raise SystemExit(f"{table}: a row with {len(cells)} cells under {len(header)} headers: {line}")
         rows.append((table, row))
     return rows
@@ -75,23 +78,25 @@ def parse_tables(text, tables=TABLES):
 
 def measurement(r):
     """What identifies one measurement across the README's history: configuration and figures."""
-    return tuple(r[k] for k in ("Model", "SeqLen (T)", "# GPUs", "GPU", "MicroBatchSize", "GradAccum",
-                                "Throughput (T/s)", "Throughput (T/s/GPU)"))
+    by_name = {k.replace("\\", "").replace(" ", ""): v for k, v in r.items()}  # old headers: "\\# GPUs", "Micro BatchSize"
+    return tuple(by_name.get(k) for k in ("Model", "SeqLen(T)", "#GPUs", "GPU", "MicroBatchSize", "GradAccum",
+                                          "Throughput(T/s)", "Throughput(T/s/GPU)"))
 
 
 def first_published(repo, commit):
-    """measurement -> the oldest commit (up to COMMIT) whose README tables hold it."""
-    log = subprocess.run(["git", "-C", repo, "log", "--reverse", "--format=%H %cs", commit, "--", README],
-                         check=True, capture_output=True, text=True).stdout.split("\n")
+    """measurement -> the oldest commit (up to COMMIT) whose README tables hold it, following the
+    file through its renames (it began in mosaicml/examples' llm/throughput/)."""
+    log = subprocess.run(["git", "-C", repo, "log", "--follow", "--format=%H %cs", "--name-only", commit, "--", README],
+                         check=True, capture_output=True, text=True).stdout.split()
+    versions = [(log[i], log[i + 1], log[i + 2]) for i in range(0, len(log), 3)]  # newest first
     first = {}
-    for line in filter(None, log):
-        c, date = line.split()
-        text = git_show(repo, c, README)
+    for c, date, path in reversed(versions):
+        text = git_show(repo, c, path)
         # Every table of that version, whatever its heading then.
         headings = {l.strip(): "any" for l in text.splitlines() if l.startswith("## ")}
-        for _, r in parse_tables(text, headings):
-            if "Throughput (T/s/GPU)" in r:
-                first.setdefault(measurement(r), {"commit": c, "date": date})
+        for _, r in parse_tables(text, headings, strict=False):
+            if None not in measurement(r):
+                first.setdefault(measurement(r), {"commit": c, "date": date, "path": path})
     return first
 
 

@@ -82,14 +82,37 @@ TEST(AnalyticalCostModel, HierarchicalPhases) {
   CollectivePlan ar = m.collective(CollectiveKind::AllReduce, S, g);
   ASSERT_EQ(ar.count, 3);
   EXPECT_DOUBLE_EQ(ar.phases[1].link_bytes, 1.0 * S / 8);  // AR over 2 nodes: 2(n-1)/n = 1
-  EXPECT_DOUBLE_EQ(ar.phases[1].latency_us, 2 * 10.0);
-  // NCCL's ring all-reduce: 2 x 15 steps, 2 x 1 across nodes, so 2 x 14 intra-node hops.
-  EXPECT_DOUBLE_EQ(ar.phases[0].latency_us + ar.phases[2].latency_us, 2 * 14 * 2.0);
+  // NCCL's ring all-reduce: 2 x 15 steps, 2 x 2 of them across the 2 nodes, so 2 x 13 intra-node.
+  EXPECT_DOUBLE_EQ(ar.phases[1].latency_us, 2 * 2 * 10.0);
+  EXPECT_DOUBLE_EQ(ar.phases[0].latency_us, 13 * 2.0);
+  EXPECT_DOUBLE_EQ(ar.phases[2].latency_us, 13 * 2.0);
   // A replicate group with one member per node has no intra-node phase.
   CollectivePlan rep = m.collective(CollectiveKind::AllReduce, S, place_group(GroupInfo{"replicate", 2, 8}, 8));
   ASSERT_EQ(rep.count, 1);
   EXPECT_EQ(rep.phases[0].link, LinkClass::InterNode);
   EXPECT_DOUBLE_EQ(rep.phases[0].link_bytes, 1.0 * S);
+}
+
+TEST(AnalyticalCostModel, HierarchicalLatencyIsNcclsRingThroughAllRanks) {
+  Scenario s = simtest::test_scenario();
+  s.cluster.hierarchical_collectives = true;
+  AnalyticalCostModel m(s.cluster);
+  // 32 ranks over 4 nodes of 8: all-gather and reduce-scatter take 31 ring steps, 3 across nodes
+  // and 28 inside them; all-reduce 62 steps, 8 across nodes, 2 x 27 inside.
+  const GroupPlacement g = place_group(GroupInfo{"shard", 32, 1}, 8);
+  for (CollectiveKind kind : {CollectiveKind::AllGather, CollectiveKind::ReduceScatter}) {
+    const CollectivePlan p = m.collective(kind, 64 << 20, g);
+    ASSERT_EQ(p.count, 2);
+    double intra = 0, inter = 0;
+    for (int i = 0; i < p.count; ++i) (p.phases[i].link == LinkClass::IntraNode ? intra : inter) += p.phases[i].latency_us;
+    EXPECT_DOUBLE_EQ(intra, 28 * 2.0);
+    EXPECT_DOUBLE_EQ(inter, 3 * 10.0);
+  }
+  const CollectivePlan ar = m.collective(CollectiveKind::AllReduce, 64 << 20, g);
+  ASSERT_EQ(ar.count, 3);
+  EXPECT_DOUBLE_EQ(ar.phases[0].latency_us, 27 * 2.0);
+  EXPECT_DOUBLE_EQ(ar.phases[1].latency_us, 8 * 10.0);
+  EXPECT_DOUBLE_EQ(ar.phases[2].latency_us, 27 * 2.0);
 }
 
 TEST(AnalyticalCostModel, HierarchicalNeedsAnEvenSpread) {

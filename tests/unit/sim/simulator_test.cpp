@@ -161,7 +161,8 @@ TEST_P(LoneCollective, HierarchicalIsAnIntraPhaseAndAnInterPhase) {
   const int op = b.collective(kind, S, CommGroup::Shard, 16);
   const Timeline t = simulate(s, b.program());
   // Each intra-node phase pays NCCL's ring latency through all 16 ranks: 16 - 2 intra-node hops
-  // where a ring inside one node of 8 has 7.
+  // where a ring inside one node of 8 has 7 (all-reduce: 16 - 2 - 1 per half, and 2 x 2
+  // inter-node hops where a ring over 2 nodes has 2 x 1).
   const double extra_intra_hops_us = (14 - 7) * kIntraAlpha;
   double expected = 0;
   switch (ck) {
@@ -176,7 +177,8 @@ TEST_P(LoneCollective, HierarchicalIsAnIntraPhaseAndAnInterPhase) {
     case CollectiveKind::AllReduce:
       expected = ring_time_us(CollectiveKind::ReduceScatter, S, 8, kIntraAlpha, kIntraBw) +
                  ring_time_us(CollectiveKind::AllReduce, S / 8, 2, kInterAlpha, kInterBw) +
-                 ring_time_us(CollectiveKind::AllGather, S, 8, kIntraAlpha, kIntraBw) + 2 * extra_intra_hops_us;
+                 ring_time_us(CollectiveKind::AllGather, S, 8, kIntraAlpha, kIntraBw) + 2 * (13 - 7) * kIntraAlpha +
+                 (4 - 2) * kInterAlpha;
       break;
   }
   EXPECT_DOUBLE_EQ(at(t, op).end_us, expected);
