@@ -13,7 +13,8 @@ double AnalyticalCostModel::link_bandwidth_bytes_per_s(LinkClass link) const {
   return link == LinkClass::IntraNode ? cluster_.intra_node.bandwidth_bytes_per_s : cluster_.inter_node.bandwidth_bytes_per_s;
 }
 
-CollectivePhase AnalyticalCostModel::phase(CollectiveKind kind, double size_bytes, int n, LinkClass link) const {
+CollectivePhase AnalyticalCostModel::phase(CollectiveKind kind, double size_bytes, int n, LinkClass link,
+                                           double hops) const {
   const LinkSpec& spec = link == LinkClass::IntraNode ? cluster_.intra_node : cluster_.inter_node;
   const char* where = link == LinkClass::IntraNode ? "cluster.intra_node.bandwidth" : "cluster.inter_node.bandwidth";
   if (!(spec.bandwidth_bytes_per_s > 0) || !std::isfinite(spec.bandwidth_bytes_per_s))
@@ -21,7 +22,7 @@ CollectivePhase AnalyticalCostModel::phase(CollectiveKind kind, double size_byte
   const CollectiveTraits& t = collective_traits(kind);
   CollectivePhase p;
   p.link = link;
-  p.latency_us = t.ring_hops(n) * spec.latency_us;
+  p.latency_us = hops * spec.latency_us;
   p.link_bytes = t.ring_bytes_fraction(n) * size_bytes;
   return p;
 }
@@ -32,11 +33,11 @@ CollectivePlan AnalyticalCostModel::collective(CollectiveKind kind, int64_t size
   if (n <= 1) return plan;
   const double s = static_cast<double>(size_bytes);
   if (!group.spans_nodes()) {
-    plan.add(phase(kind, s, n, LinkClass::IntraNode));
+    plan.add(phase(kind, s, n, LinkClass::IntraNode, collective_traits(kind).ring_hops(n)));
     return plan;
   }
   if (!cluster_.hierarchical_collectives) {
-    plan.add(phase(kind, s, n, LinkClass::InterNode));
+    plan.add(phase(kind, s, n, LinkClass::InterNode, collective_traits(kind).ring_hops(n)));
     return plan;
   }
   const int m = group.ranks_on_my_node;
@@ -55,12 +56,9 @@ CollectivePlan AnalyticalCostModel::collective(CollectiveKind kind, int64_t size
   // ring inside one node, and the all-reduce's inter-node phase 2k hops.
   const bool all_reduce = kind == CollectiveKind::AllReduce;
   const double intra_hops = static_cast<double>(all_reduce ? n - k - 1 : n - k);
+  const double inter_hops = static_cast<double>(all_reduce ? 2 * k : k - 1);
   auto add = [&](CollectiveKind pk, double ps, int pn, LinkClass link) {
-    if (pn <= 1) return;
-    CollectivePhase p = phase(pk, ps, pn, link);
-    if (link == LinkClass::IntraNode) p.latency_us = intra_hops * cluster_.intra_node.latency_us;
-    if (link == LinkClass::InterNode && all_reduce) p.latency_us = 2.0 * k * cluster_.inter_node.latency_us;
-    plan.add(p);
+    if (pn > 1) plan.add(phase(pk, ps, pn, link, link == LinkClass::IntraNode ? intra_hops : inter_hops));
   };
   switch (kind) {
     case CollectiveKind::ReduceScatter:

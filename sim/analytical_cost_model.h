@@ -23,8 +23,9 @@ class AnalyticalCostModel : public CostModel {
   double link_bandwidth_bytes_per_s(LinkClass link) const override;
 
  private:
-  // Throws InputError when a used link has no bandwidth.
-  CollectivePhase phase(CollectiveKind kind, double size_bytes, int n, LinkClass link) const;
+  // One phase of `kind` over n ranks on `link`: `hops` x the link's latency, then the ring's share
+  // of size_bytes. Throws InputError when a used link has no bandwidth.
+  CollectivePhase phase(CollectiveKind kind, double size_bytes, int n, LinkClass link, double hops) const;
   ClusterSpec cluster_;
 };
 

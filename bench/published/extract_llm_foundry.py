@@ -95,8 +95,9 @@ def first_published(repo, commit):
         # Every table of that version, whatever its heading then.
         headings = {l.strip(): "any" for l in text.splitlines() if l.startswith("## ")}
         for _, r in parse_tables(text, headings, strict=False):
-            if None not in measurement(r):
-                first.setdefault(measurement(r), {"commit": c, "date": date, "path": path})
+            key = measurement(r)
+            if None not in key:
+                first.setdefault(key, {"commit": c, "date": date, "path": path})
     return first
 
 
@@ -138,7 +139,7 @@ def main():
     out_rows = []
     index_in_table = {}
     first = first_published(args.repo, commit)
-    current = [(t, r) for t, r in parse_tables(readme)]
+    current = parse_tables(readme)
     carried = {measurement(r) for _, r in current}
     superseded = []
     for (old_commit, heading), name in SUPERSEDED.items():
