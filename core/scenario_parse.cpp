@@ -640,6 +640,15 @@ ClusterSpec parse_merged_cluster(const json& merged, const json& sch, const std:
   return c;
 }
 
+// Under JSON merge patch a null deletes the base's value, and the key would then fall back to
+// its default without a word: refused as a null is everywhere else in a scenario.
+void reject_null_overrides(const json& value, const std::string& where) {
+  if (value.is_null())
+    throw InputError(where, "expected a value, got null; leave the key out to keep the preset's (or the cluster file's) value");
+  if (value.is_object())
+    for (const auto& [key, inner] : value.items()) reject_null_overrides(inner, where + "." + key);
+}
+
 ClusterSpec parse_cluster(const json& j, const json& sch, const std::string& base_dir) {
   const Obj raw(j, "cluster", sch);
   if (raw.has("preset") && raw.has("file")) {
@@ -677,6 +686,7 @@ ClusterSpec parse_cluster(const json& j, const json& sch, const std::string& bas
   json overrides = j;
   overrides.erase("preset");
   overrides.erase("file");
+  for (const auto& [key, value] : overrides.items()) reject_null_overrides(value, "cluster." + key);
   merged.merge_patch(overrides);
 
   try {

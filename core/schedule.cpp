@@ -381,8 +381,8 @@ class Scheduler {
       if (longest <= kMaxUnitComputeUs) continue;
       throw InputError(s_.model.transformer ? "model.transformer" : "model.units",
                        "unit \"" + s_.model.units[u].name + "\" would compute for " + format_time_us(longest) +
-                           " per micro-batch, over an hour; check its FLOPs or times, cluster.gpu.peak_tflops and the "
-                           "cluster.gpu efficiencies");
+                           " per micro-batch, over an hour; check its FLOPs or times, cluster.gpu.peak_tflops, "
+                           "cluster.gpu.hbm_bandwidth and the cluster.gpu efficiencies");
     }
   }
 

@@ -117,10 +117,24 @@ nlohmann::json optional_json(const std::optional<double>& v) { return v ? nlohma
 std::vector<std::vector<std::string>> throughput_rows(const Comparison& c) {
   const Throughput& p = c.predicted.throughput;
   const Throughput& m = c.measured.throughput;
-  return {{"tokens/s per GPU", format_or_na(p.tokens_per_s_per_gpu, format_per_s), format_or_na(m.tokens_per_s_per_gpu, format_per_s),
-           c.tokens_per_s_per_gpu_error ? pct(*c.tokens_per_s_per_gpu_error) : std::string("n/a")},
-          {"MFU", format_or_na(p.mfu, format_utilisation), format_or_na(m.mfu, format_utilisation),
-           c.mfu_error ? fmt("%+.1f pp", 100.0 * *c.mfu_error) : std::string("n/a")}};
+  const auto rate = [](const std::optional<double>& e) { return e ? pct(*e) : std::string("n/a"); };
+  const auto points = [](const std::optional<double>& e) { return e ? fmt("%+.1f pp", 100.0 * *e) : std::string("n/a"); };
+  return {{"tokens/s", format_or_na(p.tokens_per_s, format_per_s), format_or_na(m.tokens_per_s, format_per_s), rate(c.tokens_per_s_error)},
+          {"tokens/s per GPU", format_or_na(p.tokens_per_s_per_gpu, format_per_s), format_or_na(m.tokens_per_s_per_gpu, format_per_s),
+           rate(c.tokens_per_s_per_gpu_error)},
+          {"samples/s", format_or_na(p.samples_per_s, format_per_s), format_or_na(m.samples_per_s, format_per_s),
+           rate(c.samples_per_s_error)},
+          {"model TFLOP/s / GPU", format_or_na(p.model_tflops_per_gpu, format_tflops),
+           format_or_na(m.model_tflops_per_gpu, format_tflops), rate(c.model_tflops_per_gpu_error)},
+          {"MFU", format_or_na(p.mfu, format_utilisation), format_or_na(m.mfu, format_utilisation), points(c.mfu_error)},
+          {"HFU", format_or_na(p.hfu, format_utilisation), format_or_na(m.hfu, format_utilisation), points(c.hfu_error)}};
+}
+
+// Said under the table when the two sides did not process the same work per step.
+std::string workload_note(const Comparison& c) {
+  if (!c.workloads_differ) return "";
+  return "note: the two runs do not process the same work per step (" + c.workload_difference +
+         "): the step-time and per-op errors compare different work; the throughput rows compare rates";
 }
 
 }  // namespace
@@ -244,9 +258,35 @@ Comparison compare_timelines(const Timeline& predicted, const Timeline& measured
   }
   const Throughput& pt = c.predicted.throughput;
   const Throughput& mt = c.measured.throughput;
-  if (pt.tokens_per_s_per_gpu && mt.tokens_per_s_per_gpu)
-    c.tokens_per_s_per_gpu_error = (*pt.tokens_per_s_per_gpu - *mt.tokens_per_s_per_gpu) / *mt.tokens_per_s_per_gpu;
-  if (pt.mfu && mt.mfu) c.mfu_error = *pt.mfu - *mt.mfu;
+  const auto relative = [](const std::optional<double>& p, const std::optional<double>& m) -> std::optional<double> {
+    if (!p || !m || !(*m > 0)) return std::nullopt;
+    return (*p - *m) / *m;
+  };
+  const auto absolute = [](const std::optional<double>& p, const std::optional<double>& m) -> std::optional<double> {
+    if (!p || !m) return std::nullopt;
+    return *p - *m;
+  };
+  c.samples_per_s_error = relative(pt.samples_per_s, mt.samples_per_s);
+  c.tokens_per_s_error = relative(pt.tokens_per_s, mt.tokens_per_s);
+  c.tokens_per_s_per_gpu_error = relative(pt.tokens_per_s_per_gpu, mt.tokens_per_s_per_gpu);
+  c.model_tflops_per_gpu_error = relative(pt.model_tflops_per_gpu, mt.model_tflops_per_gpu);
+  c.mfu_error = absolute(pt.mfu, mt.mfu);
+  c.hfu_error = absolute(pt.hfu, mt.hfu);
+  const Workload &pw_load = predicted.workload, &mw_load = measured.workload;
+  const auto differ = [](double a, double b) { return a > 0 && b > 0 && std::abs(a - b) > 1e-9 * std::max(a, b); };
+  const auto known = [](const Workload& w) { return w.tokens_per_step > 0 || w.samples_per_step > 0 || w.model_flops_per_step > 0; };
+  const bool gpus_differ = known(pw_load) && known(mw_load) && pw_load.gpus != mw_load.gpus;
+  c.workloads_differ = gpus_differ || differ(pw_load.tokens_per_step, mw_load.tokens_per_step) ||
+                       differ(pw_load.samples_per_step, mw_load.samples_per_step) ||
+                       differ(pw_load.model_flops_per_step, mw_load.model_flops_per_step);
+  if (c.workloads_differ)
+    c.workload_difference =
+        gpus_differ ? std::to_string(pw_load.gpus) + " vs " + std::to_string(mw_load.gpus) + " GPUs"
+        : differ(pw_load.tokens_per_step, mw_load.tokens_per_step)
+            ? format_per_s(pw_load.tokens_per_step) + " vs " + format_per_s(mw_load.tokens_per_step) + " tokens per step"
+        : differ(pw_load.samples_per_step, mw_load.samples_per_step)
+            ? format_per_s(pw_load.samples_per_step) + " vs " + format_per_s(mw_load.samples_per_step) + " samples per step"
+            : "different model FLOPs per step";
 
   const auto pivs = intervals_by_op(predicted, pw.rank, pw.iteration);
   const auto mivs = intervals_by_op(measured, mw.rank, mw.iteration);
@@ -342,6 +382,19 @@ nlohmann::json comparison_to_json(const Comparison& c) {
           {"predicted_mfu", optional_json(c.predicted.throughput.mfu)},
           {"measured_mfu", optional_json(c.measured.throughput.mfu)},
           {"mfu_error", optional_json(c.mfu_error)},
+          {"predicted_tokens_per_s", optional_json(c.predicted.throughput.tokens_per_s)},
+          {"measured_tokens_per_s", optional_json(c.measured.throughput.tokens_per_s)},
+          {"tokens_per_s_error", optional_json(c.tokens_per_s_error)},
+          {"predicted_samples_per_s", optional_json(c.predicted.throughput.samples_per_s)},
+          {"measured_samples_per_s", optional_json(c.measured.throughput.samples_per_s)},
+          {"samples_per_s_error", optional_json(c.samples_per_s_error)},
+          {"predicted_model_tflops_per_gpu", optional_json(c.predicted.throughput.model_tflops_per_gpu)},
+          {"measured_model_tflops_per_gpu", optional_json(c.measured.throughput.model_tflops_per_gpu)},
+          {"model_tflops_per_gpu_error", optional_json(c.model_tflops_per_gpu_error)},
+          {"predicted_hfu", optional_json(c.predicted.throughput.hfu)},
+          {"measured_hfu", optional_json(c.measured.throughput.hfu)},
+          {"hfu_error", optional_json(c.hfu_error)},
+          {"workloads_differ", c.workloads_differ},
           {"predicted", metrics_to_json(c.predicted)},
           {"measured", metrics_to_json(c.measured)},
           {"by_kind", kinds},
@@ -381,6 +434,7 @@ std::string comparison_table(const Comparison& c) {
   o << pad("exposed comm (us)", 22) << pad(us(c.predicted.exposed_comm_us), 14) << pad(us(c.measured.exposed_comm_us), 14)
     << fmt("%+.1f", c.predicted.exposed_comm_us - c.measured.exposed_comm_us) << "\n";
   for (const auto& row : throughput_rows(c)) o << pad(row[0], 22) << pad(row[1], 14) << pad(row[2], 14) << row[3] << "\n";
+  if (c.workloads_differ) o << "\n" << workload_note(c) << "\n";
   o << "\n" << spread_line(c) << "\n\n";
   if (shows_per_rank(c)) {
     const bool waits = c.by_rank.front().measured_wait_us.has_value();
@@ -425,7 +479,9 @@ std::string comparison_html(const Comparison& c, const Timeline& predicted, cons
   for (const auto& row : throughput_rows(c))
     b << "<tr><td>" << html_escape(row[0]) << "</td><td>" << html_escape(row[1]) << "</td><td>" << html_escape(row[2])
       << "</td><td>" << html_escape(row[3]) << "</td></tr>\n";
-  b << "</table>\n<p>" << html_escape(spread_line(c)) << "</p>\n";
+  b << "</table>\n";
+  if (c.workloads_differ) b << "<p>" << html_escape(workload_note(c)) << "</p>\n";
+  b << "<p>" << html_escape(spread_line(c)) << "</p>\n";
   if (shows_per_rank(c)) {
     const bool waits = c.by_rank.front().measured_wait_us.has_value();
     b << "<h2>Step time per rank (us)</h2>\n<table>\n<tr><th>rank</th><th>predicted</th><th>measured</th><th>error</th>"

@@ -85,8 +85,13 @@ struct Comparison {
   MeasuredSpread measured_spread;
   std::vector<RankComparison> by_rank;  // every measured rank, rank order
   // Throughput errors; unknown when either side's value is (the timeline carries no workload).
-  std::optional<double> tokens_per_s_per_gpu_error;  // (predicted - measured) / measured, relative
-  std::optional<double> mfu_error;                   // predicted - measured, absolute (MFU is a fraction)
+  // Rates relative, (predicted - measured) / measured; MFU and HFU absolute (they are fractions).
+  std::optional<double> samples_per_s_error, tokens_per_s_error, tokens_per_s_per_gpu_error, model_tflops_per_gpu_error;
+  std::optional<double> mfu_error, hfu_error;
+  // The two timelines' workloads (tokens, samples or FLOPs per step, GPUs) differ where both are
+  // known: the step-time error then compares different work, the throughput rows compare rates.
+  bool workloads_differ = false;
+  std::string workload_difference;  // e.g. "65,536 vs 131,072 tokens per step"; empty when the same
   std::vector<KindErrors> by_kind;   // compute, copies and collectives (markers left out), kind order
   std::vector<OpComparison> ops;     // every op but alloc/free markers, op order
   std::vector<OpComparison> worst;   // up to ten, largest disagreement first (ties: lower op id)

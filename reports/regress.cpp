@@ -166,8 +166,10 @@ RegressReport regress_compare(const std::string& baseline, const std::string& cu
 
 std::string regress_table(const RegressReport& report) {
   std::vector<std::vector<std::string>> rows = {
-      {"scenario", "step time", "delta", "tokens/s/GPU", "delta", "exposed comm", "delta", "overlap eff", "delta", "status"}};
+      {"scenario", "step time", "delta", "tokens/s/GPU", "delta", "MFU", "delta", "exposed comm", "delta", "overlap eff", "delta",
+       "status"}};
   auto tokens = [](const Metrics& m) { return format_or_na(m.throughput.tokens_per_s_per_gpu, format_per_s); };
+  auto mfu = [](const Metrics& m) { return format_or_na(m.throughput.mfu, format_utilisation); };
   for (const auto& e : report.entries) {
     std::vector<std::string> r = {e.name};
     if (e.baseline && e.current) {
@@ -177,15 +179,18 @@ std::string regress_table(const RegressReport& report) {
       const double efficiency_delta = c.overlap_efficiency - b.overlap_efficiency;
       std::snprintf(deff, sizeof deff, "%+.4f", std::abs(efficiency_delta) < 5e-5 ? 0.0 : efficiency_delta);  // no "-0.0000"
       const auto &bt = b.throughput.tokens_per_s_per_gpu, &ct = c.throughput.tokens_per_s_per_gpu;
+      const auto &bm = b.throughput.mfu, &cm = c.throughput.mfu;
+      char dmfu[32] = "";
+      if (bm && cm) std::snprintf(dmfu, sizeof dmfu, "%+.1f pp", std::abs(*cm - *bm) < 5e-4 ? 0.0 : 100.0 * (*cm - *bm));
       r.insert(r.end(), {format_time_us(b.step_time_us) + " -> " + format_time_us(c.step_time_us), pct(b.step_time_us, c.step_time_us),
-                         tokens(b) + " -> " + tokens(c), bt && ct ? pct(*bt, *ct) : std::string(),
+                         tokens(b) + " -> " + tokens(c), bt && ct ? pct(*bt, *ct) : std::string(), mfu(b) + " -> " + mfu(c), dmfu,
                          format_time_us(b.exposed_comm_us) + " -> " + format_time_us(c.exposed_comm_us),
                          signed_us(c.exposed_comm_us - b.exposed_comm_us), eff, deff});
     } else {
       const Metrics& m = e.baseline ? *e.baseline : *e.current;
       char eff[32];
       std::snprintf(eff, sizeof eff, "%.4f", m.overlap_efficiency);
-      r.insert(r.end(), {format_time_us(m.step_time_us), "", tokens(m), "", format_time_us(m.exposed_comm_us), "", eff, ""});
+      r.insert(r.end(), {format_time_us(m.step_time_us), "", tokens(m), "", mfu(m), "", format_time_us(m.exposed_comm_us), "", eff, ""});
     }
     r.push_back(e.status());
     rows.push_back(std::move(r));
@@ -205,8 +210,8 @@ std::string regress_table(const RegressReport& report) {
   std::snprintf(tol, sizeof tol, "%g", report.tolerance);
   out << (failed ? std::to_string(failed) + " of " + std::to_string(report.entries.size()) + " scenarios fail"
                  : "all " + std::to_string(report.entries.size()) + " scenarios pass")
-      << " (tolerance " << tol << ": relative for step time, absolute for overlap efficiency; tokens/s per GPU is shown, "
-      << "not judged: for a fixed scenario it is the step time's inverse)\n";
+      << " (tolerance " << tol << ": relative for step time, absolute for overlap efficiency; tokens/s per GPU and MFU are "
+      << "shown, not judged, where the tokens per step are equal: there they are the step time's inverse)\n";
   for (const auto& e : report.entries)
     if (e.judged_on_throughput)
       out << e.name << ": the tokens per step differ (" << format_per_s(*tokens_per_step(*e.baseline)) << " -> "

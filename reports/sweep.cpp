@@ -614,7 +614,8 @@ std::string sweep_csv(const std::vector<SweepRow>& rows, const std::vector<std::
          "overlap_efficiency,forward_us,backward_us,peak_memory_bytes,peak_reserved_bytes,min_reserved_bytes,allocator_cache_flushes,"
          "memory_capacity_bytes,"
          "samples_per_s,tokens_per_s,tokens_per_s_per_gpu,model_tflops_per_gpu,mfu,hfu,straggler_cost";
-  for (const auto& k : kinds) out << "," << k << "_count," << k << "_bytes," << k << "_busy_us";
+  // "_op_": per op kind (the compute kind's busy time is not the top-level compute_busy_us union).
+  for (const auto& k : kinds) out << "," << k << "_op_count," << k << "_op_bytes," << k << "_op_busy_us";
   out << ",error\n";
   for (const auto& r : rows) {
     out << r.index;

@@ -431,6 +431,19 @@ TEST(Cluster, PresetsCarryRealNumbers) {
   EXPECT_DOUBLE_EQ(forty.cluster.inter_node.bandwidth_bytes_per_s, 25e9);
 }
 
+// Under JSON merge patch a null would delete the preset's value and fall back to the schema's
+// default without a word (gemm_half_dim 634 -> 0 moved MFU by 3 points): refused, path named.
+TEST(Cluster, ANullOverrideIsRefusedNotMergedAway) {
+  json j = tiny();
+  j["cluster"] = {{"preset", "h100-sxm-dgx"}, {"gpu", {{"gemm_half_dim", nullptr}}}};
+  j["mesh"] = {{"shard", 8}};
+  expect_input_error([&] { parse_scenario(j); }, "cluster.gpu.gemm_half_dim", {"got null", "leave the key out"});
+  j["cluster"] = {{"preset", "h100-sxm-dgx"}, {"compute_slowdown_during_comm", nullptr}};
+  expect_input_error([&] { parse_scenario(j); }, "cluster.compute_slowdown_during_comm", {"got null"});
+  j["cluster"] = {{"preset", "h100-sxm-dgx"}, {"gpu", {{"peak_tflops", {{"bf16", nullptr}}}}}};
+  expect_input_error([&] { parse_scenario(j); }, "cluster.gpu.peak_tflops.bf16", {"got null"});
+}
+
 TEST(Cluster, FileRelativeToTheScenario) {
   write_temp("cluster_file_test_clusters.json", R"({
     "gpu": {"peak_tflops": {"bf16": 50}, "memory": "24GiB", "copy_bandwidth": "300GB/s"},

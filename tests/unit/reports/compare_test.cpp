@@ -298,6 +298,39 @@ TEST(Compare, ThroughputErrorsOnBothSides) {
   const std::string html = comparison_html(c, p, m);
   EXPECT_NE(html.find("<tr><td>tokens/s per GPU</td><td>10,000,000</td><td>7,500,000</td><td>+33.3%</td></tr>"), std::string::npos);
   EXPECT_NE(html.find("<tr><td>MFU</td><td>10.0%</td><td>7.5%</td><td>+2.5 pp</td></tr>"), std::string::npos);
+  // The other rates: global tokens/s 2e7 vs 1.5e7, samples/s 20,000 vs 15,000, model TFLOP/s per
+  // GPU 10 vs 7.5 (all +33.3%); HFU equals MFU here (no recomputation).
+  EXPECT_NE(table.find("tokens/s              20,000,000    15,000,000    +33.3%"), std::string::npos) << table;
+  EXPECT_NE(table.find("samples/s             20,000        15,000        +33.3%"), std::string::npos) << table;
+  EXPECT_NE(table.find("model TFLOP/s / GPU   10.0          7.5           +33.3%"), std::string::npos) << table;
+  EXPECT_NE(table.find("HFU                   10.0%         7.5%          +2.5 pp"), std::string::npos) << table;
+  EXPECT_DOUBLE_EQ(j.at("tokens_per_s_error").get<double>(), 1.0 / 3.0);
+  EXPECT_DOUBLE_EQ(j.at("samples_per_s_error").get<double>(), 1.0 / 3.0);
+  EXPECT_DOUBLE_EQ(j.at("model_tflops_per_gpu_error").get<double>(), 1.0 / 3.0);
+  EXPECT_NEAR(j.at("hfu_error").get<double>(), 0.025, 1e-15);
+  EXPECT_FALSE(j.at("workloads_differ").get<bool>());
+  EXPECT_EQ(table.find("do not process the same work"), std::string::npos) << table;
+}
+
+// Two runs of different work per step (here twice the tokens, e.g. a doubled micro-batch): the
+// comparison says so under the table and in compare.json, and the rates still compare.
+TEST(Compare, SaysWhenTheTwoRunsDoDifferentWork) {
+  Timeline p = predicted(), m = measured();
+  p.workload = m.workload = hand_workload();
+  m.workload.tokens_per_step *= 2;
+  m.workload.samples_per_step *= 2;
+  m.workload.model_flops_per_step *= 2;
+  m.workload.hardware_flops_per_step *= 2;
+  const Comparison c = compare_timelines(p, m);
+  EXPECT_TRUE(c.workloads_differ);
+  const std::string table = comparison_table(c);
+  EXPECT_NE(table.find("note: the two runs do not process the same work per step (3,000 vs 6,000 tokens per step)"),
+            std::string::npos)
+      << table;
+  ASSERT_TRUE(c.tokens_per_s_per_gpu_error.has_value());
+  EXPECT_NEAR(*c.tokens_per_s_per_gpu_error, 1e7 / 1.5e7 - 1, 1e-12);  // 10,000,000 vs 15,000,000 tokens/s per GPU
+  EXPECT_TRUE(comparison_to_json(c).at("workloads_differ").get<bool>());
+  EXPECT_NE(comparison_html(c, p, m).find("do not process the same work per step"), std::string::npos);
 }
 
 // Timelines that carry no workload (older files): the throughput rows say n/a, JSON null.

@@ -93,6 +93,8 @@ TEST(Regress, TableShowsTokensPerGpuWithoutJudgingIt) {
   Metrics base = metrics(1000, 100, 0.8), cur = metrics(1000, 100, 0.8);
   base.throughput.tokens_per_s_per_gpu = 8000;
   cur.throughput.tokens_per_s_per_gpu = 6000;  // e.g. a file edited by hand: only step time decides
+  base.throughput.mfu = 0.40;
+  cur.throughput.mfu = 0.30;
   write_metrics(t / "base/a.json", base);
   write_metrics(t / "cur/a.json", cur);
   nlohmann::json old = metrics_to_json(metrics(1000, 100, 0.8));
@@ -106,7 +108,10 @@ TEST(Regress, TableShowsTokensPerGpuWithoutJudgingIt) {
   EXPECT_NE(table.find("tokens/s/GPU"), std::string::npos) << table;
   EXPECT_NE(table.find("8,000 -> 6,000  -25.00%"), std::string::npos) << table;
   EXPECT_NE(table.find("n/a -> 6,000"), std::string::npos) << table;
-  EXPECT_NE(table.find("tokens/s per GPU is shown, not judged"), std::string::npos) << table;
+  EXPECT_NE(table.find("40.0% -> 30.0%  -10.0 pp"), std::string::npos) << table;
+  EXPECT_NE(table.find("n/a -> 30.0%"), std::string::npos) << table;
+  EXPECT_NE(table.find("tokens/s per GPU and MFU are shown, not judged, where the tokens per step are equal"), std::string::npos)
+      << table;
 }
 
 // With a different amount of work per step (here twice the tokens: a larger micro-batch), a

@@ -421,6 +421,7 @@ TEST(SweepRecommend, NothingFits) {
 TEST(SweepOutput, CsvHasOneRowPerConfigurationWithReasons) {
   std::vector<SweepRow> rows = {row(0, 100, 500), invalid_row(1, "mesh.shard: 16, 32 do not divide \"world\"")};
   rows[0].metrics.by_kind["all_gather"] = {3, 300, 12.5};
+  rows[0].metrics.by_kind["compute"] = {2, 0, 40.0};  // its per-kind busy column must not be named compute_busy_us
   for (auto& r : rows) mark_memory_fit(r, 0.1);
   const std::string csv = sweep_csv(rows, {"mesh.shard"});
   std::vector<std::string> lines;
@@ -435,7 +436,11 @@ TEST(SweepOutput, CsvHasOneRowPerConfigurationWithReasons) {
   EXPECT_NE(lines[0].find(",peak_memory_bytes,peak_reserved_bytes,min_reserved_bytes,allocator_cache_flushes,memory_capacity_bytes,samples_per_s,tokens_per_s,"
                           "tokens_per_s_per_gpu,model_tflops_per_gpu,mfu,hfu,"), std::string::npos) << lines[0];
   EXPECT_NE(lines[1].find(",500,500,500,false,1000,,,,,,,"), std::string::npos) << lines[1];  // unknown throughput: empty cells
-  EXPECT_NE(lines[0].find("all_gather_busy_us"), std::string::npos);
+  EXPECT_NE(lines[0].find("all_gather_op_busy_us"), std::string::npos);
+  // Every header names one column: the per-kind ones never repeat a metric's name.
+  std::set<std::string> names;
+  std::istringstream header(lines[0]);
+  for (std::string name; std::getline(header, name, ',');) EXPECT_TRUE(names.insert(name).second) << name;
   EXPECT_NE(lines[1].find(",12.5,"), std::string::npos) << lines[1];
   // Same column count on every line (quoted cells count once).
   auto columns = [](const std::string& line) {
