@@ -230,6 +230,9 @@ Scenario CommandLine::load_scenario() const {
     variation["seed"] = seed_;
     flag_paths.emplace_back("variation.seed", "--seed");
   }
+  // A seed with no jitter asked for anywhere is a mistake; with a jitter of 0 (--jitter 0, or the
+  // scenario's cv 0, as a sweep over the cv has) it is harmless, as in the scenario itself.
+  const bool jitter_asked = variation.contains("compute_jitter");
   Scenario scenario;
   try {
     const auto parent = std::filesystem::path(scenario_path_).parent_path();
@@ -242,7 +245,7 @@ Scenario CommandLine::load_scenario() const {
     if (!stragglers_.empty() && e.where() == "variation.stragglers") throw InputError("--straggler", e.what());
     throw;
   }
-  if (given("seed") && !(scenario.variation.jitter_cv > 0))
+  if (given("seed") && !jitter_asked)
     throw InputError("--seed", "seeds the jitter draws, and there is no jitter (give --jitter CV, or the scenario's variation.compute_jitter)");
   return scenario;
 }

@@ -36,23 +36,26 @@ EveryRankRun simulate_every_rank(const Scenario& scenario, const Program& progra
   for (int r : keep_ranks)
     if (r < 0 || r >= program.world_size)
       throw InputError("--trace-ranks", "rank " + std::to_string(r) + " is not in the world of " + std::to_string(program.world_size) + " ranks");
-  const int64_t rank_ops = static_cast<int64_t>(program.world_size) * static_cast<int64_t>(program.ops.size());
-  if (rank_ops > kMaxRankOps) {
-    const auto gb = [](int64_t rank_ops) {  // a rank's start and end of an op: 16 bytes
+  const int64_t ranks = program.world_size, ops = static_cast<int64_t>(program.ops.size());
+  if (const int64_t bytes = every_rank_bytes(ranks, ops); bytes > kMaxEveryRankBytes) {
+    const auto gb = [](int64_t b) {
       char text[32];
-      std::snprintf(text, sizeof text, "%.1f GB", static_cast<double>(rank_ops) * 16 / 1e9);
+      std::snprintf(text, sizeof text, "%.1f GB", static_cast<double>(b) / 1e9);
       return std::string(text);
     };
     // Blamed on the larger factor: the mesh when it has more ranks than the Program has ops
-    // (65,536 ranks of a 4,430-op step), else the key that made the Program large.
-    const bool ranks_dominate = static_cast<int64_t>(program.world_size) > static_cast<int64_t>(program.ops.size());
+    // (65,536 ranks of a 4,430-op step) or when each rank's own state outweighs its spans, else
+    // the key that made the Program large.
+    const bool ranks_dominate = ranks > ops || 16 * ops < kRankStateBytes;
     // Fewer micro-batches are named only when one micro-batch's ops would fit.
-    const bool one_micro_batch_fits = rank_ops / std::max(1, scenario.policy.micro_batches) <= kMaxRankOps;
+    const bool one_micro_batch_fits =
+        every_rank_bytes(ranks, ops / std::max(1, scenario.policy.micro_batches)) <= kMaxEveryRankBytes;
     throw InputError(ranks_dominate ? std::string("mesh") : program_size_key(scenario, one_micro_batch_fits),
-                     "every rank is simulated (a variation, or --ranks all) and keeps its start and end of every op: " +
-                         std::to_string(program.world_size) + " ranks x " + std::to_string(program.ops.size()) + " ops is " +
-                         gb(rank_ops) + "; at most " + std::to_string(kMaxRankOps / 1'000'000) + " million rank-ops (" +
-                         gb(kMaxRankOps) + "): make fewer ops or ranks, or simulate one representative rank (no variation; simulate --ranks one)");
+                     "every rank is simulated (a variation, or --ranks all) and keeps its start and end of every op and "
+                     "its own state: " + std::to_string(ranks) + " ranks x " + std::to_string(ops) + " ops is " + gb(bytes) +
+                         " (16 bytes per rank and op, about " + std::to_string(kRankStateBytes) + " bytes per rank); at most " +
+                         gb(kMaxEveryRankBytes) +
+                         ": make fewer ops or ranks, or simulate one representative rank (no variation; simulate --ranks one)");
   }
   SimOptions symmetric = options;
   symmetric.every_rank = false;

@@ -31,13 +31,18 @@ inline constexpr size_t kMaxVariedRanksKept = 8;
 // The scenario's variation applies. `options`: the profile and the like (its every-rank fields
 // are set here). `keep_ranks`: ranks the Timeline keeps besides rank 0, the slowest, the fastest
 // and the varied ranks (varied_ranks, up to kMaxVariedRanksKept); `keep_all`: every rank. Throws InputError("--trace-ranks", ...) for a rank outside the world,
-// and, when ranks x ops exceeds kMaxRankOps, before simulating, InputError naming "mesh" when the
-// world has more ranks than the Program has ops, else the key that made the Program large
+// and, when every_rank_bytes exceeds kMaxEveryRankBytes, before simulating, InputError naming "mesh"
+// when the ranks are what is large (more ranks than the Program has ops, or a Program so small that
+// each rank's fixed state outweighs its spans), else the key that made the Program large
 // (program_size_key).
-// kMaxRankOps: the simulator keeps every rank's start and end of every op (16 bytes each) to pick
-// the Timeline's ranks after the run: 200 million of them is 3.2 GB (the 70B scenario on 16,384
-// GPUs is 73 million; on 64 GPUs with 4 MiB buckets 121 million).
-inline constexpr int64_t kMaxRankOps = 200'000'000;
+// What simulating every rank holds: each rank's start and end of every op (16 bytes each; the
+// simulator picks the Timeline's ranks after the run) and each rank's own state (streams, network,
+// collectives in flight, statistics: kRankStateBytes, measured as the slope of peak memory over
+// 131,072 and 262,144 ranks of host-tiny-fsdp, 4.95 KB per rank of which 2.4 KB spans). Held to
+// 3.2 GB: the 70B scenario on 16,384 GPUs needs 1.2 GB; on 64 GPUs with 4 MiB buckets 1.9 GB.
+inline constexpr int64_t kRankStateBytes = 2'600;
+inline constexpr int64_t kMaxEveryRankBytes = 3'200'000'000;
+inline int64_t every_rank_bytes(int64_t ranks, int64_t ops) { return ranks * (16 * ops + kRankStateBytes); }
 EveryRankRun simulate_every_rank(const Scenario& scenario, const Program& program, SimOptions options,
                                  const std::vector<int>& keep_ranks, bool keep_all);
 

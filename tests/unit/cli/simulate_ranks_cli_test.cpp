@@ -96,9 +96,9 @@ TEST_F(SimulateRanksCli, BadRankFlagsExitTwoNamingTheFlag) {
   EXPECT_NE(run("simulate " + scenario("host-tiny-hsdp.json") + " --ranks all --trace-ranks 1").err.find("give --out"), std::string::npos);
 }
 
-// Every rank keeps its start and end of every op (16 bytes each): a million ranks of this small
-// Program (4.7 GB of them) is refused before simulating, naming the mesh: its ranks, not the
-// Program's ops, are what is large.
+// Every rank keeps its start and end of every op (16 bytes each) and its own state: a million
+// ranks of this small Program (7.4 GB) is refused before simulating, naming the mesh: its ranks,
+// not the Program's ops, are what is large.
 TEST_F(SimulateRanksCli, EveryRankOfAHugeWorldIsRefusedBeforeSimulating) {
   const Result r = run("simulate " + scenario("host-tiny-hsdp.json") + " --set cluster.nodes=524288 --set mesh.replicate=524288 --ranks all");
   EXPECT_EQ(r.code, 2) << r.out << r.err;
@@ -108,6 +108,13 @@ TEST_F(SimulateRanksCli, EveryRankOfAHugeWorldIsRefusedBeforeSimulating) {
   EXPECT_TRUE(r.out.empty()) << r.out;
   // One representative rank of the same world is fine.
   EXPECT_EQ(run("simulate " + scenario("host-tiny-hsdp.json") + " --set cluster.nodes=524288 --set mesh.replicate=524288 --json").code, 0);
+  // Spans alone would pass here (a million ranks x 151 ops: 2.5 GB of them, once 3 minutes and
+  // 5.1 GB peak): each rank's state counts too.
+  const Result fsdp = run("simulate " + scenario("host-tiny-fsdp.json") +
+                          " --set cluster.nodes=1048576 --set cluster.gpus_per_node=1 --set mesh.shard=1048576 --ranks all");
+  EXPECT_EQ(fsdp.code, 2) << fsdp.out << fsdp.err;
+  EXPECT_EQ(fsdp.err.rfind("shardline simulate: error: mesh: every rank is simulated", 0), 0u) << fsdp.err;
+  EXPECT_NE(fsdp.err.find("1048576 ranks x 151 ops is 5.3 GB"), std::string::npos) << fsdp.err;
 }
 
 // Too many ops for every rank: micro-batches are named only when one micro-batch would fit;
@@ -168,6 +175,10 @@ TEST_F(SimulateRanksCli, BadVariationFlagsExitTwoNamingTheFlag) {
   // Accepted spellings of a factor.
   for (const char* f : {"1=1.5", "1=2", "1=.5", "1=2.", "1=1e-1", "1=15E-1"})
     EXPECT_EQ(run("simulate " + scenario("host-tiny-hsdp.json") + " --straggler " + f + " --json").code, 0) << f;
+  // A jitter of 0 with a seed is asked for and harmless, from the flags as from the scenario
+  // (a sweep over the cv with one seed has a cv 0 point).
+  EXPECT_EQ(run("simulate " + scenario("host-tiny-hsdp.json") + " --jitter 0 --seed 3 --json").code, 0);
+  EXPECT_EQ(run("simulate " + scenario("host-tiny-hsdp.json") + " --set 'variation={\"compute_jitter\":{\"cv\":0},\"seed\":3}' --json").code, 0);
 }
 
 }  // namespace
