@@ -355,7 +355,7 @@ nlohmann::json comparison_to_json(const Comparison& c) {
   for (const auto& o : c.worst) worst.push_back(op_json(o));
   nlohmann::json ops = nlohmann::json::array();
   for (const auto& o : c.ops) ops.push_back(op_json(o));
-  return {{"scenario", c.scenario},
+  nlohmann::json out = {{"scenario", c.scenario},
           {"measured_backend", c.measured_backend},
           {"measured_rank", c.measured_rank},
           {"measured_iteration", c.measured_iteration},
@@ -376,30 +376,29 @@ nlohmann::json comparison_to_json(const Comparison& c) {
           {"measured_overlap_efficiency", c.measured.overlap_efficiency},
           {"predicted_exposed_comm_us", c.predicted.exposed_comm_us},
           {"measured_exposed_comm_us", c.measured.exposed_comm_us},
-          {"predicted_tokens_per_s_per_gpu", optional_json(c.predicted.throughput.tokens_per_s_per_gpu)},
-          {"measured_tokens_per_s_per_gpu", optional_json(c.measured.throughput.tokens_per_s_per_gpu)},
-          {"tokens_per_s_per_gpu_error", optional_json(c.tokens_per_s_per_gpu_error)},
-          {"predicted_mfu", optional_json(c.predicted.throughput.mfu)},
-          {"measured_mfu", optional_json(c.measured.throughput.mfu)},
-          {"mfu_error", optional_json(c.mfu_error)},
-          {"predicted_tokens_per_s", optional_json(c.predicted.throughput.tokens_per_s)},
-          {"measured_tokens_per_s", optional_json(c.measured.throughput.tokens_per_s)},
-          {"tokens_per_s_error", optional_json(c.tokens_per_s_error)},
-          {"predicted_samples_per_s", optional_json(c.predicted.throughput.samples_per_s)},
-          {"measured_samples_per_s", optional_json(c.measured.throughput.samples_per_s)},
-          {"samples_per_s_error", optional_json(c.samples_per_s_error)},
-          {"predicted_model_tflops_per_gpu", optional_json(c.predicted.throughput.model_tflops_per_gpu)},
-          {"measured_model_tflops_per_gpu", optional_json(c.measured.throughput.model_tflops_per_gpu)},
-          {"model_tflops_per_gpu_error", optional_json(c.model_tflops_per_gpu_error)},
-          {"predicted_hfu", optional_json(c.predicted.throughput.hfu)},
-          {"measured_hfu", optional_json(c.measured.throughput.hfu)},
-          {"hfu_error", optional_json(c.hfu_error)},
           {"workloads_differ", c.workloads_differ},
           {"predicted", metrics_to_json(c.predicted)},
           {"measured", metrics_to_json(c.measured)},
           {"by_kind", kinds},
           {"worst_ops", worst},
           {"ops", ops}};
+  // Each throughput value as predicted_<name>, measured_<name> and <name>_error (null: unknown).
+  const struct {
+    const char* name;
+    std::optional<double> Throughput::*value;
+    std::optional<double> Comparison::*error;
+  } throughput[] = {{"tokens_per_s", &Throughput::tokens_per_s, &Comparison::tokens_per_s_error},
+                    {"tokens_per_s_per_gpu", &Throughput::tokens_per_s_per_gpu, &Comparison::tokens_per_s_per_gpu_error},
+                    {"samples_per_s", &Throughput::samples_per_s, &Comparison::samples_per_s_error},
+                    {"model_tflops_per_gpu", &Throughput::model_tflops_per_gpu, &Comparison::model_tflops_per_gpu_error},
+                    {"mfu", &Throughput::mfu, &Comparison::mfu_error},
+                    {"hfu", &Throughput::hfu, &Comparison::hfu_error}};
+  for (const auto& t : throughput) {
+    out[std::string("predicted_") + t.name] = optional_json(c.predicted.throughput.*t.value);
+    out[std::string("measured_") + t.name] = optional_json(c.measured.throughput.*t.value);
+    out[std::string(t.name) + "_error"] = optional_json(c.*t.error);
+  }
+  return out;
 }
 
 // "measured step over 20 iterations: median 25.66 ms, p10 .. p90 25.4 .. 27.0 ms; the prediction
