@@ -1,10 +1,11 @@
 // The analytical alpha-beta cost model (core/collective.h ring formulas, nothing re-derived):
 // for a phase over n ranks of size S on a link with latency alpha:
 //   latency_us = ring_hops(n) * alpha,  link_bytes = ring_bytes_fraction(n) * S.
-// A group on one node runs one phase on the intra-node link. A group spanning nodes runs
-// one phase on the inter-node link (flat ring, inter-node alpha for every hop) or, with
-// cluster.hierarchical_collectives, with m = members on this rank's node and k = nodes
-// (m * k must equal n):
+// A group on one node runs one phase on the intra-node link. A group spanning k nodes pays the
+// latency of NCCL's one ring through all n ranks (src/graph/tuning.cc): all-gather and
+// reduce-scatter n - k hops inside nodes and k - 1 across them, all-reduce 2(n - k - 1) and 2k.
+// Its bytes run as one phase on the inter-node link (flat ring), or, with
+// cluster.hierarchical_collectives, with m = members on this rank's node (m * k must equal n):
 //   reduce-scatter: intra RS(m, S), then inter RS(k, S/m)
 //   all-gather:     inter AG(k, S/m), then intra AG(m, S)
 //   all-reduce:     intra RS(m, S), inter AR(k, S/m), intra AG(m, S)
@@ -23,9 +24,9 @@ class AnalyticalCostModel : public CostModel {
   double link_bandwidth_bytes_per_s(LinkClass link) const override;
 
  private:
-  // One phase of `kind` over n ranks on `link`: `hops` x the link's latency, then the ring's share
-  // of size_bytes. Throws InputError when a used link has no bandwidth.
-  CollectivePhase phase(CollectiveKind kind, double size_bytes, int n, LinkClass link, double hops) const;
+  // One phase of `kind` over n ranks on `link`: `latency_us`, then the ring's share of size_bytes.
+  // Throws InputError when a used link has no bandwidth.
+  CollectivePhase phase(CollectiveKind kind, double size_bytes, int n, LinkClass link, double latency_us) const;
   ClusterSpec cluster_;
 };
 

@@ -52,9 +52,22 @@ TEST(AnalyticalCostModel, LoneTimesAreTheRingFormulas) {
   for (CollectiveKind k : {CollectiveKind::AllGather, CollectiveKind::ReduceScatter, CollectiveKind::AllReduce}) {
     EXPECT_DOUBLE_EQ(lone_collective_time_us(m, k, S, place_group(GroupInfo{"shard", 8, 1}, 8)),
                      ring_time_us(k, S, 8, 2.0, 100e9));
-    EXPECT_DOUBLE_EQ(lone_collective_time_us(m, k, S, place_group(GroupInfo{"shard", 16, 1}, 8)),
-                     ring_time_us(k, S, 16, 10.0, 25e9));
   }
+  // A flat ring over 2 nodes of 8: the bytes cross each rank's NIC (25 GB/s), and the latency is
+  // NCCL's ring through all 16 ranks: 14 hops inside the nodes (2 us) and 1 across (10 us) for an
+  // all-gather or reduce-scatter; 2 x 13 and 4 for an all-reduce.
+  const GroupPlacement flat = place_group(GroupInfo{"shard", 16, 1}, 8);
+  EXPECT_DOUBLE_EQ(lone_collective_time_us(m, CollectiveKind::AllGather, S, flat),
+                   14 * 2.0 + 1 * 10.0 + 15.0 / 16 * S / 25e9 * 1e6);
+  EXPECT_DOUBLE_EQ(lone_collective_time_us(m, CollectiveKind::ReduceScatter, S, flat),
+                   14 * 2.0 + 1 * 10.0 + 15.0 / 16 * S / 25e9 * 1e6);
+  EXPECT_DOUBLE_EQ(lone_collective_time_us(m, CollectiveKind::AllReduce, S, flat),
+                   26 * 2.0 + 4 * 10.0 + 2 * 15.0 / 16 * S / 25e9 * 1e6);
+  // One rank per node (an HSDP replicate group): each of the ring's 2 x 3 steps crosses nodes
+  // (NCCL's count, 2k = 8 across, is capped at the ring's own steps).
+  const CollectivePlan rep = m.collective(CollectiveKind::AllReduce, S, place_group(GroupInfo{"replicate", 4, 8}, 8));
+  ASSERT_EQ(rep.count, 1);
+  EXPECT_DOUBLE_EQ(rep.phases[0].latency_us, 2 * 3 * 10.0);
 }
 
 TEST(AnalyticalCostModel, HierarchicalPhases) {
