@@ -644,7 +644,7 @@ ClusterSpec parse_merged_cluster(const json& merged, const json& sch, const std:
 // its default without a word: refused as a null is everywhere else in a scenario.
 void reject_null_overrides(const json& value, const std::string& where) {
   if (value.is_null())
-    throw InputError(where, "expected a value, got null; leave the key out to keep the preset's (or the cluster file's) value");
+    throw InputError(where, "expected a value, got null; leave the key out to keep the base's value (the preset's or the cluster file's) or its default");
   if (value.is_object())
     for (const auto& [key, inner] : value.items()) reject_null_overrides(inner, where + "." + key);
 }

@@ -210,8 +210,8 @@ std::string regress_table(const RegressReport& report) {
   std::snprintf(tol, sizeof tol, "%g", report.tolerance);
   out << (failed ? std::to_string(failed) + " of " + std::to_string(report.entries.size()) + " scenarios fail"
                  : "all " + std::to_string(report.entries.size()) + " scenarios pass")
-      << " (tolerance " << tol << ": relative for step time, absolute for overlap efficiency; tokens/s per GPU and MFU are "
-      << "shown, not judged, where the tokens per step are equal: there they are the step time's inverse)\n";
+      << " (tolerance " << tol << ": relative for step time, absolute for overlap efficiency; tokens/s per GPU is shown, "
+      << "not judged, where the tokens per step are equal: there it is the step time's inverse; MFU is shown, never judged)\n";
   for (const auto& e : report.entries)
     if (e.judged_on_throughput)
       out << e.name << ": the tokens per step differ (" << format_per_s(*tokens_per_step(*e.baseline)) << " -> "

@@ -614,7 +614,8 @@ std::string sweep_csv(const std::vector<SweepRow>& rows, const std::vector<std::
          "overlap_efficiency,forward_us,backward_us,peak_memory_bytes,peak_reserved_bytes,min_reserved_bytes,allocator_cache_flushes,"
          "memory_capacity_bytes,"
          "samples_per_s,tokens_per_s,tokens_per_s_per_gpu,model_tflops_per_gpu,mfu,hfu,straggler_cost";
-  // "_op_": per op kind (the compute kind's busy time is not the top-level compute_busy_us union).
+  // "_op_": per op kind; keeps these names apart from the metrics' (compute_op_busy_us, the compute
+  // kind's union, is the same number as compute_busy_us).
   for (const auto& k : kinds) out << "," << k << "_op_count," << k << "_op_bytes," << k << "_op_busy_us";
   out << ",error\n";
   for (const auto& r : rows) {

@@ -3,7 +3,8 @@
 //   latency_us = ring_hops(n) * alpha,  link_bytes = ring_bytes_fraction(n) * S.
 // A group on one node runs one phase on the intra-node link. A group spanning k nodes pays the
 // latency of NCCL's one ring through all n ranks (src/graph/tuning.cc): all-gather and
-// reduce-scatter n - k hops inside nodes and k - 1 across them, all-reduce 2(n - k - 1) and 2k.
+// reduce-scatter n - k hops inside nodes and k - 1 across them, all-reduce 2(n - k - 1) and 2k
+// (the hops across nodes capped at the ring's 2(n - 1) steps: one rank per node crosses on each).
 // Its bytes run as one phase on the inter-node link (flat ring), or, with
 // cluster.hierarchical_collectives, with m = members on this rank's node (m * k must equal n):
 //   reduce-scatter: intra RS(m, S), then inter RS(k, S/m)

@@ -1,6 +1,6 @@
 // `shardline compare` exit codes and outputs on hand-built timeline folders, and `shardline
 // validate` end to end on 2 MPI ranks (calibrate with tiny sizes, simulate with the profile,
-// exec, compare). The accuracy itself is measured by bench/accuracy.sh, not asserted here.
+// exec, compare). The accuracy itself is measured by bench/accuracy.py, not asserted here.
 #include <gtest/gtest.h>
 
 #include <chrono>

@@ -421,7 +421,7 @@ TEST(SweepRecommend, NothingFits) {
 TEST(SweepOutput, CsvHasOneRowPerConfigurationWithReasons) {
   std::vector<SweepRow> rows = {row(0, 100, 500), invalid_row(1, "mesh.shard: 16, 32 do not divide \"world\"")};
   rows[0].metrics.by_kind["all_gather"] = {3, 300, 12.5};
-  rows[0].metrics.by_kind["compute"] = {2, 0, 40.0};  // its per-kind busy column must not be named compute_busy_us
+  rows[0].metrics.by_kind["compute"] = {2, 0, 40.0};  // its per-kind column must not repeat the name compute_busy_us
   for (auto& r : rows) mark_memory_fit(r, 0.1);
   const std::string csv = sweep_csv(rows, {"mesh.shard"});
   std::vector<std::string> lines;
