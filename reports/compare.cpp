@@ -113,26 +113,54 @@ std::string pad(const std::string& s, size_t w) { return s.size() >= w ? s + " "
 
 nlohmann::json optional_json(const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); }
 
+// The six throughput values, in table order: the compare.json key, the table label, the value,
+// its error in the Comparison, how it prints, and whether its error is relative (rates) or
+// absolute (MFU and HFU, fractions: percentage points).
+struct ThroughputField {
+  const char* key;
+  const char* label;
+  std::optional<double> Throughput::*value;
+  std::optional<double> Comparison::*error;
+  std::string (*format)(double);
+  bool relative;
+};
+const ThroughputField kThroughputFields[] = {
+    {"tokens_per_s", "tokens/s", &Throughput::tokens_per_s, &Comparison::tokens_per_s_error, format_per_s, true},
+    {"tokens_per_s_per_gpu", "tokens/s per GPU", &Throughput::tokens_per_s_per_gpu, &Comparison::tokens_per_s_per_gpu_error,
+     format_per_s, true},
+    {"samples_per_s", "samples/s", &Throughput::samples_per_s, &Comparison::samples_per_s_error, format_per_s, true},
+    {"model_tflops_per_gpu", "model TFLOP/s / GPU", &Throughput::model_tflops_per_gpu, &Comparison::model_tflops_per_gpu_error,
+     format_tflops, true},
+    {"mfu", "MFU", &Throughput::mfu, &Comparison::mfu_error, format_utilisation, false},
+    {"hfu", "HFU", &Throughput::hfu, &Comparison::hfu_error, format_utilisation, false}};
+
 // The throughput rows of the table and the page: {label, predicted, measured, error}.
 std::vector<std::vector<std::string>> throughput_rows(const Comparison& c) {
-  const Throughput& p = c.predicted.throughput;
-  const Throughput& m = c.measured.throughput;
-  const auto rate = [](const std::optional<double>& e) { return e ? pct(*e) : std::string("n/a"); };
-  const auto points = [](const std::optional<double>& e) { return e ? fmt("%+.1f pp", 100.0 * *e) : std::string("n/a"); };
-  return {{"tokens/s", format_or_na(p.tokens_per_s, format_per_s), format_or_na(m.tokens_per_s, format_per_s), rate(c.tokens_per_s_error)},
-          {"tokens/s per GPU", format_or_na(p.tokens_per_s_per_gpu, format_per_s), format_or_na(m.tokens_per_s_per_gpu, format_per_s),
-           rate(c.tokens_per_s_per_gpu_error)},
-          {"samples/s", format_or_na(p.samples_per_s, format_per_s), format_or_na(m.samples_per_s, format_per_s),
-           rate(c.samples_per_s_error)},
-          {"model TFLOP/s / GPU", format_or_na(p.model_tflops_per_gpu, format_tflops),
-           format_or_na(m.model_tflops_per_gpu, format_tflops), rate(c.model_tflops_per_gpu_error)},
-          {"MFU", format_or_na(p.mfu, format_utilisation), format_or_na(m.mfu, format_utilisation), points(c.mfu_error)},
-          {"HFU", format_or_na(p.hfu, format_utilisation), format_or_na(m.hfu, format_utilisation), points(c.hfu_error)}};
+  std::vector<std::vector<std::string>> rows;
+  for (const ThroughputField& f : kThroughputFields) {
+    const std::optional<double>& e = c.*f.error;
+    rows.push_back({f.label, format_or_na(c.predicted.throughput.*f.value, f.format), format_or_na(c.measured.throughput.*f.value, f.format),
+                    !e ? std::string("n/a") : f.relative ? pct(*e) : fmt("%+.1f pp", 100.0 * *e)});
+  }
+  return rows;
+}
+
+// What differs between the two workloads where both sides know it, the first of GPUs, tokens,
+// samples and model FLOPs per step ("65,536 vs 131,072 tokens per step"); empty when nothing does.
+std::string workload_difference(const Workload& p, const Workload& m) {
+  const auto differ = [](double a, double b) { return a > 0 && b > 0 && std::abs(a - b) > 1e-9 * std::max(a, b); };
+  const auto known = [](const Workload& w) { return w.tokens_per_step > 0 || w.samples_per_step > 0 || w.model_flops_per_step > 0; };
+  if (known(p) && known(m) && p.gpus != m.gpus) return std::to_string(p.gpus) + " vs " + std::to_string(m.gpus) + " GPUs";
+  if (differ(p.tokens_per_step, m.tokens_per_step))
+    return format_per_s(p.tokens_per_step) + " vs " + format_per_s(m.tokens_per_step) + " tokens per step";
+  if (differ(p.samples_per_step, m.samples_per_step))
+    return format_per_s(p.samples_per_step) + " vs " + format_per_s(m.samples_per_step) + " samples per step";
+  if (differ(p.model_flops_per_step, m.model_flops_per_step)) return "different model FLOPs per step";
+  return "";
 }
 
 // Said under the table when the two sides did not process the same work per step.
 std::string workload_note(const Comparison& c) {
-  if (!c.workloads_differ) return "";
   return "note: the two runs do not process the same work per step (" + c.workload_difference +
          "): the step-time and per-op errors compare different work; the throughput rows compare rates";
 }
@@ -256,37 +284,11 @@ Comparison compare_timelines(const Timeline& predicted, const Timeline& measured
     if (!waits.empty()) rc.measured_wait_us = waits[static_cast<size_t>(r)];
     c.by_rank.push_back(rc);
   }
-  const Throughput& pt = c.predicted.throughput;
-  const Throughput& mt = c.measured.throughput;
-  const auto relative = [](const std::optional<double>& p, const std::optional<double>& m) -> std::optional<double> {
-    if (!p || !m || !(*m > 0)) return std::nullopt;
-    return (*p - *m) / *m;
-  };
-  const auto absolute = [](const std::optional<double>& p, const std::optional<double>& m) -> std::optional<double> {
-    if (!p || !m) return std::nullopt;
-    return *p - *m;
-  };
-  c.samples_per_s_error = relative(pt.samples_per_s, mt.samples_per_s);
-  c.tokens_per_s_error = relative(pt.tokens_per_s, mt.tokens_per_s);
-  c.tokens_per_s_per_gpu_error = relative(pt.tokens_per_s_per_gpu, mt.tokens_per_s_per_gpu);
-  c.model_tflops_per_gpu_error = relative(pt.model_tflops_per_gpu, mt.model_tflops_per_gpu);
-  c.mfu_error = absolute(pt.mfu, mt.mfu);
-  c.hfu_error = absolute(pt.hfu, mt.hfu);
-  const Workload &pw_load = predicted.workload, &mw_load = measured.workload;
-  const auto differ = [](double a, double b) { return a > 0 && b > 0 && std::abs(a - b) > 1e-9 * std::max(a, b); };
-  const auto known = [](const Workload& w) { return w.tokens_per_step > 0 || w.samples_per_step > 0 || w.model_flops_per_step > 0; };
-  const bool gpus_differ = known(pw_load) && known(mw_load) && pw_load.gpus != mw_load.gpus;
-  c.workloads_differ = gpus_differ || differ(pw_load.tokens_per_step, mw_load.tokens_per_step) ||
-                       differ(pw_load.samples_per_step, mw_load.samples_per_step) ||
-                       differ(pw_load.model_flops_per_step, mw_load.model_flops_per_step);
-  if (c.workloads_differ)
-    c.workload_difference =
-        gpus_differ ? std::to_string(pw_load.gpus) + " vs " + std::to_string(mw_load.gpus) + " GPUs"
-        : differ(pw_load.tokens_per_step, mw_load.tokens_per_step)
-            ? format_per_s(pw_load.tokens_per_step) + " vs " + format_per_s(mw_load.tokens_per_step) + " tokens per step"
-        : differ(pw_load.samples_per_step, mw_load.samples_per_step)
-            ? format_per_s(pw_load.samples_per_step) + " vs " + format_per_s(mw_load.samples_per_step) + " samples per step"
-            : "different model FLOPs per step";
+  for (const ThroughputField& f : kThroughputFields) {
+    const std::optional<double>&p = c.predicted.throughput.*f.value, &m = c.measured.throughput.*f.value;
+    if (p && m && (!f.relative || *m > 0)) c.*f.error = f.relative ? (*p - *m) / *m : *p - *m;
+  }
+  c.workload_difference = workload_difference(predicted.workload, measured.workload);
 
   const auto pivs = intervals_by_op(predicted, pw.rank, pw.iteration);
   const auto mivs = intervals_by_op(measured, mw.rank, mw.iteration);
@@ -376,27 +378,17 @@ nlohmann::json comparison_to_json(const Comparison& c) {
           {"measured_overlap_efficiency", c.measured.overlap_efficiency},
           {"predicted_exposed_comm_us", c.predicted.exposed_comm_us},
           {"measured_exposed_comm_us", c.measured.exposed_comm_us},
-          {"workloads_differ", c.workloads_differ},
+          {"workloads_differ", c.workloads_differ()},
           {"predicted", metrics_to_json(c.predicted)},
           {"measured", metrics_to_json(c.measured)},
           {"by_kind", kinds},
           {"worst_ops", worst},
           {"ops", ops}};
-  // Each throughput value as predicted_<name>, measured_<name> and <name>_error (null: unknown).
-  const struct {
-    const char* name;
-    std::optional<double> Throughput::*value;
-    std::optional<double> Comparison::*error;
-  } throughput[] = {{"tokens_per_s", &Throughput::tokens_per_s, &Comparison::tokens_per_s_error},
-                    {"tokens_per_s_per_gpu", &Throughput::tokens_per_s_per_gpu, &Comparison::tokens_per_s_per_gpu_error},
-                    {"samples_per_s", &Throughput::samples_per_s, &Comparison::samples_per_s_error},
-                    {"model_tflops_per_gpu", &Throughput::model_tflops_per_gpu, &Comparison::model_tflops_per_gpu_error},
-                    {"mfu", &Throughput::mfu, &Comparison::mfu_error},
-                    {"hfu", &Throughput::hfu, &Comparison::hfu_error}};
-  for (const auto& t : throughput) {
-    out[std::string("predicted_") + t.name] = optional_json(c.predicted.throughput.*t.value);
-    out[std::string("measured_") + t.name] = optional_json(c.measured.throughput.*t.value);
-    out[std::string(t.name) + "_error"] = optional_json(c.*t.error);
+  // Each throughput value as predicted_<key>, measured_<key> and <key>_error (null: unknown).
+  for (const ThroughputField& f : kThroughputFields) {
+    out[std::string("predicted_") + f.key] = optional_json(c.predicted.throughput.*f.value);
+    out[std::string("measured_") + f.key] = optional_json(c.measured.throughput.*f.value);
+    out[std::string(f.key) + "_error"] = optional_json(c.*f.error);
   }
   return out;
 }
@@ -433,7 +425,7 @@ std::string comparison_table(const Comparison& c) {
   o << pad("exposed comm (us)", 22) << pad(us(c.predicted.exposed_comm_us), 14) << pad(us(c.measured.exposed_comm_us), 14)
     << fmt("%+.1f", c.predicted.exposed_comm_us - c.measured.exposed_comm_us) << "\n";
   for (const auto& row : throughput_rows(c)) o << pad(row[0], 22) << pad(row[1], 14) << pad(row[2], 14) << row[3] << "\n";
-  if (c.workloads_differ) o << "\n" << workload_note(c) << "\n";
+  if (c.workloads_differ()) o << "\n" << workload_note(c) << "\n";
   o << "\n" << spread_line(c) << "\n\n";
   if (shows_per_rank(c)) {
     const bool waits = c.by_rank.front().measured_wait_us.has_value();
@@ -479,7 +471,7 @@ std::string comparison_html(const Comparison& c, const Timeline& predicted, cons
     b << "<tr><td>" << html_escape(row[0]) << "</td><td>" << html_escape(row[1]) << "</td><td>" << html_escape(row[2])
       << "</td><td>" << html_escape(row[3]) << "</td></tr>\n";
   b << "</table>\n";
-  if (c.workloads_differ) b << "<p>" << html_escape(workload_note(c)) << "</p>\n";
+  if (c.workloads_differ()) b << "<p>" << html_escape(workload_note(c)) << "</p>\n";
   b << "<p>" << html_escape(spread_line(c)) << "</p>\n";
   if (shows_per_rank(c)) {
     const bool waits = c.by_rank.front().measured_wait_us.has_value();

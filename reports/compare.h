@@ -88,10 +88,11 @@ struct Comparison {
   // Rates relative, (predicted - measured) / measured; MFU and HFU absolute (they are fractions).
   std::optional<double> samples_per_s_error, tokens_per_s_error, tokens_per_s_per_gpu_error, model_tflops_per_gpu_error;
   std::optional<double> mfu_error, hfu_error;
-  // The two timelines' workloads (tokens, samples or FLOPs per step, GPUs) differ where both are
-  // known: the step-time error then compares different work, the throughput rows compare rates.
-  bool workloads_differ = false;
-  std::string workload_difference;  // e.g. "65,536 vs 131,072 tokens per step"; empty when the same
+  // What differs between the two timelines' workloads (GPUs, tokens, samples or model FLOPs per
+  // step) where both are known, e.g. "65,536 vs 131,072 tokens per step"; empty when nothing does.
+  // When something does, the step-time error compares different work, the throughput rows rates.
+  std::string workload_difference;
+  bool workloads_differ() const { return !workload_difference.empty(); }
   std::vector<KindErrors> by_kind;   // compute, copies and collectives (markers left out), kind order
   std::vector<OpComparison> ops;     // every op but alloc/free markers, op order
   std::vector<OpComparison> worst;   // up to ten, largest disagreement first (ties: lower op id)

@@ -33,8 +33,9 @@ CollectivePlan AnalyticalCostModel::collective(CollectiveKind kind, int64_t size
   const int n = group.ranks;
   if (n <= 1) return plan;
   const double s = static_cast<double>(size_bytes);
+  const double steps = collective_traits(kind).ring_hops(n);
   if (!group.spans_nodes()) {
-    plan.add(phase(kind, s, n, LinkClass::IntraNode, collective_traits(kind).ring_hops(n) * cluster_.intra_node.latency_us));
+    plan.add(phase(kind, s, n, LinkClass::IntraNode, steps * cluster_.intra_node.latency_us));
     return plan;
   }
   // Latency: NCCL's ring is one ring through all n ranks, and its tuning model (src/graph/tuning.cc,
@@ -45,7 +46,6 @@ CollectivePlan AnalyticalCostModel::collective(CollectiveKind kind, int64_t size
   // hierarchical, the bytes differ, the hops do not.
   const int k = group.nodes;
   const bool all_reduce = kind == CollectiveKind::AllReduce;
-  const double steps = collective_traits(kind).ring_hops(n);
   const double inter_hops = std::min(steps, static_cast<double>(all_reduce ? 2 * k : k - 1));
   const double intra_hops = steps - inter_hops;
   const double intra_latency_us = intra_hops * cluster_.intra_node.latency_us;

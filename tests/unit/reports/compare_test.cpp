@@ -322,7 +322,7 @@ TEST(Compare, SaysWhenTheTwoRunsDoDifferentWork) {
   m.workload.model_flops_per_step *= 2;
   m.workload.hardware_flops_per_step *= 2;
   const Comparison c = compare_timelines(p, m);
-  EXPECT_TRUE(c.workloads_differ);
+  EXPECT_TRUE(c.workloads_differ());
   const std::string table = comparison_table(c);
   EXPECT_NE(table.find("note: the two runs do not process the same work per step (3,000 vs 6,000 tokens per step)"),
             std::string::npos)
