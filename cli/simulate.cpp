@@ -5,6 +5,7 @@
 // the run outputs (metrics.json, program.json, timeline.json, trace.json, report.html, and with
 // every rank ranks.json).
 #include <algorithm>
+#include <cctype>
 #include <fstream>
 #include <iostream>
 #include <optional>
@@ -34,16 +35,12 @@ std::vector<int> parse_rank_list(const std::string& text, bool& keep_all) {
   std::stringstream in(text);
   std::string item;
   while (std::getline(in, item, ',')) {
-    size_t used = 0;
-    int rank = -1;
-    try {
-      rank = std::stoi(item, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used == 0 || used != item.size() || rank < 0)
+    // Digits only, as --straggler takes its rank: no sign, no padding (stoi would skip " 1").
+    const bool digits = !item.empty() && item.size() <= 9 &&
+                        std::all_of(item.begin(), item.end(), [](unsigned char c) { return std::isdigit(c) != 0; });
+    if (!digits)
       throw InputError("--trace-ranks", "\"" + item + "\" is not a rank; give ranks as 0,5,17 or all");
-    ranks.push_back(rank);
+    ranks.push_back(std::stoi(item));
   }
   return ranks;
 }

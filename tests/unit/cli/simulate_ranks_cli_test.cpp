@@ -88,6 +88,9 @@ TEST_F(SimulateRanksCli, BadRankFlagsExitTwoNamingTheFlag) {
                       {"--ranks all --trace-ranks 4" + out, "--trace-ranks"},
                       {"--ranks all --trace-ranks 1,x" + out, "--trace-ranks"},
                       {"--ranks all --trace-ranks -1" + out, "--trace-ranks"},
+                      // digits only, as --straggler's rank: no sign, no padding
+                      {"--ranks all --trace-ranks +1" + out, "--trace-ranks"},
+                      {"--ranks all --trace-ranks '0, 1'" + out, "--trace-ranks"},
                       // every rank of 4,096 written out: refused before simulating, no folder left
                       {"--set cluster.nodes=2048 --set mesh.replicate=2048 --ranks all --trace-ranks all --out " + (dir_ / "big").string(),
                        "--trace-ranks"}});
