@@ -116,6 +116,8 @@ nlohmann::json profile_to_json(const ClusterProfile& p) {
           {"issue_overhead_us", p.issue_overhead_us},
           {"comm_slowdown_during_compute", p.comm_slowdown_during_compute},
           {"compute_slowdown_during_comm", p.compute_slowdown_during_comm},
+          {"copy_slowdown_during_comm", p.copy_slowdown_during_comm},
+          {"comm_slowdown_during_copy", p.comm_slowdown_during_copy},
           {"event_latency_us", p.event_latency_us},
           {"compute_overhead_us", p.compute_overhead_us},
           {"collective_noise", p.collective_noise},
@@ -171,6 +173,13 @@ ClusterProfile profile_from_json(const nlohmann::json& j) {
   const char* slowdown = "a slow-down factor in [1, 100] (1 = none)";
   p.comm_slowdown_during_compute = number_in(j, "comm_slowdown_during_compute", "profile", 1, kMaxProfileSlowdown, slowdown);
   p.compute_slowdown_during_comm = number_in(j, "compute_slowdown_during_comm", "profile", 1, kMaxProfileSlowdown, slowdown);
+  for (auto [key, field] : {std::pair{"copy_slowdown_during_comm", &p.copy_slowdown_during_comm},
+                            std::pair{"comm_slowdown_during_copy", &p.comm_slowdown_during_copy}}) {
+    if (!j.contains(key))
+      throw InputError(std::string("profile.") + key, "missing: profiles from before copies and collectives were measured side by side "
+                                                      "(2026-11-26) lack it; run shardline calibrate again");
+    *field = number_in(j, key, "profile", 1, kMaxProfileSlowdown, slowdown);
+  }
   const auto& tables = get<nlohmann::json>(j, "collectives", "profile");
   if (!tables.is_array()) throw InputError("profile.collectives", "expected an array");
   for (size_t i = 0; i < tables.size(); ++i) {

@@ -57,6 +57,10 @@ struct ClusterProfile {
   double issue_overhead_us = 0;
   double comm_slowdown_during_compute = 1.0;  // collective time factor while compute runs
   double compute_slowdown_during_comm = 1.0;  // compute time factor while a collective runs
+  // mpi: a copy's time factor while a collective of its rank moves data, and the collective's
+  // transfer factor while a copy runs (the rank's cores do both; sim/profile_cost_model.h).
+  double copy_slowdown_during_comm = 1.0;
+  double comm_slowdown_during_copy = 1.0;
   // Optional in files (0 when absent): the delay from an op's end to the start of an op on
   // another stream that waits for it, and what a compute stand-in takes beyond its request.
   double event_latency_us = 0;

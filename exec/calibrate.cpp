@@ -50,6 +50,10 @@ constexpr int64_t kColdPoolBytes = int64_t{64} << 20;
 // Calibrating on never-used stretches predicted that step 2x too slow.
 constexpr int64_t kCollectiveSlots = 16;
 
+// The copy measured beside all-gathers (measure_copy_slowdowns): the size of a step's larger
+// copy-ins and copy-outs on the host scenarios, about a millisecond on the 2-vCPU VM.
+constexpr int64_t kCopySlowdownBytes = int64_t{8} << 20;
+
 // One backend with a communicator per collective stream for contiguous groups of `group_size`,
 // and an input and an output pool of max(`buffer_bytes`, kColdPoolBytes) each.
 class Bench {
@@ -336,6 +340,28 @@ void measure_compute_overhead_and_event_latency(Bench& bench, ComputeMode mode, 
       std::to_string(p.event_latency_us) + " us");
 }
 
+// The median of per-pair ratios beside / alone (repeat_pairs), with each side's median.
+double paired_ratio(const std::vector<std::pair<double, double>>& pairs, double& alone, double& beside) {
+  std::vector<double> a, b, r;
+  for (const auto& [x, y] : pairs) {
+    a.push_back(x);
+    b.push_back(y);
+    r.push_back(y / std::max(x, 1e-3));
+  }
+  alone = median(a);
+  beside = median(b);
+  return median(r);
+}
+
+// A slow-down factor as stored (>= 1 by definition, sim/compute.h asserts it), with a measured
+// ratio below 1 shown beside the 1 it became: noise.
+std::string slowdown_text(double ratio) {
+  std::ostringstream f;
+  f << "x" << std::max(1.0, ratio);
+  if (ratio < 1) f << ", measured x" << ratio << ": noise, stored as 1";
+  return f.str();
+}
+
 // The mutual slow-down of compute stand-ins and collectives: an all-reduce of `bytes` alone and
 // beside a compute stand-in, and a compute stand-in alone and beside a chain of all-reduces. Each
 // factor is the median of per-repetition ratios of an alone pass and a beside pass run back to
@@ -348,19 +374,8 @@ void measure_slowdowns(Bench& bench, const CalibrateOptions& opt, int64_t bytes,
   const auto op0 = [&] { return bench.duration_us(0); };
   // The stand-in's length d: several all-reduces long, from a first estimate of one.
   const double d = std::max(opt.interference_compute_us, 3 * median(bench.repeat(1, comm_alone_pass, op0)));
-  const auto ratios = [](const std::vector<std::pair<double, double>>& pairs, double& alone, double& beside) {
-    std::vector<double> a, b, r;
-    for (const auto& [x, y] : pairs) {
-      a.push_back(x);
-      b.push_back(y);
-      r.push_back(y / std::max(x, 1e-3));
-    }
-    alone = median(a);
-    beside = median(b);
-    return median(r);
-  };
   double comm_alone = 0, comm_busy = 0, compute_alone = 0, compute_busy = 0;
-  const double comm_ratio = ratios(bench.repeat_pairs(
+  const double comm_ratio = paired_ratio(bench.repeat_pairs(
                                        1, comm_alone_pass, op0, 2,
                                        [&] {
                                          bench.compute(0, d, opt.compute);
@@ -369,7 +384,7 @@ void measure_slowdowns(Bench& bench, const CalibrateOptions& opt, int64_t bytes,
                                        [&] { return bench.duration_us(1); }),
                                    comm_alone, comm_busy);
   const int chain = static_cast<int>(std::ceil(1.5 * d / std::max(comm_alone, 1.0))) + 1;
-  const double compute_ratio = ratios(bench.repeat_pairs(
+  const double compute_ratio = paired_ratio(bench.repeat_pairs(
                                           1, [&] { bench.compute(0, d, opt.compute); }, op0, chain + 1,
                                           [&] {
                                             for (int i = 1; i <= chain; ++i) bench.collective(i, ar, bytes);
@@ -381,17 +396,52 @@ void measure_slowdowns(Bench& bench, const CalibrateOptions& opt, int64_t bytes,
   // below 1 is noise and is recorded as 1.
   p.comm_slowdown_during_compute = std::max(1.0, comm_ratio);
   p.compute_slowdown_during_comm = std::max(1.0, compute_ratio);
-  // The factors stored; a ratio below 1 is shown beside the 1 it became.
-  const auto factor = [](double ratio) {
-    std::ostringstream f;
-    f << "x" << std::max(1.0, ratio);
-    if (ratio < 1) f << ", measured x" << ratio << ": noise, stored as 1";
-    return f.str();
-  };
   std::ostringstream line;
   line << "slow-downs (medians of paired ratios): all_reduce " << fmt_bytes(bytes) << " " << comm_alone << " us alone, "
-       << comm_busy << " us beside compute (" << factor(comm_ratio) << "); compute " << compute_alone << " us alone, "
-       << compute_busy << " us beside collectives (" << factor(compute_ratio) << ")";
+       << comm_busy << " us beside compute (" << slowdown_text(comm_ratio) << "); compute " << compute_alone << " us alone, "
+       << compute_busy << " us beside collectives (" << slowdown_text(compute_ratio) << ")";
+  log(line.str());
+}
+
+// The mutual slow-down of copies and collectives on one rank (mpi: the rank's cores run both):
+// a copy of `copy_bytes` alone and beside a chain of all-gathers of `ag_bytes` over the group,
+// and the all-gather alone and beside a chain of copies, as paired ratios like
+// measure_slowdowns. On a 2-vCPU VM the copy took 2.0-2.8x as long beside all-gathers while the
+// all-gather did not slow down beside copies (0.7-1.1x): MPI's progress takes the core ahead of
+// a copy that yields it every 256 KiB (docs/calibrate.md).
+void measure_copy_slowdowns(Bench& bench, int64_t ag_bytes, int64_t copy_bytes, ClusterProfile& p, const ProgressLog& log) {
+  const CollectiveKind ag = CollectiveKind::AllGather;
+  const auto op0 = [&] { return bench.duration_us(0); };
+  const auto copy_alone = [&] { bench.copy(0, copy_bytes); };
+  const auto ag_alone = [&] { bench.collective(0, ag, ag_bytes); };
+  // Each chain outlasts the measured op by half again, from a first estimate of both.
+  const double copy_us = median(bench.repeat(1, copy_alone, op0));
+  const double ag_us = median(bench.repeat(1, ag_alone, op0));
+  const int ag_chain = static_cast<int>(std::ceil(1.5 * copy_us / std::max(ag_us, 1.0))) + 1;
+  const int copy_chain = static_cast<int>(std::ceil(1.5 * ag_us / std::max(copy_us, 1.0))) + 1;
+  double copy_a = 0, copy_b = 0, ag_a = 0, ag_b = 0;
+  const double copy_ratio = paired_ratio(bench.repeat_pairs(
+                                             1, copy_alone, op0, ag_chain + 1,
+                                             [&] {
+                                               for (int i = 1; i <= ag_chain; ++i) bench.collective(i, ag, ag_bytes);
+                                               bench.copy(0, copy_bytes);
+                                             },
+                                             op0),
+                                         copy_a, copy_b);
+  const double ag_ratio = paired_ratio(bench.repeat_pairs(
+                                           1, ag_alone, op0, copy_chain + 1,
+                                           [&] {
+                                             for (int i = 1; i <= copy_chain; ++i) bench.copy(i, copy_bytes);
+                                             bench.collective(0, ag, ag_bytes);
+                                           },
+                                           op0),
+                                       ag_a, ag_b);
+  p.copy_slowdown_during_comm = std::max(1.0, copy_ratio);
+  p.comm_slowdown_during_copy = std::max(1.0, ag_ratio);
+  std::ostringstream line;
+  line << "copy slow-downs (medians of paired ratios): copy " << fmt_bytes(copy_bytes) << " " << copy_a << " us alone, " << copy_b
+       << " us beside all_gathers (" << slowdown_text(copy_ratio) << "); all_gather " << fmt_bytes(ag_bytes) << " " << ag_a
+       << " us alone, " << ag_b << " us beside copies (" << slowdown_text(ag_ratio) << ")";
   log(line.str());
 }
 
@@ -448,6 +498,7 @@ ClusterProfile calibrate(const BackendMaker& make_backend, const HostComm& host,
     const int64_t interference_bytes =
         std::min(sizes.back(), std::max(granularity, opt.interference_bytes / granularity * granularity));
     measure_slowdowns(bench, opt, interference_bytes, p, log);
+    if (p.backend == "mpi") measure_copy_slowdowns(bench, interference_bytes, kCopySlowdownBytes, p, log);
   }
   // calibrate's own noise, stated so a user can weigh a prediction made from this profile.
   std::vector<double> spreads;

@@ -35,11 +35,18 @@ class CostModel {
   virtual CollectivePlan collective(CollectiveKind kind, int64_t size_bytes, const GroupPlacement& group) const = 0;
   // A device-local copy (copy-in / copy-out) of `bytes`.
   virtual double copy_time_us(int64_t bytes) const = 0;
-  // Where copies and collectives are work of the same processors (the mpi backend: CPU cores
-  // run memcpy and the MPI transfers alike), a copy is a flow of this many bytes over the
-  // intra-node link, shared max-min with the collectives' flows. 0 (the default): a copy takes
-  // copy_time_us whatever else runs (GPU copies do not slow NCCL down in this model).
+  // Where copies are work of the rank's processors (the mpi backend: CPU cores run memcpy and
+  // the MPI transfers alike), a copy is a flow of this many bytes over the rank's copy resource
+  // (capacity copy_capacity_bytes_per_s), shared max-min with its other copies, and slowed by
+  // the measured factors below while the rank's collectives move data. 0 (the default): a copy
+  // takes copy_time_us whatever else runs (GPU copies do not slow NCCL down in this model).
   virtual double copy_link_bytes(int64_t /*bytes*/) const { return 0; }
+  virtual double copy_capacity_bytes_per_s() const { return 0; }
+  // Copy flows progress 1 / copy_slowdown_during_comm as fast while a collective of the rank
+  // moves data (every member has arrived); the rank's transfers 1 / comm_slowdown_during_copy as
+  // fast while a copy flow runs. Both >= 1.
+  virtual double copy_slowdown_during_comm() const { return 1; }
+  virtual double comm_slowdown_during_copy() const { return 1; }
   // Capacity of a link class of this rank, bytes/s per direction (what flows share).
   virtual double link_bandwidth_bytes_per_s(LinkClass link) const = 0;
 };

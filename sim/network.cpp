@@ -15,15 +15,24 @@ namespace {
 
 }  // namespace
 
-Network::Network(const std::array<double, kNumLinkClasses>& capacity_bytes_per_s) : capacity_(capacity_bytes_per_s) {}
+Network::Network(const std::array<double, kNumLinkClasses>& capacity_bytes_per_s, double copy_capacity_bytes_per_s) {
+  std::copy(capacity_bytes_per_s.begin(), capacity_bytes_per_s.end(), capacity_.begin());
+  capacity_[kCopyResource] = copy_capacity_bytes_per_s;
+}
 
 bool Network::is_current(int slot, uint64_t version) const {
   return slot >= 0 && slot < static_cast<int>(flows_.size()) && flows_[slot].live && flows_[slot].bytes.version == version;
 }
 
 int Network::start_flow(double now_us, LinkClass link, double bytes, int owner) {
+  return start(now_us, static_cast<int>(link), bytes, owner);
+}
+
+int Network::start_copy_flow(double now_us, double bytes, int owner) { return start(now_us, kCopyResource, bytes, owner); }
+
+int Network::start(double now_us, int resource, double bytes, int owner) {
   if (!(bytes > 0) || !std::isfinite(bytes)) broken("a flow needs a positive, finite byte count", -1);
-  if (!(capacity_[static_cast<int>(link)] > 0)) broken("a flow on a link without bandwidth", -1);
+  if (!(capacity_[resource] > 0)) broken("a flow on a resource without bandwidth", -1);
   advance(now_us);
   int slot;
   if (!free_slots_.empty()) {
@@ -37,7 +46,7 @@ int Network::start_flow(double now_us, LinkClass link, double bytes, int owner) 
   }
   Flow& f = flows_[slot];
   f = Flow{};
-  f.link = link;
+  f.resource = resource;
   f.owner = owner;
   f.live = true;
   f.bytes.remaining = bytes;
@@ -59,10 +68,14 @@ void Network::finish_flow(double now_us, int slot) {
   rerate(now_us);
 }
 
-void Network::set_capacity_scale(double now_us, double scale) {
-  if (!(scale > 0) || !std::isfinite(scale)) broken("a link capacity scale must be positive and finite", -1);
+void Network::set_capacity_scale(double now_us, double scale) { set_scale(now_us, capacity_scale_, scale); }
+void Network::set_link_scale(double now_us, double scale) { set_scale(now_us, link_scale_, scale); }
+void Network::set_copy_scale(double now_us, double scale) { set_scale(now_us, copy_scale_, scale); }
+
+void Network::set_scale(double now_us, double& which, double scale) {
+  if (!(scale > 0) || !std::isfinite(scale)) broken("a capacity scale must be positive and finite", -1);
   advance(now_us);
-  capacity_scale_ = scale;
+  which = scale;
   rerate(now_us);
 }
 
@@ -76,9 +89,10 @@ void Network::advance(double now_us) {
 }
 
 void Network::rerate(double now_us) {
-  solver_.reset(kNumLinkClasses);
-  for (int l = 0; l < kNumLinkClasses; ++l) solver_.set_capacity(l, capacity_[l] * capacity_scale_);
-  for (int slot : live_) solver_.add_flow(static_cast<int>(flows_[slot].link));
+  solver_.reset(kNumLinkClasses + 1);
+  for (int l = 0; l < kNumLinkClasses; ++l) solver_.set_capacity(l, capacity_[l] * capacity_scale_ * link_scale_);
+  solver_.set_capacity(kCopyResource, capacity_[kCopyResource] * capacity_scale_ * copy_scale_);
+  for (int slot : live_) solver_.add_flow(flows_[slot].resource);
   solver_.solve();
   for (size_t i = 0; i < live_.size(); ++i) {
     Flow& f = flows_[live_[i]];

@@ -10,10 +10,12 @@
 // each progresses at 1/k of its lone rate (the profile does not separate link classes: both
 // get the same capacity, and groups are looked up by size only).
 // Copies: copy_latency_us + bytes / copy_bandwidth. On an mpi profile (CPU cores do both the
-// copies and the MPI transfers) a copy is a transfer of that time in virtual bytes on the same
-// link as the collectives, so a copy beside a collective slows both, as time-slicing one rank's
-// cores does. The profile's issue overhead, both slow-downs, event latency and compute
-// overhead replace the scenario's (sim/simulator.cpp).
+// copies and the MPI transfers) a copy is a transfer of that time in virtual bytes on the rank's
+// copy resource (capacity kVirtualBytesPerUs, shared by the rank's concurrent copies), slowed
+// by the profile's measured copy_slowdown_during_comm while a collective of the rank moves
+// data, and slowing the rank's transfers by comm_slowdown_during_copy (calibrate measures both
+// as paired ratios, docs/calibrate.md). The profile's issue overhead, compute slow-downs, event
+// latency and compute overhead replace the scenario's (sim/simulator.cpp).
 #pragma once
 #include "core/profile.h"
 #include "sim/cost_model.h"
@@ -28,6 +30,9 @@ class ProfileCostModel : public CostModel {
   CollectivePlan collective(CollectiveKind kind, int64_t size_bytes, const GroupPlacement& group) const override;
   double copy_time_us(int64_t bytes) const override;
   double copy_link_bytes(int64_t bytes) const override;
+  double copy_capacity_bytes_per_s() const override { return kVirtualBytesPerUs * 1e6; }
+  double copy_slowdown_during_comm() const override { return profile_.copy_slowdown_during_comm; }
+  double comm_slowdown_during_copy() const override { return profile_.comm_slowdown_during_copy; }
   double link_bandwidth_bytes_per_s(LinkClass link) const override;
 
  private:

@@ -2,7 +2,9 @@
 // stream set says what may start; each started op is timed by its kind:
 //   Alloc/Free: zero duration, memory changes at start;
 //   CopyIn/CopyOut: cost_model.copy_time_us(bytes), or a flow of copy_link_bytes(bytes) on
-//   the intra-node link where copies share the processors with collectives (mpi profiles);
+//   the rank's copy resource where copies are work of the rank's processors (mpi profiles):
+//   slowed by copy_slowdown_during_comm while a collective of the rank moves data, and slowing
+//   the rank's transfers by comm_slowdown_during_copy while it runs;
 //   Compute: compute_overhead_us + compute_us of work, slowed while collectives are in flight
 //   (sim/compute.h);
 //   collectives: the cost model's phases, each a latency then a flow on a link (sim/network.h);
@@ -101,8 +103,9 @@ struct RunningCollective {
 
 // Everything one simulated rank owns. Ranks share the Program, the stream plan and the cost model.
 struct RankState {
-  RankState(const sim::StreamPlan& plan, double compute_slowdown, const std::array<double, sim::kNumLinkClasses>& capacity)
-      : streams(plan), compute(compute_slowdown), network(capacity) {
+  RankState(const sim::StreamPlan& plan, double compute_slowdown, const std::array<double, sim::kNumLinkClasses>& capacity,
+            double copy_capacity)
+      : streams(plan), compute(compute_slowdown), network(capacity, copy_capacity) {
     compute_timer.fill(-1);
   }
   sim::StreamSet streams;
@@ -112,6 +115,8 @@ struct RankState {
   std::array<double, kNumStreams> started_us{};              // when each stream's running op started
   std::array<int, kNumStreams> compute_timer;                // the engine timer of each stream's compute end (-1: none yet)
   int collectives_in_flight = 0;
+  int collectives_moving = 0;  // every member arrived, not yet ended
+  int copy_flows = 0;          // copies running as flows (mpi profiles)
   double compute_factor = 1.0;
   int record = -1;  // index among the ranks whose intervals are kept, -1: not kept
   RankStats stats;
@@ -142,9 +147,12 @@ class Simulation {
     ranks_.reserve(static_cast<size_t>(ranks));
     for (int r = 0; r < ranks; ++r) {
       std::array<double, sim::kNumLinkClasses> c = capacity;
-      if (variation_ != nullptr && !variation_->bandwidth_factor.empty())
+      double copy_capacity = cost_->copy_capacity_bytes_per_s();
+      if (variation_ != nullptr && !variation_->bandwidth_factor.empty()) {
         for (double& b : c) b *= variation_->bandwidth_factor[static_cast<size_t>(r)];
-      ranks_.emplace_back(plan_, scenario.cluster.compute_slowdown_during_comm, c);
+        copy_capacity *= variation_->bandwidth_factor[static_cast<size_t>(r)];
+      }
+      ranks_.emplace_back(plan_, scenario.cluster.compute_slowdown_during_comm, c, copy_capacity);
       if (variation_ != nullptr && !variation_->compute_factor.empty())
         ranks_.back().compute_factor = variation_->compute_factor[static_cast<size_t>(r)];
     }
@@ -310,8 +318,12 @@ class Simulation {
         const int op = r.network.owner(e.target);
         r.network.finish_flow(now, e.target);
         schedule_flows(r);
-        if (is_collective(program_.ops[op].kind)) phase_done(r, op);
-        else start_ready(r, finish_op(r, op));  // a copy that shared the link (CostModel::copy_link_bytes)
+        if (is_collective(program_.ops[op].kind)) {
+          phase_done(r, op);
+        } else {  // a copy flow (CostModel::copy_link_bytes)
+          if (--r.copy_flows == 0) set_copy_running(r, false);
+          start_ready(r, finish_op(r, op));
+        }
         return;
       }
       default:
@@ -348,7 +360,8 @@ class Simulation {
       case OpKind::CopyIn:
       case OpKind::CopyOut:
         if (const double link_bytes = cost_->copy_link_bytes(op.bytes()); link_bytes > 0) {
-          r.network.start_flow(now, sim::LinkClass::IntraNode, link_bytes, id);
+          if (r.copy_flows++ == 0) set_copy_running(r, true);
+          r.network.start_copy_flow(now, link_bytes, id);
           schedule_flows(r);
         } else {
           schedule(now + cost_->copy_time_us(op.bytes()), kOpDone, rank, id);
@@ -376,6 +389,23 @@ class Simulation {
     const double slowdown = scenario_.cluster.comm_slowdown_during_compute;
     if (slowdown == 1.0) return;
     r.network.set_capacity_scale(engine_.now_us(), running ? 1.0 / slowdown : 1.0);
+    schedule_flows(r);
+  }
+
+  // While a copy flow runs, the rank's transfers slow down (mpi profiles).
+  void set_copy_running(RankState& r, bool running) {
+    const double slowdown = cost_->comm_slowdown_during_copy();
+    if (slowdown == 1.0) return;
+    r.network.set_link_scale(engine_.now_us(), running ? 1.0 / slowdown : 1.0);
+    schedule_flows(r);
+  }
+
+  // While a collective of the rank moves data, its copy flows slow down (mpi profiles).
+  void set_collective_moving(RankState& r, bool moving) {
+    if (moving ? r.collectives_moving++ != 0 : --r.collectives_moving != 0) return;
+    const double slowdown = cost_->copy_slowdown_during_comm();
+    if (slowdown == 1.0) return;
+    r.network.set_copy_scale(engine_.now_us(), moving ? 1.0 / slowdown : 1.0);
     schedule_flows(r);
   }
 
@@ -412,7 +442,10 @@ class Simulation {
     if (++in.arrived < in.members) return;
     if (!spans_.empty() && in.members > 1) syncs_[key] = SyncRecord{now, rank};
     account_waiting(in, now, id);
-    for_each_member(in, rank, [&](RankState& m) { begin_phase(m, id); });
+    for_each_member(in, rank, [&](RankState& m) {
+      set_collective_moving(m, true);
+      begin_phase(m, id);
+    });
     if (in.plan.count == 0 && !rc.own_instance) instances_.erase(key);
   }
 
@@ -515,6 +548,7 @@ class Simulation {
     if (op.kind == OpKind::Compute) r.stats.compute_busy_us += now - r.started_us[static_cast<int>(op.stream)];
     if (is_collective(op.kind)) {
       collective_slot(r, id).op = -1;
+      set_collective_moving(r, false);
       if (--r.collectives_in_flight == 0) {
         r.compute.set_comm_in_flight(now, false);
         schedule_compute(r);

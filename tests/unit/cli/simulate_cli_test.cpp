@@ -121,7 +121,8 @@ TEST_F(SimulateCli, ProfileReplacesTheAnalyticalCosts) {
                         {"beta_us_per_byte", 1e-4 * scale}});
     const json profile = {{"format", "shardline-profile-1"}, {"backend", "mpi"}, {"copy_bandwidth_bytes_per_s", 1e10},
                           {"issue_overhead_us", 1.0}, {"comm_slowdown_during_compute", 1.0},
-                          {"compute_slowdown_during_comm", 1.0}, {"collectives", tables}};
+                          {"compute_slowdown_during_comm", 1.0}, {"copy_slowdown_during_comm", 1.0},
+                          {"comm_slowdown_during_copy", 1.0}, {"collectives", tables}};
     std::ofstream(dir_ / name) << profile.dump();
     return (dir_ / name).string();
   };

@@ -125,6 +125,33 @@ TEST(Profile, NoiseRoundTripsAndBadNoiseNamesThePath) {
   }
 }
 
+// The copy slow-downs travel with the profile; a profile from before calibrate measured them is
+// refused naming the missing key and saying what to do (its copies would otherwise change
+// behaviour silently: they shared the collectives' link then).
+TEST(Profile, CopySlowdownsRoundTripAndAreRequired) {
+  ClusterProfile p;
+  p.backend = "mpi";
+  p.copy_bandwidth_bytes_per_s = 5e9;
+  p.copy_slowdown_during_comm = 2.4;
+  p.comm_slowdown_during_copy = 1.3;
+  p.collectives.push_back(table());
+  const nlohmann::json j = profile_to_json(p);
+  const ClusterProfile q = profile_from_json(j);
+  EXPECT_DOUBLE_EQ(q.copy_slowdown_during_comm, 2.4);
+  EXPECT_DOUBLE_EQ(q.comm_slowdown_during_copy, 1.3);
+  for (const char* key : {"copy_slowdown_during_comm", "comm_slowdown_during_copy"}) {
+    nlohmann::json old = j;
+    old.erase(key);
+    try {
+      profile_from_json(old);
+      ADD_FAILURE() << key;
+    } catch (const InputError& e) {
+      EXPECT_EQ(e.where(), std::string("profile.") + key);
+      EXPECT_NE(std::string(e.what()).find("calibrate again"), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST(Profile, BadFilesNameThePath) {
   nlohmann::json j = profile_to_json([] {
     ClusterProfile p;
@@ -188,6 +215,8 @@ TEST(Profile, OutOfRangeValuesNameTheirPath) {
       {"/copy_bandwidth_bytes_per_s", 1e-300, "profile.copy_bandwidth_bytes_per_s"},
       {"/comm_slowdown_during_compute", 0.5, "profile.comm_slowdown_during_compute"},
       {"/compute_slowdown_during_comm", 1e9, "profile.compute_slowdown_during_comm"},
+      {"/copy_slowdown_during_comm", 0.9, "profile.copy_slowdown_during_comm"},
+      {"/comm_slowdown_during_copy", 101, "profile.comm_slowdown_during_copy"},
       {"/backend", "foo", "profile.backend"},
       {"/collectives/0/group_size", 0, "profile.collectives[0].group_size"},
       {"/collectives/0/group_size", 1, "profile.collectives[0].group_size"},

@@ -11,7 +11,7 @@ namespace shardline::sim {
 namespace {
 
 TEST(Network, LoneFlowRunsAtLinkCapacity) {
-  Network net({1e6, 1e3});
+  Network net({1e6, 1e3}, 0);
   const int f = net.start_flow(0.0, LinkClass::IntraNode, 2e6, 7);
   EXPECT_EQ(net.owner(f), 7);
   EXPECT_DOUBLE_EQ(net.rate_bytes_per_s(f), 1e6);
@@ -22,7 +22,7 @@ TEST(Network, LateFlowHalvesTheRateAndRatesRecoverWhenOneEnds) {
   // Capacity 1e6 B/s. A: 1e6 bytes from t=0. B: 1e6 bytes from t=0.5 s.
   // A moves 5e5 alone, then both at 5e5 B/s: A ends at 0.5 + 1.0 = 1.5 s with B at 5e5 left,
   // which B then moves alone: ends at 2.0 s.
-  Network net({1e6, 1e6});
+  Network net({1e6, 1e6}, 0);
   const int a = net.start_flow(0.0, LinkClass::IntraNode, 1e6, 0);
   EXPECT_DOUBLE_EQ(net.projected_end_us(a), 1e6);
   const uint64_t a_version = net.version(a);
@@ -38,7 +38,7 @@ TEST(Network, LateFlowHalvesTheRateAndRatesRecoverWhenOneEnds) {
 }
 
 TEST(Network, FlowsOnDifferentLinkClassesDoNotShare) {
-  Network net({1e6, 1e6});
+  Network net({1e6, 1e6}, 0);
   const int a = net.start_flow(0.0, LinkClass::IntraNode, 1e6, 0);
   const int b = net.start_flow(0.0, LinkClass::InterNode, 1e6, 1);
   EXPECT_DOUBLE_EQ(net.rate_bytes_per_s(a), 1e6);

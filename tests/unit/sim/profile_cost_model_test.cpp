@@ -105,17 +105,44 @@ TEST(ProfileCostModel, IssueOverheadAndComputeSlowdownComeFromTheProfile) {
   EXPECT_NEAR(duration(t, 1), 20, 1e-9);
 }
 
-// On an mpi profile the CPU does copies and MPI transfers alike: a copy is a flow on the
-// collectives' link. Copy alone: 1 + 9 = 10 us; the all-gather's transfer starts at 4 (after
-// its 4 us latency); from then both progress at half rate: the copy's last 6 us take 12
-// (ends at 16), the all-gather moved 6 of its 76 us by then and ends at 16 + 70 = 86.
-TEST(ProfileCostModel, MpiCopiesShareTheLinkWithCollectives) {
+// On an mpi profile the CPU does copies and MPI transfers alike, by the profile's measured
+// factors. The all-gather (one representative rank: it moves at once) runs 0..80 us; the copy
+// alone takes 1 + 9 = 10 us. copy_slowdown_during_comm 2: the copy runs at half rate beside it
+// and ends at 20; the all-gather is not slowed (comm_slowdown_during_copy 1) and ends at 80.
+TEST(ProfileCostModel, MpiCopiesSlowDownWhileACollectiveMoves) {
+  ClusterProfile p = profile();
+  p.copy_slowdown_during_comm = 2;
   ProgramBuilder b;
   const int copy = b.copy_in(9'000'000);
   const int ag = b.collective(OpKind::AllGather, 4000, CommGroup::Shard, 8);
+  const Timeline t = run(b, p);
+  EXPECT_NEAR(t.intervals[copy].end_us, 20, 1e-9);
+  EXPECT_NEAR(t.intervals[ag].end_us, 80, 1e-9);
+}
+
+// comm_slowdown_during_copy 2: the copy keeps its 10 us; the all-gather's transfer (from 4, after
+// its latency) runs at half rate until the copy ends at 10 (3 of its 76 us done), then at full
+// rate: it ends at 10 + 73 = 83.
+TEST(ProfileCostModel, MpiTransfersSlowDownWhileACopyRuns) {
+  ClusterProfile p = profile();
+  p.comm_slowdown_during_copy = 2;
+  ProgramBuilder b;
+  const int copy = b.copy_in(9'000'000);
+  const int ag = b.collective(OpKind::AllGather, 4000, CommGroup::Shard, 8);
+  const Timeline t = run(b, p);
+  EXPECT_NEAR(t.intervals[copy].end_us, 10, 1e-9);
+  EXPECT_NEAR(t.intervals[ag].end_us, 83, 1e-9);
+}
+
+// Two copies of one rank share its copy resource: two 10 us copies on two streams (latency
+// included) progress at half rate and both end at 20.
+TEST(ProfileCostModel, MpiCopiesShareTheRanksCopyResource) {
+  ProgramBuilder b;
+  const int in = b.copy_in(9'000'000);
+  const int out = b.copy_out(9'000'000);
   const Timeline t = run(b, profile());
-  EXPECT_NEAR(t.intervals[copy].end_us, 16, 1e-9);
-  EXPECT_NEAR(t.intervals[ag].end_us, 86, 1e-9);
+  EXPECT_NEAR(t.intervals[in].end_us, t.intervals[out].end_us, 1e-9);
+  EXPECT_NEAR(t.intervals[in].end_us, 20, 1e-9);
 }
 
 // A GPU (nccl) profile keeps copies at their own fixed duration beside NCCL.
