@@ -62,6 +62,13 @@ std::optional<double> tokens_per_step(const Metrics& m) {
   return *m.throughput.tokens_per_s * m.step_time_us / 1e6;
 }
 
+// GPUs (ranks): global tokens/s over tokens/s per GPU, when the metrics carry both.
+std::optional<double> gpu_count(const Metrics& m) {
+  const auto &all = m.throughput.tokens_per_s, &per_gpu = m.throughput.tokens_per_s_per_gpu;
+  if (!all || !per_gpu || !(*per_gpu > 0)) return std::nullopt;
+  return std::round(*all / *per_gpu);
+}
+
 std::string pad(const std::string& s, size_t w) { return s.size() >= w ? s : s + std::string(w - s.size(), ' '); }
 
 }  // namespace
@@ -79,6 +86,21 @@ Metrics read_metrics_file(const std::string& path) {
 bool tokens_per_step_changed(const Metrics& baseline, const Metrics& current) {
   const auto b = tokens_per_step(baseline), c = tokens_per_step(current);
   return b && c && std::abs(*c - *b) > 1e-9 * std::max(*b, *c);
+}
+
+bool gpu_count_changed(const Metrics& baseline, const Metrics& current) {
+  const auto b = gpu_count(baseline), c = gpu_count(current);
+  return b && c && std::abs(*c - *b) > 1e-6 * std::max(*b, *c);
+}
+
+std::string work_difference(const Metrics& baseline, const Metrics& current) {
+  std::string why;
+  if (tokens_per_step_changed(baseline, current))
+    why = "the tokens per step differ (" + format_per_s(*tokens_per_step(baseline)) + " -> " + format_per_s(*tokens_per_step(current)) + ")";
+  if (gpu_count_changed(baseline, current))
+    why += std::string(why.empty() ? "" : " and ") + "the GPUs differ (" + format_per_s(*gpu_count(baseline)) + " -> " +
+           format_per_s(*gpu_count(current)) + ")";
+  return why;
 }
 
 bool throughput_regressed(const Metrics& baseline, const Metrics& current, double tolerance) {
@@ -127,7 +149,8 @@ RegressReport regress_compare(const std::string& baseline, const std::string& cu
   report.tolerance = tolerance;
   auto judge = [&](RegressEntry& e) {
     if (e.baseline && e.current) {
-      e.judged_on_throughput = tokens_per_step_changed(*e.baseline, *e.current);
+      e.work_difference = work_difference(*e.baseline, *e.current);
+      e.judged_on_throughput = !e.work_difference.empty();
       if (e.judged_on_throughput) e.throughput_regressed = throughput_regressed(*e.baseline, *e.current, tolerance);
       else e.step_time_regressed = step_time_regressed(*e.baseline, *e.current, tolerance);
       e.efficiency_regressed = efficiency_regressed(*e.baseline, *e.current, tolerance);
@@ -211,11 +234,11 @@ std::string regress_table(const RegressReport& report) {
   out << (failed ? std::to_string(failed) + " of " + std::to_string(report.entries.size()) + " scenarios fail"
                  : "all " + std::to_string(report.entries.size()) + " scenarios pass")
       << " (tolerance " << tol << ": relative for step time, absolute for overlap efficiency; tokens/s per GPU is shown, "
-      << "not judged, where the tokens per step are equal: there it is the step time's inverse; MFU is shown, never judged)\n";
+      << "not judged, where the tokens per step and the GPUs are the same: there it is the step time's inverse; MFU is shown, "
+      << "never judged)\n";
   for (const auto& e : report.entries)
     if (e.judged_on_throughput)
-      out << e.name << ": the tokens per step differ (" << format_per_s(*tokens_per_step(*e.baseline)) << " -> "
-          << format_per_s(*tokens_per_step(*e.current)) << "), so the step time is not the same work: judged on tokens/s per GPU "
+      out << e.name << ": " << e.work_difference << ", so the step time is not the same work per GPU: judged on tokens/s per GPU "
           << "(relative, the same tolerance) instead\n";
   return out.str();
 }

@@ -22,9 +22,11 @@ struct RegressEntry {
   std::optional<Metrics> current;
   bool step_time_regressed = false;
   bool efficiency_regressed = false;
-  // The tokens per step differ (micro-batch size, sequence, micro-batches or GPUs changed): the
-  // step time is not the same work, so tokens/s per GPU is judged instead of it.
+  // The tokens per step or the GPU count differ (micro-batch size, sequence, micro-batches, GPUs
+  // changed): the step time is not the same work per GPU, so tokens/s per GPU is judged instead
+  // of it. `work_difference` says what differs (empty: neither).
   bool judged_on_throughput = false;
+  std::string work_difference;
   bool throughput_regressed = false;
   bool failed() const {
     return !baseline || !current || step_time_regressed || efficiency_regressed || throughput_regressed;
@@ -42,6 +44,10 @@ struct RegressReport {
 // Tokens per step (global tokens/s x step time) of each side, when both carry throughput, and
 // whether they differ (beyond rounding).
 bool tokens_per_step_changed(const Metrics& baseline, const Metrics& current);
+// Whether the GPU count (global tokens/s over tokens/s per GPU) differs, when both carry it.
+bool gpu_count_changed(const Metrics& baseline, const Metrics& current);
+// What makes the step different work per GPU (tokens per step, GPUs), as a clause; empty: nothing.
+std::string work_difference(const Metrics& baseline, const Metrics& current);
 bool throughput_regressed(const Metrics& baseline, const Metrics& current, double tolerance);
 bool step_time_regressed(const Metrics& baseline, const Metrics& current, double tolerance);
 bool efficiency_regressed(const Metrics& baseline, const Metrics& current, double tolerance);

@@ -110,7 +110,7 @@ TEST(Regress, TableShowsTokensPerGpuWithoutJudgingIt) {
   EXPECT_NE(table.find("n/a -> 6,000"), std::string::npos) << table;
   EXPECT_NE(table.find("40.0% -> 30.0%  -10.0 pp"), std::string::npos) << table;
   EXPECT_NE(table.find("n/a -> 30.0%"), std::string::npos) << table;
-  EXPECT_NE(table.find("tokens/s per GPU is shown, not judged, where the tokens per step are equal"), std::string::npos)
+  EXPECT_NE(table.find("tokens/s per GPU is shown, not judged, where the tokens per step and the GPUs are the same"), std::string::npos)
       << table;
   EXPECT_NE(table.find("MFU is shown, never judged"), std::string::npos) << table;
 }
@@ -149,6 +149,30 @@ TEST(Regress, ChangedTokensPerStepAreJudgedOnTokensPerGpu) {
   const std::string table = regress_table(r);
   EXPECT_NE(table.find("a: the tokens per step differ (1,000 -> 2,000)"), std::string::npos) << table;
   EXPECT_EQ(table.find("c: the tokens per step"), std::string::npos) << table;
+}
+
+// Strong scaling (the same global batch on twice the GPUs): the step is shorter, yet tokens/s per
+// GPU fell 2.8%: a regression, judged on tokens/s per GPU because the GPUs differ (an audit found
+// it called "improved" on the shorter step).
+TEST(Regress, ChangedGpuCountIsJudgedOnTokensPerGpu) {
+  TempDir t;
+  const auto with_gpus = [](double step_us, double tokens_per_step, double gpus) {
+    Metrics m = metrics(step_us, 100, 0.8);
+    m.throughput.tokens_per_s = tokens_per_step / (step_us / 1e6);
+    m.throughput.tokens_per_s_per_gpu = *m.throughput.tokens_per_s / gpus;
+    return m;
+  };
+  const Metrics base = with_gpus(1000, 1000, 8);     // 125,000 tokens/s per GPU
+  const Metrics scaled = with_gpus(514.4, 1000, 16);  // 121,501 per GPU: 2.8% fewer
+  EXPECT_TRUE(gpu_count_changed(base, scaled));
+  EXPECT_FALSE(tokens_per_step_changed(base, scaled));
+  write_metrics(t / "b.json", base);
+  write_metrics(t / "c.json", scaled);
+  const RegressReport r = regress_compare((t / "b.json").string(), (t / "c.json").string(), 0.01);
+  ASSERT_EQ(r.entries.size(), 1u);
+  EXPECT_TRUE(r.entries[0].judged_on_throughput);
+  EXPECT_EQ(r.entries[0].status(), "REGRESSED (tokens/s per GPU)");
+  EXPECT_NE(regress_table(r).find("the GPUs differ (8 -> 16)"), std::string::npos) << regress_table(r);
 }
 
 // Differences that round to zero print as +0, never "-0 ns" or "-0.0000".
