@@ -100,6 +100,14 @@ int run_sweep_command(const std::vector<std::string>& args) {
       for (const auto& p : axes[a].paths)
         for (const auto& q : axes[b].paths)
           if (p == q) throw InputError("--vary", p + ": varied twice");
+  // A --set that a --vary replaces on every row would be dropped without a word.
+  for (const std::string& set : cli.overrides()) {
+    const std::string set_path = set.substr(0, set.find('='));
+    for (const auto& a : axes)
+      for (const auto& p : a.paths)
+        if (set_path == p || set_path.rfind(p + ".", 0) == 0)
+          throw InputError("--set", set_path + " is also varied (--vary " + p + "), which replaces it on every row; give one or the other");
+  }
   const size_t total = grid_size(axes);
   validate_vary_paths(base, axes);
   const std::string base_dir = fs::path(scenario_path).parent_path().string();

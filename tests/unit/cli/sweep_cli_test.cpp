@@ -222,6 +222,17 @@ TEST_F(SweepCli, RowsFitWithTheScenariosMemoryMarginAsSimulateSays) {
   EXPECT_NE(r.err.find("--memory-margin"), std::string::npos) << r.err;
 }
 
+// A --set that a --vary replaces on every row (the same path, or one inside a varied object) is
+// refused naming --set; it was dropped silently (an audit found it).
+TEST_F(SweepCli, SetOnAVariedPathIsRefused) {
+  for (const std::string& args : {std::string(" --vary policy.micro_batches=1,2 --set policy.micro_batches=3"),
+                                  std::string(" --set policy.micro_batches=3 --vary policy.micro_batches/run.memory_margin=1/0,2/0.1")}) {
+    const Result r = run("sweep " + scenario("llama3-8b-fsdp-h100x8.json") + args);
+    EXPECT_EQ(r.code, 2) << args << r.err;
+    EXPECT_EQ(r.err.rfind("shardline sweep: error: --set: policy.micro_batches is also varied", 0), 0u) << r.err;
+  }
+}
+
 // More worker threads than the system lets the process start (here: a 1 GiB address space, each
 // thread's stack 8 MiB): exit 2 naming --jobs, not an abort; the start line counts the threads
 // it asks for (no more than the points).
