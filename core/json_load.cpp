@@ -5,6 +5,9 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <set>
+#include <vector>
 #include <sstream>
 
 #include "core/error.h"
@@ -81,9 +84,64 @@ std::string printable(const std::string& text) {
   return out;
 }
 
+// A parser callback that refuses a key given twice in one object (nlohmann keeps the last
+// silently: a pasted "layers" twice changed the model without a word), naming its JSON path.
+class DuplicateKeyCheck {
+ public:
+  explicit DuplicateKeyCheck(const std::string& where) : where_(where) {}
+  bool operator()(int /*depth*/, json::parse_event_t event, json& parsed) {
+    switch (event) {
+      case json::parse_event_t::object_start:
+      case json::parse_event_t::array_start:
+        frames_.push_back(Frame{event == json::parse_event_t::array_start, 0, {}, {}});
+        break;
+      case json::parse_event_t::key: {
+        Frame& f = frames_.back();
+        f.key = parsed.get<std::string>();
+        if (!f.keys.insert(f.key).second)
+          throw InputError(path(), "\"" + path() + "\" is given twice in one object of " + where_ + "; JSON would keep only the last: remove one");
+        break;
+      }
+      case json::parse_event_t::object_end:
+      case json::parse_event_t::array_end:
+        frames_.pop_back();
+        next_element();
+        break;
+      case json::parse_event_t::value:
+        next_element();
+        break;
+    }
+    return true;
+  }
+
+ private:
+  struct Frame {
+    bool array = false;
+    size_t index = 0;
+    std::string key;
+    std::set<std::string> keys;
+  };
+  void next_element() {
+    if (!frames_.empty() && frames_.back().array) ++frames_.back().index;
+  }
+  std::string path() const {
+    std::string p;
+    for (const Frame& f : frames_) p += f.array ? "[" + std::to_string(f.index) + "]" : (p.empty() ? "" : ".") + f.key;
+    return p;
+  }
+  const std::string& where_;
+  std::vector<Frame> frames_;
+};
+
 json parse_checked(std::string_view text, const std::string& where) {
   check_depth(text, where);
   try {
+    if (text.size() <= static_cast<size_t>(kMaxInputJsonBytes)) {
+      // Inputs a person writes (scenarios, cluster files, profiles, --set values): keys checked.
+      // Large machine-written outputs (timelines, programs) are parsed without the callback.
+      DuplicateKeyCheck check(where);
+      return json::parse(text.begin(), text.end(), std::ref(check));
+    }
     return json::parse(text.begin(), text.end());
   } catch (const json::parse_error& e) {
     // e.byte is 1-based: the offending character. Keep only nlohmann's "why".

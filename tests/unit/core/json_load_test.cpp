@@ -86,6 +86,18 @@ TEST(JsonLoad, FilesOverTheSizeLimitAreRefused) {
   EXPECT_THAT(error_of([&] { load_json_file(p.string(), "f", 1024); }, "f"), HasSubstr("more than"));
 }
 
+// A key given twice in one object is refused by its JSON path (nlohmann would keep the last
+// silently: a pasted "layers" twice made a 2-layer model); the same key in two objects is fine.
+TEST(JsonLoad, DuplicateKeysAreRefusedByPath) {
+  EXPECT_THAT(error_of([&] { parse_json_text(R"({"a": {"b": 1, "c": 2, "b": 3}})", "--set"); }, "a.b"), HasSubstr("given twice"));
+  EXPECT_THAT(error_of([&] { parse_json_text(R"({"u": [{"n": 1}, [0, {"m": 1, "m": 2}]]})", "x"); }, "u[1][1].m"),
+              HasSubstr("given twice"));
+  EXPECT_NO_THROW(parse_json_text(R"({"a": {"b": 1}, "c": {"b": 2}, "d": [{"b": 1}, {"b": 2}]})", "x"));
+  const fs::path p = scratch("dup.json", R"({"model": {"transformer": {"layers": 32, "layers": 2}}})");
+  EXPECT_THAT(error_of([&] { load_json_file(p.string(), "scenario", kMaxInputJsonBytes); }, "scenario"),
+              HasSubstr("\"model.transformer.layers\" is given twice"));
+}
+
 TEST(JsonLoad, TextThatIsNotJsonIsNoValue) {
   EXPECT_FALSE(parse_json_text_if_json("64MiB", "--set").has_value());
   EXPECT_EQ(parse_json_text_if_json("16", "--set").value(), 16);
