@@ -218,11 +218,15 @@ std::string size_key_of_one_micro_batch(const Scenario& s) {
 InputError too_many_ops(const Scenario& s, double ops, double ops_one_micro_batch) {
   char n[32];
   std::snprintf(n, sizeof n, "%.1f", ops / 1e6);
-  const std::string limit = std::to_string(kMaxProgramOps / 1'000'000) + " million";
-  const std::string what = std::string("this step makes at least ") + n + " million ops, more than the " + limit +
-                           " shardline schedules (about 90 bytes of memory each while simulated); ";
+  const std::string limit = std::to_string(kMaxProgramOps / 1'000'000) + " million ops";
+  const std::string what = (ops > static_cast<double>(kMaxProgramOps) ? std::string("this step makes at least ") + n + " million ops, more than the "
+                                                                      : std::string("this step makes more than the ")) +
+                           limit + " shardline schedules (about 90 bytes of memory each while simulated); ";
+  // One micro-batch may fit by the estimate (a lower bound) and still not: with buckets, larger
+  // buckets are the other way out, and both are said.
   if (s.policy.micro_batches > 1 && ops_one_micro_batch <= static_cast<double>(kMaxProgramOps))
-    return InputError("policy.micro_batches", what + "use fewer micro-batches");
+    return InputError("policy.micro_batches",
+                      what + "use fewer micro-batches" + (s.policy.bucket_bytes > 0 ? " or larger buckets (policy.bucket_bytes)" : ""));
   const std::string key = size_key_of_one_micro_batch(s);
   return InputError(key, what + (key == "policy.bucket_bytes" ? "use larger buckets" : "use fewer units"));
 }
@@ -780,6 +784,22 @@ class Scheduler {
       if (reduce_this_microbatch())
         for (int rb : rs_done_at_unit_[i]) reduce(rb);
     }
+    if (reduce_this_microbatch() && !last_microbatch()) wait_for_reductions();
+  }
+
+  // The end of a backward that reduced gradients: the compute stream waits for every post-reduce
+  // event (reduce-scatter, and HSDP's all-reduce) and frees the last reduce-scatter input. FSDP2's
+  // root post-backward callback does this after every backward with is_last_backward (its
+  // default; a trainer that sets it false on the first micro-batches keeps the buffer to the next
+  // reduce-scatter, which shardline does not model); FSDP1's waits for its post-backward stream
+  // after every backward that synchronizes gradients. The last micro-batch's is part of finalize.
+  void wait_for_reductions() {
+    for (int event : post_reduce_events_) em_.wait(StreamId::Compute, event);
+    post_reduce_events_.clear();
+    if (prev_rs_op_ < 0) return;
+    memory_op(OpKind::Free, StreamId::Compute, MemoryKind::ReduceScatterBuffer, prev_rs_bytes_,
+              bucket_label("rs_buf rb", prev_rs_bucket_), {prev_rs_op_});
+    prev_rs_op_ = -1;
   }
 
   // The root bucket's gradients unit i makes in its backward and that do not exist yet: those of

@@ -443,6 +443,33 @@ TEST(Schedule, GradSyncEveryReducesEveryMicroBatch) {
   EXPECT_EQ(ops_of(p, OpKind::ReduceScatter, Phase::Backward, 1).size(), 3u);
 }
 
+// The end of every backward that reduced (FSDP2's root post-backward callback with its default
+// is_last_backward; FSDP1's final callback): the compute stream waits for every post-reduce
+// event of that micro-batch (HSDP: its all-reduces) before the next micro-batch's forward, and
+// the last reduce-scatter input is freed then, not held into the next micro-batch.
+TEST(Schedule, EachBackwardThatReducedWaitsForItsReductionsBeforeTheNextForward) {
+  Scenario s = make_scenario(3, 2, 2);
+  s.policy.micro_batches = 2;
+  const Program p = schedule(s);
+  const Op* next_forward = compute_of(p, 0, Phase::Forward, 1);
+  ASSERT_NE(next_forward, nullptr);
+  for (const Op* ar : ops_of(p, OpKind::AllReduce, Phase::Backward, 0))
+    EXPECT_TRUE(happens_before(p, p.id_of(*ar), p.id_of(*next_forward))) << p.name(*ar);
+  // Every reduce-scatter input of micro-batch 0 is freed before micro-batch 1 starts.
+  for (const Op& op : p.ops)
+    if (op.kind == OpKind::Free && op.memory == MemoryKind::ReduceScatterBuffer && op.bytes() > 0 && op.microbatch == 0)
+      EXPECT_TRUE(happens_before(p, p.id_of(op), p.id_of(*next_forward))) << p.name(op);
+  int freed_in_mb0 = 0;
+  for (const Op& op : p.ops)
+    freed_in_mb0 += op.kind == OpKind::Free && op.memory == MemoryKind::ReduceScatterBuffer && op.bytes() > 0 && op.microbatch == 0;
+  EXPECT_EQ(freed_in_mb0, 3);  // one input per unit's reduce-scatter, all of micro-batch 0
+  // With grad_sync "last" the first backward reduces nothing and waits for nothing.
+  s.policy.grad_sync = GradSync::Last;
+  const Program last = schedule(s);
+  for (const Op& op : last.ops)
+    EXPECT_FALSE(op.kind == OpKind::Free && op.memory == MemoryKind::ReduceScatterBuffer && op.microbatch == 0) << last.name(op);
+}
+
 TEST(Schedule, UnfusedIssuesOneCollectivePerParameterWithoutCopies) {
   Scenario s = make_scenario(3, 2, 2);
   s.policy.comm_fusion = false;
@@ -559,6 +586,18 @@ TEST(Schedule, TooManyMicroBatchesAreRefusedBeforeBuildingNamingTheKey) {
   }
   s.policy.micro_batches = 4;
   EXPECT_NO_THROW(schedule(s));
+  // With buckets as well, larger buckets are the other way out, and the advice says so (one
+  // micro-batch may fit by the estimate, a lower bound, and still not: an audit followed
+  // "use fewer micro-batches" alone into a second refusal).
+  s.policy.micro_batches = 1'000'000'000;
+  s.policy.bucket_bytes = 4096;
+  try {
+    schedule(s);
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where(), "policy.micro_batches");
+    EXPECT_NE(std::string(e.what()).find("use fewer micro-batches or larger buckets (policy.bucket_bytes)"), std::string::npos) << e.what();
+  }
 }
 
 // Inputs each in range can still ask for a unit that computes for years; refused, naming the model.
