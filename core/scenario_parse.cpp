@@ -716,8 +716,9 @@ MeshSpec parse_mesh(const json& j, const json& sch, const ClusterSpec& cluster) 
   if (static_cast<int64_t>(m.shard) * m.replicate != cluster.world()) {
     throw InputError("mesh", "shard " + std::to_string(m.shard) + " x replicate " + std::to_string(m.replicate) + " = " +
                                  std::to_string(static_cast<int64_t>(m.shard) * m.replicate) +
-                                 " ranks, but the cluster has " + std::to_string(cluster.nodes) + " nodes x " +
-                                 std::to_string(cluster.gpus_per_node) + " GPUs = " + std::to_string(cluster.world()) +
+                                 " ranks, but the cluster has " + std::to_string(cluster.nodes) + (cluster.nodes == 1 ? " node x " : " nodes x ") +
+                                 std::to_string(cluster.gpus_per_node) + (cluster.gpus_per_node == 1 ? " GPU = " : " GPUs = ") +
+                                 std::to_string(cluster.world()) +
                                  "; expected shard x replicate = nodes x gpus_per_node");
   }
   return m;

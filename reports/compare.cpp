@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <optional>
 #include <cstdio>
@@ -91,6 +92,8 @@ std::vector<const OpInterval*> intervals_by_op(const Timeline& t, int rank, int 
 std::string fmt(const char* f, double v) {
   char buf[64];
   std::snprintf(buf, sizeof buf, f, v);
+  // A signed difference that rounds to zero prints as +0, never "-0.000".
+  if (buf[0] == '-' && std::strspn(buf + 1, "0.") == std::strcspn(buf + 1, " %p")) buf[0] = '+';
   return buf;
 }
 std::string us(double v) { return fmt("%.1f", v); }

@@ -406,6 +406,10 @@ std::string step_gain_text(const Metrics& mb, const Metrics& ms) {
   return out.str() + effs;
 }
 
+// Rows closer than this (relative) on the objective are reported as a tie in effect: their
+// printed figures would read the same ("788 vs 788").
+constexpr double kNearTie = 5e-4;
+
 // Why the best row beats the runner-up, in the objective's terms (one "why: ..." line).
 std::string why_text(const Metrics& mb, const Metrics& ms, SweepObjective o) {
   std::ostringstream out;
@@ -423,6 +427,9 @@ std::string why_text(const Metrics& mb, const Metrics& ms, SweepObjective o) {
       } else if (d_step == 0) {
         out << "it ties with the runner-up on step time and is chosen for its lower peak memory (" << peak_b << " vs " << peak_s
             << " reserve needed).";
+      } else if (d_step < kNearTie * ms.step_time_us) {
+        out << "it is within " << percent_text(kNearTie) << " of the runner-up's step time (" << format_time_us(mb.step_time_us)
+            << " vs " << format_time_us(ms.step_time_us) << "): in effect a tie, and either serves.";
       } else {
         out << "it is " << format_time_us(d_step) << " (" << percent_text(d_step / ms.step_time_us) << ") faster. "
             << step_gain_text(mb, ms);
@@ -437,6 +444,9 @@ std::string why_text(const Metrics& mb, const Metrics& ms, SweepObjective o) {
       } else if (tb == ts) {
         out << "it ties with the runner-up on tokens/s per GPU and is chosen for its lower peak memory (" << peak_b << " vs "
             << peak_s << " reserve needed).";
+      } else if (tb < ts * (1 + kNearTie)) {
+        out << "it is within " << percent_text(kNearTie) << " of the runner-up's tokens/s per GPU (" << format_per_s(tb) << " vs "
+            << format_per_s(ts) << "): in effect a tie, and either serves.";
       } else {
         // Tokens/s per GPU = tokens per GPU per step / step time.
         const double step_b = mb.step_time_us / 1e6, step_s = ms.step_time_us / 1e6;

@@ -206,6 +206,17 @@ TEST(Compare, StepTimeAndOverlapOnBothSides) {
   EXPECT_TRUE(compare_timelines(predicted(), measured(), 0.30).within_tolerance);
 }
 
+// Differences that round to zero print as +0, never "-0.000" (an audit saw it comparing a run
+// with itself, where the overlap differed by a rounding error).
+TEST(Compare, NoNegativeZeros) {
+  Comparison c = compare_timelines(predicted(), measured(), 0.10);
+  c.predicted.overlap_efficiency = c.measured.overlap_efficiency - 1e-12;
+  c.predicted.exposed_comm_us = c.measured.exposed_comm_us - 1e-9;
+  const std::string table = comparison_table(c);
+  EXPECT_EQ(table.find("-0.0"), std::string::npos) << table;
+  EXPECT_NE(table.find("+0.000"), std::string::npos) << table;
+}
+
 TEST(Compare, PerOpErrorsRelativeToEachStepStart) {
   const Comparison c = compare_timelines(predicted(), measured());
   ASSERT_EQ(c.ops.size(), 5u);  // the free marker is left out

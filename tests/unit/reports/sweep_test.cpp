@@ -279,6 +279,21 @@ TEST(SweepRecommend, MicroBatchSweepRecommendsTheLargerBatchForThroughput) {
   EXPECT_EQ(pareto_front(rows, SweepObjective::StepTime), (std::vector<size_t>{0}));
 }
 
+// Rows within 0.05% on the objective are a tie in effect: the explanation says so rather than
+// "0.001% more tokens/s per GPU (788 vs 788)" (an audit found that line).
+TEST(SweepRecommend, NearTiesAreSaidToBeTies) {
+  std::vector<SweepRow> rows = {tp_row(0, 100000, 1000, 500), tp_row(1, 100001, 1000, 500)};
+  for (auto& r : rows) mark_memory_fit(r, 0.1);
+  for (SweepObjective o : {SweepObjective::Throughput, SweepObjective::StepTime}) {
+    const Recommendation rec = recommend(rows, {"x"}, 0.1, resolve_objective(rows, o));
+    ASSERT_EQ(rec.best, std::optional<size_t>(0));
+    EXPECT_NE(rec.text.find("in effect a tie, and either serves"), std::string::npos) << rec.text;
+  }
+  rows[1] = tp_row(1, 101000, 1000, 500);  // 1% apart: a real difference
+  const Recommendation rec = recommend(rows, {"x"}, 0.1, resolve_objective(rows, SweepObjective::Throughput));
+  EXPECT_EQ(rec.text.find("in effect a tie"), std::string::npos) << rec.text;
+}
+
 // Same tokens per step (a bucket-size sweep): the throughput gain is the shorter step, and the
 // explanation splits it into compute busy and exposed comm as the step-time objective does.
 TEST(SweepRecommend, ThroughputWithEqualTokensExplainsTheShorterStep) {
