@@ -115,17 +115,19 @@ TEST(Regress, TableShowsTokensPerGpuWithoutJudgingIt) {
   EXPECT_NE(table.find("MFU is shown, never judged"), std::string::npos) << table;
 }
 
+// Metrics of a step of `step_us` that moves `tokens_per_step` tokens over `gpus` GPUs.
+Metrics with_tokens(double step_us, double tokens_per_step, double gpus) {
+  Metrics m = metrics(step_us, 100, 0.8);
+  m.throughput.tokens_per_s = tokens_per_step / (step_us / 1e6);
+  m.throughput.tokens_per_s_per_gpu = *m.throughput.tokens_per_s / gpus;
+  return m;
+}
+
 // With a different amount of work per step (here twice the tokens: a larger micro-batch), a
 // longer step is not a regression: tokens/s per GPU is judged instead, with the same relative
 // tolerance, and a footnote says so. Same tokens per step: step time, as before.
 TEST(Regress, ChangedTokensPerStepAreJudgedOnTokensPerGpu) {
   TempDir t;
-  const auto with_tokens = [](double step_us, double tokens_per_step, double gpus) {
-    Metrics m = metrics(step_us, 100, 0.8);
-    m.throughput.tokens_per_s = tokens_per_step / (step_us / 1e6);
-    m.throughput.tokens_per_s_per_gpu = *m.throughput.tokens_per_s / gpus;
-    return m;
-  };
   const Metrics base = with_tokens(1000, 1000, 8);  // 1e6 tokens/s, 125,000 per GPU
   const Metrics bigger = with_tokens(1980, 2000, 8);  // 1.98x the step for 2x the tokens: faster per GPU
   EXPECT_TRUE(tokens_per_step_changed(base, bigger));
@@ -156,14 +158,8 @@ TEST(Regress, ChangedTokensPerStepAreJudgedOnTokensPerGpu) {
 // it called "improved" on the shorter step).
 TEST(Regress, ChangedGpuCountIsJudgedOnTokensPerGpu) {
   TempDir t;
-  const auto with_gpus = [](double step_us, double tokens_per_step, double gpus) {
-    Metrics m = metrics(step_us, 100, 0.8);
-    m.throughput.tokens_per_s = tokens_per_step / (step_us / 1e6);
-    m.throughput.tokens_per_s_per_gpu = *m.throughput.tokens_per_s / gpus;
-    return m;
-  };
-  const Metrics base = with_gpus(1000, 1000, 8);     // 125,000 tokens/s per GPU
-  const Metrics scaled = with_gpus(514.4, 1000, 16);  // 121,501 per GPU: 2.8% fewer
+  const Metrics base = with_tokens(1000, 1000, 8);     // 125,000 tokens/s per GPU
+  const Metrics scaled = with_tokens(514.4, 1000, 16);  // 121,501 per GPU: 2.8% fewer
   EXPECT_TRUE(gpu_count_changed(base, scaled));
   EXPECT_FALSE(tokens_per_step_changed(base, scaled));
   write_metrics(t / "b.json", base);
