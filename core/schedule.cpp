@@ -221,7 +221,7 @@ InputError too_many_ops(const Scenario& s, double ops, double ops_one_micro_batc
   const std::string limit = std::to_string(kMaxProgramOps / 1'000'000) + " million ops";
   const std::string what = (ops > static_cast<double>(kMaxProgramOps) ? std::string("this step makes at least ") + n + " million ops, more than the "
                                                                       : std::string("this step makes more than the ")) +
-                           limit + " shardline schedules (about 90 bytes of memory each while simulated); ";
+                           limit + " shardline schedules (about 100 bytes of memory each while simulated); ";
   // One micro-batch may fit by the estimate (a lower bound) and still not: with buckets, larger
   // buckets are the other way out, and both are said.
   if (s.policy.micro_batches > 1 && ops_one_micro_batch <= static_cast<double>(kMaxProgramOps))
