@@ -45,6 +45,29 @@ TEST(Network, FlowsOnDifferentLinkClassesDoNotShare) {
   EXPECT_DOUBLE_EQ(net.rate_bytes_per_s(b), 1e6);
 }
 
+// Copies have their own resource (mpi profiles): they share it with each other, not with the
+// links; the copy scale slows only copies, the link scale only the links, the capacity scale
+// (compute running) both.
+TEST(Network, CopyFlowsShareTheCopyResourceAndTheirScalesAreSeparate) {
+  Network net({1e6, 1e6}, 2e6);
+  const int link = net.start_flow(0.0, LinkClass::IntraNode, 1e6, 0);
+  const int c1 = net.start_copy_flow(0.0, 1e6, 1);
+  const int c2 = net.start_copy_flow(0.0, 1e6, 2);
+  EXPECT_DOUBLE_EQ(net.rate_bytes_per_s(link), 1e6);
+  EXPECT_DOUBLE_EQ(net.rate_bytes_per_s(c1), 1e6);  // half of the copy resource's 2e6 each
+  EXPECT_DOUBLE_EQ(net.rate_bytes_per_s(c2), 1e6);
+  net.set_copy_scale(0.0, 0.5);
+  EXPECT_DOUBLE_EQ(net.rate_bytes_per_s(link), 1e6);
+  EXPECT_DOUBLE_EQ(net.rate_bytes_per_s(c1), 5e5);
+  net.set_copy_scale(0.0, 1.0);
+  net.set_link_scale(0.0, 0.25);
+  EXPECT_DOUBLE_EQ(net.rate_bytes_per_s(link), 2.5e5);
+  EXPECT_DOUBLE_EQ(net.rate_bytes_per_s(c1), 1e6);
+  net.set_capacity_scale(0.0, 0.5);
+  EXPECT_DOUBLE_EQ(net.rate_bytes_per_s(link), 1.25e5);
+  EXPECT_DOUBLE_EQ(net.rate_bytes_per_s(c2), 5e5);
+}
+
 TEST(AnalyticalCostModel, LoneTimesAreTheRingFormulas) {
   const Scenario s = simtest::test_scenario();
   AnalyticalCostModel m(s.cluster);
