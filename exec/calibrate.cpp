@@ -406,9 +406,10 @@ void measure_slowdowns(Bench& bench, const CalibrateOptions& opt, int64_t bytes,
 // The mutual slow-down of copies and collectives on one rank (mpi: the rank's cores run both):
 // a copy of `copy_bytes` alone and beside a chain of all-gathers of `ag_bytes` over the group,
 // and the all-gather alone and beside a chain of copies, as paired ratios like
-// measure_slowdowns. On a 2-vCPU VM the copy took 2.0-3.0x as long beside all-gathers while the
-// all-gather did not slow down beside copies (0.7-1.1x) in 9 of 10 calibrations: a copy yields
-// its core every 256 KiB, and the MPI progress it yields to is not slowed (docs/calibrate.md).
+// measure_slowdowns. On a 2-vCPU VM the copy took 1.8-2.3x as long beside all-gathers over 2
+// ranks (18 of 19 calibrations) and 2.5-3.3x over 4, while the all-gather did not slow down beside
+// copies (1.00-1.14x): a copy yields its core every 256 KiB, and the MPI progress it yields to is
+// not slowed (docs/calibrate.md).
 void measure_copy_slowdowns(Bench& bench, int64_t ag_bytes, int64_t copy_bytes, ClusterProfile& p, const ProgressLog& log) {
   const CollectiveKind ag = CollectiveKind::AllGather;
   const auto op0 = [&] { return bench.duration_us(0); };
