@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Times `shardline import` on a 1 GB profiler trace (issue: "a 1 GB trace imports in under 60 s
 # and under 1 GB of memory"). The trace is FSDP2-shaped, written by scripts/fsdp2-trace from a
-# simulated host-tiny-fsdp run repeated over ~10,600 profiler steps (1.4 M events per rank file),
+# simulated host-tiny-fsdp run repeated over 10,600 profiler steps (4.3 M events in the one file),
 # plain JSON. Two timings, each with /usr/bin/time -v (wall clock and maximum resident memory):
 #   1. one 1 GB trace, no scenario: the per-step summary;
-#   2. two 0.5 GB traces (1 GB in all) mapped onto the scenario's Program (--scenario), with
-#      the measured timeline written (--out).
+#   2. two 0.5 GB traces (1 GB in all, 5,300 profiler steps each) mapped onto the scenario's
+#      Program (--scenario), with the measured timeline written (--out): every step is read and
+#      matched, and the first 1,024 (the most a timeline holds) imported (--steps 1..1024).
 #   bench/import_speed.sh [--binary PATH] [--work DIR] [--keep]
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -39,5 +40,5 @@ measure() {  # label, command...
 }
 echo "import_speed: $(du -b "$work/big/rank-0.json" | cut -f1) bytes in one trace; $(($(du -b "$work/half/rank-0.json" | cut -f1) + $(du -b "$work/half/rank-1.json" | cut -f1))) bytes in two"
 measure "summary of one 1 GB trace" "$binary" import "$work/big/rank-0.json"
-measure "two 0.5 GB traces onto the Program, timeline written" "$binary" import "$work/half/rank-0.json" "$work/half/rank-1.json" --scenario "$scenario" --out "$work/imported"
+measure "two 0.5 GB traces onto the Program, 1,024 steps imported, timeline written" "$binary" import "$work/half/rank-0.json" "$work/half/rank-1.json" --scenario "$scenario" --steps 1..1024 --out "$work/imported"
 echo "import_speed: on $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'))"

@@ -1,4 +1,4 @@
-// `shardline import TRACE [TRACE ...] [--scenario S.json [--set PATH=VALUE ...]] [--out DIR] [--json]`:
+// `shardline import TRACE [TRACE ...] [--scenario S.json [--set PATH=VALUE ...] [--steps FIRST..LAST]] [--out DIR] [--json]`:
 // reads PyTorch profiler traces (one per rank, plain or gzip JSON, streamed; kineto/). Without
 // a scenario it prints what each trace says (step time, compute, comm per kind, exposed comm,
 // overlap efficiency per profiler step); with one it maps the traces onto the scenario's
@@ -6,9 +6,12 @@
 // report.html, trace.json, program.json) plus import.json, the report of what did not match.
 // docs/import.md.
 #include <algorithm>
+#include <filesystem>
 #include <iostream>
 #include <optional>
 #include <map>
+#include <tuple>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -26,17 +29,22 @@ namespace shardline::cli {
 namespace {
 
 // The traces in rank order: by distributedInfo.rank when every trace names a distinct one, else
-// in the order given. `one_run` (the traces are mapped onto a Program's ranks): what a trace says
-// of its rank must fit the traces given, a world size of their count, a rank below it, no rank
-// twice (a trace of another run, or the same file twice).
+// in the order given. `one_run` (the traces are mapped onto a Program's ranks): every trace names
+// its rank or none does (a mix cannot be put in order: the file without one is refused), and
+// what a trace says of its rank must fit the traces given, a world size of their count, a rank
+// below it, no rank twice (a trace of another run, or the same file twice).
 std::vector<kineto::KinetoTrace> in_rank_order(std::vector<kineto::KinetoTrace> traces, bool one_run) {
   const int n = static_cast<int>(traces.size());
   std::map<int, std::string> ranks;  // rank -> the trace that names it
+  const auto with_rank = std::find_if(traces.begin(), traces.end(), [](const auto& t) { return t.rank >= 0; });
   for (const auto& t : traces) {
     if (!one_run) {
       if (t.rank >= 0 && t.rank < n) ranks.emplace(t.rank, t.path);
       continue;
     }
+    if (t.rank < 0 && with_rank != traces.end())
+      throw InputError("TRACE", t.path + ": has no distributedInfo.rank but " + with_rank->path + " names its rank (" +
+                                    std::to_string(with_rank->rank) + "): give traces that all record their rank, or none (then taken in the order given)");
     if (t.world_size >= 0 && t.world_size != n)
       throw InputError("TRACE", t.path + ": distributedInfo.world_size is " + std::to_string(t.world_size) + " but " + std::to_string(n) +
                                     " traces were given (one per rank)");
@@ -53,6 +61,39 @@ std::vector<kineto::KinetoTrace> in_rank_order(std::vector<kineto::KinetoTrace> 
 }
 
 constexpr int kDrawnSteps = 8;
+
+// --steps FIRST..LAST: 1-based, inclusive, at most a timeline's iterations.
+std::pair<int, int> parse_steps(const std::string& text) {
+  const auto bad = [&](const std::string& why) { return InputError("--steps", why + ", got \"" + text + "\""); };
+  const size_t dots = text.find("..");
+  const auto number = [&](const std::string& s) {
+    if (s.empty() || s.size() > 9 || s.find_first_not_of("0123456789") != std::string::npos)
+      throw bad("expects FIRST..LAST, step numbers from 1 (e.g. 1..1024)");
+    return std::stoi(s);
+  };
+  if (dots == std::string::npos) throw bad("expects FIRST..LAST, step numbers from 1 (e.g. 1..1024)");
+  const int first = number(text.substr(0, dots)), last = number(text.substr(dots + 2));
+  if (first < 1 || last < first) throw bad("expects 1 <= FIRST <= LAST");
+  if (last - first + 1 > kMaxTimelineIterations)
+    throw bad("is " + std::to_string(last - first + 1) + " steps; a timeline holds at most " + std::to_string(kMaxTimelineIterations));
+  return {first, last};
+}
+
+// Files an earlier run may have left in --out that a summary-only import does not write: a run's
+// (simulate, exec, an import with --scenario), its report.html and import.json, a sweep's. They
+// would describe another run (docs/outputs.md).
+std::vector<std::string> files_of_other_runs(const std::string& dir) {
+  std::vector<std::string> stale = kRunOnlyFiles;
+  stale.insert(stale.end(), kSweepOnlyFiles.begin(), kSweepOnlyFiles.end());
+  stale.push_back("report.html");
+  stale.push_back("import.json");
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (is_partial_timeline_file(name) || is_rank_report_file(name)) stale.push_back(name);
+  }
+  return stale;
+}
 
 // The timeline's steps [first, first + count) around the reported one, renumbered from 0.
 Timeline steps_around_reported(const Timeline& t, int count) {
@@ -71,16 +112,24 @@ Timeline steps_around_reported(const Timeline& t, int count) {
 
 int run_import(const std::vector<std::string>& args) {
   std::vector<std::string> paths;
-  std::string out_dir;
-  CommandLine cli("shardline import TRACE [TRACE ...] [--scenario S.json [--set PATH=VALUE ...]] [--out DIR] [--json]");
+  std::string out_dir, steps_text;
+  CommandLine cli("shardline import TRACE [TRACE ...] [--scenario S.json [--set PATH=VALUE ...] [--steps FIRST..LAST]] [--out DIR] [--json]");
   cli.add_scenario_flag("map the traces (one per rank) onto this scenario's Program: a measured timeline");
   cli.add_set_flag();
-  cli.flags()("out", po::value(&out_dir), "write the outputs here (summary.json; with --scenario also timeline.json, import.json, ...)")
-      ("json", "print the trace summaries as JSON");
+  cli.flags()("steps", po::value(&steps_text),
+              "with --scenario: import only these of the profiler steps that match on every rank (1-based, inclusive, in trace order; "
+              "at most 1024), e.g. 1..1024")
+      ("out", po::value(&out_dir), "write the outputs here (summary.json; with --scenario also timeline.json, import.json, ...)")
+      ("json", "print one JSON document on stdout and nothing else: the trace summaries; with --scenario "
+               "{\"summaries\", \"import\", \"metrics\"}");
   cli.add_positional_list("trace", &paths, "PyTorch profiler trace (.json or .json.gz), one per rank");
   if (cli.parse(args) == Parsed::help_shown) return 0;
   if (paths.empty()) throw InputError("TRACE", "give at least one PyTorch profiler trace (.json or .json.gz)");
   if (!cli.given("scenario") && !cli.overrides().empty()) throw InputError("--set", "needs --scenario");
+  if (!cli.given("scenario") && cli.given("steps")) throw InputError("--steps", "needs --scenario (a summary reads every step)");
+  kineto::ImportOptions options;
+  if (cli.given("steps")) std::tie(options.first_step, options.last_step) = parse_steps(steps_text);
+  const bool json = cli.given("json");
 
   if (!out_dir.empty()) checked_output_folder(out_dir, "--out");  // before the traces are read, not after
   std::vector<kineto::KinetoTrace> traces = in_rank_order(kineto::read_traces(paths), cli.given("scenario"));
@@ -94,19 +143,21 @@ int run_import(const std::vector<std::string>& args) {
   }
 
   if (!cli.given("scenario")) {
-    if (cli.given("json")) std::cout << summaries.dump(2) << "\n";
-    else std::cout << summary_lines;
     if (!out_dir.empty()) {
       const std::string text = summaries.dump(2) + "\n";
-      write_output_folder(out_dir, {{"summary.json", [&text] { return text; }}}, "--out");
-      std::cout << "outputs in " << out_dir << "/ (summary.json)\n";
+      write_output_folder(out_dir, {{"summary.json", [&text] { return text; }}}, "--out", files_of_other_runs(out_dir));
+    }
+    if (json) {
+      std::cout << summaries.dump(2) << "\n";
+    } else {
+      std::cout << summary_lines;
+      if (!out_dir.empty()) std::cout << "outputs in " << out_dir << "/ (summary.json)\n";
     }
     return 0;
   }
 
   const Scenario scenario = cli.load_scenario();
   const Program program = schedule(scenario);
-  kineto::ImportOptions options;
   options.event_latency_us = scenario.cluster.event_latency_us;
   kineto::ImportResult r = kineto::map_traces_to_program(traces, program, options);
   Timeline& timeline = r.timeline;
@@ -114,24 +165,27 @@ int run_import(const std::vector<std::string>& args) {
   const Metrics metrics = compute_metrics(timeline);
   // With a scenario the per-trace tables (one per rank) give way to one line each; --json and
   // summary.json keep them whole.
-  if (cli.given("json")) std::cout << summaries.dump(2) << "\n";
-  else std::cout << digest_lines;
-  std::cout << "\n" << kineto::import_report_text(r.report) << "\n" << summary_table(scenario, timeline, metrics);
+  if (!json) std::cout << digest_lines << "\n" << kineto::import_report_text(r.report) << "\n" << summary_table(scenario, timeline, metrics);
   if (!out_dir.empty()) {
     // The Perfetto trace and the HTML report draw at most kDrawnSteps steps around the reported
     // (median) one; timeline.json keeps every imported step.
     std::optional<Timeline> drawn;
     if (timeline.iterations > kDrawnSteps) drawn = steps_around_reported(timeline, kDrawnSteps);
     write_run_outputs(out_dir, scenario, program, timeline, metrics, nullptr, drawn ? &*drawn : nullptr);
-    if (drawn) {
+    if (drawn && !json) {
       const int first = timeline.reported_iteration - drawn->reported_iteration;
       std::cout << "\ntrace.json and report.html draw imported steps " << first << " to " << first + kDrawnSteps - 1 << " of "
                 << timeline.iterations << " (the median step and its neighbours; timeline.json has every step)\n";
     }
     write_file_atomically(out_dir + "/import.json", kineto::import_report_to_json(r.report).dump(2) + "\n", "--out");
     write_file_atomically(out_dir + "/summary.json", summaries.dump(2) + "\n", "--out");
-    std::cout << "\noutputs in " << out_dir
-              << "/ (report.html, trace.json, metrics.json, program.json, timeline.json, import.json, summary.json)\n";
+    if (!json)
+      std::cout << "\noutputs in " << out_dir
+                << "/ (report.html, trace.json, metrics.json, program.json, timeline.json, import.json, summary.json)\n";
+  }
+  if (json) {
+    const nlohmann::json doc{{"summaries", summaries}, {"import", kineto::import_report_to_json(r.report)}, {"metrics", metrics_to_json(metrics)}};
+    std::cout << doc.dump(2) << "\n";
   }
   return 0;
 }

@@ -1,6 +1,7 @@
 #include "kineto/program_mapping.h"
 
 #include <algorithm>
+#include <cassert>
 #include <cmath>
 #include <set>
 #include <type_traits>
@@ -425,8 +426,12 @@ class RankMapper {
     }
     if (c.group_size > 0 && c.group_size != group_size)
       return "the trace's collective has group size " + std::to_string(c.group_size) + ", the Program's " + std::to_string(group_size);
-    if (nelems * width != op.bytes())
-      return "the trace's collective moves " + std::to_string(nelems * width) + " bytes (" + std::to_string(nelems) + " x " + c.dtype +
+    int64_t bytes = 0;
+    if (__builtin_mul_overflow(nelems, static_cast<int64_t>(width), &bytes))
+      return "the trace's collective moves " + std::to_string(nelems) + " x " + c.dtype + ", more bytes than a 64-bit count holds; the Program's " +
+             std::to_string(op.bytes());
+    if (bytes != op.bytes())
+      return "the trace's collective moves " + std::to_string(bytes) + " bytes (" + std::to_string(nelems) + " x " + c.dtype +
              "), the Program's " + std::to_string(op.bytes());
     return "";
   }
@@ -551,9 +556,20 @@ ImportResult map_traces_to_program(const std::vector<KinetoTrace>& traces, const
     throw InputError("TRACE", "no profiler step matches the scenario's Program on every rank (" + why + ")");
   }
 
+  report.matched_steps = static_cast<int>(report.steps.size());
+  const std::string how_many = "the traces match " + std::to_string(report.matched_steps) + " profiler steps";
+  if (options.first_step > 0) {
+    assert(options.last_step >= options.first_step);
+    if (options.last_step > report.matched_steps)
+      throw InputError("--steps", std::to_string(options.first_step) + ".." + std::to_string(options.last_step) + " ends beyond the steps: " +
+                                      how_many + " on every rank");
+    report.steps = std::vector<std::string>(report.steps.begin() + (options.first_step - 1), report.steps.begin() + options.last_step);
+    report.first_step = options.first_step;
+  }
   if (report.steps.size() > static_cast<size_t>(kMaxTimelineIterations))
-    throw InputError("TRACE", "the traces match " + std::to_string(report.steps.size()) + " profiler steps; a timeline holds at most " +
-                                  std::to_string(kMaxTimelineIterations) + " (profile fewer steps)");
+    throw InputError("TRACE", how_many + "; a timeline holds at most " + std::to_string(kMaxTimelineIterations) +
+                                  ": import a window of them with --steps FIRST..LAST (e.g. --steps 1.." +
+                                  std::to_string(kMaxTimelineIterations) + "), or profile fewer steps");
   Timeline& t = result.timeline;
   t.source = "measured";
   t.backend = "nccl";
@@ -579,9 +595,9 @@ ImportResult map_traces_to_program(const std::vector<KinetoTrace>& traces, const
         // here, as reading the timeline back would refuse it.
         for (const double us : {iv.issue_us, iv.start_us, iv.end_us})
           if (!(std::abs(us) <= kMaxTimelineUs))
-            throw InputError("TRACE", "rank " + std::to_string(r) + "'s trace puts " + program.name(program.ops[i]) + " of " + name + " " +
-                                          number_text(us) + " us from the step's start, beyond the " + number_text(kMaxTimelineUs / 86400e6) +
-                                          " days a timeline may span: an event's \"ts\" or \"dur\" is corrupt");
+            throw InputError(traces[r].path, "(rank " + std::to_string(r) + ") puts " + program.name(program.ops[i]) + " of " + name + " " +
+                                                 number_text(us) + " us from the step's start (the earliest rank's), beyond the " +
+                                                 number_text(kMaxTimelineUs / 86400e6) + " days a timeline may span: an event's \"ts\" or \"dur\" is corrupt");
         t.intervals.push_back(iv);
       }
       const StepTally& tally = tallies[r][name];
@@ -600,8 +616,20 @@ ImportResult map_traces_to_program(const std::vector<KinetoTrace>& traces, const
 
 std::string import_report_text(const ImportReport& r) {
   std::ostringstream out;
-  out << "imported " << r.steps.size() << " profiler steps on " << r.ranks << " ranks:";
-  for (const std::string& s : r.steps) out << " " << s;
+  out << "imported " << r.steps.size() << " profiler steps on " << r.ranks << " ranks";
+  if (static_cast<int>(r.steps.size()) != r.matched_steps)
+    out << " (--steps " << r.first_step << ".." << r.first_step + static_cast<int>(r.steps.size()) - 1 << " of the " << r.matched_steps
+        << " matching on every rank)";
+  // The names, the first and last few of a long run (import.json lists every one).
+  constexpr size_t kEnds = 3;
+  out << ":";
+  for (size_t i = 0; i < r.steps.size(); ++i) {
+    if (r.steps.size() > 2 * kEnds + 1 && i == kEnds) {
+      out << " ...";
+      i = r.steps.size() - kEnds;
+    }
+    out << " " << r.steps[i];
+  }
   out << "\n";
   if (!r.unmatched_steps.empty()) {
     out << "left out (" << r.unmatched_steps.size() << "):\n";
@@ -622,6 +650,8 @@ nlohmann::json import_report_to_json(const ImportReport& r) {
   nlohmann::json j;
   j["ranks"] = r.ranks;
   j["steps"] = r.steps;
+  j["matched_steps"] = r.matched_steps;
+  j["first_step"] = r.first_step;
   j["unmatched_steps"] = r.unmatched_steps;
   j["not_in_program"] = nlohmann::json::object();
   for (const auto& [what, n] : r.not_in_program) j["not_in_program"][what] = {{"count", n.count}, {"gpu_us", n.gpu_us}};

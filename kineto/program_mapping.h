@@ -17,7 +17,8 @@
 //   earlier than the previous marker's, when the trace has one, else with the next op; they happen when their stream and dependencies let
 //   them (the simulator's stream and event semantics).
 // A step where any op has no match, or any count or size disagrees, is left out and named in
-// the report; no step matching on every rank is an InputError.
+// the report; no step matching on every rank is an InputError, and so are more matched steps
+// than a timeline holds (kMaxTimelineIterations) unless a window of them is asked for.
 #pragma once
 #include <cstdint>
 #include <map>
@@ -34,6 +35,9 @@ namespace shardline::kineto {
 
 struct ImportOptions {
   double event_latency_us = 0;  // cluster.event_latency of the scenario (markers' dependencies)
+  // --steps FIRST..LAST: import only these of the matched steps (1-based, inclusive, counted in
+  // rank 0's trace order); 0, 0: every matched step.
+  int first_step = 0, last_step = 0;
 };
 
 // GPU work the Program has no op for, by what it is: counted with its GPU time.
@@ -45,6 +49,8 @@ struct NotInProgram {
 struct ImportReport {
   int ranks = 0;
   std::vector<std::string> steps;            // the imported iterations' step names, in order
+  int matched_steps = 0;                     // steps matching on every rank (steps: all, or the --steps window)
+  int first_step = 1;                        // steps[0]'s place among them (1-based)
   std::vector<std::string> unmatched_steps;  // "rank 1, ProfilerStep#3: ..." (why it was left out)
   std::map<std::string, NotInProgram> not_in_program;  // in the imported steps
   int64_t gpu_activities_outside_steps = 0;

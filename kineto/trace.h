@@ -13,6 +13,12 @@
 
 namespace shardline::kineto {
 
+// The times a kept event may carry (read_trace refuses others, naming the event): a "ts" within
+// 4e15 us (126 years) of the clock's zero, a "dur" from 0 to 10 days (a timeline's span,
+// kMaxTimelineUs). Sums and differences of such times never overflow int64 nanoseconds.
+inline constexpr int64_t kMaxTraceTimeNs = 4'000'000'000'000'000'000;
+inline constexpr int64_t kMaxTraceDurationNs = 10LL * 86400 * 1'000'000'000;
+
 // What an NCCL kernel does, from the profiler's "Collective name" or else the kernel's name.
 enum class CommKind : uint8_t { AllGather, ReduceScatter, AllReduce, Other };
 std::string_view comm_kind_name(CommKind k);  // "all_gather", "reduce_scatter", "all_reduce", "other"
@@ -23,10 +29,10 @@ struct CollectiveInfo {
   std::string name;             // "Collective name" or the kernel's collective, e.g. "allreduce", "SendRecv"
   int64_t in_nelems = -1;       // "In msg nelems"
   int64_t out_nelems = -1;      // "Out msg nelems"
-  int group_size = -1;          // "Group size"
+  int64_t group_size = -1;      // "Group size" (at most the trace's world size: read_trace refuses more)
   std::string dtype;            // "dtype", e.g. "Float", "BFloat16"
   std::string group_name;       // "Process Group Name"
-  std::vector<int> group_ranks; // "Process Group Ranks"
+  std::vector<int> group_ranks; // "Process Group Ranks" (a shortened list expanded to `group_size` ranks)
   // Bytes per element of `dtype` (0: unknown dtype or none given).
   int dtype_bytes() const;
 };

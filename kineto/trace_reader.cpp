@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/scenario.h"
 
 namespace shardline::kineto {
 namespace {
@@ -81,6 +82,7 @@ struct PendingEvent {
   bool has_collective = false;
   CollectiveInfo collective;
   std::string ranks_text;
+  std::string bad_ts, bad_dur;  // why "ts" / "dur" is no time ("" when fine or absent)
 
   void reset() {
     ph.clear();
@@ -95,6 +97,8 @@ struct PendingEvent {
     has_collective = false;
     collective = CollectiveInfo{};
     ranks_text.clear();
+    bad_ts.clear();
+    bad_dur.clear();
   }
 };
 
@@ -123,16 +127,25 @@ class TraceSax {
   bool saw_trace_events() const { return saw_trace_events_; }
   const std::string& error() const { return error_; }
 
-  bool null() { return scalar_done(); }
-  bool boolean(bool) { return scalar_done(); }
+  bool null() {
+    not_a_time("null");
+    return scalar_done();
+  }
+  bool boolean(bool v) {
+    not_a_time(v ? "true" : "false");
+    return scalar_done();
+  }
   bool number_integer(json::number_integer_t v) { return integer(static_cast<int64_t>(v)); }
   bool number_unsigned(json::number_unsigned_t v) {
+    if (v > static_cast<json::number_unsigned_t>(INT64_MAX) && time_key()) {
+      set_time(INT64_MAX, std::to_string(v));  // out of range: refused with its text
+      return scalar_done();
+    }
     return integer(v > static_cast<json::number_unsigned_t>(INT64_MAX) ? INT64_MAX : static_cast<int64_t>(v));
   }
   bool number_float(json::number_float_t v, const std::string& text) {
-    const Ctx c = top();
-    if (c == Ctx::Event && (key_ == "ts" || key_ == "dur")) {
-      set_time(microseconds_text_to_ns(text, v));
+    if (time_key()) {
+      set_time(microseconds_text_to_ns(text, v), text);
     } else if (std::isfinite(v) && std::abs(v) < 9e18) {
       // Some writers give integral fields as floats ("Group size": 2.0).
       const double rounded = std::round(v);
@@ -141,6 +154,7 @@ class TraceSax {
     return scalar_done();
   }
   bool string(std::string& v) {
+    not_a_time("the string \"" + v.substr(0, 40) + "\"");
     switch (top()) {
       case Ctx::Event:
         if (key_ == "ph") ev_.ph = v;
@@ -169,6 +183,7 @@ class TraceSax {
   bool binary(json::binary_t&) { return scalar_done(); }
 
   bool start_object(std::size_t) {
+    not_a_time("an object");
     Ctx next = Ctx::Ignored;
     if (stack_.empty()) {
       next = Ctx::Root;
@@ -193,13 +208,11 @@ class TraceSax {
   bool end_object() {
     const Ctx c = top();
     stack_.pop_back();
-    if (c == Ctx::Event) {
-      finish_event();  // counts it
-      return true;
-    }
+    if (c == Ctx::Event) return finish_event();  // counts it
     return scalar_done();
   }
   bool start_array(std::size_t) {
+    not_a_time("an array");
     Ctx next = Ctx::Ignored;
     if (stack_.empty()) {
       next = Ctx::TraceEvents;  // a bare array of events (Chrome's "JSON array format")
@@ -243,20 +256,38 @@ class TraceSax {
     if (!stack_.empty() && top() == Ctx::TraceEvents) ++t_.events;
     return true;
   }
-  void set_time(int64_t ns) {
+  // Whether the value being read is an event's "ts" or "dur".
+  bool time_key() const { return !stack_.empty() && top() == Ctx::Event && (key_ == "ts" || key_ == "dur"); }
+  // An event's "ts" or "dur" that is no number (`what`: "null", "the string \"12\"", ...).
+  void not_a_time(const std::string& what) {
+    if (!time_key()) return;
+    (key_ == "ts" ? ev_.bad_ts : ev_.bad_dur) = "\"" + key_ + "\" is " + what + ", not a number of microseconds";
+    (key_ == "ts" ? ev_.has_ts : ev_.has_dur) = true;
+  }
+  // `ns` read from `text` (the number as written): a time within kMaxTraceTimeNs of the epoch, a
+  // duration in [0, kMaxTraceDurationNs]; anything else is kept as why it is refused.
+  void set_time(int64_t ns, const std::string& text) {
     if (key_ == "ts") {
       ev_.ts_ns = ns;
       ev_.has_ts = true;
+      if (ns < -kMaxTraceTimeNs || ns > kMaxTraceTimeNs)
+        ev_.bad_ts = "\"ts\" is " + text + " us, more than 4e15 us (126 years) from the clock's zero";
     } else {
       ev_.dur_ns = ns;
       ev_.has_dur = true;
+      if (ns < 0) ev_.bad_dur = "\"dur\" is " + text + " us, negative";
+      else if (ns > kMaxTraceDurationNs) ev_.bad_dur = "\"dur\" is " + text + " us, more than the 10 days an event may last";
     }
   }
   bool integer(int64_t v) {
     switch (top()) {
       case Ctx::Event:
-        if (key_ == "ts" || key_ == "dur") set_time(v > INT64_MAX / 1000 ? INT64_MAX : v * 1000);
-        else if (key_ == "tid") ev_.tid = v;
+        if (key_ == "ts" || key_ == "dur") {
+          const bool fits = v >= INT64_MIN / 1000 && v <= INT64_MAX / 1000;
+          set_time(fits ? v * 1000 : (v < 0 ? INT64_MIN : INT64_MAX), std::to_string(v));
+        } else if (key_ == "tid") {
+          ev_.tid = v;
+        }
         break;
       case Ctx::Args:
         if (key_ == "stream") ev_.stream = v;
@@ -267,7 +298,7 @@ class TraceSax {
         }
         else if (key_ == "In msg nelems") ev_.collective.in_nelems = v;
         else if (key_ == "Out msg nelems") ev_.collective.out_nelems = v;
-        else if (key_ == "Group size") ev_.collective.group_size = static_cast<int>(std::min<int64_t>(v, 1 << 30));
+        else if (key_ == "Group size") ev_.collective.group_size = v;
         break;
       case Ctx::RanksArray:
         if (v >= 0 && v < (int64_t{1} << 30)) ev_.collective.group_ranks.push_back(static_cast<int>(v));
@@ -300,11 +331,30 @@ class TraceSax {
     return cat;
   }
 
-  void finish_event() {
-    ++t_.events;
+  // An event that is kept: a GPU activity, a CPU launch, a range the importer reads, an allocator
+  // event. Its times must be times (else false, with error_ naming the event); any other event is
+  // counted by category.
+  bool finish_event() {
+    const int64_t index = t_.events++;  // its position in traceEvents
     const std::string_view cat = category(ev_.cat);
-    const bool complete = ev_.ph == "X" && ev_.has_ts && ev_.has_dur && ev_.dur_ns >= 0;
-    if (complete && (cat == "kernel" || cat == "gpu_memcpy" || cat == "gpu_memset")) {
+    const bool x = ev_.ph == "X";
+    const bool gpu = x && (cat == "kernel" || cat == "gpu_memcpy" || cat == "gpu_memset");
+    const bool launch = x && (cat == "cuda_runtime" || cat == "cuda_driver") && ev_.correlation >= 0;
+    const bool range = x && (cat == "user_annotation" || cat == "cpu_op") &&
+                       (starts_with(ev_.name, "FSDP::") || starts_with(ev_.name, "ProfilerStep#") ||
+                        starts_with(ev_.name, "Optimizer.step#") || ev_.name.find("clip_grad_norm") != std::string::npos);
+    const bool memory = !gpu && !launch && !range && ev_.name == "[memory]" && ev_.has_bytes;
+    if (gpu || launch || range || memory) {
+      std::string why = !ev_.has_ts ? "has no \"ts\"" : ev_.bad_ts;
+      if (why.empty() && !memory) why = !ev_.has_dur ? "has no \"dur\"" : ev_.bad_dur;
+      if (!why.empty()) {
+        const std::string name = ev_.name.size() > 60 ? ev_.name.substr(0, 57) + "..." : ev_.name;
+        error_ = "traceEvents[" + std::to_string(index) + "] (" + std::string(cat) + " \"" + name + "\"): " + why +
+                 " (a corrupt trace)";
+        return false;
+      }
+    }
+    if (gpu) {
       GpuActivity a;
       a.ts_ns = ev_.ts_ns;
       a.dur_ns = ev_.dur_ns;
@@ -315,13 +365,9 @@ class TraceSax {
       if (a.kind == ActivityKind::Kernel && is_nccl_kernel_name(ev_.name)) {
         CollectiveInfo info = std::move(ev_.collective);
         if (!ev_.ranks_text.empty()) info.group_ranks = parse_rank_list(ev_.ranks_text);
-        // The profiler shortens long rank lists ("[0, 8, 16, ..., 120, ...]"): the group is then
-        // `Group size` ranks at the stride of the first two.
-        if (ev_.ranks_text.find("...") != std::string::npos && info.group_ranks.size() >= 2 && info.group_size > 0) {
-          const int first = info.group_ranks[0], stride = info.group_ranks[1] - info.group_ranks[0];
-          info.group_ranks.clear();
-          for (int i = 0; i < info.group_size && stride > 0; ++i) info.group_ranks.push_back(first + i * stride);
-        }
+        // The profiler shortens long rank lists ("[0, 8, 16, ..., 120, ...]"): expanded once the
+        // world size is known (finish()).
+        if (ev_.ranks_text.find("...") != std::string::npos) shortened_.push_back(t_.collectives.size());
         if (ev_.has_collective) {
           info.kind = comm_kind_from_collective_name(info.name);
         } else {
@@ -331,27 +377,58 @@ class TraceSax {
         }
         a.collective = static_cast<int>(t_.collectives.size());
         t_.collectives.push_back(std::move(info));
+        collective_event_.push_back(index);
       }
       t_.gpu.push_back(a);
-      return;
+      return true;
     }
-    if (complete && (cat == "cuda_runtime" || cat == "cuda_driver") && ev_.correlation >= 0) {
+    if (launch) {
       t_.launches.push_back(Launch{ev_.correlation, ev_.ts_ns, ev_.tid});
-      return;
+      return true;
     }
-    if (complete && (cat == "user_annotation" || cat == "cpu_op") &&
-        (starts_with(ev_.name, "FSDP::") || starts_with(ev_.name, "ProfilerStep#") || starts_with(ev_.name, "Optimizer.step#") ||
-         ev_.name.find("clip_grad_norm") != std::string::npos)) {
+    if (range) {
       t_.ranges.push_back(CpuRange{ev_.ts_ns, ev_.dur_ns, ev_.tid, intern(ev_.name)});
-      return;
+      return true;
     }
-    if (ev_.name == "[memory]" && ev_.has_ts && ev_.has_bytes) {
+    if (memory) {
       t_.memory.push_back(MemoryEvent{ev_.ts_ns, ev_.bytes});
-      return;
+      return true;
     }
     skip(cat.empty() ? "ph=" + ev_.ph : std::string(cat));
+    return true;
   }
 
+ public:
+  // After the whole file (distributedInfo may follow the events): no NCCL kernel's "Group size"
+  // above the world size (distributedInfo.world_size, else kMaxWorldRanks), and the shortened rank
+  // lists expanded to `Group size` ranks at the stride of their first two, every rank inside
+  // that world. Throws InputError(path) naming the kernel.
+  void finish(const std::string& path) {
+    const bool known = t_.world_size > 0 && t_.world_size <= kMaxWorldRanks;
+    const int64_t world = known ? t_.world_size : kMaxWorldRanks;
+    const std::string world_text =
+        known ? "the trace's world size " + std::to_string(world) + " (distributedInfo.world_size)" : "the " + std::to_string(world) + " ranks a world may have";
+    const auto kernel = [&](size_t c) { return "traceEvents[" + std::to_string(collective_event_[c]) + "] (an NCCL kernel): "; };
+    for (size_t c = 0; c < t_.collectives.size(); ++c) {
+      const int64_t size = t_.collectives[c].group_size;
+      if (size > world) throw InputError(path, kernel(c) + "\"Group size\" is " + std::to_string(size) + ", more than " + world_text);
+    }
+    for (const size_t c : shortened_) {
+      CollectiveInfo& info = t_.collectives[c];
+      if (info.group_ranks.size() < 2 || info.group_size <= 0) continue;  // nothing to expand from: found by Group size
+      const int64_t first = info.group_ranks[0], stride = static_cast<int64_t>(info.group_ranks[1]) - first;
+      info.group_ranks.clear();
+      if (stride <= 0) continue;
+      const int64_t last = first + (info.group_size - 1) * stride;
+      if (last >= world)
+        throw InputError(path, kernel(c) + "\"Process Group Ranks\" (shortened) with \"Group size\" " + std::to_string(info.group_size) +
+                                   " reaches rank " + std::to_string(last) + ", beyond " + world_text);
+      info.group_ranks.reserve(static_cast<size_t>(info.group_size));
+      for (int64_t r = first; r <= last; r += stride) info.group_ranks.push_back(static_cast<int>(r));
+    }
+  }
+
+ private:
   KinetoTrace& t_;
   std::vector<Ctx> stack_;
   std::string key_;
@@ -359,6 +436,8 @@ class TraceSax {
   std::unordered_map<std::string, int> ids_;
   bool saw_trace_events_ = false;
   std::string error_;
+  std::vector<size_t> shortened_;         // collectives whose "Process Group Ranks" the profiler shortened
+  std::vector<int64_t> collective_event_; // per collective: its position in traceEvents
 };
 
 }  // namespace
@@ -408,6 +487,7 @@ KinetoTrace read_trace(const std::string& path) {
   if (!ok) throw InputError(path, sax.error().empty() ? "is not a PyTorch profiler trace" : sax.error());
   if (!sax.saw_trace_events())
     throw InputError(path, "has no \"traceEvents\" array: expected a PyTorch profiler (Chrome-trace JSON) file");
+  sax.finish(path);
   return trace;
 }
 

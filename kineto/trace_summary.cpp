@@ -8,13 +8,33 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
-#include "core/metrics.h"
+#include "core/units.h"
 #include "kineto/launch_index.h"
 
 namespace shardline::kineto {
 namespace {
 
 double us(int64_t ns) { return static_cast<double>(ns) / 1000.0; }
+
+// The length of the union of [start, end) spans, in integer nanoseconds: exact, where doubles of
+// epoch-scale microseconds would keep only about 256 ns.
+int64_t union_length_ns(std::vector<std::pair<int64_t, int64_t>> spans) {
+  std::sort(spans.begin(), spans.end());
+  int64_t total = 0, cur_start = 0, cur_end = 0;
+  bool open = false;
+  for (const auto& [start, end] : spans) {
+    if (end <= start) continue;
+    if (!open || start > cur_end) {
+      if (open) total += cur_end - cur_start;
+      cur_start = start;
+      cur_end = end;
+      open = true;
+    } else {
+      cur_end = std::max(cur_end, end);
+    }
+  }
+  return open ? total + (cur_end - cur_start) : total;
+}
 
 }  // namespace
 
@@ -39,9 +59,11 @@ TraceSummary summarize_trace(const KinetoTrace& trace) {
   const LaunchIndex launches(trace);
   const std::vector<ProfilerStepWindow> windows = profiler_steps(trace);
   struct Acc {
-    int64_t first_launch_ns = INT64_MAX, last_end_ns = INT64_MIN;
-    std::vector<std::pair<double, double>> compute, comm;
-    std::array<std::vector<std::pair<double, double>>, kNumCommKinds> by_kind;
+    int64_t first_launch_ns = INT64_MAX, last_end_ns = INT64_MIN, first_start_ns = INT64_MAX;
+    const GpuActivity* last_ending = nullptr;   // named when the step spans too long
+    const GpuActivity* first_starting = nullptr;
+    std::vector<std::pair<int64_t, int64_t>> compute, comm;
+    std::array<std::vector<std::pair<int64_t, int64_t>>, kNumCommKinds> by_kind;
     StepSummary out;
   };
   std::vector<Acc> acc(windows.size());
@@ -56,8 +78,15 @@ TraceSummary summarize_trace(const KinetoTrace& trace) {
     Acc& x = acc[static_cast<size_t>(w)];
     ++x.out.activities;
     x.first_launch_ns = std::min(x.first_launch_ns, host_ns);
-    x.last_end_ns = std::max(x.last_end_ns, a.end_ns());
-    const std::pair<double, double> iv{us(a.ts_ns), us(a.end_ns())};
+    if (a.end_ns() > x.last_end_ns) {
+      x.last_end_ns = a.end_ns();
+      x.last_ending = &a;
+    }
+    if (a.ts_ns < x.first_start_ns) {
+      x.first_start_ns = a.ts_ns;
+      x.first_starting = &a;
+    }
+    const std::pair<int64_t, int64_t> iv{a.ts_ns, a.end_ns()};
     if (const CollectiveInfo* c = trace.collective_of(a)) {
       x.comm.push_back(iv);
       x.by_kind[static_cast<int>(c->kind)].push_back(iv);
@@ -66,13 +95,23 @@ TraceSummary summarize_trace(const KinetoTrace& trace) {
       x.compute.push_back(iv);
     }
   }
+  // A GPU activity more than a timeline's span (10 days) from its step's first launch has a
+  // corrupt "ts" or "dur": refused, as the import onto a Program refuses it.
+  const auto check_span = [&](const StepSummary& o, const GpuActivity& a, int64_t distance_ns, const char* what) {
+    if (distance_ns <= kMaxTraceDurationNs) return;
+    throw InputError(trace.path, o.name + ": GPU activity \"" + trace.name_of(a).substr(0, 60) + "\" (ts " + number_text(us(a.ts_ns)) +
+                                     " us, dur " + number_text(us(a.dur_ns)) + " us) " + what + " " + number_text(us(distance_ns)) +
+                                     " us from the step's first launch, beyond the 10 days a step may span: its \"ts\" or \"dur\" is corrupt");
+  };
   for (Acc& x : acc) {
     if (x.out.activities == 0) continue;
     StepSummary& o = x.out;
+    check_span(o, *x.last_ending, x.last_end_ns - x.first_launch_ns, "ends");
+    check_span(o, *x.first_starting, x.first_launch_ns - x.first_start_ns, "starts");
     o.step_time_us = us(x.last_end_ns - x.first_launch_ns);
-    o.compute_busy_us = union_length_us(std::move(x.compute));
-    o.comm_busy_us = union_length_us(std::move(x.comm));
-    for (int k = 0; k < kNumCommKinds; ++k) o.comm_busy_by_kind_us[k] = union_length_us(std::move(x.by_kind[k]));
+    o.compute_busy_us = us(union_length_ns(std::move(x.compute)));
+    o.comm_busy_us = us(union_length_ns(std::move(x.comm)));
+    for (int k = 0; k < kNumCommKinds; ++k) o.comm_busy_by_kind_us[k] = us(union_length_ns(std::move(x.by_kind[k])));
     o.exposed_comm_us = std::max(0.0, o.step_time_us - o.compute_busy_us);
     o.overlap_efficiency = o.comm_busy_us > 0 ? std::clamp(1.0 - o.exposed_comm_us / o.comm_busy_us, 0.0, 1.0) : 1.0;
     s.steps.push_back(std::move(o));
@@ -137,6 +176,12 @@ nlohmann::json summary_to_json(const TraceSummary& s) {
   j["collectives_with_metadata"] = s.collectives_with_metadata;
   j["outside_steps"] = s.outside_steps;
   j["skipped_by_category"] = s.skipped_by_category;
+  // What the busy times count: a trace alone cannot tell FSDP's copies from compute
+  // (docs/import.md, "Without a scenario"), so these are not metrics.json's definitions.
+  j["definitions"] = {{"compute_busy_us", "union of every non-NCCL GPU activity (kernels, memcpys, memsets; FSDP copy-ins and copy-outs included)"},
+                      {"comm_busy_us", "union of every NCCL kernel (broadcasts and send/recv included)"},
+                      {"step_time_us", "first CPU launch of the step's GPU work to the end of its last GPU activity"},
+                      {"exposed_comm_us", "step_time_us - compute_busy_us"}};
   j["steps"] = nlohmann::json::array();
   for (const StepSummary& st : s.steps) {
     nlohmann::json x{{"name", st.name},

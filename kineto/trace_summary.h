@@ -44,7 +44,11 @@ struct TraceSummary {
   std::map<std::string, int64_t> skipped_by_category;
 };
 
-// Throws InputError(trace.path) when the trace has no GPU activity at all.
+// Busy times are unions over the trace's integer nanoseconds: exact. Copy kernels count as
+// compute and every NCCL kernel as comm (a trace alone cannot tell copies from compute), so these
+// are not metrics.json's numbers (docs/import.md); summary_to_json says so in "definitions".
+// Throws InputError(trace.path) when the trace has no GPU activity at all, or a GPU activity lies
+// more than 10 days (kMaxTraceDurationNs) from its step's first launch (a corrupt "ts").
 TraceSummary summarize_trace(const KinetoTrace& trace);
 
 std::string summary_text(const TraceSummary& s);

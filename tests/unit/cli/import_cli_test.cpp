@@ -144,19 +144,116 @@ TEST_F(ImportCli, RanksAndTimesThatCannotBeTheRunAreRefused) {
   expect_one_error_line(run("import traces/rank-0.json traces/rank-0.json" + hsdp), "distributedInfo.rank 0 is also");
   // Without a scenario each trace is only summarized: its own rank and world are reported.
   EXPECT_EQ(run("import r7/rank-1.json").code, 0) << err_;
-  // A kernel's start moved to 1e19 us.
-  std::string s = slurp(dir_ / "traces/rank-1.json");
-  const size_t kernel = s.find("\"cat\": \"kernel\"");
-  ASSERT_NE(kernel, std::string::npos);
-  const size_t ts = s.find("\"ts\": ", kernel);
-  s.replace(ts, s.find_first_of(",}", ts) - ts, "\"ts\": 1e19");
-  write_text("far/rank-1.json", s);
-  fs::copy_file(dir_ / "traces/rank-0.json", dir_ / "far/rank-0.json");
-  expect_one_error_line(run("import far/rank-0.json far/rank-1.json" + hsdp + " --out far_out"), "an event's \"ts\" or \"dur\" is corrupt");
+  // A kernel's start moved to 1e19 us, its duration to 1e300 us: refused by the reader, with or
+  // without a scenario, naming the file, the event and the value as written (not an overflow).
+  const auto kernel_time = [&](const std::string& to, const std::string& field, const std::string& value) {
+    std::string s = slurp(dir_ / "traces/rank-1.json");
+    const size_t kernel = s.find("\"cat\": \"kernel\"");
+    ASSERT_NE(kernel, std::string::npos);
+    const size_t at = s.find("\"" + field + "\": ", kernel);
+    s.replace(at, s.find_first_of(",}", at) - at, "\"" + field + "\": " + value);
+    write_text(to + "/rank-1.json", s);
+    fs::copy_file(dir_ / "traces/rank-0.json", dir_ / to / "rank-0.json");
+  };
+  kernel_time("far", "ts", "1e19");
+  expect_one_error_line(run("import far/rank-0.json far/rank-1.json" + hsdp + " --out far_out"), "far/rank-1.json: traceEvents[");
+  EXPECT_NE(err_.find("\"ts\" is 1e19 us"), std::string::npos) << err_;
   EXPECT_FALSE(fs::exists(dir_ / "far_out"));
+  kernel_time("long", "dur", "1e300");
+  for (const std::string& scenario_flag : {hsdp, std::string()}) {
+    expect_one_error_line(run("import long/rank-0.json long/rank-1.json" + scenario_flag), "long/rank-1.json: traceEvents[");
+    EXPECT_NE(err_.find("\"dur\" is 1e300 us, more than the 10 days an event may last"), std::string::npos) << err_;
+  }
+  // Rank 1's clock 20 days ahead of rank 0's: each trace is sound alone, the run is not. The
+  // error names the file.
+  {
+    std::string s = slurp(dir_ / "traces/rank-1.json");
+    for (size_t at = s.find("\"ts\": "); at != std::string::npos; at = s.find("\"ts\": ", at + 1)) {
+      const size_t begin = at + 6, end = s.find_first_of(".,}", begin);
+      s.replace(begin, end - begin, std::to_string(std::stoll(s.substr(begin, end - begin)) + 20LL * 86400 * 1000000));
+    }
+    write_text("ahead/rank-1.json", s);
+    fs::copy_file(dir_ / "traces/rank-0.json", dir_ / "ahead/rank-0.json");
+    expect_one_error_line(run("import ahead/rank-0.json ahead/rank-1.json" + hsdp), "ahead/rank-1.json: (rank 1) puts ");
+    EXPECT_NE(err_.find("an event's \"ts\" or \"dur\" is corrupt"), std::string::npos) << err_;
+  }
   const Result r = run("import traces/rank-0.json --out .");
   expect_one_error_line(r, "--out");
   EXPECT_TRUE(r.out.empty()) << r.out;  // refused before any summary was printed
+  // Traces that all name their rank go by it; none naming one, in the order given; a mix cannot
+  // be put in order (the file whose rank says 1 was once taken for rank 0, silently).
+  edited("traces/rank-0.json", "mix/rank-0.json", "\"rank\": 0, ", "");
+  fs::copy_file(dir_ / "traces/rank-1.json", dir_ / "mix/rank-1.json");
+  expect_one_error_line(run("import mix/rank-1.json mix/rank-0.json" + hsdp), "mix/rank-0.json: has no distributedInfo.rank but mix/rank-1.json");
+  edited("traces/rank-1.json", "none/rank-1.json", "\"rank\": 1, ", "");
+  fs::copy_file(dir_ / "mix/rank-0.json", dir_ / "none/rank-0.json");
+  EXPECT_EQ(run("import none/rank-0.json none/rank-1.json" + hsdp).code, 0) << err_;
+  EXPECT_EQ(run("import traces/rank-1.json traces/rank-0.json" + hsdp).code, 0) << err_;  // by their ranks
+}
+
+// A collective size that overflows 64 bits (2^62 + 131072 floats is 131072 x 4 bytes modulo
+// 2^64, the Program's 524288) once passed the size check: it is a mismatch.
+TEST_F(ImportCli, ACollectiveSizeThatOverflowsIsAMismatch) {
+  ASSERT_EQ(run("simulate " + scenario("host-tiny-fsdp.json") + " --ranks all --trace-ranks all --out sim").code, 0) << err_;
+  const std::string cmd = "cd " + dir_.string() + " && python3 " + SHARDLINE_SOURCE_DIR + "/scripts/fsdp2-trace sim --plain --out traces";
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  std::string text = slurp(dir_ / "traces" / "rank-0.json");
+  const std::string field = "\"Out msg nelems\": 131072, \"Group size\": 2, \"dtype\": \"Float\"";
+  const size_t at = text.find(field, text.find("\"cat\": \"kernel\", \"name\": \"ncclDevKernel_AllGather"));  // ProfilerStep#1's first
+  ASSERT_NE(at, std::string::npos);
+  text.replace(at, std::string("\"Out msg nelems\": 131072").size(), "\"Out msg nelems\": 4611686018427518976");
+  write_text("traces/rank-0.json", text);
+  const Result r = run("import traces/rank-0.json traces/rank-1.json --scenario " + scenario("host-tiny-fsdp.json") + " --out imported");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto report = nlohmann::json::parse(slurp(dir_ / "imported" / "import.json"));
+  EXPECT_EQ(report["steps"], nlohmann::json::array({"ProfilerStep#2"}));
+  EXPECT_NE(report["unmatched_steps"].dump().find("4611686018427518976 x Float, more bytes than a 64-bit count holds"), std::string::npos)
+      << report["unmatched_steps"].dump();
+}
+
+// --json prints one JSON document and nothing else (the human report once followed the summaries).
+TEST_F(ImportCli, JsonIsOneDocumentOnStdout) {
+  generate_fsdp_traces();
+  const Result r = run("import traces/rank-0.json.gz traces/rank-1.json.gz --scenario " + scenario("host-tiny-fsdp.json") + " --json --out run");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto doc = nlohmann::json::parse(r.out);  // throws (fails) on anything after the document
+  EXPECT_EQ(doc.at("summaries").size(), 2u);
+  EXPECT_EQ(doc.at("import").at("steps").size(), 2u);
+  EXPECT_GT(doc.at("metrics").at("step_time_us").get<double>(), 0);
+  const Result summary = run("import traces/rank-0.json.gz --json");
+  ASSERT_EQ(summary.code, 0) << summary.err;
+  EXPECT_TRUE(nlohmann::json::parse(summary.out).is_array());  // without a scenario: the summaries, as before
+}
+
+// --steps FIRST..LAST imports a window of the matched steps; a bad window names the flag.
+TEST_F(ImportCli, StepsImportsAWindowOfTheMatchedSteps) {
+  generate_fsdp_traces();
+  const std::string traces = "import traces/rank-0.json.gz traces/rank-1.json.gz --scenario " + scenario("host-tiny-fsdp.json");
+  const Result r = run(traces + " --steps 2..2 --out run");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("imported 1 profiler steps on 2 ranks (--steps 2..2 of the 2 matching on every rank): ProfilerStep#2"),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(nlohmann::json::parse(slurp(dir_ / "run" / "timeline.json"))["iterations"], 1);
+  expect_one_error_line(run(traces + " --steps 1..3"), "--steps: 1..3 ends beyond the steps: the traces match 2 profiler steps");
+  expect_one_error_line(run(traces + " --steps 0..1"), "--steps: expects 1 <= FIRST <= LAST");
+  expect_one_error_line(run(traces + " --steps 2..1"), "--steps: expects 1 <= FIRST <= LAST");
+  expect_one_error_line(run(traces + " --steps 5"), "--steps: expects FIRST..LAST");
+  expect_one_error_line(run(traces + " --steps 1..2000"), "--steps: is 2000 steps; a timeline holds at most 1024");
+  expect_one_error_line(run("import traces/rank-0.json.gz --steps 1..2"), "--steps: needs --scenario");
+}
+
+// A summary written into a folder of an earlier run takes that run's files away (docs/outputs.md):
+// they would describe another run.
+TEST_F(ImportCli, ASummaryIntoAnEarlierRunsFolderRemovesItsFiles) {
+  generate_fsdp_traces();
+  ASSERT_EQ(run("import traces/rank-0.json.gz traces/rank-1.json.gz --scenario " + scenario("host-tiny-fsdp.json") + " --out run").code, 0);
+  write_text("run/notes.txt", "mine");
+  ASSERT_EQ(run("import traces/rank-0.json.gz --out run").code, 0) << err_;
+  for (const char* f : {"timeline.json", "metrics.json", "import.json", "report.html", "trace.json", "program.json"})
+    EXPECT_FALSE(fs::exists(dir_ / "run" / f)) << f;
+  EXPECT_EQ(nlohmann::json::parse(slurp(dir_ / "run" / "summary.json")).size(), 1u);
+  EXPECT_EQ(slurp(dir_ / "run" / "notes.txt"), "mine");  // other files stay
 }
 
 }  // namespace

@@ -13,6 +13,8 @@
 #include <map>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "core/error.h"
 #include "kineto/trace_reader.h"
 #include "kineto/trace_summary.h"
@@ -220,6 +222,131 @@ TEST(TraceReader, BadFilesFailNamingTheFile) {
   expect_input_error(truncated, "truncated");
   expect_input_error(temp_path("missing.json"), "no such file");
   for (const auto& p : {not_json, no_events, truncated, full}) std::remove(p.c_str());
+}
+
+// The error read_trace(path) throws, "" for none.
+std::string read_error(const std::string& path) {
+  try {
+    read_trace(path);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// One step, one kernel launched in it, one NCCL kernel: `kernel` and `nccl` are spliced into the
+// kernel's and the NCCL kernel's fields, `info` into the file's head.
+std::string one_step_trace(const std::string& info, const std::string& kernel, const std::string& nccl) {
+  return R"J({)J" + info + R"J("traceEvents": [
+  {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "tid": 1, "ts": 1000, "dur": 500},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "tid": 1, "ts": 1010, "dur": 5, "args": {"correlation": 1}},
+  {"ph": "X", "cat": "kernel", "name": "gemm", "tid": 7, )J" + kernel + R"J(, "args": {"stream": 7, "correlation": 1}},
+  {"ph": "X", "cat": "kernel", "name": "ncclDevKernel_AllReduce_Sum_f32_RING_LL(x)", "tid": 20, "ts": 1040, "dur": 50,
+   "args": {"stream": 20, "Collective name": "allreduce", "In msg nelems": 1024, "dtype": "Float", )J" + nccl + R"J(}}]})J";
+}
+
+// A "Group size" larger than the world, with a shortened rank list, once made the reader expand
+// it without bound (GBs, then "out of memory"): refused, naming the file and the field.
+TEST(TraceReader, AGroupSizeBeyondTheWorldIsRefusedNotExpanded) {
+  const std::string path = temp_path("group_size.json");
+  const auto error = [&](const std::string& info, const std::string& nccl) {
+    write_text(path, one_step_trace(info, R"("ts": 1020, "dur": 100)", nccl));
+    return read_error(path);
+  };
+  const std::string world2 = R"("distributedInfo": {"rank": 0, "world_size": 2}, )";
+  std::string e = error(world2, R"("Group size": 1073741824, "Process Group Ranks": "[0, 1, ...]")");
+  EXPECT_NE(e.find(path), std::string::npos) << e;
+  EXPECT_NE(e.find("traceEvents[3]"), std::string::npos) << e;
+  EXPECT_NE(e.find("\"Group size\" is 1073741824, more than the trace's world size 2"), std::string::npos) << e;
+  // Without distributedInfo the bound is the most ranks a world may have.
+  e = error("", R"("Group size": 2000000, "Process Group Ranks": "[0, 1, ...]")");
+  EXPECT_NE(e.find("\"Group size\" is 2000000, more than the 1048576 ranks a world may have"), std::string::npos) << e;
+  // A shortened list whose stride leaves the world.
+  e = error(world2, R"("Group size": 2, "Process Group Ranks": "[0, 8, ...]")");
+  EXPECT_NE(e.find("reaches rank 8, beyond the trace's world size 2"), std::string::npos) << e;
+  // Within the world it is read, expanded.
+  write_text(path, one_step_trace(world2, R"("ts": 1020, "dur": 100)", R"("Group size": 2, "Process Group Ranks": "[0, 1, ...]")"));
+  const KinetoTrace t = read_trace(path);
+  std::remove(path.c_str());
+  EXPECT_EQ(t.collective_of(t.gpu[1])->group_ranks, (std::vector<int>{0, 1}));
+}
+
+// A time that cannot be one (out of range, negative, not a number, missing) on an event the
+// import uses was once dropped silently, or overflowed, and the summary exited 0: refused by the
+// reader, so with or without a scenario, naming the file, the event and the value as written.
+TEST(TraceReader, CorruptTimesOfUsedEventsAreRefusedNamingTheFileAndTheEvent) {
+  const std::string path = temp_path("times.json");
+  struct Case {
+    std::string kernel, needle;
+  };
+  const std::vector<Case> cases = {
+      {R"("ts": 1e300, "dur": 100)", R"(traceEvents[2] (kernel "gemm"): "ts" is 1e300 us)"},
+      {R"("ts": 1020, "dur": 1e300)", R"(traceEvents[2] (kernel "gemm"): "dur" is 1e300 us, more than the 10 days)"},
+      {R"("ts": 1020, "dur": -5)", R"("dur" is -5 us, negative)"},
+      {R"("ts": "1020.0", "dur": 100)", R"("ts" is the string "1020.0", not a number)"},
+      {R"("ts": -9223372036854775, "dur": 100)", R"("ts" is -9223372036854775 us)"},
+      {R"("ts": 9223372036854775, "dur": 9223372036854775)", R"("ts" is 9223372036854775 us)"},
+      {R"("ts": 18446744073709551615, "dur": 1)", R"("ts" is 18446744073709551615 us)"},
+      {R"("ts": null, "dur": 1)", R"("ts" is null)"},
+      {R"("dur": 100)", R"(traceEvents[2] (kernel "gemm"): has no "ts")"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.kernel);
+    write_text(path, one_step_trace("", c.kernel, R"("Group size": 1)"));
+    const std::string e = read_error(path);
+    EXPECT_NE(e.find(path), std::string::npos) << e;
+    EXPECT_NE(e.find(c.needle), std::string::npos) << e;
+  }
+  // A ProfilerStep's, too: its steps are windows in time.
+  std::string text = one_step_trace("", R"("ts": 1020, "dur": 100)", R"("Group size": 1)");
+  text.replace(text.find(R"("dur": 500)"), 10, R"("dur": 1e300)");
+  write_text(path, text);
+  const std::string e = read_error(path);
+  EXPECT_NE(e.find(R"(traceEvents[0] (user_annotation "ProfilerStep#1"): "dur" is 1e300 us)"), std::string::npos) << e;
+  // An event the import does not use keeps whatever it holds: read, counted.
+  text = one_step_trace("", R"("ts": 1020, "dur": 100)", R"("Group size": 1)");
+  text.insert(text.size() - 2, R"(, {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": "soon", "dur": -1})");
+  write_text(path, text);
+  EXPECT_EQ(read_trace(path).skipped_by_category.at("cpu_op"), 1);
+  // In range but 20 days from its step's launch: the summary refuses it, as the import onto a
+  // Program does.
+  write_text(path, one_step_trace("", R"("ts": 1728000001020, "dur": 100)", R"("Group size": 1)"));
+  try {
+    summarize_trace(read_trace(path));
+    ADD_FAILURE() << "no error";
+  } catch (const InputError& err) {
+    const std::string what = err.what();
+    EXPECT_NE(what.find(path + ": ProfilerStep#1: GPU activity \"gemm\""), std::string::npos) << what;
+    EXPECT_NE(what.find("beyond the 10 days a step may span"), std::string::npos) << what;
+  }
+  std::remove(path.c_str());
+}
+
+// Busy times are unions of integer nanoseconds: at epoch-scale microseconds a double keeps only
+// about 256 ns, and the union came out wrong by up to microseconds.
+TEST(TraceReader, SummaryBusyTimesAreExactToTheNanosecondAtEpochScaleTimes) {
+  const std::string path = temp_path("epoch.json");
+  write_text(path, R"({"traceEvents": [
+  {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "tid": 1, "ts": 1700000000000000.001, "dur": 100},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "tid": 1, "ts": 1700000000000000.001, "dur": 1, "args": {"correlation": 1}},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "tid": 1, "ts": 1700000000000001.001, "dur": 1, "args": {"correlation": 2}},
+  {"ph": "X", "cat": "kernel", "name": "a", "tid": 7, "ts": 1700000000000010.125, "dur": 0.250, "args": {"stream": 7, "correlation": 1}},
+  {"ph": "X", "cat": "kernel", "name": "b", "tid": 7, "ts": 1700000000000010.500, "dur": 0.125, "args": {"stream": 7, "correlation": 2}}]})");
+  const TraceSummary s = summarize_trace(read_trace(path));
+  std::remove(path.c_str());
+  ASSERT_EQ(s.steps.size(), 1u);
+  EXPECT_DOUBLE_EQ(s.steps[0].compute_busy_us, 0.375);  // 250 ns + 125 ns, disjoint
+  EXPECT_DOUBLE_EQ(s.steps[0].step_time_us, 10.624);
+}
+
+// summary.json says what its busy times count (they are not metrics.json's: a trace alone cannot
+// tell FSDP's copies from compute).
+TEST(TraceReader, SummaryJsonSaysWhatItsBusyTimesCount) {
+  const std::string path = temp_path("defs.json");
+  write_text(path, kSmallTrace);
+  const nlohmann::json j = summary_to_json(summarize_trace(read_trace(path)));
+  std::remove(path.c_str());
+  EXPECT_NE(j.at("definitions").at("compute_busy_us").get<std::string>().find("copy-ins and copy-outs included"), std::string::npos);
 }
 
 TEST(TraceReader, ManyTracesReadOnThreadsKeepTheirOrderAndTheFirstErrorInOrder) {
