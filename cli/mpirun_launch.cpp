@@ -57,7 +57,10 @@ std::string shell_quoted(const std::string& arg) {
 
 std::string joined(const std::vector<std::string>& cmd) {
   std::string line;
-  for (const auto& c : cmd) line += (line.empty() ? "" : " ") + shell_quoted(c);
+  for (const auto& c : cmd) {  // appended piece by piece: GCC 12 warns falsely (-Wrestrict) on const char* + string
+    if (!line.empty()) line += ' ';
+    line += shell_quoted(c);
+  }
   return line;
 }
 

@@ -23,27 +23,30 @@ struct KindStats {
 };
 
 // The length of a union of [start, end) spans fed in order of start (ties in any order): each
-// piece's length is added once it closes, so the sum depends only on the pieces.
-class UnionSum {
+// piece's length is added once it closes, so the sum depends only on the pieces. `T`: double
+// microseconds, or integer nanoseconds where epoch-scale times must stay exact (kineto/).
+template <typename T>
+class BasicUnionSum {
  public:
-  void add(double start_us, double end_us) {
-    if (end_us <= start_us) return;
-    if (!open_ || start_us > cur_end_) {
+  void add(T start, T end) {
+    if (end <= start) return;
+    if (!open_ || start > cur_end_) {
       if (open_) total_ += cur_end_ - cur_start_;
-      cur_start_ = start_us;
-      cur_end_ = end_us;
+      cur_start_ = start;
+      cur_end_ = end;
       open_ = true;
     } else {
-      cur_end_ = std::max(cur_end_, end_us);
+      cur_end_ = std::max(cur_end_, end);
     }
   }
-  double result() const { return open_ ? total_ + (cur_end_ - cur_start_) : total_; }
+  T result() const { return open_ ? total_ + (cur_end_ - cur_start_) : total_; }
 
  private:
-  double total_ = 0;
+  T total_ = 0;
   bool open_ = false;
-  double cur_start_ = 0, cur_end_ = 0;
+  T cur_start_ = 0, cur_end_ = 0;
 };
+using UnionSum = BasicUnionSum<double>;
 
 // What the step achieves (docs/outputs.md "Throughput"; formulas in metrics.cpp). Each value is
 // unknown (nullopt; null in metrics.json) when the timeline's workload lacks what it needs

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/metrics.h"
 #include "core/units.h"
 #include "kineto/launch_index.h"
 
@@ -20,20 +21,9 @@ double us(int64_t ns) { return static_cast<double>(ns) / 1000.0; }
 // epoch-scale microseconds would keep only about 256 ns.
 int64_t union_length_ns(std::vector<std::pair<int64_t, int64_t>> spans) {
   std::sort(spans.begin(), spans.end());
-  int64_t total = 0, cur_start = 0, cur_end = 0;
-  bool open = false;
-  for (const auto& [start, end] : spans) {
-    if (end <= start) continue;
-    if (!open || start > cur_end) {
-      if (open) total += cur_end - cur_start;
-      cur_start = start;
-      cur_end = end;
-      open = true;
-    } else {
-      cur_end = std::max(cur_end, end);
-    }
-  }
-  return open ? total + (cur_end - cur_start) : total;
+  BasicUnionSum<int64_t> sum;
+  for (const auto& [start, end] : spans) sum.add(start, end);
+  return sum.result();
 }
 
 }  // namespace

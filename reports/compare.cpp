@@ -452,7 +452,7 @@ std::string comparison_table(const Comparison& c) {
       << "\n";
   o << "\nops that disagree most (start / duration, predicted vs measured, us):\n";
   for (const auto& w : c.worst)
-    o << "  " << pad("#" + std::to_string(w.op), 7) << pad(w.name, 18) << pad(std::string(op_kind_name(w.kind)), 15)
+    o << "  " << pad('#' + std::to_string(w.op), 7) << pad(w.name, 18) << pad(std::string(op_kind_name(w.kind)), 15)
       << "start " << us(w.predicted_start_us) << " / " << us(w.measured_start_us) << "  dur "
       << us(w.predicted_duration_us) << " / " << us(w.measured_duration_us) << "\n";
   return o.str();
