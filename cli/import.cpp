@@ -87,12 +87,27 @@ std::vector<std::string> files_of_other_runs(const std::string& dir) {
   stale.insert(stale.end(), kSweepOnlyFiles.begin(), kSweepOnlyFiles.end());
   stale.push_back("report.html");
   stale.push_back("import.json");
-  std::error_code ec;
-  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
-    const std::string name = entry.path().filename().string();
-    if (is_partial_timeline_file(name) || is_rank_report_file(name)) stale.push_back(name);
-  }
+  const std::vector<std::string> earlier = earlier_run_files_in(dir);
+  stale.insert(stale.end(), earlier.begin(), earlier.end());
   return stale;
+}
+
+// An input trace inside --out under a name the outputs write or clear (PyTorch's examples export
+// "trace.json") would be overwritten or removed: refused before anything is read.
+void check_inputs_outside_outputs(const std::vector<std::string>& traces, const std::string& out_dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::is_directory(out_dir, ec)) return;
+  std::vector<std::string> outputs = files_of_other_runs(out_dir);
+  outputs.push_back("summary.json");
+  for (const std::string& trace : traces) {
+    const fs::path p(trace);
+    const std::string name = p.filename().string();
+    if (std::find(outputs.begin(), outputs.end(), name) == outputs.end()) continue;
+    if (fs::equivalent(p.has_parent_path() ? p.parent_path() : fs::path("."), out_dir, ec))
+      throw InputError("--out", "\"" + out_dir + "\" holds the input " + trace + ", which the outputs would overwrite or remove; "
+                                "write the outputs to another folder, or rename the trace");
+  }
 }
 
 // The timeline's steps [first, first + count) around the reported one, renumbered from 0.
@@ -131,7 +146,10 @@ int run_import(const std::vector<std::string>& args) {
   if (cli.given("steps")) std::tie(options.first_step, options.last_step) = parse_steps(steps_text);
   const bool json = cli.given("json");
 
-  if (!out_dir.empty()) checked_output_folder(out_dir, "--out");  // before the traces are read, not after
+  if (!out_dir.empty()) {  // before the traces are read, not after
+    checked_output_folder(out_dir, "--out");
+    check_inputs_outside_outputs(paths, out_dir);
+  }
   std::vector<kineto::KinetoTrace> traces = in_rank_order(kineto::read_traces(paths), cli.given("scenario"));
   nlohmann::json summaries = nlohmann::json::array();
   std::string summary_lines, digest_lines;

@@ -385,13 +385,20 @@ void write_run_outputs(const std::string& dir, const Scenario& scenario, const P
   // compare of the earlier run (compare writes into MEASURED_DIR by default), and a sweep's table.
   std::vector<std::string> stale = kSweepOnlyFiles;  // a sweep's, when this folder held one
   if (ranks == nullptr) stale.push_back("ranks.json");
+  const std::vector<std::string> earlier = earlier_run_files_in(dir);
+  stale.insert(stale.end(), earlier.begin(), earlier.end());
+  write_output_folder(dir, files, "--out", stale);
+}
+
+std::vector<std::string> earlier_run_files_in(const std::string& dir) {
+  std::vector<std::string> names;
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
     const std::string name = entry.path().filename().string();
     if (is_partial_timeline_file(name) || is_rank_report_file(name) || name == "compare.json" || name == "compare.html")
-      stale.push_back(name);
+      names.push_back(name);
   }
-  write_output_folder(dir, files, "--out", stale);
+  return names;
 }
 
 std::string path_component(const std::string& text) {

@@ -61,6 +61,9 @@ std::string partial_timeline_file(int rank);  // "timeline.partial.rank<R>.json"
 std::string rank_report_file(int rank);       // "error.rank<R>.txt"
 bool is_partial_timeline_file(const std::string& name);  // of any rank
 bool is_rank_report_file(const std::string& name);       // of any rank
+// Files of an earlier run in `dir` that a run's outputs would sit beside and that describe that
+// other run: a failed exec's partial timelines and rank reports, and a compare's files.
+std::vector<std::string> earlier_run_files_in(const std::string& dir);
 
 // The run outputs, through write_output_folder. It writes every file into a temporary sibling
 // folder first, then puts it in place all at once: a new DIR is the renamed folder; in an existing DIR the old versions of the five

@@ -256,5 +256,23 @@ TEST_F(ImportCli, ASummaryIntoAnEarlierRunsFolderRemovesItsFiles) {
   EXPECT_EQ(slurp(dir_ / "run" / "notes.txt"), "mine");  // other files stay
 }
 
+// A trace kept in --out under a name the outputs write or clear ("trace.json", as PyTorch's
+// examples export it) is refused before anything is written: a summary-only import deleted it
+// (a review found it), and with --scenario the Perfetto trace overwrote it.
+TEST_F(ImportCli, AnInputTraceInsideOutUnderAnOutputsNameIsRefused) {
+  generate_fsdp_traces();
+  fs::create_directories(dir_ / "run");
+  fs::copy_file(dir_ / "traces" / "rank-0.json.gz", dir_ / "run" / "trace.json.gz");
+  ASSERT_EQ(run("import run/trace.json.gz --out run").code, 0) << err_;  // a name no output has: fine
+  fs::copy_file(dir_ / "traces" / "rank-0.json.gz", dir_ / "run" / "trace.json");  // refused before it is read
+  const std::string raw = slurp(dir_ / "run" / "trace.json");
+  for (const std::string& scenario_flag : {std::string(), " --scenario " + scenario("host-tiny-fsdp.json")}) {
+    const Result r = run("import run/trace.json --out run" + scenario_flag);
+    EXPECT_EQ(r.code, 2) << scenario_flag << r.err;
+    EXPECT_NE(r.err.find("--out: \"run\" holds the input run/trace.json"), std::string::npos) << r.err;
+    EXPECT_EQ(slurp(dir_ / "run" / "trace.json"), raw);
+  }
+}
+
 }  // namespace
 }  // namespace shardline::clitest
