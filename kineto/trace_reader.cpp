@@ -344,6 +344,14 @@ class TraceSax {
                        (starts_with(ev_.name, "FSDP::") || starts_with(ev_.name, "ProfilerStep#") ||
                         starts_with(ev_.name, "Optimizer.step#") || ev_.name.find("clip_grad_norm") != std::string::npos);
     const bool memory = !gpu && !launch && !range && ev_.name == "[memory]" && ev_.has_bytes;
+    // Known profiler output, not corruption: GPU activities with "ts" 0 and "dur" 0
+    // (pytorch/kineto#109, thousands per file) and with a negative "dur" (pytorch/kineto#646) are
+    // dropped and counted, as the profiler could not time them.
+    if (gpu && ev_.has_ts && ev_.has_dur && ev_.bad_ts.empty() &&
+        ((ev_.ts_ns == 0 && ev_.dur_ns == 0) || (ev_.dur_ns < 0 && ev_.bad_dur.find("negative") != std::string::npos))) {
+      skip(std::string(cat) + (ev_.dur_ns < 0 ? " (negative dur, dropped)" : " (ts 0 and dur 0, dropped)"));
+      return true;
+    }
     if (gpu || launch || range || memory) {
       std::string why = !ev_.has_ts ? "has no \"ts\"" : ev_.bad_ts;
       if (why.empty() && !memory) why = !ev_.has_dur ? "has no \"dur\"" : ev_.bad_dur;
