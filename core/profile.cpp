@@ -175,9 +175,11 @@ ClusterProfile profile_from_json(const nlohmann::json& j) {
   p.compute_slowdown_during_comm = number_in(j, "compute_slowdown_during_comm", "profile", 1, kMaxProfileSlowdown, slowdown);
   for (auto [key, field] : {std::pair{"copy_slowdown_during_comm", &p.copy_slowdown_during_comm},
                             std::pair{"comm_slowdown_during_copy", &p.comm_slowdown_during_copy}}) {
-    if (!j.contains(key))
+    if (!j.contains(key)) {
+      if (p.backend != "mpi") continue;  // mpi only: GPU copies keep their own time (stays 1)
       throw InputError(std::string("profile.") + key, "missing: profiles from before copies and collectives were measured side by side "
                                                       "(2026-11-26) lack it; run shardline calibrate again");
+    }
     *field = number_in(j, key, "profile", 1, kMaxProfileSlowdown, slowdown);
   }
   const auto& tables = get<nlohmann::json>(j, "collectives", "profile");

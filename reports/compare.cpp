@@ -92,8 +92,10 @@ std::vector<const OpInterval*> intervals_by_op(const Timeline& t, int rank, int 
 std::string fmt(const char* f, double v) {
   char buf[64];
   std::snprintf(buf, sizeof buf, f, v);
-  // A signed difference that rounds to zero prints as +0, never "-0.000".
-  if (buf[0] == '-' && std::strspn(buf + 1, "0.") == std::strcspn(buf + 1, " %p")) buf[0] = '+';
+  // A value that rounds to zero never prints as "-0.000": +0.000 where the format shows a sign,
+  // else 0.000.
+  if (buf[0] == '-' && std::strspn(buf + 1, "0.") == std::strcspn(buf + 1, " %p"))
+    return std::strchr(f, '+') != nullptr ? "+" + std::string(buf + 1) : std::string(buf + 1);
   return buf;
 }
 std::string us(double v) { return fmt("%.1f", v); }

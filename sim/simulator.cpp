@@ -8,8 +8,8 @@
 //   Compute: compute_overhead_us + compute_us of work, slowed while collectives are in flight
 //   (sim/compute.h);
 //   collectives: the cost model's phases, each a latency then a flow on a link (sim/network.h);
-//   while any compute op runs, links carry 1 / cluster.comm_slowdown_during_compute of their
-//   capacity (flows are re-rated when the first compute op starts and the last one ends).
+//   while any compute op runs, links (and the copy resource) carry 1 / cluster.comm_slowdown_during_compute
+//   of their capacity (flows are re-rated when the first compute op starts and the last one ends).
 // Zero-duration ops end through an event at the same time (ordered by sequence number).
 // An op's event fires cluster.event_latency_us after it ends (0: at once); only then may ops
 // that wait for it start (the stream itself is free at the end).

@@ -150,6 +150,13 @@ TEST(Profile, CopySlowdownsRoundTripAndAreRequired) {
       EXPECT_NE(std::string(e.what()).find("calibrate again"), std::string::npos) << e.what();
     }
   }
+  // A GPU (nccl) profile does not use them (its copies keep their own time): absent is 1.
+  nlohmann::json gpu = j;
+  gpu["backend"] = "nccl";
+  gpu.erase("copy_slowdown_during_comm");
+  gpu.erase("comm_slowdown_during_copy");
+  EXPECT_DOUBLE_EQ(profile_from_json(gpu).copy_slowdown_during_comm, 1.0);
+  EXPECT_DOUBLE_EQ(profile_from_json(gpu).comm_slowdown_during_copy, 1.0);
 }
 
 TEST(Profile, BadFilesNameThePath) {

@@ -224,6 +224,9 @@ TEST(Compare, NoNegativeZeros) {
   const std::string table = comparison_table(c);
   EXPECT_EQ(table.find("-0.0"), std::string::npos) << table;
   EXPECT_NE(table.find("+0.000"), std::string::npos) << table;
+  // An unsigned column stays unsigned: a time of -0.04 us prints as 0.0, not +0.0.
+  c.predicted.exposed_comm_us = -0.04;
+  EXPECT_EQ(comparison_table(c).find("+0.0 "), std::string::npos) << comparison_table(c);
 }
 
 TEST(Compare, PerOpErrorsRelativeToEachStepStart) {
