@@ -78,6 +78,13 @@ class Bench {
   }
   Backend& backend() { return *b_; }
   int warmup() const { return warmup_; }
+  // Copies of up to `copy_bytes` from now on use the pools from `floor` on, clear of the
+  // collectives' slots below it (measure_copy_slowdowns runs both at once: a step's copies and
+  // collectives touch different buffers), where the pools have room above it; 0: the whole pools.
+  void set_copy_floor(int64_t floor, int64_t copy_bytes = 0) {
+    copy_floor_ = floor + page_aligned(copy_bytes) <= pool_bytes_ ? floor : 0;
+  }
+  int64_t collective_region_bytes(int64_t bytes) const { return collective_slots(bytes) * page_aligned(bytes); }
   // How many slots collectives of `bytes` cycle over (kCollectiveSlots at most, as many as the
   // pools hold): the unmeasured uses a point needs first.
   int collective_slots(int64_t bytes) const {
@@ -169,9 +176,9 @@ class Bench {
 
  private:
   // Where the next op's `bytes` start in both pools: just past the previous op's, page
-  // aligned, wrapping to the start when the rest of the pool is too short.
+  // aligned, wrapping to copy_floor_ when the rest of the pool is too short.
   int64_t next_offset(int64_t bytes) {
-    if (cursor_ + bytes > pool_bytes_) cursor_ = 0;
+    if (cursor_ < copy_floor_ || cursor_ + bytes > pool_bytes_) cursor_ = copy_floor_;
     const int64_t at = cursor_;
     cursor_ += page_aligned(bytes);
     return at;
@@ -191,6 +198,7 @@ class Bench {
   std::unique_ptr<Backend> b_;
   int64_t pool_bytes_ = 0;
   int64_t cursor_ = 0;
+  int64_t copy_floor_ = 0;  // copies stay at or above this offset (set_copy_floor)
   int64_t slot_bytes_ = -1;
   int64_t slot_ = 0;
   const HostComm& host_;
@@ -414,6 +422,7 @@ void measure_copy_slowdowns(Bench& bench, int64_t ag_bytes, int64_t copy_bytes, 
   const CollectiveKind ag = CollectiveKind::AllGather;
   const auto op0 = [&] { return bench.duration_us(0); };
   const auto copy_alone = [&] { bench.copy(0, copy_bytes); };
+  bench.set_copy_floor(bench.collective_region_bytes(ag_bytes), copy_bytes);
   const auto ag_alone = [&] { bench.collective(0, ag, ag_bytes); };
   // Each chain outlasts the measured op by half again, from a first estimate of both.
   const double copy_us = median(bench.repeat(1, copy_alone, op0));
@@ -437,6 +446,7 @@ void measure_copy_slowdowns(Bench& bench, int64_t ag_bytes, int64_t copy_bytes, 
                                            },
                                            op0),
                                        ag_a, ag_b);
+  bench.set_copy_floor(0);
   p.copy_slowdown_during_comm = std::max(1.0, copy_ratio);
   p.comm_slowdown_during_copy = std::max(1.0, ag_ratio);
   std::ostringstream line;
