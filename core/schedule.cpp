@@ -792,7 +792,7 @@ class Scheduler {
   // root post-backward callback does this after every backward with is_last_backward (its
   // default; a trainer that sets it false on the first micro-batches keeps the buffer to the next
   // reduce-scatter, which shardline does not model); FSDP1's waits for its post-backward stream
-  // after every backward that synchronizes gradients. The last micro-batch's is part of finalize.
+  // after every backward that synchronizes gradients. The last micro-batch's runs in finalize.
   void wait_for_reductions() {
     for (int event : post_reduce_events_) em_.wait(StreamId::Compute, event);
     post_reduce_events_.clear();
@@ -933,10 +933,11 @@ class Scheduler {
   void finalize() {
     phase_ = Phase::Finalize;
     mb_ = p_.micro_batches - 1;
-    for (int event : post_reduce_events_) em_.wait(StreamId::Compute, event);
-    em_.wait(StreamId::Compute, prev_rs_op_);
-    memory_op(OpKind::Free, StreamId::Compute, MemoryKind::ReduceScatterBuffer, prev_rs_op_ >= 0 ? prev_rs_bytes_ : 0,
-              prev_rs_op_ >= 0 ? bucket_label("rs_buf rb", prev_rs_bucket_) : Label("step end"));
+    // The last micro-batch's reductions, as every earlier backward's; with no input held, a
+    // 0-byte marker on the compute stream carries the waits (the step's end).
+    const bool held = prev_rs_op_ >= 0;
+    wait_for_reductions();
+    if (!held) memory_op(OpKind::Free, StreamId::Compute, MemoryKind::ReduceScatterBuffer, 0, Label("step end"));
     // Parameters kept unsharded (reshard_after_forward=false with no backward) never exist
     // here: backward always reshards; so every allocation is matched by now.
     // Transformer shorthand: gradient clipping, then the optimizer step over this rank's shard,
