@@ -384,29 +384,28 @@ class Simulation {
     }
   }
 
+  // One of the rank's network scales (`set_scale`) at 1 / `slowdown` while `on`, else 1; the
+  // flows re-rated. A slow-down of 1 changes nothing and is skipped.
+  void slow_down_while(RankState& r, double slowdown, bool on, void (sim::Network::*set_scale)(double, double)) {
+    if (slowdown == 1.0) return;
+    (r.network.*set_scale)(engine_.now_us(), on ? 1.0 / slowdown : 1.0);
+    schedule_flows(r);
+  }
+
   // Transfers (and, on mpi profiles, copies) slow down while compute runs.
   void set_compute_running(RankState& r, bool running) {
-    const double slowdown = scenario_.cluster.comm_slowdown_during_compute;
-    if (slowdown == 1.0) return;
-    r.network.set_capacity_scale(engine_.now_us(), running ? 1.0 / slowdown : 1.0);
-    schedule_flows(r);
+    slow_down_while(r, scenario_.cluster.comm_slowdown_during_compute, running, &sim::Network::set_capacity_scale);
   }
 
   // While a copy flow runs, the rank's transfers slow down (mpi profiles).
   void set_copy_running(RankState& r, bool running) {
-    const double slowdown = cost_->comm_slowdown_during_copy();
-    if (slowdown == 1.0) return;
-    r.network.set_link_scale(engine_.now_us(), running ? 1.0 / slowdown : 1.0);
-    schedule_flows(r);
+    slow_down_while(r, cost_->comm_slowdown_during_copy(), running, &sim::Network::set_link_scale);
   }
 
   // While a collective of the rank moves data, its copy flows slow down (mpi profiles).
   void set_collective_moving(RankState& r, bool moving) {
     if (moving ? r.collectives_moving++ != 0 : --r.collectives_moving != 0) return;
-    const double slowdown = cost_->copy_slowdown_during_comm();
-    if (slowdown == 1.0) return;
-    r.network.set_copy_scale(engine_.now_us(), moving ? 1.0 / slowdown : 1.0);
-    schedule_flows(r);
+    slow_down_while(r, cost_->copy_slowdown_during_comm(), moving, &sim::Network::set_copy_scale);
   }
 
   RunningCollective& collective_slot(RankState& r, int op) { return r.collectives[static_cast<int>(program_.ops[op].stream)]; }
