@@ -305,13 +305,6 @@ Metrics StepAccumulator::finish(const Timeline& t, std::optional<int64_t> peak_m
   return m;
 }
 
-double union_length_us(std::vector<std::pair<double, double>> intervals) {
-  std::sort(intervals.begin(), intervals.end());
-  UnionSum sum;
-  for (const auto& [s, e] : intervals) sum.add(s, e);
-  return sum.result();
-}
-
 StepWindow step_window(const Timeline& timeline, int rank, int iteration) {
   const int it = resolve_iteration(timeline, iteration);
   check_rank(timeline, rank);

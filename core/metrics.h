@@ -136,8 +136,16 @@ struct StepWindow {
 };
 StepWindow step_window(const Timeline& timeline, int rank = -1, int iteration = -1);
 
-// Union length of [start, end) intervals.
-double union_length_us(std::vector<std::pair<double, double>> intervals);
+// Union length of [start, end) intervals, in any order: double microseconds, or integer
+// nanoseconds where epoch-scale times must stay exact (kineto/).
+template <typename T>
+T union_length(std::vector<std::pair<T, T>> intervals) {
+  std::sort(intervals.begin(), intervals.end());
+  BasicUnionSum<T> sum;
+  for (const auto& [start, end] : intervals) sum.add(start, end);
+  return sum.result();
+}
+inline double union_length_us(std::vector<std::pair<double, double>> intervals) { return union_length(std::move(intervals)); }
 
 nlohmann::json metrics_to_json(const Metrics& m);
 Metrics metrics_from_json(const nlohmann::json& j);

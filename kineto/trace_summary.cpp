@@ -17,15 +17,6 @@ namespace {
 
 double us(int64_t ns) { return static_cast<double>(ns) / 1000.0; }
 
-// The length of the union of [start, end) spans, in integer nanoseconds: exact, where doubles of
-// epoch-scale microseconds would keep only about 256 ns.
-int64_t union_length_ns(std::vector<std::pair<int64_t, int64_t>> spans) {
-  std::sort(spans.begin(), spans.end());
-  BasicUnionSum<int64_t> sum;
-  for (const auto& [start, end] : spans) sum.add(start, end);
-  return sum.result();
-}
-
 }  // namespace
 
 TraceSummary summarize_trace(const KinetoTrace& trace) {
@@ -52,6 +43,7 @@ TraceSummary summarize_trace(const KinetoTrace& trace) {
     int64_t first_launch_ns = INT64_MAX, last_end_ns = INT64_MIN, first_start_ns = INT64_MAX;
     const GpuActivity* last_ending = nullptr;   // named when the step spans too long
     const GpuActivity* first_starting = nullptr;
+    // Integer nanoseconds: exact, where doubles of epoch-scale microseconds keep only about 256 ns.
     std::vector<std::pair<int64_t, int64_t>> compute, comm;
     std::array<std::vector<std::pair<int64_t, int64_t>>, kNumCommKinds> by_kind;
     StepSummary out;
@@ -99,9 +91,9 @@ TraceSummary summarize_trace(const KinetoTrace& trace) {
     check_span(o, *x.last_ending, x.last_end_ns - x.first_launch_ns, "ends");
     check_span(o, *x.first_starting, x.first_launch_ns - x.first_start_ns, "starts");
     o.step_time_us = us(x.last_end_ns - x.first_launch_ns);
-    o.compute_busy_us = us(union_length_ns(std::move(x.compute)));
-    o.comm_busy_us = us(union_length_ns(std::move(x.comm)));
-    for (int k = 0; k < kNumCommKinds; ++k) o.comm_busy_by_kind_us[k] = us(union_length_ns(std::move(x.by_kind[k])));
+    o.compute_busy_us = us(union_length(std::move(x.compute)));
+    o.comm_busy_us = us(union_length(std::move(x.comm)));
+    for (int k = 0; k < kNumCommKinds; ++k) o.comm_busy_by_kind_us[k] = us(union_length(std::move(x.by_kind[k])));
     o.exposed_comm_us = std::max(0.0, o.step_time_us - o.compute_busy_us);
     o.overlap_efficiency = o.comm_busy_us > 0 ? std::clamp(1.0 - o.exposed_comm_us / o.comm_busy_us, 0.0, 1.0) : 1.0;
     s.steps.push_back(std::move(o));
