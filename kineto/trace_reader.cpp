@@ -348,7 +348,7 @@ class TraceSax {
     // (pytorch/kineto#109, thousands per file) and with a negative "dur" (pytorch/kineto#646) are
     // dropped and counted, as the profiler could not time them.
     // (dur_ns is only ever set from a number: a negative one is such a "dur".)
-    if (gpu && ev_.has_ts && ev_.has_dur && ev_.bad_ts.empty() && ((ev_.ts_ns == 0 && ev_.dur_ns == 0) || ev_.dur_ns < 0)) {
+    if (gpu && ev_.has_ts && ev_.has_dur && ev_.bad_ts.empty() && ((ev_.ts_ns == 0 && ev_.dur_ns == 0 && ev_.bad_dur.empty()) || ev_.dur_ns < 0)) {
       skip(std::string(cat) + (ev_.dur_ns < 0 ? " (negative dur, dropped)" : " (ts 0 and dur 0, dropped)"));
       return true;
     }

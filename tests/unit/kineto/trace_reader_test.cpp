@@ -287,6 +287,7 @@ TEST(TraceReader, CorruptTimesOfUsedEventsAreRefusedNamingTheFileAndTheEvent) {
       {R"("ts": 9223372036854775, "dur": 9223372036854775)", R"("ts" is 9223372036854775 us)"},
       {R"("ts": 18446744073709551615, "dur": 1)", R"("ts" is 18446744073709551615 us)"},
       {R"("ts": null, "dur": 1)", R"("ts" is null)"},
+      {R"("ts": 0, "dur": "soon")", R"("dur" is the string "soon", not a number)"},  // not the untimed 0 / 0 below
       {R"("dur": 100)", R"(traceEvents[2] (kernel "gemm"): has no "ts")"},
   };
   for (const Case& c : cases) {
