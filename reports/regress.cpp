@@ -69,6 +69,11 @@ std::optional<double> gpu_count(const Metrics& m) {
   return std::round(*all / *per_gpu);
 }
 
+// Both known and apart by more than `relative` of the larger.
+bool differ(const std::optional<double>& b, const std::optional<double>& c, double relative) {
+  return b && c && std::abs(*c - *b) > relative * std::max(*b, *c);
+}
+
 std::string pad(const std::string& s, size_t w) { return s.size() >= w ? s : s + std::string(w - s.size(), ' '); }
 
 }  // namespace
@@ -84,13 +89,11 @@ Metrics read_metrics_file(const std::string& path) {
 }
 
 bool tokens_per_step_changed(const Metrics& baseline, const Metrics& current) {
-  const auto b = tokens_per_step(baseline), c = tokens_per_step(current);
-  return b && c && std::abs(*c - *b) > 1e-9 * std::max(*b, *c);
+  return differ(tokens_per_step(baseline), tokens_per_step(current), 1e-9);
 }
 
 bool gpu_count_changed(const Metrics& baseline, const Metrics& current) {
-  const auto b = gpu_count(baseline), c = gpu_count(current);
-  return b && c && std::abs(*c - *b) > 1e-6 * std::max(*b, *c);
+  return differ(gpu_count(baseline), gpu_count(current), 1e-6);
 }
 
 std::string work_difference(const Metrics& baseline, const Metrics& current) {
