@@ -70,14 +70,20 @@ TEST(Profile, AlphaBetaOutsideTheTable) {
   EXPECT_DOUBLE_EQ(t.time_us(100), 8.0 + 0.0015 * 100);
 }
 
-TEST(Profile, JsonRoundTripAndMissingGroupIsAnInputError) {
+// An mpi profile with copies measured at `copy_bandwidth_bytes_per_s` and table() as its one table.
+ClusterProfile mpi_profile(double copy_bandwidth_bytes_per_s = 5e9) {
   ClusterProfile p;
   p.backend = "mpi";
-  p.copy_bandwidth_bytes_per_s = 5e9;
+  p.copy_bandwidth_bytes_per_s = copy_bandwidth_bytes_per_s;
+  p.collectives.push_back(table());
+  return p;
+}
+
+TEST(Profile, JsonRoundTripAndMissingGroupIsAnInputError) {
+  ClusterProfile p = mpi_profile();
   p.issue_overhead_us = 3;
   p.event_latency_us = 7;
   p.compute_overhead_us = 11;
-  p.collectives.push_back(table());
   const ClusterProfile q = profile_from_json(profile_to_json(p));
   EXPECT_DOUBLE_EQ(q.event_latency_us, 7);
   EXPECT_DOUBLE_EQ(q.compute_overhead_us, 11);
@@ -96,10 +102,7 @@ TEST(Profile, JsonRoundTripAndMissingGroupIsAnInputError) {
 
 // calibrate's noise travels with the profile; a profile written before it had none reads as 0.
 TEST(Profile, NoiseRoundTripsAndBadNoiseNamesThePath) {
-  ClusterProfile p;
-  p.backend = "mpi";
-  p.copy_bandwidth_bytes_per_s = 5e9;
-  p.collectives.push_back(table());
+  ClusterProfile p = mpi_profile();
   p.collectives[0].relative_spread.assign(p.collectives[0].sizes_bytes.size(), 0.05);
   p.collective_noise = 0.05;
   nlohmann::json j = profile_to_json(p);
@@ -129,12 +132,9 @@ TEST(Profile, NoiseRoundTripsAndBadNoiseNamesThePath) {
 // refused naming the missing key and saying what to do (its copies would otherwise change
 // behaviour silently: they shared the collectives' link then).
 TEST(Profile, CopySlowdownsRoundTripAndAreRequired) {
-  ClusterProfile p;
-  p.backend = "mpi";
-  p.copy_bandwidth_bytes_per_s = 5e9;
+  ClusterProfile p = mpi_profile();
   p.copy_slowdown_during_comm = 2.4;
   p.comm_slowdown_during_copy = 1.3;
-  p.collectives.push_back(table());
   const nlohmann::json j = profile_to_json(p);
   const ClusterProfile q = profile_from_json(j);
   EXPECT_DOUBLE_EQ(q.copy_slowdown_during_comm, 2.4);
@@ -160,13 +160,7 @@ TEST(Profile, CopySlowdownsRoundTripAndAreRequired) {
 }
 
 TEST(Profile, BadFilesNameThePath) {
-  nlohmann::json j = profile_to_json([] {
-    ClusterProfile p;
-    p.backend = "mpi";
-    p.copy_bandwidth_bytes_per_s = 1e9;
-    p.collectives.push_back(table());
-    return p;
-  }());
+  nlohmann::json j = profile_to_json(mpi_profile(1e9));
   j["collectives"][0]["sizes_bytes"] = {4096, 1024, 16384, 65536};
   try {
     profile_from_json(j);
@@ -202,10 +196,7 @@ TEST(Profile, BadFilesNameThePath) {
 // the scenario's limits: 1e308 as an overhead aborted the simulator's engine, a copy bandwidth
 // of 1e-300 its network, and 1e15 ran as a step of two years (found by a new-user tour).
 TEST(Profile, OutOfRangeValuesNameTheirPath) {
-  ClusterProfile good;
-  good.backend = "mpi";
-  good.copy_bandwidth_bytes_per_s = 1e9;
-  good.collectives.push_back(table());
+  const ClusterProfile good = mpi_profile(1e9);
   const nlohmann::json base = profile_to_json(good);
   ASSERT_NO_THROW(profile_from_json(base));
   struct Case {
