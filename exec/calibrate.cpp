@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <ctime>
+#include <functional>
 #include <memory>
 #include <sstream>
 
@@ -361,6 +362,22 @@ double paired_ratio(const std::vector<std::pair<double, double>>& pairs, double&
   return median(r);
 }
 
+// `measured` (op 0) beside a chain of `chain` ops of `other` (ops 1..chain, enqueued first, so
+// they run from its start) against `measured` alone, in paired passes: the median ratio, with
+// each side's median in `alone` and `beside`.
+double beside_ratio(Bench& bench, const std::function<void(int)>& measured, const std::function<void(int)>& other, int chain,
+                    double& alone, double& beside) {
+  const auto op0 = [&] { return bench.duration_us(0); };
+  return paired_ratio(bench.repeat_pairs(
+                          1, [&] { measured(0); }, op0, chain + 1,
+                          [&] {
+                            for (int i = 1; i <= chain; ++i) other(i);
+                            measured(0);
+                          },
+                          op0),
+                      alone, beside);
+}
+
 // A slow-down factor as stored (>= 1 by definition, sim/compute.h asserts it), with a measured
 // ratio below 1 shown beside the 1 it became: noise.
 std::string slowdown_text(double ratio) {
@@ -377,29 +394,15 @@ std::string slowdown_text(double ratio) {
 // gave comm factors of 1.00-1.18 over ten calibrations of a sleeping stand-in that uses no CPU.
 void measure_slowdowns(Bench& bench, const CalibrateOptions& opt, int64_t bytes, ClusterProfile& p,
                        const ProgressLog& log) {
-  const CollectiveKind ar = CollectiveKind::AllReduce;
-  const auto comm_alone_pass = [&] { bench.collective(0, ar, bytes); };
-  const auto op0 = [&] { return bench.duration_us(0); };
+  const auto comm = [&](int op) { bench.collective(op, CollectiveKind::AllReduce, bytes); };
   // The stand-in's length d: several all-reduces long, from a first estimate of one.
-  const double d = std::max(opt.interference_compute_us, 3 * median(bench.repeat(1, comm_alone_pass, op0)));
+  const double d = std::max(opt.interference_compute_us,
+                            3 * median(bench.repeat(1, [&] { comm(0); }, [&] { return bench.duration_us(0); })));
+  const auto compute = [&](int op) { bench.compute(op, d, opt.compute); };
   double comm_alone = 0, comm_busy = 0, compute_alone = 0, compute_busy = 0;
-  const double comm_ratio = paired_ratio(bench.repeat_pairs(
-                                       1, comm_alone_pass, op0, 2,
-                                       [&] {
-                                         bench.compute(0, d, opt.compute);
-                                         bench.collective(1, ar, bytes);
-                                       },
-                                       [&] { return bench.duration_us(1); }),
-                                   comm_alone, comm_busy);
+  const double comm_ratio = beside_ratio(bench, comm, compute, 1, comm_alone, comm_busy);
   const int chain = static_cast<int>(std::ceil(1.5 * d / std::max(comm_alone, 1.0))) + 1;
-  const double compute_ratio = paired_ratio(bench.repeat_pairs(
-                                          1, [&] { bench.compute(0, d, opt.compute); }, op0, chain + 1,
-                                          [&] {
-                                            for (int i = 1; i <= chain; ++i) bench.collective(i, ar, bytes);
-                                            bench.compute(0, d, opt.compute);
-                                          },
-                                          op0),
-                                      compute_alone, compute_busy);
+  const double compute_ratio = beside_ratio(bench, compute, comm, chain, compute_alone, compute_busy);
   // Slow-down factors are >= 1 by definition (sim/compute.h asserts it); a measured ratio
   // below 1 is noise and is recorded as 1.
   p.comm_slowdown_during_compute = std::max(1.0, comm_ratio);
@@ -419,33 +422,18 @@ void measure_slowdowns(Bench& bench, const CalibrateOptions& opt, int64_t bytes,
 // copies (1.00-1.14x): a copy yields its core every 256 KiB, and the MPI progress it yields to is
 // not slowed (docs/calibrate.md).
 void measure_copy_slowdowns(Bench& bench, int64_t ag_bytes, int64_t copy_bytes, ClusterProfile& p, const ProgressLog& log) {
-  const CollectiveKind ag = CollectiveKind::AllGather;
   const auto op0 = [&] { return bench.duration_us(0); };
-  const auto copy_alone = [&] { bench.copy(0, copy_bytes); };
+  const auto copy = [&](int op) { bench.copy(op, copy_bytes); };
+  const auto ag = [&](int op) { bench.collective(op, CollectiveKind::AllGather, ag_bytes); };
   bench.set_copy_floor(bench.collective_region_bytes(ag_bytes), copy_bytes);
-  const auto ag_alone = [&] { bench.collective(0, ag, ag_bytes); };
   // Each chain outlasts the measured op by half again, from a first estimate of both.
-  const double copy_us = median(bench.repeat(1, copy_alone, op0));
-  const double ag_us = median(bench.repeat(1, ag_alone, op0));
+  const double copy_us = median(bench.repeat(1, [&] { copy(0); }, op0));
+  const double ag_us = median(bench.repeat(1, [&] { ag(0); }, op0));
   const int ag_chain = static_cast<int>(std::ceil(1.5 * copy_us / std::max(ag_us, 1.0))) + 1;
   const int copy_chain = static_cast<int>(std::ceil(1.5 * ag_us / std::max(copy_us, 1.0))) + 1;
   double copy_a = 0, copy_b = 0, ag_a = 0, ag_b = 0;
-  const double copy_ratio = paired_ratio(bench.repeat_pairs(
-                                             1, copy_alone, op0, ag_chain + 1,
-                                             [&] {
-                                               for (int i = 1; i <= ag_chain; ++i) bench.collective(i, ag, ag_bytes);
-                                               bench.copy(0, copy_bytes);
-                                             },
-                                             op0),
-                                         copy_a, copy_b);
-  const double ag_ratio = paired_ratio(bench.repeat_pairs(
-                                           1, ag_alone, op0, copy_chain + 1,
-                                           [&] {
-                                             for (int i = 1; i <= copy_chain; ++i) bench.copy(i, copy_bytes);
-                                             bench.collective(0, ag, ag_bytes);
-                                           },
-                                           op0),
-                                       ag_a, ag_b);
+  const double copy_ratio = beside_ratio(bench, copy, ag, ag_chain, copy_a, copy_b);
+  const double ag_ratio = beside_ratio(bench, ag, copy, copy_chain, ag_a, ag_b);
   bench.set_copy_floor(0);
   p.copy_slowdown_during_comm = std::max(1.0, copy_ratio);
   p.comm_slowdown_during_copy = std::max(1.0, ag_ratio);
