@@ -44,6 +44,12 @@ CONFIGS = [
     # for them on a smaller GPU.
     ("llama3-8b-shape-16-layers-full", 16, 4096, 14336, 32, 8, 128256, 4096, 1, "full"),
     ("llama3-8b-shape-20-layers-full", 20, 4096, 14336, 32, 8, 128256, 4096, 1, "full"),
+    # Added 2026-11-26 (second GPU session), predicted before they were first measured: longer
+    # sequence, GQA with 64-wide heads, a Llama 3.2 3B shape, the 8B shape without checkpointing.
+    ("llama-1b-seq8192-none", 16, 2048, 5632, 16, 16, 32000, 8192, 1, "none"),
+    ("llama-1b-gqa-hd64-seq4096-none", 16, 2048, 5632, 32, 8, 32000, 4096, 2, "none"),
+    ("llama3-3b-shape-16-layers-seq8192-full", 16, 3072, 8192, 24, 8, 128256, 8192, 1, "full"),
+    ("llama3-8b-shape-4-layers-none", 4, 4096, 14336, 32, 8, 128256, 2048, 2, "none"),
 ]
 
 
