@@ -1,0 +1,132 @@
+#!/usr/bin/env python3
+"""Fits the compute model's chip parameters on kernel microbenchmarks (bench/gpu/kernels.py):
+a parameter set for the software those kernels ran on, fitted on kernel rows only. The measured
+training steps of fsdp_step.py are never fitted on; they are the check (bench/gpu/predict.py).
+
+The rule, fixed before the first kernel was measured (2026-11-26):
+  - memory_efficiency and kernel_launch together, on the memory rows (elementwise ops, casts,
+    RMSNorm, the fp32 loss, embedding, AdamW; every size): time = bytes / (hbm x efficiency) +
+    launch;
+  - gemm_efficiency and gemm_half_dim on the GEMM rows (all shapes and passes), with the fitted
+    memory_efficiency and launch in the roofline: time = max(flops / (peak x gemm_efficiency x
+    d / (d + half_dim)), bytes / (hbm x memory_efficiency)) + launch;
+  - attention_efficiency on the attention rows (forward and backward, the model's FLOP
+    convention), likewise;
+  - copy_bandwidth on the copy rows (FSDP2's foreach copy, split_with_sizes_copy, chunk_cat):
+    bytes copied / (time - launch).
+Each objective is the mean |log(predicted / measured)| over its rows, minimised on a grid refined
+twice. peak (dense bf16) and hbm are the preset's datasheet numbers.
+
+  bench/gpu/fit_kernels.py KERNELS.jsonl [--peak-tflops 989] [--hbm-tb-s 4.8]
+"""
+import argparse
+import json
+import math
+import sys
+
+
+def mean_abs_log(pairs):
+    return sum(abs(math.log(p / m)) for p, m in pairs) / len(pairs)
+
+
+def grid_min(f, bounds, points=21, rounds=3):
+    """Minimises f over a box by a grid, shrunk around the best point each round."""
+    lo = [b[0] for b in bounds]
+    hi = [b[1] for b in bounds]
+    best = None
+    for _ in range(rounds):
+        axes = [[l + (h - l) * i / (points - 1) for i in range(points)] for l, h in zip(lo, hi)]
+        candidates = [[]]
+        for axis in axes:
+            candidates = [c + [v] for c in candidates for v in axis]
+        for x in candidates:
+            v = f(x)
+            if best is None or v < best[1]:
+                best = (x, v)
+        span = [(h - l) / (points - 1) * 2 for l, h in zip(lo, hi)]
+        lo = [max(b[0], x - s) for x, s, b in zip(best[0], span, bounds)]
+        hi = [min(b[1], x + s) for x, s, b in zip(best[0], span, bounds)]
+    return best
+
+
+def fit(rows, peak, hbm):
+    mem = [r for r in rows if r["kind"] == "memory" and "time_us" in r and r["time_us"] > 0]
+    gemm = [r for r in rows if r["kind"] == "gemm"]
+    attn = [r for r in rows if r["kind"] == "attention" and r["time_us"] > 0]
+    copies = [r for r in rows if r["kind"] == "copy" and "time_us" in r]
+
+    def mem_time(b, em, launch):
+        return b / (hbm * em) * 1e6 + launch
+
+    (em, launch), mem_err = grid_min(lambda x: mean_abs_log([(mem_time(r["bytes"], x[0], x[1]), r["time_us"]) for r in mem]),
+                                     [(0.2, 1.0), (0.0, 30.0)])
+
+    def gemm_time(r, eg, half):
+        d = r["min_dim"]
+        return max(r["flops"] / (peak * eg * d / (d + half)) * 1e6, r["bytes"] / (hbm * em) * 1e6) + launch
+
+    (eg, half), gemm_err = grid_min(lambda x: mean_abs_log([(gemm_time(r, x[0], x[1]), r["time_us"]) for r in gemm]),
+                                    [(0.2, 1.0), (0.0, 4096.0)])
+
+    def attn_time(r, ea):
+        return r["flops"] / (peak * ea) * 1e6 + launch
+
+    (ea,), attn_err = grid_min(lambda x: mean_abs_log([(attn_time(r, x[0]), r["time_us"]) for r in attn]), [(0.05, 1.0)])
+    # One parameter under a mean |log| objective: the median of the rows' own values.
+    rates = sorted(r["bytes"] / max(r["time_us"] - launch, 1e-3) * 1e6 for r in copies)
+    copy_bw = rates[len(rates) // 2] if rates else float("nan")
+    copy_err = mean_abs_log([(r["bytes"] / copy_bw * 1e6 + launch, r["time_us"]) for r in copies]) if copies else float("nan")
+    return {
+        "memory_efficiency": em, "kernel_launch_us": launch, "gemm_efficiency": eg, "gemm_half_dim": half,
+        "attention_efficiency": ea, "copy_bandwidth_bytes_per_s": copy_bw,
+        "rows": {"memory": len(mem), "gemm": len(gemm), "attention": len(attn), "copy": len(copies)},
+        "mean_abs_log_error": {"memory": mem_err, "gemm": gemm_err, "attention": attn_err, "copy": copy_err},
+        "predict": {"memory": lambda r: mem_time(r["bytes"], em, launch), "gemm": lambda r: gemm_time(r, eg, half),
+                    "attention": lambda r: attn_time(r, ea), "copy": lambda r: r["bytes"] / copy_bw * 1e6 + launch},
+    }
+
+
+def label(r):
+    if r["kind"] == "gemm":
+        return f"{r['family']} {r['proj']} {r['pass']} m{r['m']} k{r['k']} n{r['n']}"
+    if r["kind"] == "attention":
+        return f"{r['pass']} b{r['b']} s{r['s']} h{r['heads']}/{r['kv_heads']} d{r['head_dim']}"
+    return f"{r['op']} {r.get('elements', '')}{r.get('family', '')}{r.get('tokens', '')}"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("kernels")
+    ap.add_argument("--peak-tflops", type=float, default=989.0, help="dense bf16 peak of the preset (H100 / H200 SXM: 989)")
+    ap.add_argument("--hbm-tb-s", type=float, default=4.8, help="datasheet HBM bandwidth (H200 4.8, H100 SXM 3.35)")
+    ap.add_argument("--rows", action="store_true", help="print every row's predicted / measured time")
+    args = ap.parse_args()
+    rows = [json.loads(line) for line in open(args.kernels) if line.strip()]
+    env = next((r for r in rows if r["kind"] == "environment"), {})
+    errors = [r for r in rows if "error" in r]
+    f = fit(rows, args.peak_tflops * 1e12, args.hbm_tb_s * 1e12)
+    print(f"kernels measured on {env.get('gpu')}, PyTorch {env.get('torch')}, CUDA {env.get('cuda')}, cuDNN {env.get('cudnn')}")
+    for r in rows:
+        if r["kind"] in ("ceiling", "launch"):
+            print("  " + ", ".join(f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}" for k, v in r.items()))
+    if errors:
+        print(f"  {len(errors)} rows recorded an error, e.g. {errors[0].get('op', errors[0].get('section'))}: {errors[0]['error'][:120]}")
+    print(f"fitted (rows {f['rows']}):")
+    print(f"  gemm_efficiency {f['gemm_efficiency']:.4f}, gemm_half_dim {f['gemm_half_dim']:.0f}, "
+          f"attention_efficiency {f['attention_efficiency']:.4f}, memory_efficiency {f['memory_efficiency']:.4f}, "
+          f"kernel_launch {f['kernel_launch_us']:.2f} us, copy_bandwidth {f['copy_bandwidth_bytes_per_s'] / 1e12:.3f} TB/s")
+    print("  mean |log error| per kind: " + ", ".join(f"{k} {v:.4f}" for k, v in f["mean_abs_log_error"].items()))
+    for kind in ("gemm", "attention", "memory", "copy"):
+        errs = sorted((f["predict"][kind](r) / r["time_us"] - 1, label(r)) for r in rows
+                      if r["kind"] == kind and r.get("time_us", 0) > 0)
+        if errs:
+            print(f"  {kind}: error min {errs[0][0]:+.1%} ({errs[0][1]}), median {errs[len(errs) // 2][0]:+.1%}, "
+                  f"max {errs[-1][0]:+.1%} ({errs[-1][1]})")
+            if args.rows:
+                for e, name in errs:
+                    print(f"    {e:+7.1%}  {name}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
