@@ -1,5 +1,7 @@
 #include "core/cluster_presets.h"
 
+#include <stdexcept>
+
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
@@ -12,7 +14,9 @@ namespace {
 // is its key. h100-sxm-dgx: DGX H100 (8x H100 SXM5 80GB, NVLink 4, 8x 400 Gb/s InfiniBand NDR);
 // a100-80gb-dgx / a100-40gb-dgx: DGX A100 (8x A100 SXM4 80GB / 40GB, NVLink 3, 8x 200 Gb/s
 // InfiniBand HDR); h200-sxm-hgx: HGX H200 (8x H200 SXM 141GB: the H100's SM and NVLink 4 with
-// HBM3e; 8x 400 Gb/s NICs assumed), the H100's fitted compute-model numbers; a100-80gb-roce / a100-40gb-roce: the same nodes on a 1600 Gb/s RoCE fabric as
+// HBM3e; 8x 400 Gb/s NICs assumed), the H100's fitted compute-model numbers; h100-sxm-dgx-torch2.11
+// / h200-sxm-hgx-torch2.11: the same clusters with chip numbers measured on PyTorch 2.11 (kernel
+// microbenchmarks, memory efficiency on measured one-GPU FSDP2 steps; bench/gpu/fit_kernels.py); a100-80gb-roce / a100-40gb-roce: the same nodes on a 1600 Gb/s RoCE fabric as
 // MosaicML's published A100 runs describe it, collectives as flat rings (chosen on the published
 // fit rows, bench/published/README.md); host-cpu: MPI ranks on one host as devices, shared-memory
 // transport. Latencies per ring step: NCCL's own tuning model for the ring's Simple protocol (the
@@ -42,6 +46,16 @@ constexpr const char* kPresets = R"json({
   "h200-sxm-hgx": {
     "same_as": "h100-sxm-dgx",
     "gpu": {"name": "H200 SXM 141GB", "memory": "143771MiB", "hbm_bandwidth": "4.8TB/s", "copy_bandwidth": "2.4TB/s"}
+  },
+  "h100-sxm-dgx-torch2.11": {
+    "same_as": "h100-sxm-dgx",
+    "gpu": {"gemm_efficiency": 0.8208, "gemm_half_dim": 123, "attention_efficiency": 0.487, "memory_efficiency": 0.5125,
+            "kernel_launch": "1.71us", "copy_bandwidth": "1124GB/s"}
+  },
+  "h200-sxm-hgx-torch2.11": {
+    "same_as": "h200-sxm-hgx",
+    "gpu": {"gemm_efficiency": 0.8464, "gemm_half_dim": 154, "attention_efficiency": 0.4813, "memory_efficiency": 0.425,
+            "kernel_launch": "1.08us", "copy_bandwidth": "1359GB/s"}
   },
   "a100-80gb-dgx": {
     "gpu": {
@@ -98,19 +112,26 @@ constexpr const char* kPresets = R"json({
   }
 })json";
 
-// A preset with "same_as" is that preset with its own fields merged over it (the A100 40GB is the
-// 80GB chip with less, slower HBM).
+// A preset with "same_as" is that preset (itself resolved first) with its own fields merged over
+// it: the A100 40GB is the 80GB chip with less, slower HBM; a "-torch2.11" preset is its hardware
+// preset with the chip numbers of that software.
+nlohmann::json resolve_preset(const nlohmann::json& all, const std::string& name, int depth = 0) {
+  const nlohmann::json& preset = all.at(name);
+  if (!preset.contains("same_as")) return preset;
+  if (depth > 8) throw std::logic_error("cluster preset \"" + name + "\": a same_as cycle");
+  nlohmann::json merged = resolve_preset(all, preset.at("same_as").get<std::string>(), depth + 1);
+  nlohmann::json own = preset;
+  own.erase("same_as");
+  merged.merge_patch(own);
+  return merged;
+}
+
 const nlohmann::json& presets() {
   static const nlohmann::json resolved = [] {
-    nlohmann::json all = nlohmann::json::parse(kPresets);
-    for (auto& [name, preset] : all.items()) {
-      if (!preset.contains("same_as")) continue;
-      nlohmann::json merged = all.at(preset.at("same_as").get<std::string>());
-      preset.erase("same_as");
-      merged.merge_patch(preset);
-      preset = std::move(merged);
-    }
-    return all;
+    const nlohmann::json all = nlohmann::json::parse(kPresets);
+    nlohmann::json out = nlohmann::json::object();
+    for (const auto& [name, preset] : all.items()) out[name] = resolve_preset(all, name);
+    return out;
   }();
   return resolved;
 }

@@ -17,7 +17,16 @@ The rule, fixed before the first kernel was measured (2026-11-26):
 Each objective is the mean |log(predicted / measured)| over its rows, minimised on a grid refined
 twice. peak (dense bf16) and hbm are the preset's datasheet numbers.
 
-  bench/gpu/fit_kernels.py KERNELS.jsonl [--peak-tflops 989] [--hbm-tb-s 4.8]
+With --steps RESULTS --preset P, memory_efficiency is then refitted on measured one-GPU steps,
+as the published-runs fit does (bench/published/fit.py): with the kernel-fitted GEMM, attention,
+launch and copy numbers held, one memory efficiency absorbs what the kernel list does not name
+(eager PyTorch's layout copies, unfused elementwise pieces, host gaps). Fit rows: the
+configurations fsdp_step.py had before 2026-11-26's second GPU session (FIT_CONFIGS); check rows:
+the four added then, whose steps were predicted before they were first measured. Rows with
+allocator retries (cache flushes, whose cost the model does not have) are left out of both.
+
+  bench/gpu/fit_kernels.py KERNELS.jsonl [--compute BOOST.jsonl] [--peak-tflops 989] [--hbm-tb-s 4.8]
+                           [--steps RESULTS.jsonl --preset P]
 """
 import argparse
 import json
@@ -86,6 +95,56 @@ def fit(rows, peak, hbm):
     }
 
 
+FIT_CONFIGS = ("llama-1b-none", "llama-1b-full", "llama3-8b-shape-8-layers-full", "llama3-8b-shape-10-layers-full",
+               "llama3-8b-shape-12-layers-full", "llama3-8b-shape-16-layers-full", "llama3-8b-shape-20-layers-full")
+
+
+def step_errors(steps, preset, sets):
+    """{configuration: predicted / measured step - 1} for each step row without allocator retries."""
+    import predict  # bench/gpu/predict.py, beside this file
+    errors = {}
+    retries_before = 0
+    failed_before = False
+    for r in steps:
+        if "error" in r:
+            failed_before = True
+            continue
+        # num_alloc_retries counts from the process start: this row's own is the increase, except
+        # after a configuration that ran out of memory (its retries land in the next row's count)
+        own_retries = 0 if failed_before else (r.get("num_alloc_retries") or 0) - retries_before
+        retries_before = r.get("num_alloc_retries") or 0
+        failed_before = False
+        if own_retries > 0:
+            continue
+        m = predict.simulate(predict.ROOT + "/build/release/cli/shardline", predict.scenario_of(r, preset), sets)
+        if "error" in m:
+            raise SystemExit(f"{r['name']}: {m['error']}")
+        errors[r["name"]] = m["step_time_us"] / 1000.0 / r["step_ms_median"] - 1
+    return errors
+
+
+def fit_memory_efficiency(steps, preset, f):
+    fixed = [f"cluster.gpu.gemm_efficiency={f['gemm_efficiency']:.4f}", f"cluster.gpu.gemm_half_dim={f['gemm_half_dim']:.0f}",
+             f"cluster.gpu.attention_efficiency={f['attention_efficiency']:.4f}",
+             f"cluster.gpu.kernel_launch={f['kernel_launch_us']:.2f}us",
+             f"cluster.gpu.copy_bandwidth={f['copy_bandwidth_bytes_per_s'] / 1e9:.0f}GB/s"]
+    cache = {}
+
+    def errors(em):
+        key = round(em, 4)
+        if key not in cache:
+            cache[key] = step_errors(steps, preset, fixed + [f"cluster.gpu.memory_efficiency={key}"])
+        return cache[key]
+
+    def objective(errs, fit):
+        vals = [abs(math.log(1 + e)) for n, e in errs.items() if (n in FIT_CONFIGS) == fit]
+        return sum(vals) / len(vals) if vals else float("nan")
+
+    (em,), _ = grid_min(lambda x: objective(errors(x[0]), True), [(0.2, 1.0)], points=9, rounds=4)
+    em = round(em, 4)
+    return em, errors(em), objective(errors(em), True), objective(errors(em), False), fixed
+
+
 def label(r):
     if r["kind"] == "gemm":
         return f"{r['family']} {r['proj']} {r['pass']} m{r['m']} k{r['k']} n{r['n']}"
@@ -99,9 +158,16 @@ def main():
     ap.add_argument("kernels")
     ap.add_argument("--peak-tflops", type=float, default=989.0, help="dense bf16 peak of the preset (H100 / H200 SXM: 989)")
     ap.add_argument("--hbm-tb-s", type=float, default=4.8, help="datasheet HBM bandwidth (H200 4.8, H100 SXM 3.35)")
+    ap.add_argument("--compute", default="", help="take the GEMM and attention rows from this file instead (kernels.py --cool-ms)")
     ap.add_argument("--rows", action="store_true", help="print every row's predicted / measured time")
+    ap.add_argument("--steps", default="", help="fsdp_step.py results: refit memory_efficiency on their fit rows")
+    ap.add_argument("--preset", default="", help="with --steps: the cluster preset of the measured GPU")
     args = ap.parse_args()
     rows = [json.loads(line) for line in open(args.kernels) if line.strip()]
+    if args.compute:
+        compute_rows = [json.loads(line) for line in open(args.compute) if line.strip()]
+        rows = [r for r in rows if r["kind"] not in ("gemm", "attention")] + \
+            [r for r in compute_rows if r["kind"] in ("gemm", "attention")]
     env = next((r for r in rows if r["kind"] == "environment"), {})
     errors = [r for r in rows if "error" in r]
     f = fit(rows, args.peak_tflops * 1e12, args.hbm_tb_s * 1e12)
@@ -125,6 +191,17 @@ def main():
             if args.rows:
                 for e, name in errs:
                     print(f"    {e:+7.1%}  {name}")
+    if args.steps:
+        if not args.preset:
+            ap.error("--steps needs --preset (the measured GPU's cluster preset)")
+        sys.path.insert(0, __import__("os").path.dirname(__import__("os").path.abspath(__file__)))
+        steps = [json.loads(line) for line in open(args.steps) if line.strip()][1:]
+        em, errs, fit_err, check_err, fixed = fit_memory_efficiency(steps, args.preset, f)
+        print(f"memory_efficiency refitted on the steps' fit rows: {em:.4f} (mean |log error| fit rows {fit_err:.4f}, "
+              f"check rows {check_err:.4f})")
+        print("  preset values: " + ", ".join(x.removeprefix("cluster.gpu.") for x in fixed) + f", memory_efficiency={em:.4f}")
+        for name, e in errs.items():
+            print(f"  {'fit  ' if name in FIT_CONFIGS else 'check'} {name:<40} {e:+6.1%}")
     return 0
 
 

@@ -61,6 +61,42 @@ def median_us(fn, target_ms=40.0, min_reps=5, max_reps=60, warmup=2):
     return statistics.median(times), times
 
 
+COOL_S = 0.0  # --cool-ms: idle before each GEMM and attention timing, so that it starts at boost clock
+
+
+def compute_us(fn):
+    """median_us for the compute-bound sections: with --cool-ms, a short burst after an idle gap
+    (a sustained stream of GEMMs holds the GPU at its power limit and lowers the SM clock; inside
+    a training step, memory-bound kernels between the GEMMs keep it near boost clock). Returns the
+    median, the times and the SM clock read just after (MHz)."""
+    if COOL_S:
+        torch.cuda.synchronize()
+        time.sleep(COOL_S)
+        t, times = median_us(fn, target_ms=5.0, min_reps=3, max_reps=10, warmup=1)
+    else:
+        t, times = median_us(fn)
+    return t, times, torch.cuda.clock_rate()
+
+
+def graph_us(fn, nbytes):
+    """fn's GPU time per call with no host in the way: several calls captured in one CUDA graph
+    and replayed (eager timing of a small kernel measures the Python launch path instead)."""
+    calls = int(max(1, min(20, 4e9 // max(nbytes, 1))))
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(2):
+            fn()
+    torch.cuda.current_stream().wait_stream(side)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        for _ in range(calls):
+            fn()
+    t, _ = median_us(g.replay, min_reps=3, max_reps=20)
+    del g
+    return t / calls
+
+
 def rotation(bytes_per_set):
     return max(1, min(8, math.ceil(L2_ROTATE_BYTES / max(bytes_per_set, 1))))
 
@@ -109,11 +145,15 @@ def gemm_rows(out, deadline):
                     "wgrad": lambda: (lambda x, w, dy: torch.mm(dy.t(), x))(*cyc.next()),
                 }
                 for name, fn in passes.items():
-                    t, times = median_us(fn)
+                    t, times, clock = compute_us(fn)
+                    eager = t
+                    if t < 200:  # short enough for the launch path to set the pace: time it from a graph
+                        t = graph_us(fn, per_set)
                     flops = 2.0 * tokens * k_in * n_out
                     out({"kind": "gemm", "family": fam, "proj": proj, "pass": name, "m": tokens, "k": k_in, "n": n_out,
                          "flops": flops, "bytes": float(per_set), "min_dim": min(tokens, k_in, n_out), "time_us": t,
-                         "tflops": flops / t / 1e6, "reps": len(times)})
+                         "tflops": flops / t / 1e6, "reps": len(times), "eager_us": eager,
+                         "mode": "graph" if t != eager else "eager", "sm_clock_mhz": clock, "cool_ms": COOL_S * 1000})
                 del sets, cyc
 
 
@@ -143,11 +183,12 @@ def attention_rows(out, deadline):
                 o.backward(do)
                 q.grad = k.grad = v.grad = None
 
-            tf, _ = median_us(fwd)
-            tfb, times = median_us(fwd_bwd)
+            tf, _, clock = compute_us(fwd)
+            tfb, times, _ = compute_us(fwd_bwd)
             hidden = heads * d
             flops_fwd = 4.0 * b * s * s * hidden * causal_fraction(s)
-            base = {"kind": "attention", "b": b, "s": s, "heads": heads, "kv_heads": kv_heads, "head_dim": d, "causal": True}
+            base = {"kind": "attention", "b": b, "s": s, "heads": heads, "kv_heads": kv_heads, "head_dim": d, "causal": True,
+                    "sm_clock_mhz": clock, "cool_ms": COOL_S * 1000}
             out(dict(base, **{"pass": "fwd", "flops": flops_fwd, "time_us": tf, "tflops": flops_fwd / tf / 1e6}))
             tb = tfb - tf
             out(dict(base, **{"pass": "bwd", "flops": 2.5 * flops_fwd, "time_us": tb, "tflops": 2.5 * flops_fwd / tb / 1e6,
@@ -175,20 +216,24 @@ def kernel_names(fn):
         return [f"profiler failed: {e!r}"[:200]]
 
 
-def timed_row(out, kind, name, nbytes, fn, **extra):
-    """One bytes-counted row; a call PyTorch refuses is recorded as such and the section goes on."""
+def timed_row(out, kind, name, nbytes, fn, graph=False, **extra):
+    """One bytes-counted row; a call PyTorch refuses is recorded as such and the section goes on.
+    With graph, time_us is the CUDA-graph replay time per call (eager_us keeps the eager one)."""
     try:
         t, times = median_us(fn)
+        eager = t
+        if graph:
+            t = graph_us(fn, nbytes)
     except RuntimeError as e:
         out(dict({"kind": kind, "op": name, "error": repr(e)[:300]}, **extra))
         return
-    out(dict({"kind": kind, "op": name, "bytes": float(nbytes), "time_us": t, "gb_per_s": nbytes / t / 1e3, "reps": len(times)},
-             **extra))
+    out(dict({"kind": kind, "op": name, "bytes": float(nbytes), "time_us": t, "gb_per_s": nbytes / t / 1e3, "reps": len(times),
+              "eager_us": eager, "mode": "graph" if graph else "eager"}, **extra))
 
 
 def memory_rows(out, deadline):
-    def row(name, nbytes, fn, **extra):
-        timed_row(out, "memory", name, nbytes, fn, **extra)
+    def row(name, nbytes, fn, graph=True, **extra):
+        timed_row(out, "memory", name, nbytes, fn, graph=graph, **extra)
 
     for n in [1 << 18, 1 << 20, 1 << 22, 1 << 24, 1 << 26, 1 << 28]:
         if time.time() > deadline:
@@ -204,24 +249,21 @@ def memory_rows(out, deadline):
         row("cast_fp32_to_bf16", 6 * n, lambda: (lambda x, y: y.copy_(x))(*c.next()), elements=n)
         row("cast_bf16_to_fp32", 6 * n, lambda: (lambda x, y: x.copy_(y))(*c.next()), elements=n)
         del c
-    # RMSNorm forward and backward over (tokens, hidden)
-    for tokens, h in [(4096, 2048), (16384, 2048), (4096, 4096), (16384, 4096), (8192, 8192)]:
+    # RMSNorm forward and backward over (tokens, hidden); the backward alone through autograd.grad
+    # on a kept graph (sizes large enough that the GPU, not the launch path, sets the pace)
+    for tokens, h in [(16384, 2048), (16384, 4096), (32768, 4096), (16384, 8192)]:
         if time.time() > deadline:
             return
         x = randn(tokens, h).requires_grad_()
-        w = torch.ones(h, device="cuda", requires_grad=True)
+        # bf16 like the input, as FSDP2's mixed precision gives it (an fp32 weight takes an unfused path)
+        w = torch.ones(h, device="cuda", dtype=torch.bfloat16, requires_grad=True)
         dy = randn(tokens, h)
         nb = 2 * tokens * h
         row("rms_norm_fwd", 2 * nb, lambda: F.rms_norm(x, (h,), w, 1e-5), tokens=tokens, hidden=h)
-        tf, _ = median_us(lambda: F.rms_norm(x, (h,), w, 1e-5))
-
-        def fb():
-            F.rms_norm(x, (h,), w, 1e-5).backward(dy)
-            x.grad = w.grad = None
-        tfb, _ = median_us(fb)
-        out({"kind": "memory", "op": "rms_norm_bwd", "bytes": 3.0 * nb, "time_us": tfb - tf, "gb_per_s": 3 * nb / (tfb - tf) / 1e3,
-             "tokens": tokens, "hidden": h, "fwd_bwd_us": tfb})
-        del x, w, dy
+        y = F.rms_norm(x, (h,), w, 1e-5)
+        row("rms_norm_bwd", 3 * nb, lambda: torch.autograd.grad(y, (x, w), dy, retain_graph=True), graph=False, tokens=tokens,
+            hidden=h)
+        del x, w, dy, y
     # The fp32 loss: logits.float(), cross entropy forward and backward, over (tokens, vocab)
     for tokens, vocab in [(4096, 32000), (8192, 32000), (4096, 128256), (8192, 128256)]:
         if time.time() > deadline:
@@ -258,13 +300,13 @@ def memory_rows(out, deadline):
             for p in params:
                 p.grad = torch.randn_like(p)
             opt = torch.optim.AdamW(params, lr=1e-4, weight_decay=0.1, **{impl: True})
-            row(f"adamw_{impl}", per_param * total, opt.step, params=total, tensors=tensors)
+            row(f"adamw_{impl}", per_param * total, opt.step, graph=False, params=total, tensors=tensors)
             del opt, params
 
 
 def copy_rows(out, deadline):
     def row(name, nbytes, fn, **extra):
-        timed_row(out, "copy", name, nbytes, fn, **extra)
+        timed_row(out, "copy", name, nbytes, fn, graph=True, **extra)
 
     # A transformer block's parameters as FSDP2 holds them: (sizes of its tensors)
     for fam, h, f, heads, kv_heads, _ in FAMILIES[1:4]:
@@ -284,10 +326,10 @@ def copy_rows(out, deadline):
         row("split_with_sizes_copy", 2 * total, lambda: torch.split_with_sizes_copy(flat, sizes, out=outs), family=fam,
             tensors=len(sizes))
         grads = [randn(s) for s in sizes]
-        rs_in = randn(total)
+        rs_in = randn(1, total)
         row("chunk_cat_bf16", 2 * total, lambda: torch._chunk_cat(grads, dim=0, num_chunks=1, out=rs_in), family=fam,
             tensors=len(sizes))
-        rs_in32 = randn(total, dtype=torch.float32)
+        rs_in32 = randn(1, total, dtype=torch.float32)
         row("chunk_cat_bf16_to_fp32", 2 * total, lambda: torch._chunk_cat(grads, dim=0, num_chunks=1, out=rs_in32),
             family=fam, tensors=len(sizes), note="bytes counted as the bf16 side")
         del shards, shards32, flat, views, outs, grads, rs_in, rs_in32
@@ -342,7 +384,11 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--budget-s", type=float, default=240.0, help="stop adding rows to a section after this much wall time")
     ap.add_argument("--sections", default="ceiling,launch,gemm,attention,memory,copy")
+    ap.add_argument("--cool-ms", type=float, default=0.0,
+                    help="idle this long before each GEMM and attention timing and time a short burst (boost clock)")
     args = ap.parse_args()
+    global COOL_S
+    COOL_S = args.cool_ms / 1000.0
     t0 = time.time()
     torch.manual_seed(0)
     torch.backends.cuda.matmul.allow_tf32 = False
@@ -361,6 +407,9 @@ def main():
     print(json.dumps(env), flush=True)
     # Each section gets a share of the budget; a failed section is recorded and the rest go on.
     shares = {"ceiling": 0.05, "launch": 0.05, "gemm": 0.35, "attention": 0.2, "memory": 0.25, "copy": 0.1}
+    if args.sections != ap.get_default("sections"):  # the chosen sections share the whole budget
+        chosen = args.sections.split(",")
+        shares = {k: v / sum(shares[c] for c in chosen) for k, v in shares.items()}
     start = time.time()
     for section in args.sections.split(","):
         deadline = time.time() + shares[section] * args.budget_s

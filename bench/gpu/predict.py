@@ -40,12 +40,13 @@ def scenario_of(row, preset):
     }
 
 
-def simulate(binary, scenario):
+def simulate(binary, scenario, sets=()):
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
         json.dump(scenario, f)
         path = f.name
     try:
-        out = subprocess.run([binary, "simulate", path, "--json"], capture_output=True, text=True)
+        out = subprocess.run([binary, "simulate", path, "--json"] + [a for s in sets for a in ("--set", s)], capture_output=True,
+                             text=True)
         if out.returncode != 0:
             return {"error": out.stderr.strip()}
         j = json.loads(out.stdout)
@@ -76,7 +77,7 @@ def predict_before(args):
     print(f"{'configuration':<32} {'step (ms)':>10} {'tokens/s':>9} {'allocated GiB':>14} {'reserved GiB':>13} {'needed GiB':>11}")
     saved = []
     for cfg in configs():
-        m = simulate(args.binary, scenario_of(dict(cfg, optimizer=args.optimizer), args.preset))
+        m = simulate(args.binary, scenario_of(dict(cfg, optimizer=args.optimizer), args.preset), args.set)
         if "error" in m:
             print(f"{cfg['name']:<32} simulate failed: {m['error']}")
             continue
@@ -101,6 +102,8 @@ def main():
     ap.add_argument("results", nargs="?")
     ap.add_argument("--binary", default=os.path.join(ROOT, "build/release/cli/shardline"))
     ap.add_argument("--preset", default="h100-sxm-dgx")
+    ap.add_argument("--set", action="append", default=[], metavar="PATH=VALUE",
+                    help="a scenario override for every row, e.g. cluster.gpu.gemm_efficiency=0.72")
     ap.add_argument("--before", action="store_true", help="predict fsdp_step.py's CONFIGS before measuring them")
     ap.add_argument("--optimizer", choices=["foreach", "fused"], default="foreach", help="with --before")
     ap.add_argument("--save", default="", help="with --before: write the predictions here (JSON lines)")
@@ -120,7 +123,7 @@ def main():
         if "error" in r:
             print(f"{r['name']:<32} measured run failed: {r['error']}")
             continue
-        m = simulate(args.binary, scenario_of(r, args.preset))
+        m = simulate(args.binary, scenario_of(r, args.preset), args.set)
         if "error" in m:
             print(f"{r['name']:<32} simulate failed: {m['error']}")
             continue

@@ -401,7 +401,21 @@ TEST(Cluster, PresetsCarryRealNumbers) {
     j["mesh"] = {{"shard", preset["nodes"].get<int>() * preset["gpus_per_node"].get<int>()}};
     EXPECT_NO_THROW(parse_scenario(j)) << name;
   }
-  EXPECT_EQ(cluster_preset_names().size(), 7u);
+  EXPECT_EQ(cluster_preset_names().size(), 9u);
+  // A "-torch2.11" preset is its hardware preset (resolved through its own same_as) with the chip
+  // numbers measured on that software: hardware fields from the base, efficiencies its own.
+  for (const auto& [torch_name, base_name] : {std::pair{"h100-sxm-dgx-torch2.11", "h100-sxm-dgx"},
+                                              std::pair{"h200-sxm-hgx-torch2.11", "h200-sxm-hgx"}}) {
+    const json current = cluster_preset_json(torch_name, "test");
+    const json base = cluster_preset_json(base_name, "test");
+    EXPECT_FALSE(current.contains("same_as")) << torch_name;
+    for (const char* field : {"name", "memory", "hbm_bandwidth", "peak_tflops", "context_memory"})
+      EXPECT_EQ(current["gpu"][field], base["gpu"][field]) << torch_name << " " << field;
+    EXPECT_EQ(current["intra_node"], base["intra_node"]) << torch_name;
+    EXPECT_NE(current["gpu"]["gemm_efficiency"], base["gpu"]["gemm_efficiency"]) << torch_name;
+    EXPECT_NE(current["gpu"]["copy_bandwidth"], base["gpu"]["copy_bandwidth"]) << torch_name;
+  }
+  EXPECT_EQ(cluster_preset_json("h200-sxm-hgx-torch2.11", "test")["gpu"]["memory"], "143771MiB");
   // The H200 is the H100's chip with more, faster HBM: the same fitted compute-model numbers.
   j["cluster"] = {{"preset", "h200-sxm-hgx"}};
   j["mesh"] = {{"shard", 8}};
