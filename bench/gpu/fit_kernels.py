@@ -31,7 +31,11 @@ allocator retries (cache flushes, whose cost the model does not have) are left o
 import argparse
 import json
 import math
+import os
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import predict  # noqa: E402
 
 
 def mean_abs_log(pairs):
@@ -95,35 +99,7 @@ def fit(rows, peak, hbm):
     }
 
 
-FIT_CONFIGS = ("llama-1b-none", "llama-1b-full", "llama3-8b-shape-8-layers-full", "llama3-8b-shape-10-layers-full",
-               "llama3-8b-shape-12-layers-full", "llama3-8b-shape-16-layers-full", "llama3-8b-shape-20-layers-full")
-
-
-def step_errors(steps, preset, sets):
-    """{configuration: predicted / measured step - 1} for each step row without allocator retries."""
-    import predict  # bench/gpu/predict.py, beside this file
-    errors = {}
-    retries_before = 0
-    failed_before = False
-    for r in steps:
-        if "error" in r:
-            failed_before = True
-            continue
-        # num_alloc_retries counts from the process start: this row's own is the increase, except
-        # after a configuration that ran out of memory (its retries land in the next row's count)
-        own_retries = 0 if failed_before else (r.get("num_alloc_retries") or 0) - retries_before
-        retries_before = r.get("num_alloc_retries") or 0
-        failed_before = False
-        if own_retries > 0:
-            continue
-        m = predict.simulate(predict.ROOT + "/build/release/cli/shardline", predict.scenario_of(r, preset), sets)
-        if "error" in m:
-            raise SystemExit(f"{r['name']}: {m['error']}")
-        errors[r["name"]] = m["step_time_us"] / 1000.0 / r["step_ms_median"] - 1
-    return errors
-
-
-def fit_memory_efficiency(steps, preset, f):
+def fit_memory_efficiency(steps, preset, f, binary):
     fixed = [f"cluster.gpu.gemm_efficiency={f['gemm_efficiency']:.4f}", f"cluster.gpu.gemm_half_dim={f['gemm_half_dim']:.0f}",
              f"cluster.gpu.attention_efficiency={f['attention_efficiency']:.4f}",
              f"cluster.gpu.kernel_launch={f['kernel_launch_us']:.2f}us",
@@ -133,16 +109,12 @@ def fit_memory_efficiency(steps, preset, f):
     def errors(em):
         key = round(em, 4)
         if key not in cache:
-            cache[key] = step_errors(steps, preset, fixed + [f"cluster.gpu.memory_efficiency={key}"])
+            cache[key] = predict.step_errors(steps, preset, fixed + [f"cluster.gpu.memory_efficiency={key}"], binary)
         return cache[key]
 
-    def objective(errs, fit):
-        vals = [abs(math.log(1 + e)) for n, e in errs.items() if (n in FIT_CONFIGS) == fit]
-        return sum(vals) / len(vals) if vals else float("nan")
-
-    (em,), _ = grid_min(lambda x: objective(errors(x[0]), True), [(0.2, 1.0)], points=9, rounds=4)
+    (em,), _ = grid_min(lambda x: predict.mean_abs_log_error(errors(x[0]), True), [(0.2, 1.0)], points=9, rounds=4)
     em = round(em, 4)
-    return em, errors(em), objective(errors(em), True), objective(errors(em), False), fixed
+    return em, errors(em), predict.mean_abs_log_error(errors(em), True), predict.mean_abs_log_error(errors(em), False), fixed
 
 
 def label(r):
@@ -162,6 +134,7 @@ def main():
     ap.add_argument("--rows", action="store_true", help="print every row's predicted / measured time")
     ap.add_argument("--steps", default="", help="fsdp_step.py results: refit memory_efficiency on their fit rows")
     ap.add_argument("--preset", default="", help="with --steps: the cluster preset of the measured GPU")
+    ap.add_argument("--binary", default=os.path.join(predict.ROOT, "build/release/cli/shardline"))
     args = ap.parse_args()
     rows = [json.loads(line) for line in open(args.kernels) if line.strip()]
     if args.compute:
@@ -194,14 +167,13 @@ def main():
     if args.steps:
         if not args.preset:
             ap.error("--steps needs --preset (the measured GPU's cluster preset)")
-        sys.path.insert(0, __import__("os").path.dirname(__import__("os").path.abspath(__file__)))
         steps = [json.loads(line) for line in open(args.steps) if line.strip()][1:]
-        em, errs, fit_err, check_err, fixed = fit_memory_efficiency(steps, args.preset, f)
+        em, errs, fit_err, check_err, fixed = fit_memory_efficiency(steps, args.preset, f, args.binary)
         print(f"memory_efficiency refitted on the steps' fit rows: {em:.4f} (mean |log error| fit rows {fit_err:.4f}, "
               f"check rows {check_err:.4f})")
         print("  preset values: " + ", ".join(x.removeprefix("cluster.gpu.") for x in fixed) + f", memory_efficiency={em:.4f}")
         for name, e in errs.items():
-            print(f"  {'fit  ' if name in FIT_CONFIGS else 'check'} {name:<40} {e:+6.1%}")
+            print(f"  {'fit  ' if name in predict.FIT_CONFIGS else 'check'} {name:<40} {e:+6.1%}")
     return 0
 
 

@@ -15,6 +15,7 @@ is needed here), to print and save (--save FILE, JSON lines) the predictions bef
 import argparse
 import ast
 import json
+import math
 import os
 import subprocess
 import sys
@@ -72,6 +73,41 @@ def configs():
     raise SystemExit("no CONFIGS in fsdp_step.py")
 
 
+# The configurations fsdp_step.py had before 2026-11-26's second GPU session: the fit rows of the
+# -torch2.11 presets' memory efficiency (fit_kernels.py --steps); the others are check rows.
+FIT_CONFIGS = ("llama-1b-none", "llama-1b-full", "llama3-8b-shape-8-layers-full", "llama3-8b-shape-10-layers-full",
+               "llama3-8b-shape-12-layers-full", "llama3-8b-shape-16-layers-full", "llama3-8b-shape-20-layers-full")
+
+
+def step_errors(steps, preset, sets, binary):
+    """{configuration: predicted / measured step - 1} for each step row without allocator retries."""
+    errors = {}
+    retries_before = 0
+    failed_before = False
+    for r in steps:
+        if "error" in r:
+            failed_before = True
+            continue
+        # num_alloc_retries counts from the process start: this row's own is the increase, except
+        # after a configuration that ran out of memory (its retries land in the next row's count)
+        own_retries = 0 if failed_before else (r.get("num_alloc_retries") or 0) - retries_before
+        retries_before = r.get("num_alloc_retries") or 0
+        failed_before = False
+        if own_retries > 0:
+            continue
+        m = simulate(binary, scenario_of(r, preset), sets)
+        if "error" in m:
+            raise SystemExit(f"{r['name']}: {m['error']}")
+        errors[r["name"]] = m["step_time_us"] / 1000.0 / r["step_ms_median"] - 1
+    return errors
+
+
+def mean_abs_log_error(errors, fit):
+    """Mean |log(predicted / measured)| over the fit rows (fit=True) or the check rows."""
+    vals = [abs(math.log(1 + e)) for n, e in errors.items() if (n in FIT_CONFIGS) == fit]
+    return sum(vals) / len(vals) if vals else float("nan")
+
+
 def predict_before(args):
     print(f"predicted before measuring, preset {args.preset}, optimizer {args.optimizer}")
     print(f"{'configuration':<32} {'step (ms)':>10} {'tokens/s':>9} {'allocated GiB':>14} {'reserved GiB':>13} {'needed GiB':>11}")
@@ -104,6 +140,8 @@ def main():
     ap.add_argument("--preset", default="h100-sxm-dgx")
     ap.add_argument("--set", action="append", default=[], metavar="PATH=VALUE",
                     help="a scenario override for every row, e.g. cluster.gpu.gemm_efficiency=0.72")
+    ap.add_argument("--gate", type=float, default=None, metavar="MAX",
+                    help="exit 1 when the check rows' mean |log(predicted / measured)| step time is above MAX")
     ap.add_argument("--before", action="store_true", help="predict fsdp_step.py's CONFIGS before measuring them")
     ap.add_argument("--optimizer", choices=["foreach", "fused"], default="foreach", help="with --before")
     ap.add_argument("--save", default="", help="with --before: write the predictions here (JSON lines)")
@@ -115,6 +153,13 @@ def main():
     if not args.results:
         ap.error("a results file, or --before")
     rows = [json.loads(line) for line in open(args.results) if line.strip()]
+    if args.gate is not None:
+        errors = step_errors(rows[1:], args.preset, args.set, args.binary)
+        fit, check = mean_abs_log_error(errors, True), mean_abs_log_error(errors, False)
+        for name, e in errors.items():
+            print(f"{'fit  ' if name in FIT_CONFIGS else 'check'} {name:<40} {e:+6.1%}")
+        print(f"mean |log error|: fit rows {fit:.4f}, check rows {check:.4f} (gate {args.gate})")
+        return 0 if check <= args.gate else 1
     env = rows[0].get("environment", {})
     print(f"measured on {env.get('gpu')}, PyTorch {env.get('torch')}, CUDA {env.get('cuda')}, NCCL {env.get('nccl')}")
     print(f"{'configuration':<32} {'step pred/meas (ms)':>20} {'error':>7}  {'allocated pred/meas GiB':>24}  "
