@@ -8,6 +8,10 @@ predicted vs measured step time, tokens/s, peak allocated and peak reserved memo
 
   bench/gpu/predict.py bench/gpu/h100_results.jsonl [--binary build/release/cli/shardline] [--preset P]
 
+--set PATH=VALUE applies a scenario override to every row. --gate MAX prints each row's step error
+as fit or check row (FIT_CONFIGS) and exits 1 when the check rows' mean |log(predicted /
+measured)| is above MAX (CTest published.gpu_steps_*, with the -torch2.11 presets).
+
 --before predicts fsdp_step.py's CONFIGS without a measurement (read from that file, so no PyTorch
 is needed here), to print and save (--save FILE, JSON lines) the predictions before a run:
   bench/gpu/predict.py --before --optimizer fused --preset h200-sxm-hgx --save predicted.jsonl
