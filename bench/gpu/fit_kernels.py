@@ -117,6 +117,35 @@ def fit_memory_efficiency(steps, preset, f, binary):
     return em, errors(em), predict.mean_abs_log_error(errors(em), True), predict.mean_abs_log_error(errors(em), False), fixed
 
 
+def preset_gpu_fields(name):
+    """The "gpu" fields a preset sets itself, read from core/cluster_presets.cpp's JSON."""
+    source = open(os.path.join(predict.ROOT, "core", "cluster_presets.cpp")).read()
+    presets = json.loads(source[source.index('R"json(') + len('R"json('):source.index(')json"')])
+    if name not in presets:
+        raise SystemExit(f"no cluster preset {name!r} in core/cluster_presets.cpp")
+    return presets[name].get("gpu", {})
+
+
+def unit_value(text, unit):
+    if not text.endswith(unit):
+        raise SystemExit(f"expected a value in {unit}, got {text!r}")
+    return float(text[:-len(unit)])
+
+
+def check_preset(name, f, em):
+    """Differences between the fitted values (as fit_kernels.py prints them) and the preset's own."""
+    gpu = preset_gpu_fields(name)
+    fitted = {"gemm_efficiency": round(f["gemm_efficiency"], 4), "gemm_half_dim": round(f["gemm_half_dim"]),
+              "attention_efficiency": round(f["attention_efficiency"], 4), "memory_efficiency": round(em, 4),
+              "kernel_launch": round(f["kernel_launch_us"], 2), "copy_bandwidth": round(f["copy_bandwidth_bytes_per_s"] / 1e9)}
+    shipped = {"gemm_efficiency": gpu.get("gemm_efficiency"), "gemm_half_dim": gpu.get("gemm_half_dim"),
+               "attention_efficiency": gpu.get("attention_efficiency"), "memory_efficiency": gpu.get("memory_efficiency"),
+               "kernel_launch": unit_value(gpu.get("kernel_launch", "nanus"), "us"),
+               "copy_bandwidth": unit_value(gpu.get("copy_bandwidth", "nanGB/s"), "GB/s")}
+    return [f"{k}: preset {shipped[k]}, fitted {fitted[k]}" for k in fitted
+            if shipped[k] is None or abs(float(shipped[k]) - fitted[k]) > 1e-9]
+
+
 def label(r):
     if r["kind"] == "gemm":
         return f"{r['family']} {r['proj']} {r['pass']} m{r['m']} k{r['k']} n{r['n']}"
@@ -135,6 +164,8 @@ def main():
     ap.add_argument("--steps", default="", help="fsdp_step.py results: refit memory_efficiency on their fit rows")
     ap.add_argument("--preset", default="", help="with --steps: the cluster preset of the measured GPU")
     ap.add_argument("--binary", default=os.path.join(predict.ROOT, "build/release/cli/shardline"))
+    ap.add_argument("--check-preset", default="", metavar="NAME",
+                    help="with --steps: exit 1 unless this preset carries exactly the fitted values (CTest)")
     args = ap.parse_args()
     rows = [json.loads(line) for line in open(args.kernels) if line.strip()]
     if args.compute:
@@ -174,6 +205,15 @@ def main():
         print("  preset values: " + ", ".join(x.removeprefix("cluster.gpu.") for x in fixed) + f", memory_efficiency={em:.4f}")
         for name, e in errs.items():
             print(f"  {'fit  ' if name in predict.FIT_CONFIGS else 'check'} {name:<40} {e:+6.1%}")
+        if args.check_preset:
+            differences = check_preset(args.check_preset, f, em)
+            for d in differences:
+                print(f"{args.check_preset} differs from the fit: {d}")
+            if differences:
+                return 1
+            print(f"{args.check_preset} carries the fitted values")
+    elif args.check_preset:
+        ap.error("--check-preset needs --steps (the memory efficiency is fitted on them)")
     return 0
 
 
