@@ -130,6 +130,8 @@ def run_config(cfg, steps, warmup, trace_dir, optimizer="foreach"):
     gc.collect()
     torch.cuda.empty_cache()
     allocated_at_start = torch.cuda.memory_allocated()
+    # The allocator's retry count runs from the process start; this configuration's own is the rise.
+    retries_at_start = torch.cuda.memory_stats().get("num_alloc_retries", 0)
     torch.manual_seed(0)
     with torch.device("meta"):
         model = Model(layers, h, f, heads, kv_heads, vocab, seq, ckpt == "full")
@@ -203,6 +205,7 @@ def run_config(cfg, steps, warmup, trace_dir, optimizer="foreach"):
         "max_memory_reserved": torch.cuda.max_memory_reserved(),
         "active_bytes_peak": stats.get("active_bytes.all.peak"),
         "num_alloc_retries": stats.get("num_alloc_retries"),
+        "alloc_retries": stats.get("num_alloc_retries", 0) - retries_at_start,
         "phases": phases,
         "allocated_at_start": allocated_at_start,
     }

@@ -83,21 +83,29 @@ FIT_CONFIGS = ("llama-1b-none", "llama-1b-full", "llama3-8b-shape-8-layers-full"
                "llama3-8b-shape-12-layers-full", "llama3-8b-shape-16-layers-full", "llama3-8b-shape-20-layers-full")
 
 
-def step_errors(steps, preset, sets, binary):
-    """{configuration: predicted / measured step - 1} for each step row without allocator retries."""
-    errors = {}
-    retries_before = 0
-    failed_before = False
+def own_alloc_retries(steps):
+    """{configuration: allocator retries during its own run} for the rows that ran. Rows measured
+    since 2026-11-26's second GPU session carry their own count (alloc_retries); before, only
+    num_alloc_retries, which counts from the process start: a row's own is the rise, except after
+    a configuration that ran out of memory (its retries land in the next row's count)."""
+    own = {}
+    before, failed_before = 0, False
     for r in steps:
         if "error" in r:
             failed_before = True
             continue
-        # num_alloc_retries counts from the process start: this row's own is the increase, except
-        # after a configuration that ran out of memory (its retries land in the next row's count)
-        own_retries = 0 if failed_before else (r.get("num_alloc_retries") or 0) - retries_before
-        retries_before = r.get("num_alloc_retries") or 0
-        failed_before = False
-        if own_retries > 0:
+        total = r.get("num_alloc_retries") or 0
+        own[r["name"]] = r["alloc_retries"] if "alloc_retries" in r else 0 if failed_before else total - before
+        before, failed_before = total, False
+    return own
+
+
+def step_errors(steps, preset, sets, binary):
+    """{configuration: predicted / measured step - 1} for each step row without allocator retries."""
+    retries = own_alloc_retries(steps)
+    errors = {}
+    for r in steps:
+        if "error" in r or retries[r["name"]] > 0:
             continue
         m = simulate(binary, scenario_of(r, preset), sets)
         if "error" in m:
@@ -168,6 +176,7 @@ def main():
     print(f"measured on {env.get('gpu')}, PyTorch {env.get('torch')}, CUDA {env.get('cuda')}, NCCL {env.get('nccl')}")
     print(f"{'configuration':<32} {'step pred/meas (ms)':>20} {'error':>7}  {'allocated pred/meas GiB':>24}  "
           f"{'reserved pred/meas GiB':>23}  {'needed':>6}  {'meas reserved/active-1':>22}")
+    retries = own_alloc_retries(rows[1:])
     for r in rows[1:]:
         if "error" in r:
             print(f"{r['name']:<32} measured run failed: {r['error']}")
@@ -184,7 +193,7 @@ def main():
               f"{m['peak_reserved_bytes'] / GiB:10.1f} / {r['max_memory_reserved'] / GiB:10.1f}  "
               f"{m['min_reserved_bytes'] / GiB:6.1f}  {frag:22.3f}"
               + ("  (flushes predicted)" if m.get("allocator_cache_flushes") else "")
-              + (f"  (alloc retries measured: {r['num_alloc_retries']})" if r.get("num_alloc_retries") else ""))
+              + (f"  (alloc retries measured: {retries[r['name']]})" if retries[r["name"]] else ""))
 
 
 if __name__ == "__main__":
