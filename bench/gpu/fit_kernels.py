@@ -1,9 +1,8 @@
 #!/usr/bin/env python3
-"""Fits the compute model's chip parameters on kernel microbenchmarks (bench/gpu/kernels.py):
-a parameter set for the software those kernels ran on, fitted on kernel rows only. The measured
-training steps of fsdp_step.py are never fitted on; they are the check (bench/gpu/predict.py).
+"""Fits the compute model's chip parameters on kernel microbenchmarks (bench/gpu/kernels.py): a
+parameter set for the software those kernels ran on.
 
-The rule, fixed before the first kernel was measured (2026-11-26):
+The rule, committed before the first kernel was measured (2026-11-26, 6378c36):
   - memory_efficiency and kernel_launch together, on the memory rows (elementwise ops, casts,
     RMSNorm, the fp32 loss, embedding, AdamW; every size): time = bytes / (hbm x efficiency) +
     launch;
@@ -15,18 +14,21 @@ The rule, fixed before the first kernel was measured (2026-11-26):
   - copy_bandwidth on the copy rows (FSDP2's foreach copy, split_with_sizes_copy, chunk_cat):
     bytes copied / (time - launch).
 Each objective is the mean |log(predicted / measured)| over its rows, minimised on a grid refined
-twice. peak (dense bf16) and hbm are the preset's datasheet numbers.
+twice. peak (dense bf16) and hbm are the preset's datasheet numbers. --compute takes the GEMM and
+attention rows from another file (kernels.py --cool-ms: each call at boost clock), for comparison.
 
-With --steps RESULTS --preset P, memory_efficiency is then refitted on measured one-GPU steps,
-as the published-runs fit does (bench/published/fit.py): with the kernel-fitted GEMM, attention,
-launch and copy numbers held, one memory efficiency absorbs what the kernel list does not name
-(eager PyTorch's layout copies, unfused elementwise pieces, host gaps). Fit rows: the
-configurations fsdp_step.py had before 2026-11-26's second GPU session (FIT_CONFIGS); check rows:
-the four added then, whose steps were predicted before they were first measured. Rows with
-allocator retries (cache flushes, whose cost the model does not have) are left out of both.
+Added after the kernel-only predictions were seen (docs/benchmarks.md, "Current software"): with
+--steps RESULTS --preset P, memory_efficiency is refitted on measured one-GPU steps, as the
+published-runs fit does (bench/published/fit.py): with the kernel-fitted GEMM, attention, launch
+and copy numbers held, one memory efficiency absorbs what the kernel list does not name (eager
+PyTorch's layout copies, unfused elementwise pieces, host gaps). Fit rows: the configurations
+fsdp_step.py had before 2026-11-26's second GPU session (predict.FIT_CONFIGS); check rows: the four
+added then, which no fit reads. Rows with allocator retries (cache flushes, whose cost the model
+does not have) are left out of both. --check-preset NAME then exits 1 unless that preset in
+core/cluster_presets.cpp carries exactly the fitted values (CTest published.gpu_presets_fit_*).
 
   bench/gpu/fit_kernels.py KERNELS.jsonl [--compute BOOST.jsonl] [--peak-tflops 989] [--hbm-tb-s 4.8]
-                           [--steps RESULTS.jsonl --preset P]
+                           [--steps RESULTS.jsonl --preset P [--check-preset NAME]] [--rows]
 """
 import argparse
 import json
