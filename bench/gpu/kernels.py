@@ -1,11 +1,9 @@
 #!/usr/bin/env python3
 """Kernel microbenchmarks on this machine's GPU through PyTorch: the fit data for a parameter set
-of current software (docs/benchmarks.md, "Kernels on current software").
+of current software (docs/benchmarks.md, "Current software"; fitted by fit_kernels.py).
 
 Each row times one kernel (or one PyTorch call) in isolation and counts its work in shardline's
-own convention (docs/compute-model.md), so that the compute model's parameters can be fitted on
-these rows alone and held against the measured one-GPU training steps of fsdp_step.py, which
-are never fitted on:
+own convention (docs/compute-model.md):
   gemm       bf16 matrix products of the transformer shapes: forward x W^T, input gradient
              dY W, weight gradient dY^T X; flops 2mnk, min_dim the smallest of m, n, k
   attention  scaled_dot_product_attention, causal, bf16, forward and backward (backward = the
@@ -19,9 +17,10 @@ are never fitted on:
   ceiling    a large device-to-device copy and an 8192^3 bf16 product
 Every time is the median of CUDA-event intervals recorded back to back (no synchronisation
 between repetitions) after warm-up; inputs are random, and rotate among several buffers where
-one set would sit in L2.
+one set would sit in L2; calls short enough for the Python launch path to set the pace are timed
+from a CUDA graph. --cool-ms N idles N ms before each GEMM and attention timing (boost clock).
 
-  python3 bench/gpu/kernels.py --out kernels.jsonl [--budget-s 240]
+  python3 bench/gpu/kernels.py --out kernels.jsonl [--budget-s 240] [--sections gemm,attention] [--cool-ms 100]
 """
 import argparse
 import json
