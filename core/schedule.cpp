@@ -847,13 +847,15 @@ class Scheduler {
     // The reduce-scatter stream waits for the compute stream (gradients ready).
     em_.wait(StreamId::ReduceScatter, em_.last_on(StreamId::Compute));
     // The bucket's gradient shard is made by its first reduce-scatter of the step (later ones
-    // accumulate into it) and lives to the step's end.
-    if (!grad_shard_allocated_[rb]) {
+    // accumulate into it) and lives to the step's end. FSDP2's foreach_reduce allocates it (the
+    // reduce-scatter output) only after the copy-in, once the unsharded gradients are released.
+    const auto alloc_grad_shard = [&] {
+      if (grad_shard_allocated_[rb]) return;
       const int64_t shard_bytes = bucket.shard_elems * dtype_bytes(p_.master_dtype);
       memory_op(OpKind::Alloc, StreamId::ReduceScatter, MemoryKind::ShardedGrads, shard_bytes, bucket_label("grad_shard rb", rb));
       grad_shard_allocated_[rb] = true;
       grad_shard_bytes_ += shard_bytes;
-    }
+    };
     int rs_op = -1;
     std::vector<int> rs_ops;
     if (s_.policy.comm_fusion) {
@@ -868,6 +870,7 @@ class Scheduler {
       const int rs_copy_in = em_.emit(std::move(in));
       memory_op(OpKind::Free, StreamId::ReduceScatter, MemoryKind::UnshardedGrads, grad_bytes,
                 bucket_label("grads rb", rb));
+      alloc_grad_shard();
       Op rs = make(OpKind::ReduceScatter, StreamId::ReduceScatter, bucket_label("rs rb", rb));
       rs.unit = unit_of(bucket);
       rs.bucket = rb;
@@ -885,6 +888,7 @@ class Scheduler {
       if (queued_buckets)
         memory_op(OpKind::Free, StreamId::ReduceScatter, MemoryKind::ReduceScatterBuffer, rs_bytes, bucket_label("rs_buf rb", rb));
     } else {
+      alloc_grad_shard();  // unfused: each parameter's reduce-scatter writes into it directly
       for (uint32_t k = 0; k < bucket.list.count; ++k) {
         const TensorSlice slice = p_.slice_lists[bucket.list.begin + k];
         Op rs = make(OpKind::ReduceScatter, StreamId::ReduceScatter, "rs " + p_.params[slice.param].name);

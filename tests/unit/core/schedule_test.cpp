@@ -632,6 +632,35 @@ TEST(Schedule, GradientShardsLiveFromTheirFirstReduceScatterToTheStepsEnd) {
   for (const Op* rs : ops_of(p, OpKind::ReduceScatter, Phase::Backward)) EXPECT_TRUE(happens_before(p, p.id_of(*rs), p.id_of(*freed)));
 }
 
+// FSDP2's foreach_reduce: reduce-scatter input, copy-in, release of the unsharded gradients, and
+// only then the reduce-scatter output (the gradient shard). With one rank the shard is as large
+// as the gradients, and allocating it before the release over-stated the peak by their size
+// (1.96 GiB on the 8B-shaped one-GPU steps, docs/benchmarks.md).
+TEST(Schedule, GradientShardIsAllocatedAfterTheUnshardedGradientsAreReleased) {
+  const Program p = schedule(make_scenario(3, 2, 1));
+  int checked = 0;
+  for (size_t i = 0; i < p.ops.size(); ++i) {
+    if (p.ops[i].kind != OpKind::Alloc || p.ops[i].memory != MemoryKind::ShardedGrads) continue;
+    // On the reduce-scatter stream, in program order: the bucket's copy-in, the release of the
+    // unsharded gradients, this allocation, then the bucket's reduce-scatter.
+    const Op* copy_in = nullptr;
+    const Op* released = nullptr;
+    const Op* rs = nullptr;
+    for (size_t j = 0; j < p.ops.size(); ++j) {
+      const Op& op = p.ops[j];
+      if (op.stream != StreamId::ReduceScatter) continue;
+      if (j < i && op.kind == OpKind::CopyIn) copy_in = &op;
+      if (j < i && op.kind == OpKind::Free && op.memory == MemoryKind::UnshardedGrads) released = &op;
+      if (j > i && op.kind == OpKind::ReduceScatter && rs == nullptr) rs = &op;
+    }
+    ASSERT_TRUE(copy_in && released && rs) << p.name(p.ops[i]);
+    EXPECT_LT(p.id_of(*copy_in), p.id_of(*released)) << p.name(p.ops[i]);
+    EXPECT_EQ(copy_in->bucket, rs->bucket) << p.name(p.ops[i]);
+    ++checked;
+  }
+  EXPECT_EQ(checked, 3);
+}
+
 TEST(Schedule, FinalizeWaitsForEveryPostReduceEvent) {
   const Program p = schedule(make_scenario(3, 2, 2));
   const Op& last = p.ops.back();
