@@ -405,12 +405,11 @@ def main():
     out({"kind": "environment", **env})
     print(json.dumps(env), flush=True)
     # Each section gets a share of the budget; a failed section is recorded and the rest go on.
-    shares = {"ceiling": 0.05, "launch": 0.05, "gemm": 0.35, "attention": 0.2, "memory": 0.25, "copy": 0.1}
-    if args.sections != ap.get_default("sections"):  # the chosen sections share the whole budget
-        chosen = args.sections.split(",")
-        shares = {k: v / sum(shares[c] for c in chosen) for k, v in shares.items()}
+    weights = {"ceiling": 0.05, "launch": 0.05, "gemm": 0.35, "attention": 0.2, "memory": 0.25, "copy": 0.1}
+    chosen = args.sections.split(",")  # the chosen sections share the whole budget
+    shares = {k: v / sum(weights[c] for c in chosen) for k, v in weights.items()}
     start = time.time()
-    for section in args.sections.split(","):
+    for section in chosen:
         deadline = time.time() + shares[section] * args.budget_s
         ts = time.time()
         try:

@@ -45,13 +45,17 @@ def scenario_of(row, preset):
     }
 
 
+def set_flags(sets):
+    """`--set PATH=VALUE` arguments for `shardline simulate`, one pair per override."""
+    return [a for s in sets for a in ("--set", s)]
+
+
 def simulate(binary, scenario, sets=()):
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
         json.dump(scenario, f)
         path = f.name
     try:
-        out = subprocess.run([binary, "simulate", path, "--json"] + [a for s in sets for a in ("--set", s)], capture_output=True,
-                             text=True)
+        out = subprocess.run([binary, "simulate", path, "--json"] + set_flags(sets), capture_output=True, text=True)
         if out.returncode != 0:
             return {"error": out.stderr.strip()}
         j = json.loads(out.stdout)

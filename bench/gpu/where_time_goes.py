@@ -65,8 +65,8 @@ def predicted(binary, scenario, sets):
         path = os.path.join(tmp, "scenario.json")
         with open(path, "w") as f:
             json.dump(scenario, f)
-        out = subprocess.run([binary, "simulate", path, "--out", os.path.join(tmp, "out")] +
-                             [a for s in sets for a in ("--set", s)], capture_output=True, text=True)
+        out = subprocess.run([binary, "simulate", path, "--out", os.path.join(tmp, "out")] + predict.set_flags(sets),
+                             capture_output=True, text=True)
         if out.returncode != 0:
             raise SystemExit(out.stderr.strip())
         with open(os.path.join(tmp, "out", "trace.json")) as f:
