@@ -7,16 +7,21 @@ absolute error of the fit, check and independent rows separately, and whether ev
 run is predicted to fit in its GPU's memory (they ran).
 
     bench/published/check.py [--binary build/release/cli/shardline] [--rows check|fit|independent|all]
-                             [--gate] [--json OUT] [--set PATH=VALUE ...]
+                             [--table NAME ...] [--min-gpus N] [--gate] [--json OUT] [--set PATH=VALUE ...]
 
 --gate exits 1 when the check rows miss a gated target (GATED below), a run (of any split) is
 predicted not to fit, a published run that ran out of memory (torchtitan.json `out_of_memory`) is
 predicted to fit, or a row fails to simulate; CTest runs it that way. --set applies a scenario override to every row (e.g. to try a GPU
-parameter); bench/published/fit.py uses it. Only the Python standard library is needed.
+parameter); bench/published/fit.py uses it. --table (runs.json's `table`, repeatable) and
+--min-gpus look at a part of the rows, e.g. one cluster's multi-node rows; the summaries then
+describe that part only, so they do not combine with --gate. Each summary also gives the mean
+|log(predicted / published)|, the objective fit.py minimises. Only the Python standard library
+is needed.
 """
 import argparse
 import concurrent.futures
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -214,8 +219,10 @@ def quantile(values, p):
 def summary(results, split):
     errs = [abs(r["error_rel"]) for r in results if r["split"] == split and "error_rel" in r]
     bad = [r for r in results if r["split"] == split and "error" in r]
+    log_errs = [abs(math.log(1 + r["error_rel"])) for r in results if r["split"] == split and "error_rel" in r]
     return {"rows": len(errs), "failed": len(bad), "median": quantile(errs, 0.5), "p90": quantile(errs, 0.9),
             "worst": max(errs) if errs else float("nan"),
+            "mean_abs_log": sum(log_errs) / len(log_errs) if log_errs else float("nan"),
             "not_fitting": sum(1 for r in results if r["split"] == split and r.get("fits") is False)}
 
 
@@ -257,17 +264,25 @@ def main():
     ap.add_argument("--runs", default=os.path.join(HERE, "runs.json"))
     ap.add_argument("--torchtitan", default=os.path.join(HERE, "torchtitan.json"))
     ap.add_argument("--rows", choices=["check", "fit", "independent", "all"], default="all")
+    ap.add_argument("--table", action="append", default=[], metavar="NAME",
+                    help="only the rows of this table (runs.json `table`, e.g. a100_80gb); repeatable")
+    ap.add_argument("--min-gpus", type=int, default=0, metavar="N", help="only the rows with at least N GPUs")
     ap.add_argument("--set", action="append", default=[], help="PATH=VALUE override applied to every row")
     ap.add_argument("--gate", action="store_true", help="exit 1 when a check-row target is missed or a run does not fit")
     ap.add_argument("--json", help="write the per-row results and summaries to this file")
     ap.add_argument("--jobs", type=int, default=2)
     args = ap.parse_args()
+    if args.gate and (args.table or args.min_gpus):
+        ap.error("--gate judges every row; it does not take --table or --min-gpus")
     if not os.access(args.binary, os.X_OK):
         print(f"check.py: no shardline binary at {args.binary}", file=sys.stderr)
         return 2
     data = load(args.runs)
     torchtitan_rows, out_of_memory = load_torchtitan(args.torchtitan)
-    rows = [r for r in data["rows"] + torchtitan_rows if args.rows == "all" or r["split"] == args.rows]
+    rows = [r for r in data["rows"] + torchtitan_rows if (args.rows == "all" or r["split"] == args.rows)
+            and (not args.table or r["table"] in args.table) and r["gpus"] >= args.min_gpus]
+    if not rows:
+        ap.error("no row matches --rows, --table and --min-gpus")
     results = evaluate(args.binary, rows, data["models"], args.set, args.jobs)
     print(table_text(results))
     print()
@@ -278,9 +293,10 @@ def main():
         s = summaries[split] = summary(results, split)
         label = "independent rows (torchtitan FSDP2, never fitted)" if split == "independent" else f"{split} rows"
         print(f"{label}: {s['rows']}, |error| of tokens/s/GPU: median {100 * s['median']:.1f}%, "
-              f"p90 {100 * s['p90']:.1f}%, worst {100 * s['worst']:.1f}%; "
+              f"p90 {100 * s['p90']:.1f}%, worst {100 * s['worst']:.1f}%, mean |log error| {s['mean_abs_log']:.4f}; "
               f"predicted not to fit: {s['not_fitting']}; failed to simulate: {s['failed']}")
-    oom = check_out_of_memory(args.binary, out_of_memory, args.set) if args.rows in ("all", "independent") else []
+    filtered = args.table or args.min_gpus
+    oom = check_out_of_memory(args.binary, out_of_memory, args.set) if args.rows in ("all", "independent") and not filtered else []
     for r in oom:
         verdict = ("ERROR " + r["error"]) if "error" in r else (
             f"predicted {r['peak_reserved_bytes'] / 2**30:.1f} of {r['capacity_bytes'] / 2**30:.1f} GiB: "
