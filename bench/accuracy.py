@@ -8,14 +8,17 @@ Prints one markdown table row per combination and the medians, and writes the ro
 Then, per base scenario (fused, prefetch), the same with an injected straggler (rank 1's compute
 1.5x slower, `--straggler 1=1.5`: every rank predicted, the stand-ins slowed in the real run):
 predicted vs measured step and straggler cost (step with the straggler / step without). The
-symmetric and the straggler run alternate for --straggler-rounds rounds (default 3), so a slow
-spell of the machine falls on both kinds alike; the measured step of each kind is the median of
+symmetric and the straggler run alternate for --straggler-rounds rounds (default 6), each round
+in the other order from the one before (symmetric first, then straggler first), so a slow spell
+of the machine, or whatever the second of two launches gains or loses, falls on both kinds
+alike; each run is its own mpirun launch, and on 2 cores a launch of 4 ranks varies by 10-15%
+from the next, so rounds are what the measured cost's precision comes from. The measured step of each kind is the median of
 all its rounds' iterations (an iteration's step: its slowest rank's first issue to last end, as
 `exec` defines it), and the cost is the ratio of those two medians. The spread of the per-round
 costs is printed beside it.
 
   bench/accuracy.py [--binary build/release/cli/shardline] [--out out/accuracy]
-                    [--iterations 10] [--repetitions 10] [--straggler-rounds 3] [--quick]
+                    [--iterations 10] [--repetitions 10] [--passes 3] [--straggler-rounds 6] [--quick]
 
 Nothing here is asserted: it measures. Timing is only meaningful on an otherwise idle machine.
 """
@@ -76,7 +79,8 @@ def main():
     ap.add_argument("--iterations", type=int, default=10)
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--repetitions", type=int, default=10, help="calibrate: repetitions per point")
-    ap.add_argument("--straggler-rounds", type=int, default=3,
+    ap.add_argument("--passes", type=int, default=3, help="calibrate: whole calibrations, medians kept (as validate)")
+    ap.add_argument("--straggler-rounds", type=int, default=6,
                     help="alternating symmetric / straggler runs per straggler row, iterations pooled")
     ap.add_argument("--quick", action="store_true", help="FSDP 2 ranks only, 3 iterations, 1 straggler round (a smoke run)")
     args = ap.parse_args()
@@ -93,7 +97,7 @@ def main():
     for np_ in sorted({b[2] for b in base}):
         prof = os.path.join(args.out, f"profile-{np_}.json")
         run([args.binary, "calibrate", "--np", str(np_), "--out", prof, "--max-bytes", "16MiB",
-             "--repetitions", str(args.repetitions), "--quiet"], os.path.join(args.out, f"calibrate-{np_}.log"))
+             "--repetitions", str(args.repetitions), "--passes", str(args.passes), "--quiet"], os.path.join(args.out, f"calibrate-{np_}.log"))
         profiles[np_] = prof
 
     rows = []
@@ -142,7 +146,7 @@ def main():
                 predicted[kind] = json.load(f)["step_time_us"]
             measured[kind], round_medians[kind] = [], []
         for r in range(rounds):
-            for kind, extra in kinds:
+            for kind, extra in (kinds if r % 2 == 0 else kinds[::-1]):
                 d = os.path.join(args.out, f"straggler-{label.replace(' ', '')}-{kind}")
                 out = f"{d}/measured-{r + 1}"
                 run([args.binary, "exec", scen, *flags, *extra, "--np", str(np_), "--iterations", str(iterations),

@@ -99,6 +99,7 @@ int run_calibrate(const std::vector<std::string>& args) {
       ("min-bytes", po::value(&min_bytes)->default_value("1KiB"), "smallest collective size measured")
       ("repetitions", po::value(&opt.repetitions)->default_value(10), "measured repetitions per point (medians are kept)")
       ("warmup", po::value(&opt.warmup)->default_value(2), "unmeasured repetitions before each point")
+      ("passes", po::value(&opt.passes)->default_value(1), "whole calibrations in a row; each number is the median of the passes'")
       ("compute", po::value(&compute), "compute stand-in for the slow-down measurements: sleep (default on mpi), spin, kernel (nccl)")
       ("quiet", "no progress lines")
       ("from-trace", po::value(&from_trace), "fit the profile on a measured run instead: the --out folder of `shardline import` (or exec)");
@@ -106,7 +107,7 @@ int run_calibrate(const std::vector<std::string>& args) {
   if (out.empty()) throw InputError("--out", "give the profile file to write, e.g. --out profile.json");
   if (cli.given("from-trace")) {
     // Nothing is measured: a measuring flag would be silently ignored, so it is refused.
-    for (const char* flag : {"backend", "np", "max-bytes", "min-bytes", "repetitions", "warmup", "compute"})
+    for (const char* flag : {"backend", "np", "max-bytes", "min-bytes", "repetitions", "warmup", "passes", "compute"})
       if (cli.written(flag))
         throw InputError(std::string("--") + flag, "measures nothing with --from-trace (the profile is fitted on the run): leave it out");
     return calibrate_from_run(from_trace, out);

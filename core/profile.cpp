@@ -5,11 +5,13 @@
 #include <cmath>
 #include <ctime>
 #include <fstream>
+#include <stdexcept>
 
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
 #include "core/json_load.h"
+#include "core/statistics.h"
 #include "core/units.h"
 
 namespace shardline {
@@ -94,6 +96,39 @@ std::string profile_created_now() {
   char buf[32];
   std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
   return buf;
+}
+
+ClusterProfile median_of_passes(const std::vector<ClusterProfile>& passes) {
+  if (passes.empty()) throw std::logic_error("median_of_passes: no pass");
+  ClusterProfile m = passes.front();
+  const auto median_over = [&](auto field) {
+    std::vector<double> v;
+    for (const ClusterProfile& p : passes) v.push_back(field(p));
+    return median(std::move(v));
+  };
+  for (const ClusterProfile& p : passes) {
+    bool same = p.collectives.size() == m.collectives.size() && p.units.empty() && m.units.empty();
+    for (size_t t = 0; same && t < m.collectives.size(); ++t)
+      same = p.collectives[t].kind == m.collectives[t].kind && p.collectives[t].group_size == m.collectives[t].group_size &&
+             p.collectives[t].sizes_bytes == m.collectives[t].sizes_bytes &&
+             p.collectives[t].relative_spread.size() == m.collectives[t].relative_spread.size();
+    if (!same) throw std::logic_error("median_of_passes: the passes measured different tables");
+  }
+  for (size_t t = 0; t < m.collectives.size(); ++t) {
+    CollectiveTable& table = m.collectives[t];
+    for (size_t i = 0; i < table.sizes_bytes.size(); ++i)
+      table.times_us[i] = median_over([&](const ClusterProfile& p) { return p.collectives[t].times_us[i]; });
+    for (size_t i = 0; i < table.relative_spread.size(); ++i)
+      table.relative_spread[i] = median_over([&](const ClusterProfile& p) { return p.collectives[t].relative_spread[i]; });
+    if (table.sizes_bytes.size() >= 2) table.fit = fit_alpha_beta(table.sizes_bytes, table.times_us);
+  }
+  for (double ClusterProfile::*field :
+       {&ClusterProfile::collective_noise, &ClusterProfile::copy_bandwidth_bytes_per_s, &ClusterProfile::copy_latency_us,
+        &ClusterProfile::issue_overhead_us, &ClusterProfile::comm_slowdown_during_compute,
+        &ClusterProfile::compute_slowdown_during_comm, &ClusterProfile::copy_slowdown_during_comm,
+        &ClusterProfile::comm_slowdown_during_copy, &ClusterProfile::event_latency_us, &ClusterProfile::compute_overhead_us})
+    m.*field = median_over([&](const ClusterProfile& p) { return p.*field; });
+  return m;
 }
 
 nlohmann::json profile_to_json(const ClusterProfile& p) {

@@ -77,6 +77,14 @@ struct ClusterProfile {
 // Now as a profile's `created` stamp: ISO 8601 UTC, to the second.
 std::string profile_created_now();
 
+// One profile from several calibration passes of the same machine (calibrate --passes): every
+// measured number is the median of the passes' (each table's time and relative spread at each
+// size, each scalar), the tables' alpha-beta refitted on the median times; backend, machine and
+// created stamp are the first pass's. A slow spell of a shared machine that moves one pass then
+// moves nothing. Passes with different tables (kinds, group sizes, sizes) or measured units are a
+// bug: std::logic_error.
+ClusterProfile median_of_passes(const std::vector<ClusterProfile>& passes);
+
 nlohmann::json profile_to_json(const ClusterProfile& profile);
 ClusterProfile profile_from_json(const nlohmann::json& j);  // throws InputError with the path
 ClusterProfile load_profile(const std::string& path);       // throws InputError("--profile", ...)

@@ -228,6 +228,7 @@ void check_calibrate_options(const CalibrateOptions& opt, int world) {
   if (opt.max_bytes < opt.min_bytes) throw InputError("--max-bytes", "must be at least --min-bytes");
   if (opt.repetitions < 1) throw InputError("--repetitions", "must be at least 1");
   if (opt.warmup < 0) throw InputError("--warmup", "must be >= 0");
+  if (opt.passes < 1) throw InputError("--passes", "must be at least 1");
   if (calibration_group_sizes(world).empty()) throw InputError("--np", "calibration needs at least 2 ranks (collectives over groups of >= 2)");
   // Before memory lowers the largest size: sizes are multiples of world x element width.
   const int64_t granularity = static_cast<int64_t>(world) * kWidth;
@@ -464,14 +465,13 @@ std::vector<int64_t> calibration_sizes(int64_t min_bytes, int64_t max_bytes, int
   return sizes;
 }
 
-ClusterProfile calibrate(const BackendMaker& make_backend, const HostComm& host, const CalibrateOptions& opt) {
-  const int world = host.size(), rank = host.rank();
-  check_calibrate_options(opt, world);
-  const std::vector<int> groups = calibration_group_sizes(world);
-  const ProgressLog log = [&](const std::string& line) {
-    if (rank == 0 && opt.log) opt.log(line);
-  };
+namespace {
 
+// One whole calibration: every table and factor measured once (calibrate repeats it --passes times).
+ClusterProfile calibration_pass(const BackendMaker& make_backend, const HostComm& host, const CalibrateOptions& opt,
+                                const ProgressLog& log) {
+  const int world = host.size();
+  const std::vector<int> groups = calibration_group_sizes(world);
   ClusterProfile p;
   p.machine = opt.machine;
   p.created = profile_created_now();
@@ -503,9 +503,43 @@ ClusterProfile calibrate(const BackendMaker& make_backend, const HostComm& host,
   std::vector<double> spreads;
   for (const CollectiveTable& t : p.collectives) spreads.insert(spreads.end(), t.relative_spread.begin(), t.relative_spread.end());
   p.collective_noise = median(spreads);
+  return p;
+}
+
+// How far the passes' collective times lie apart: per table and size, (max - min) / median over
+// the passes; the median of that over every table and size.
+double spread_between_passes(const std::vector<ClusterProfile>& passes) {
+  std::vector<double> spreads;
+  for (size_t t = 0; t < passes.front().collectives.size(); ++t)
+    for (size_t i = 0; i < passes.front().collectives[t].times_us.size(); ++i) {
+      std::vector<double> v;
+      for (const ClusterProfile& p : passes) v.push_back(p.collectives[t].times_us[i]);
+      const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
+      spreads.push_back((*hi - *lo) / std::max(median(v), 1e-9));
+    }
+  return median(spreads);
+}
+
+}  // namespace
+
+ClusterProfile calibrate(const BackendMaker& make_backend, const HostComm& host, const CalibrateOptions& opt) {
+  check_calibrate_options(opt, host.size());
+  const int rank = host.rank();
+  const ProgressLog log = [&](const std::string& line) {
+    if (rank == 0 && opt.log) opt.log(line);
+  };
+  std::vector<ClusterProfile> passes;
+  for (int i = 0; i < opt.passes; ++i) {
+    if (opt.passes > 1) log("pass " + std::to_string(i + 1) + " of " + std::to_string(opt.passes));
+    passes.push_back(calibration_pass(make_backend, host, opt, log));
+  }
+  ClusterProfile p = median_of_passes(passes);
   std::ostringstream noise;
   noise << "noise: collective times vary by a median " << 100.0 * p.collective_noise
         << "% between repetitions ((p90 - p10) / median, over every size)";
+  if (opt.passes > 1)
+    noise << "; the " << opt.passes << " passes' medians lie a median " << 100.0 * spread_between_passes(passes)
+          << "% apart ((max - min) / median), their medians kept";
   log(noise.str());
   return p;
 }

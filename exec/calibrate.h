@@ -24,6 +24,7 @@ struct CalibrateOptions {
   int64_t max_bytes = 64LL << 20;    // largest S (lowered to what memory allows)
   int repetitions = 10;              // measured repetitions per point, same on every rank
   int warmup = 2;                    // unmeasured repetitions before each point (collectives: at least one per buffer slot)
+  int passes = 1;                    // whole calibrations, medians kept (core/profile.h median_of_passes)
   ComputeMode compute = ComputeMode::Sleep;  // the compute stand-in exec will use
   double interference_compute_us = 4000;     // stand-in length for the slow-down measurements
   int64_t interference_bytes = 1LL << 20;    // collective size for the slow-down measurements

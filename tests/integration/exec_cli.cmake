@@ -142,6 +142,10 @@ add_test(NAME exec.cli.calibrate_bad_flag_writes_nothing
          COMMAND ${CMAKE_COMMAND} "-DCMD=$<TARGET_FILE:shardline>;calibrate;--np;2;--out;${_nothing};--repetitions;0"
                  -DRC=2 "-DREGEX=calibrate: error: --repetitions: must be at least 1" "-DNOREGEX=launching"
                  "-DCLEAN=${_nothing}" "-DABSENT=${_nothing}" -P ${CMAKE_CURRENT_SOURCE_DIR}/expect_run.cmake)
+add_test(NAME exec.cli.calibrate_bad_passes_writes_nothing
+         COMMAND ${CMAKE_COMMAND} "-DCMD=$<TARGET_FILE:shardline>;calibrate;--np;2;--out;${_nothing};--passes;0"
+                 -DRC=2 "-DREGEX=calibrate: error: --passes: must be at least 1" "-DNOREGEX=launching"
+                 "-DCLEAN=${_nothing}" "-DABSENT=${_nothing}" -P ${CMAKE_CURRENT_SOURCE_DIR}/expect_run.cmake)
 add_test(NAME exec.cli.calibrate_too_few_sizes_writes_nothing
          COMMAND ${CMAKE_COMMAND} "-DCMD=$<TARGET_FILE:shardline>;calibrate;--np;2;--out;${_nothing};--max-bytes;1KiB"
                  -DRC=2 "-DREGEX=--max-bytes: leaves fewer than two sizes" "-DNOREGEX=launching"
@@ -159,7 +163,7 @@ add_test(NAME exec.cli.validate_out_checked_first
          COMMAND ${CMAKE_COMMAND} "-DCMD=$<TARGET_FILE:shardline>;validate;${_scen}/host-tiny-fsdp.json;--out;."
                  -DRC=2 "-DREGEX=validate: error: --out: .* names the current folder" "-DNOREGEX=running:"
                  -P ${CMAKE_CURRENT_SOURCE_DIR}/expect_run.cmake)
-set_tests_properties(exec.cli.calibrate_bad_flag_writes_nothing exec.cli.calibrate_too_few_sizes_writes_nothing
+set_tests_properties(exec.cli.calibrate_bad_flag_writes_nothing exec.cli.calibrate_bad_passes_writes_nothing exec.cli.calibrate_too_few_sizes_writes_nothing
                      exec.cli.out_checked_before_the_run exec.cli.validate_checks_np_and_out_first exec.cli.validate_out_checked_first
                      PROPERTIES LABELS "exec;cli" TIMEOUT 30 ENVIRONMENT "${_env}")
 

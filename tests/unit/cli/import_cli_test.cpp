@@ -82,6 +82,7 @@ TEST_F(ImportCli, CalibrateFromTraceRefusesMeasuringFlagsAndAFolderWithoutATimel
   ASSERT_EQ(run("import traces/rank-0.json.gz traces/rank-1.json.gz --scenario " + scenario("host-tiny-fsdp.json") + " --out run").code, 0);
   expect_one_error_line(run("calibrate --from-trace run --out p.json --backend nccl"), "--backend: measures nothing with --from-trace");
   expect_one_error_line(run("calibrate --from-trace run --out p.json --np 2"), "--np: measures nothing with --from-trace");
+  expect_one_error_line(run("calibrate --from-trace run --out p.json --passes 3"), "--passes: measures nothing with --from-trace");
   expect_one_error_line(run("calibrate --from-trace traces --out p.json"), "--from-trace: \"traces\" has no timeline.json");
   const Result ok = run("calibrate --from-trace run --out p.json");
   ASSERT_EQ(ok.code, 0) << ok.err;

@@ -49,11 +49,13 @@ TEST_F(ValidateRobustCli, BadFlagsAreOneMessageBeforeMpirun) {
   for (const auto& [args, expected] : std::vector<std::pair<std::string, std::string>>{
            {" --warmup -2", "--warmup: must be in [0, 1024], got -2"},
            {" --repetitions 0", "--repetitions: must be at least 1"},
+           {" --passes 0", "--passes: must be at least 1"},
            {" --max-bytes 1KiB --np 2", "--max-bytes: leaves fewer than two sizes"},
            {" --compute bogus", "--compute: expected sleep, spin or kernel"},
            {" --compute kernel", "--compute: kernel stand-ins need --backend nccl"},
            {" --backend nccl", "--backend: "},
            {" --profile " + (dir_ / "nccl-profile.json").string() + " --repetitions 3", "--repetitions: calibrate measures nothing with --profile"},
+           {" --profile " + (dir_ / "nccl-profile.json").string() + " --passes 3", "--passes: calibrate measures nothing with --profile"},
            {" --profile " + (dir_ / "nccl-profile.json").string(), "was calibrated with --backend nccl, and validate measures with --backend mpi"}}) {
     const auto r = run("validate " + s + out + args);
     EXPECT_EQ(r.code, 2) << args << "\n" << r.err;

@@ -1,5 +1,6 @@
 // Calibrated profiles: alpha-beta fitting, interpolation, and the profile file format.
 #include <functional>
+#include <stdexcept>
 
 #include <gtest/gtest.h>
 
@@ -45,6 +46,43 @@ CollectiveTable table() {
   t.times_us = {10, 12, 30, 100};
   t.fit = {8.0, 0.0015};
   return t;
+}
+
+// calibrate --passes: one pass's slow spell moves nothing; every number is the passes' median
+// and the fit follows the median times.
+TEST(Profile, MedianOfPassesTakesEachNumbersMedianAndRefitsTheTables) {
+  std::vector<ClusterProfile> passes(3);
+  const std::vector<double> scale = {1.0, 3.0, 1.1};  // the second pass ran in a slow spell
+  for (size_t i = 0; i < passes.size(); ++i) {
+    ClusterProfile& p = passes[i];
+    p.backend = "mpi";
+    p.machine = "pass " + std::to_string(i);
+    CollectiveTable t = table();
+    for (double& us : t.times_us) us *= scale[i];
+    t.relative_spread = {0.1 * scale[i], 0.2, 0.3, 0.4};
+    p.collectives = {t};
+    p.collective_noise = 0.05 * scale[i];
+    p.copy_bandwidth_bytes_per_s = 5e9 / scale[i];
+    p.compute_overhead_us = 60 * scale[i];
+    p.copy_slowdown_during_comm = 2.0 * scale[i];
+  }
+  const ClusterProfile m = median_of_passes(passes);
+  EXPECT_EQ(m.machine, "pass 0");
+  const std::vector<double> expected = {11, 13.2, 33, 110};  // table() x 1.1, the middle pass
+  ASSERT_EQ(m.collectives.size(), 1u);
+  for (size_t i = 0; i < expected.size(); ++i) EXPECT_NEAR(m.collectives[0].times_us[i], expected[i], 1e-9) << i;
+  EXPECT_NEAR(m.collectives[0].relative_spread[0], 0.11, 1e-12);
+  const AlphaBeta refit = fit_alpha_beta(m.collectives[0].sizes_bytes, expected);
+  EXPECT_NEAR(m.collectives[0].fit.alpha_us, refit.alpha_us, 1e-9);
+  EXPECT_NEAR(m.collectives[0].fit.beta_us_per_byte, refit.beta_us_per_byte, 1e-15);
+  EXPECT_NEAR(m.collective_noise, 0.055, 1e-12);
+  EXPECT_NEAR(m.copy_bandwidth_bytes_per_s, 5e9 / 1.1, 1);
+  EXPECT_NEAR(m.compute_overhead_us, 66, 1e-9);
+  EXPECT_NEAR(m.copy_slowdown_during_comm, 2.2, 1e-12);
+
+  passes[1].collectives[0].sizes_bytes.back() *= 2;  // not the same measurement: a bug
+  EXPECT_THROW(median_of_passes(passes), std::logic_error);
+  EXPECT_THROW(median_of_passes({}), std::logic_error);
 }
 
 TEST(Profile, InterpolationIsExactOnTablePoints) {
