@@ -4,7 +4,9 @@
 // groups exec splits), over log-spaced sizes; copy bandwidth; the host's per-op issue cost;
 // and the mutual slow-down of compute stand-ins and collectives. Every rank runs the same
 // fixed number of repetitions; a repetition's time is the max over ranks (the group finishes
-// when its slowest member does), and tables keep the median over repetitions.
+// when its slowest member does), and tables keep the median over repetitions. With several
+// passes (CalibrateOptions::passes) the whole calibration runs that many times and every number
+// is the median of the passes' (core/profile.h median_of_passes).
 #pragma once
 #include <cstdint>
 #include <functional>
