@@ -98,6 +98,12 @@ std::string profile_created_now() {
   return buf;
 }
 
+double median_relative_spread(const std::vector<CollectiveTable>& tables) {
+  std::vector<double> spreads;
+  for (const CollectiveTable& t : tables) spreads.insert(spreads.end(), t.relative_spread.begin(), t.relative_spread.end());
+  return median(std::move(spreads));
+}
+
 ClusterProfile median_of_passes(const std::vector<ClusterProfile>& passes) {
   if (passes.empty()) throw std::logic_error("median_of_passes: no pass");
   ClusterProfile m = passes.front();
@@ -122,8 +128,9 @@ ClusterProfile median_of_passes(const std::vector<ClusterProfile>& passes) {
       table.relative_spread[i] = median_over([&](const ClusterProfile& p) { return p.collectives[t].relative_spread[i]; });
     if (table.sizes_bytes.size() >= 2) table.fit = fit_alpha_beta(table.sizes_bytes, table.times_us);
   }
+  m.collective_noise = median_relative_spread(m.collectives);
   for (double ClusterProfile::*field :
-       {&ClusterProfile::collective_noise, &ClusterProfile::copy_bandwidth_bytes_per_s, &ClusterProfile::copy_latency_us,
+       {&ClusterProfile::copy_bandwidth_bytes_per_s, &ClusterProfile::copy_latency_us,
         &ClusterProfile::issue_overhead_us, &ClusterProfile::comm_slowdown_during_compute,
         &ClusterProfile::compute_slowdown_during_comm, &ClusterProfile::copy_slowdown_during_comm,
         &ClusterProfile::comm_slowdown_during_copy, &ClusterProfile::event_latency_us, &ClusterProfile::compute_overhead_us})

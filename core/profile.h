@@ -77,9 +77,14 @@ struct ClusterProfile {
 // Now as a profile's `created` stamp: ISO 8601 UTC, to the second.
 std::string profile_created_now();
 
+// A profile's collective_noise from its tables: the median over every table and size of the
+// relative spread (0 when no table has spreads).
+double median_relative_spread(const std::vector<CollectiveTable>& tables);
+
 // One profile from several calibration passes of the same machine (calibrate --passes): every
 // measured number is the median of the passes' (each table's time and relative spread at each
-// size, each scalar), the tables' alpha-beta refitted on the median times; backend, machine and
+// size, each scalar), the tables' alpha-beta refitted on the median times and collective_noise
+// taken from the median spreads (median_relative_spread); backend, machine and
 // created stamp are the first pass's. A slow spell of a shared machine that moves one pass then
 // moves nothing. Passes with different tables (kinds, group sizes, sizes) or measured units are a
 // bug: std::logic_error.

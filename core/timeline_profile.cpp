@@ -69,7 +69,6 @@ ClusterProfile profile_from_timeline(const Timeline& t, const std::string& machi
   }
   if (collectives.empty()) throw InputError("timeline", "has no measured collective: nothing to fit alpha and beta on");
 
-  std::vector<double> spreads;
   for (const auto& [key, by_size] : collectives) {
     CollectiveTable table;
     table.kind = static_cast<CollectiveKind>(key.first);
@@ -77,14 +76,12 @@ ClusterProfile profile_from_timeline(const Timeline& t, const std::string& machi
     for (const auto& [bytes, times] : by_size) {
       table.sizes_bytes.push_back(bytes);
       table.times_us.push_back(median(times));
-      const double spread = relative_spread(times);
-      table.relative_spread.push_back(spread);
-      spreads.push_back(spread);
+      table.relative_spread.push_back(relative_spread(times));
     }
     table.fit = fit_points(table.sizes_bytes, table.times_us);
     p.collectives.push_back(std::move(table));
   }
-  p.collective_noise = median(spreads);
+  p.collective_noise = median_relative_spread(p.collectives);
 
   // A run without copies (zero-copy) leaves the copy cost unmeasured: 0, refused when used.
   if (!copies.empty()) {

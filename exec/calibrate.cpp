@@ -500,9 +500,7 @@ ClusterProfile calibration_pass(const BackendMaker& make_backend, const HostComm
     if (p.backend == "mpi") measure_copy_slowdowns(bench, interference_bytes, kCopySlowdownBytes, p, log);
   }
   // calibrate's own noise, stated so a user can weigh a prediction made from this profile.
-  std::vector<double> spreads;
-  for (const CollectiveTable& t : p.collectives) spreads.insert(spreads.end(), t.relative_spread.begin(), t.relative_spread.end());
-  p.collective_noise = median(spreads);
+  p.collective_noise = median_relative_spread(p.collectives);
   return p;
 }
 
