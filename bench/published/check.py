@@ -1,16 +1,17 @@
 #!/usr/bin/env python3
 """Published-runs check: simulates every row of bench/published/runs.json (llm-foundry's public
-measured FSDP training runs) and of bench/published/torchtitan.json (torchtitan's FSDP2 runs,
-independent check rows that no parameter is fitted on) with `shardline simulate` and prints
+measured FSDP training runs) and of the independent files (INDEPENDENT below: torchtitan's FSDP2
+runs, IBM fms-fsdp's FSDP1 runs; check rows that no parameter is fitted on) with `shardline simulate` and prints
 predicted vs published tokens/s per GPU and MFU, with the error, then the median, p90 and worst
 absolute error of the fit, check and independent rows separately, and whether every published
 run is predicted to fit in its GPU's memory (they ran).
 
     bench/published/check.py [--binary build/release/cli/shardline] [--rows check|fit|independent|all]
                              [--table NAME ...] [--min-gpus N] [--gate] [--json OUT] [--set PATH=VALUE ...]
+                             [--independent FILE ...]
 
 --gate exits 1 when the check rows miss a gated target (GATED below), a run (of any split) is
-predicted not to fit, a published run that ran out of memory (torchtitan.json `out_of_memory`) is
+predicted not to fit, a published run that ran out of memory (an independent file's `out_of_memory`) is
 predicted to fit, or a row fails to simulate; CTest runs it that way. --set applies a scenario override to every row (e.g. to try a GPU
 parameter); bench/published/fit.py uses it. --table (runs.json's `table`, repeatable) and
 --min-gpus look at a part of the rows, e.g. one cluster's multi-node rows; the summaries then
@@ -35,6 +36,10 @@ TARGETS = {"median": 0.05, "p90": 0.12, "worst": 0.25}  # |error| of tokens/s pe
 # simulating. The worst-row target is reported but not gated: one check row (70B on 32 A100 80GB with 16 micro-batches, -27.6%)
 # misses it today (README "How accurate are the GPU predictions?").
 GATED = ("median", "p90")
+
+# Files of independent check rows, each self-contained: its source, models, architecture, cluster
+# presets and framework policy, rows, and runs that ran out of memory (bench/published/README.md).
+INDEPENDENT = [os.path.join(HERE, "torchtitan.json"), os.path.join(HERE, "fms_fsdp.json")]
 
 # The cluster preset each GPU of the tables maps to (docs/scenario.md "Cluster presets").
 # The A100 tables ran on "1600 Gbps node-node interconnect (RoCE)" clusters: the roce presets,
@@ -66,8 +71,8 @@ RESHARD_AFTER_FORWARD = {"FULL_SHARD": True, "SHARD_GRAD_OP": False}
 
 def scenario_of(row, models):
     """The shardline scenario a published row becomes (docs: bench/published/README.md)."""
-    if "torchtitan" in row:
-        return torchtitan_scenario_of(row, row["torchtitan"])
+    if "independent" in row:
+        return independent_scenario_of(row, row["independent"])
     m = models[row["model"]]
     gpus = row["gpus"]
     # Composer's FSDP mixed precision: DEFAULT reduces in fp32, PURE in the 16-bit dtype
@@ -109,31 +114,29 @@ def scenario_of(row, models):
     }
 
 
-def torchtitan_scenario_of(row, data):
-    """A torchtitan row (torchtitan.json): a Llama model under FSDP2 with torchtitan's defaults."""
+def independent_scenario_of(row, data):
+    """A row of an independent file: a Llama model under the framework policy its file states."""
     m = data["models"][row["model"]]
     shape = {k: m[k] for k in ("layers", "hidden", "ffn_hidden", "heads", "kv_heads", "vocab")}
+    preset = data["presets"][row["gpu"]]
+    # A preset name, or a preset with overrides (e.g. the inter-node bandwidth a source states).
+    cluster = dict(preset) if isinstance(preset, dict) else {"preset": preset}
+    cluster["nodes"] = row["gpus"] // 8
+    # HSDP (FSDP1's HYBRID_SHARD): shard within a node of 8, replicate across nodes.
+    hsdp = row.get("sharding", "fsdp") == "hsdp"
     return {
         "name": row["id"],
-        "description": f"torchtitan {row['model']}, {row['table']} " + (f"row {row['table_row']}" if "table_row" in row else row["source"]),
+        "description": f"{data['source']['repository']} {row['model']}, {row['table']} "
+                       + (f"row {row['table_row']}" if "table_row" in row else row["source"]),
         "model": {
             "name": row["model"],
             "transformer": dict(shape, seq_len=row["seq_len"], micro_batch_size=row["micro_batch_size"],
                                 activation_checkpointing=row["activation_checkpointing"],
                                 checkpoint_every=row.get("checkpoint_every", 1), **data["architecture"]),
         },
-        "cluster": {"preset": data["presets"][row["gpu"]], "nodes": row["gpus"] // 8},
-        "mesh": {"shard": row["gpus"], "replicate": 1},
-        # FSDP2, one unit per TransformerBlock, torchtitan's MixedPrecisionPolicy (bf16 parameters,
-        # reduce in reduce_dtype), prefetch as FSDP2's implicit defaults.
-        "policy": {
-            "comm_fusion": True, "bucket_bytes": "unit", "reshard_after_forward": True,
-            "forward_prefetch": 1, "backward_prefetch": 1,
-            "param_dtype": "bf16", "reduce_dtype": row["reduce_dtype"], "master_dtype": "fp32",
-            "optimizer_bytes_per_param": 8, "micro_batches": row["grad_accum"], "grad_sync": "every",
-            # train.py at the tables' commit: torch.optim.AdamW(..., foreach=True).
-            "optimizer_implementation": "foreach",
-        },
+        "cluster": cluster,
+        "mesh": {"shard": 8, "replicate": row["gpus"] // 8} if hsdp else {"shard": row["gpus"], "replicate": 1},
+        "policy": dict(data["policy"], reduce_dtype=row["reduce_dtype"], micro_batches=row["grad_accum"]),
         "run": {"memory_margin": 0},
     }
 
@@ -180,15 +183,19 @@ def evaluate(binary, rows, models, sets, jobs=2):
     return results
 
 
-def load_torchtitan(path):
-    """torchtitan.json's rows and its runs that ran out of memory, each carrying its file
-    (models, architecture, presets) for scenario_of. They are independent check rows: fit.py
-    never reads them."""
-    data = load(path)
-    context = {k: v for k, v in data.items() if k not in ("rows", "out_of_memory")}
-    for r in data["rows"] + data.get("out_of_memory", []):
-        r["torchtitan"] = context
-    return data["rows"], data.get("out_of_memory", [])
+def load_independent(paths):
+    """The independent files' rows and their runs that ran out of memory, each carrying its file
+    (source, models, architecture, presets, policy) for scenario_of. They are check rows that
+    nothing is fitted on: fit.py never reads them."""
+    rows, out_of_memory = [], []
+    for path in paths:
+        data = load(path)
+        context = {k: v for k, v in data.items() if k not in ("rows", "out_of_memory")}
+        for r in data["rows"] + data.get("out_of_memory", []):
+            r["independent"] = context
+        rows += data["rows"]
+        out_of_memory += data.get("out_of_memory", [])
+    return rows, out_of_memory
 
 
 def check_out_of_memory(binary, runs, sets):
@@ -232,7 +239,7 @@ def load(path):
 
 
 def checkpointing(row):
-    """The row's activation checkpointing mode: llm-foundry's tables give a bool, torchtitan.json a mode."""
+    """The row's activation checkpointing mode: llm-foundry's tables give a bool, the independent files a mode."""
     ac = row["activation_checkpointing"]
     if not isinstance(ac, str):
         return "full" if ac else "none"
@@ -262,7 +269,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--binary", default=os.environ.get("SHARDLINE", os.path.join(ROOT, "build/release/cli/shardline")))
     ap.add_argument("--runs", default=os.path.join(HERE, "runs.json"))
-    ap.add_argument("--torchtitan", default=os.path.join(HERE, "torchtitan.json"))
+    ap.add_argument("--independent", action="append", metavar="FILE",
+                    help="a file of independent check rows (repeatable; default: " + ", ".join(os.path.basename(p) for p in INDEPENDENT) + ")")
     ap.add_argument("--rows", choices=["check", "fit", "independent", "all"], default="all")
     ap.add_argument("--table", action="append", default=[], metavar="NAME",
                     help="only the rows of this table (runs.json `table`, e.g. a100_80gb); repeatable")
@@ -278,20 +286,27 @@ def main():
         print(f"check.py: no shardline binary at {args.binary}", file=sys.stderr)
         return 2
     data = load(args.runs)
-    torchtitan_rows, out_of_memory = load_torchtitan(args.torchtitan)
-    rows = [r for r in data["rows"] + torchtitan_rows if (args.rows == "all" or r["split"] == args.rows)
+    independent_rows, out_of_memory = load_independent(args.independent or INDEPENDENT)
+    rows = [r for r in data["rows"] + independent_rows if (args.rows == "all" or r["split"] == args.rows)
             and (not args.table or r["table"] in args.table) and r["gpus"] >= args.min_gpus]
     if not rows:
         ap.error("no row matches --rows, --table and --min-gpus")
     results = evaluate(args.binary, rows, data["models"], args.set, args.jobs)
     print(table_text(results))
     print()
+    # The fit, check and independent rows, and the independent rows of each source apart.
+    groups = [(split, f"{split} rows", results) for split in ("fit", "check")]
+    groups.append(("independent", "independent rows (never fitted)", results))
+    sources = sorted({r["row"]["independent"]["source"]["repository"] for r in results if "independent" in r["row"]})
+    if len(sources) > 1:
+        groups += [(f"independent:{src}", f"  of which {src}", [r for r in results if "independent" in r["row"]
+                    and r["row"]["independent"]["source"]["repository"] == src]) for src in sources]
     summaries = {}
-    for split in ("fit", "check", "independent"):
-        if not any(r["split"] == split for r in results):
+    for key, label, part in groups:
+        split = key.split(":")[0]
+        if not any(r["split"] == split for r in part):
             continue
-        s = summaries[split] = summary(results, split)
-        label = "independent rows (torchtitan FSDP2, never fitted)" if split == "independent" else f"{split} rows"
+        s = summaries[key] = summary(part, split)
         print(f"{label}: {s['rows']}, |error| of tokens/s/GPU: median {100 * s['median']:.1f}%, "
               f"p90 {100 * s['p90']:.1f}%, worst {100 * s['worst']:.1f}%, mean |log error| {s['mean_abs_log']:.4f}; "
               f"predicted not to fit: {s['not_fitting']}; failed to simulate: {s['failed']}")
