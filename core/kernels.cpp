@@ -31,11 +31,13 @@ class KernelList {
     gemm(name + ".wgrad", out, in, tokens);
     if (bias) memory(name + ".bias_grad", D(e_) * D(tokens) * D(out));
   }
-  void memory(std::string name, double bytes) {
+  // A memory-bound kernel, or `launches` kernels that together move `bytes` (an eager op sequence).
+  void memory(std::string name, double bytes, int64_t launches = 1) {
     Kernel k;
     k.name = std::move(name);
     k.kind = KernelKind::Memory;
     k.bytes = bytes;
+    k.launches = launches;
     out_.push_back(std::move(k));
   }
   void attention(std::string name, double flops, double bytes) {
@@ -68,17 +70,51 @@ double attention_forward_flops(const TransformerSpec& t) {
   return 4.0 * D(t.micro_batch_size) * D(t.seq_len) * D(t.seq_len) * D(t.hidden) * causal_attention_fraction(t.seq_len);
 }
 
+// A norm over T x h elements (x, 16-bit: e bytes each). Fused: one kernel reads x, writes y; its
+// backward reads x and dy, writes dx. Eager fp32 (torchtitan's "rmsnorm", fms's
+// LayerNormParameterized): x.float(), pow(2), mean, + eps, rsqrt, multiply, type_as, * weight,
+// 28 + 4e bytes per element in 8 launches; autograd's backward runs the weight multiply's two
+// gradients and the weight's sum over tokens (6e), the casts back (e + 4 each way), the multiply
+// by 1/rms and its sum over the row (24), the mean's expanded gradient (4), pow's backward
+// (self.pow(1), x 2, x grad: 28), the sum of x's two gradients (12): 76 + 8e bytes in 16 launches
+// (the per-row scalars' 3 of them move T-sized data, not counted in bytes).
+void norm_forward(KernelList& k, const std::string& name, const TransformerSpec& t, const Shape& s) {
+  const D Th = D(s.T) * D(s.h);
+  if (t.norm_impl == NormImpl::EagerFp32) k.memory(name, (28 + 4 * s.e) * Th, 8);
+  else k.memory(name, 2 * s.e * Th);
+}
+void norm_backward(KernelList& k, const std::string& name, const TransformerSpec& t, const Shape& s) {
+  const D Th = D(s.T) * D(s.h);
+  if (t.norm_impl == NormImpl::EagerFp32) k.memory(name + ".bwd", (76 + 8 * s.e) * Th, 16);
+  else k.memory(name + ".bwd", 3 * s.e * Th);
+}
+
+// RoPE on q and k, T x (h + kv) elements. Fused: read and write each (2e). Eager complex
+// (torchtitan): x.float(), the complex multiply by freqs_cis, type_as: 16 + 2e bytes per element
+// in 3 launches per tensor, and the same backward (the casts, the multiply by the conjugate).
+// Eager rotation (fms): x.float(), a broadcast multiply by the 2 x 2 rotations that writes two
+// fp32 values per element, the sum over the pair, type_as: 32 + 2e in 4 launches per tensor; its
+// backward mirrors it (the cast, the broadcast multiply, the sum back over the pair, the cast).
+void rope(KernelList& k, const std::string& name, const TransformerSpec& t, const Shape& s) {
+  const D elements = D(s.T) * D(s.h + s.kv);
+  switch (t.rope_impl) {
+    case RopeImpl::Fused: k.memory(name, 2 * s.e * elements); break;
+    case RopeImpl::EagerComplex: k.memory(name, (16 + 2 * s.e) * elements, 2 * 3); break;
+    case RopeImpl::EagerRotation: k.memory(name, (32 + 2 * s.e) * elements, 2 * 4); break;
+  }
+}
+
 void block_forward(KernelList& k, const TransformerSpec& t, const Shape& s) {
   const D Th = D(s.T) * D(s.h), Tf = D(s.T) * D(s.f);
   const int64_t up_width = t.mlp == MlpKind::SwiGlu ? 2 * s.f : s.f;
-  k.memory("attention_norm", 2 * s.e * Th);
+  norm_forward(k, "attention_norm", t, s);
   k.linear_forward("qkv", s.T, s.h, s.h + 2 * s.kv);
-  if (t.position == PositionKind::Rope) k.memory("rope", 2 * s.e * D(s.T) * D(s.h + s.kv));
+  if (t.position == PositionKind::Rope) rope(k, "rope", t, s);
   k.attention("attention", attention_forward_flops(t), s.e * D(s.T) * D(2 * s.h + 2 * s.kv) + 4.0 * D(s.T) * D(s.heads));
   k.linear_forward("attention_out", s.T, s.h, s.h);
   if (t.dropout > 0) k.memory("attention_dropout", (2 * s.e + 1) * Th);
   k.memory("residual_add", 3 * s.e * Th);
-  k.memory("ffn_norm", 2 * s.e * Th);
+  norm_forward(k, "ffn_norm", t, s);
   k.linear_forward(t.mlp == MlpKind::SwiGlu ? "mlp_gate_up" : "mlp_up", s.T, s.h, up_width);
   if (t.mlp == MlpKind::SwiGlu) k.memory("swiglu", 5 * s.e * Tf);   // SiLU(gate), then x up
   else k.memory("gelu", 2 * s.e * Tf);
@@ -95,15 +131,15 @@ void block_backward(KernelList& k, const TransformerSpec& t, const Shape& s) {
   if (t.mlp == MlpKind::SwiGlu) k.memory("swiglu.bwd", 9 * s.e * Tf);
   else k.memory("gelu.bwd", 3 * s.e * Tf);
   k.linear_backward(t.mlp == MlpKind::SwiGlu ? "mlp_gate_up" : "mlp_up", s.T, s.h, up_width, t.bias);
-  k.memory("ffn_norm.bwd", 3 * s.e * Th);
+  norm_backward(k, "ffn_norm", t, s);
   k.memory("residual_grad_add", 3 * s.e * Th);
   if (t.dropout > 0) k.memory("attention_dropout.bwd", (2 * s.e + 1) * Th);
   k.linear_backward("attention_out", s.T, s.h, s.h, t.bias);
   k.attention("attention.bwd", 2.5 * attention_forward_flops(t),
               s.e * D(s.T) * D(2 * (s.h + 2 * s.kv) + 2 * s.h) + 4.0 * D(s.T) * D(s.heads));
-  if (t.position == PositionKind::Rope) k.memory("rope.bwd", 2 * s.e * D(s.T) * D(s.h + s.kv));
+  if (t.position == PositionKind::Rope) rope(k, "rope.bwd", t, s);
   k.linear_backward("qkv", s.T, s.h, s.h + 2 * s.kv, t.bias);
-  k.memory("attention_norm.bwd", 3 * s.e * Th);
+  norm_backward(k, "attention_norm", t, s);
   k.memory("residual_grad_add", 3 * s.e * Th);
 }
 
@@ -140,20 +176,20 @@ void embedding_backward(KernelList& k, const TransformerSpec& t, const Shape& s)
 }
 
 void head_forward(KernelList& k, const TransformerSpec& t, const Shape& s) {
-  const D Th = D(s.T) * D(s.h), TV = D(s.T) * D(s.V);
-  k.memory("norm", 2 * s.e * Th);
+  const D TV = D(s.T) * D(s.V);
+  norm_forward(k, "norm", t, s);
   k.linear_forward("output", s.T, s.h, s.V);
   // fp32: cast the logits to fp32, log-softmax (read, write); fused: read the 16-bit logits once.
   k.memory("loss", t.loss == LossKind::Fp32 ? (s.e + 12) * TV : s.e * TV);
 }
 
 void head_backward(KernelList& k, const TransformerSpec& t, const Shape& s) {
-  const D Th = D(s.T) * D(s.h), TV = D(s.T) * D(s.V);
+  const D TV = D(s.T) * D(s.V);
   // fp32: the NLL gradient (write), log-softmax backward (read 2, write 1), cast to 16-bit;
   // fused: read the logits, write their gradient.
   k.memory("loss.bwd", t.loss == LossKind::Fp32 ? (20 + s.e) * TV : 2 * s.e * TV);
   k.linear_backward("output", s.T, s.h, s.V, false);
-  k.memory("norm.bwd", 3 * s.e * Th);
+  norm_backward(k, "norm", t, s);
 }
 
 }  // namespace

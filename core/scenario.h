@@ -67,6 +67,14 @@ struct UnitSpec {
 enum class MlpKind { SwiGlu, Gelu };           // SwiGLU: gate, up, down; GELU: up (ffn_hidden), down
 enum class NormKind { RmsNorm, LayerNorm };
 enum class PositionKind { Rope, Alibi, Learned };
+// How the norms and RoPE run (docs/compute-model.md, "Eager norms and RoPE"): fused, one kernel
+// each way (F.layer_norm, F.rms_norm's fused kernel, Triton or Apex kernels); eager_fp32, the
+// Llama reference RMSNorm in PyTorch ops over an fp32 copy (torchtitan's "rmsnorm", fms's
+// LayerNormParameterized with use_high_precision_pow); eager_complex, RoPE as a complex multiply
+// of fp32 views (torchtitan, Meta's reference); eager_rotation, RoPE as fms's fp32 2x2 rotation
+// (a broadcast multiply, then a sum over the pair).
+enum class NormImpl { Fused, EagerFp32 };
+enum class RopeImpl { Fused, EagerComplex, EagerRotation };
 enum class LossKind { Fp32, Fused };           // fp32: PyTorch cross-entropy over fp32 logits;
                                                // fused: one kernel over 16-bit logits (flash-attn's)
 
@@ -89,6 +97,8 @@ struct TransformerSpec {
   bool root_group = true;
   double dropout = 0;            // probability of the residual and embedding dropouts
   LossKind loss = LossKind::Fp32;
+  NormImpl norm_impl = NormImpl::Fused;
+  RopeImpl rope_impl = RopeImpl::Fused;
   int64_t head_dim() const { return hidden / heads; }
   int64_t kv_dim() const { return kv_heads * head_dim(); }
   // The checkpointing mode of block `layer` (0-based).

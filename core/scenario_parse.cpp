@@ -41,7 +41,8 @@ constexpr const char* kSchema = R"json({
       "activation_checkpointing": "none|selective|selective_op|full", "checkpoint_every": "int", "tied_embeddings": "bool",
       "root_group": "bool",
       "attention": "mha|gqa", "mlp": "swiglu|gelu", "norm": "rmsnorm|layernorm", "position": "rope|alibi|learned",
-      "bias": "bool", "dropout": "number", "loss": "fp32|fused"
+      "bias": "bool", "dropout": "number", "loss": "fp32|fused",
+      "norm_impl": "fused|eager_fp32", "rope_impl": "fused|eager_complex|eager_rotation"
     },
     "seq_len": "int", "micro_batch_size": "int",
     "units": [{
@@ -323,6 +324,19 @@ TransformerSpec parse_transformer(const json& j, const std::string& path, const 
   }
   if (const json* v = o.opt("bias")) t.bias = as_bool(*v, o.at("bias"));
   if (const json* v = o.opt("loss")) t.loss = as_choice<LossKind>(*v, o.at("loss"), {{"fp32", LossKind::Fp32}, {"fused", LossKind::Fused}});
+  if (const json* v = o.opt("norm_impl")) {
+    t.norm_impl = as_choice<NormImpl>(*v, o.at("norm_impl"), {{"fused", NormImpl::Fused}, {"eager_fp32", NormImpl::EagerFp32}});
+    if (t.norm_impl == NormImpl::EagerFp32 && t.norm != NormKind::RmsNorm)
+      throw InputError(o.at("norm_impl"), "\"eager_fp32\" is the Llama reference RMSNorm in PyTorch ops; it needs norm \"rmsnorm\" "
+                                          "(PyTorch's layer_norm is one fused kernel even in eager mode: use \"fused\")");
+  }
+  if (const json* v = o.opt("rope_impl")) {
+    t.rope_impl = as_choice<RopeImpl>(*v, o.at("rope_impl"), {{"fused", RopeImpl::Fused},
+                                                             {"eager_complex", RopeImpl::EagerComplex},
+                                                             {"eager_rotation", RopeImpl::EagerRotation}});
+    if (t.rope_impl != RopeImpl::Fused && t.position != PositionKind::Rope)
+      throw InputError(o.at("rope_impl"), show(*v) + " describes how RoPE runs; it needs position \"rope\"");
+  }
   if (const json* v = o.opt("dropout")) {
     t.dropout = as_number(*v, o.at("dropout"));
     if (!(t.dropout >= 0 && t.dropout < 1)) throw InputError(o.at("dropout"), show(*v) + " is out of range; expected a probability in [0, 1)");

@@ -11,6 +11,15 @@ int64_t norm_stats_bytes(const TransformerSpec& t, int64_t tokens) {
   return (t.norm == NormKind::LayerNorm ? 8 : 4) * tokens;
 }
 
+// What a norm over `tokens` rows keeps for backward, with its output (the next layer's input,
+// which that layer saves): fused, its input and output; eager fp32 (NormImpl::EagerFp32), the
+// fp32 copy of its input (which pow and the multiply by 1/rms save) in place of the input, and
+// the 16-bit normalized input before the weight (which the multiply by the weight saves).
+int64_t norm_saved_bytes(const TransformerSpec& t, int e, int64_t tokens) {
+  const int64_t per_element = t.norm_impl == NormImpl::EagerFp32 ? 4 + 2 * e : 2 * e;
+  return per_element * tokens * t.hidden + norm_stats_bytes(t, tokens);
+}
+
 // Activation gradients alive at once at the start of a block's backward: the incoming and
 // outgoing residual gradients and the MLP's hidden gradients (GELU: two of width f; SwiGLU:
 // three, the product's, the up projection's and the SiLU's).
@@ -65,11 +74,11 @@ int64_t block_saved_bytes_no_checkpointing(const TransformerSpec& t, int e) {
   const int64_t tokens = t.seq_len * t.micro_batch_size;
   const int64_t h = t.hidden, kv = t.kv_dim(), f = t.ffn_hidden;
   int64_t bytes = 0;
-  bytes += 2 * e * tokens * h + norm_stats_bytes(t, tokens);  // attention norm: input, output (QKV's input)
+  bytes += norm_saved_bytes(t, e, tokens);                    // attention norm: input, output (QKV's input)
   bytes += e * tokens * (h + 2 * kv);                         // FlashAttention's inputs q, k, v (after RoPE)
   bytes += e * tokens * h;                                    // its output (also the output projection's input)
   bytes += 4 * tokens * t.heads;                              // its log-sum-exp, fp32
-  bytes += 2 * e * tokens * h + norm_stats_bytes(t, tokens);  // MLP norm: input, output
+  bytes += norm_saved_bytes(t, e, tokens);                    // MLP norm: input, output
   bytes += (t.mlp == MlpKind::Gelu ? 2 : 4) * e * tokens * f; // GELU: its input and output; SwiGLU: gate, up, SiLU(gate), product
   if (t.dropout > 0) bytes += 2 * tokens * h;                 // two residual dropout masks (1 byte per element)
   return bytes;
@@ -144,7 +153,7 @@ std::vector<UnitSpec> transformer_units(const TransformerSpec& t, int e) {
   if (!t.tied_embeddings) head.tensors.push_back({"output.weight", V * h});
   // Norm input and output, and the 16-bit logits, which the model's output object holds until the
   // step's backward is done.
-  head.activation_bytes = 2 * e * tokens * h + norm_stats_bytes(t, tokens) + e * tokens * V;
+  head.activation_bytes = norm_saved_bytes(t, e, tokens) + e * tokens * V;
   if (t.loss == LossKind::Fp32) {
     head.activation_bytes += 4 * tokens * V;                  // log-softmax output, fp32
     head.forward_transient_bytes = 4 * tokens * V;            // the fp32 copy of the logits

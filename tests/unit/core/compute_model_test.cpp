@@ -119,6 +119,42 @@ TEST(Kernels, TheLossOverTheVocabularyMovesFp32BytesUnlessFused) {
   EXPECT_DOUBLE_EQ(find(fused.backward, "loss.bwd")->bytes, 4 * TV);
 }
 
+// Eager norms and RoPE (docs/compute-model.md, "Eager norms and RoPE"): the bytes and launches of
+// the PyTorch op sequences, per element of the norm's T x h input and of RoPE's q and k; fused
+// stays one kernel each way; the final norm in the head follows the same knob.
+TEST(Kernels, EagerNormsAndRopeMoveTheBytesOfTheirOpSequences) {
+  json j = scenario_json();
+  const double Th = 4096.0 * 1024, qk = 4096.0 * (1024 + 256);  // T = 2 x 2048 tokens; kv = 2 heads of 128
+  const auto block = [&] { return transformer_unit_kernels(*parse(j).model.transformer, TransformerPart::Block, 2); };
+  UnitKernels fused = block();
+  EXPECT_DOUBLE_EQ(find(fused.forward, "attention_norm")->bytes, 4 * Th);
+  EXPECT_DOUBLE_EQ(find(fused.backward, "ffn_norm.bwd")->bytes, 6 * Th);
+  EXPECT_DOUBLE_EQ(find(fused.forward, "rope")->bytes, 4 * qk);
+  EXPECT_EQ(find(fused.forward, "rope")->launches, 1);
+  j["model"]["transformer"].update({{"norm_impl", "eager_fp32"}, {"rope_impl", "eager_complex"}});
+  UnitKernels eager = block();
+  for (const char* name : {"attention_norm", "ffn_norm"}) {
+    EXPECT_DOUBLE_EQ(find(eager.forward, name)->bytes, 36 * Th) << name;  // 28 + 4e
+    EXPECT_EQ(find(eager.forward, name)->launches, 8) << name;
+    EXPECT_DOUBLE_EQ(find(eager.backward, std::string(name) + ".bwd")->bytes, 92 * Th) << name;  // 76 + 8e
+    EXPECT_EQ(find(eager.backward, std::string(name) + ".bwd")->launches, 16) << name;
+  }
+  EXPECT_DOUBLE_EQ(find(eager.forward, "rope")->bytes, 20 * qk);  // 16 + 2e
+  EXPECT_DOUBLE_EQ(find(eager.backward, "rope.bwd")->bytes, 20 * qk);
+  EXPECT_EQ(find(eager.forward, "rope")->launches, 6);  // three for q, three for k
+  j["model"]["transformer"]["rope_impl"] = "eager_rotation";
+  eager = block();
+  EXPECT_DOUBLE_EQ(find(eager.forward, "rope")->bytes, 36 * qk);  // 32 + 2e
+  EXPECT_EQ(find(eager.backward, "rope.bwd")->launches, 8);
+  const UnitKernels head = transformer_unit_kernels(*parse(j).model.transformer, TransformerPart::Head, 2);
+  EXPECT_DOUBLE_EQ(find(head.forward, "norm")->bytes, 36 * Th);
+  EXPECT_DOUBLE_EQ(find(head.backward, "norm.bwd")->bytes, 92 * Th);
+  // Recomputation re-runs the eager sequence as it is.
+  j = scenario_json("full");
+  j["model"]["transformer"]["norm_impl"] = "eager_fp32";
+  EXPECT_DOUBLE_EQ(find(block().recompute, "recompute.attention_norm")->bytes, 36 * Th);
+}
+
 TEST(Roofline, AKernelTakesTheLargerOfItsComputeAndMemoryTimesPlusTheLaunch) {
   GpuSpec gpu;
   gpu.hbm_bandwidth_bytes_per_s = 1e12;

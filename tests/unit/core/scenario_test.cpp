@@ -183,6 +183,14 @@ TEST(Transformer, TorchtitanLlamaShapesReproduceTheReleasedParameterCounts) {
   EXPECT_EQ(parse_scenario(j).model.total_params(), 68976648192);
   j["model"]["transformer"].update({{"vocab", 128256}, {"seq_len", 8192}});  // Llama 3 70B
   EXPECT_EQ(parse_scenario(j).model.total_params(), 70553706496);
+  // bench/published/fms_fsdp.json's other two shapes: Llama 2 7B and the 34B of fms-fsdp's
+  // get_model_config (Code Llama 34B's shape).
+  j = llama(32, 4096, 11008, 32, 32, "none");
+  j["model"]["transformer"].update({{"vocab", 32000}, {"seq_len", 4096}});
+  EXPECT_EQ(parse_scenario(j).model.total_params(), 6738415616);
+  j = llama(48, 8192, 22016, 64, 8, "full");
+  j["model"]["transformer"].update({{"vocab", 32000}, {"seq_len", 4096}});
+  EXPECT_EQ(parse_scenario(j).model.total_params(), 33743970304);
 }
 
 // torchtitan's selective layer mode (selective_ac_option = '2'): a full checkpoint on every second
@@ -274,6 +282,34 @@ TEST(Transformer, KnobsHaveDefaultsAndBadValuesNameTheAcceptedOnes) {
   j = llama(2, 4096, 14336, 32, 8, "none");
   j["model"]["seq_len"] = 4096;
   expect_bad(j, "model.seq_len", {"inside model.transformer"});
+  EXPECT_EQ(t.norm_impl, NormImpl::Fused);
+  EXPECT_EQ(t.rope_impl, RopeImpl::Fused);
+  j = llama(2, 4096, 14336, 32, 8, "none");
+  j["model"]["transformer"]["norm_impl"] = "eager";
+  expect_bad(j, "model.transformer.norm_impl", {"\"eager\"", "fused", "eager_fp32"});
+  j = llama(2, 4096, 14336, 32, 8, "none");
+  j["model"]["transformer"].update({{"norm", "layernorm"}, {"norm_impl", "eager_fp32"}});
+  expect_bad(j, "model.transformer.norm_impl", {"needs norm \"rmsnorm\"", "layer_norm is one fused kernel"});
+  j = llama(2, 4096, 14336, 32, 8, "none");
+  j["model"]["transformer"].update({{"position", "learned"}, {"rope_impl", "eager_complex"}});
+  expect_bad(j, "model.transformer.rope_impl", {"\"eager_complex\"", "needs position \"rope\""});
+  j = llama(2, 4096, 14336, 32, 8, "none");
+  j["model"]["transformer"]["rope_impl"] = "eager_rotaton";
+  expect_bad(j, "model.transformer.rope_impl", {"did you mean \"eager_rotation\"?"});
+}
+
+// The eager fp32 RMSNorm keeps the fp32 copy of its input (for pow and the multiply by 1/rms) in
+// place of the 16-bit input, and the 16-bit normalized input (for the multiply by the weight):
+// 4 bytes more per element and norm; RoPE's eager forms keep nothing more (only the rotation
+// tables, which need no gradient).
+TEST(Transformer, AnEagerFp32NormKeepsItsFp32InputCopy) {
+  json j = llama(2, 4096, 14336, 32, 8, "none");
+  const Scenario fused = parse_scenario(j);
+  j["model"]["transformer"].update({{"norm_impl", "eager_fp32"}, {"rope_impl", "eager_rotation"}});
+  const Scenario eager = parse_scenario(j);
+  const int64_t T = 8192, h = 4096;
+  EXPECT_EQ(eager.model.units[1].activation_bytes - fused.model.units[1].activation_bytes, 2 * 4 * T * h);
+  EXPECT_EQ(eager.model.units.back().activation_bytes - fused.model.units.back().activation_bytes, 4 * T * h);
 }
 
 TEST(Transformer, ShapesTooLargeToCountAreRefusedNamingTheShape) {
