@@ -115,7 +115,8 @@ def scenario_of(row, models):
 
 
 def independent_scenario_of(row, data):
-    """A row of an independent file: a Llama model under the framework policy its file states."""
+    """A row of an independent file: a Llama model under the framework policy its file states (a
+    row's own `architecture` keys, such as the norm its config chose, override the file's)."""
     m = data["models"][row["model"]]
     shape = {k: m[k] for k in ("layers", "hidden", "ffn_hidden", "heads", "kv_heads", "vocab")}
     preset = data["presets"][row["gpu"]]
@@ -132,7 +133,8 @@ def independent_scenario_of(row, data):
             "name": row["model"],
             "transformer": dict(shape, seq_len=row["seq_len"], micro_batch_size=row["micro_batch_size"],
                                 activation_checkpointing=row["activation_checkpointing"],
-                                checkpoint_every=row.get("checkpoint_every", 1), **data["architecture"]),
+                                checkpoint_every=row.get("checkpoint_every", 1),
+                                **dict(data["architecture"], **row.get("architecture", {}))),
         },
         "cluster": cluster,
         "mesh": {"shard": 8, "replicate": row["gpus"] // 8} if hsdp else {"shard": row["gpus"], "replicate": 1},
