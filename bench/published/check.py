@@ -178,7 +178,9 @@ def evaluate(binary, rows, models, sets, jobs=2):
             res.update(predicted=pred, published=pub, error_rel=pred / pub - 1,
                        # MFU: the same formula as the source (6 N + 12 L d s per token, peak of the GPU),
                        # so the predicted MFU is the published one scaled by the throughput ratio.
-                       mfu_predicted=row["published"]["mfu"] * pred / pub, mfu_published=row["published"]["mfu"],
+                       # (None where the source gives no MFU.)
+                       mfu_predicted=None if row["published"]["mfu"] is None else row["published"]["mfu"] * pred / pub,
+                       mfu_published=row["published"]["mfu"],
                        peak_reserved_bytes=m["peak_reserved_bytes"], capacity_bytes=m["memory_capacity_bytes"],
                        min_reserved_bytes=m["min_reserved_bytes"], fits=m["fits_memory"],
                        cache_flushes=m["allocator_cache_flushes"])
@@ -249,6 +251,13 @@ def checkpointing(row):
     return f"{ac}/{row['checkpoint_every']}" if row.get("checkpoint_every", 1) > 1 else ac
 
 
+def mfu_text(r):
+    """Predicted / published MFU, or n/a where the source gives none."""
+    if r["mfu_published"] is None:
+        return "n/a"
+    return f"{100 * r['mfu_predicted']:.1f}/{100 * r['mfu_published']:.1f}%"
+
+
 def table_text(results):
     lines = [f"{'row':<24} {'split':<11} {'model':>10} {'seq':>6} {'gpus':>4} {'mbs':>3} {'acc':>3} {'ckpt':>12}  "
              f"{'pred tok/s/GPU':>14} {'published':>9} {'error':>7}  {'MFU pred/pub':>12}  {'needed/reserved/GPU mem':>23}"]
@@ -264,7 +273,7 @@ def table_text(results):
         mem = (f"{r['min_reserved_bytes'] / 2**30:5.1f}/{r['peak_reserved_bytes'] / 2**30:5.1f}/{r['capacity_bytes'] / 2**30:4.1f} GiB"
                + ("" if r["fits"] else " NO FIT") + (" flushes" if r["cache_flushes"] else ""))
         lines.append(head + f"{r['predicted']:>14.0f} {r['published']:>9} {100 * r['error_rel']:>+6.1f}%  "
-                            f"{100 * r['mfu_predicted']:>5.1f}/{100 * r['mfu_published']:>4.1f}%  {mem:>23}")
+                            f"{mfu_text(r):>12}  {mem:>23}")
     return "\n".join(lines)
 
 
