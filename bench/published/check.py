@@ -15,7 +15,7 @@ predicted not to fit, a published run that ran out of memory (an independent fil
 predicted to fit, or a row fails to simulate; CTest runs it that way. --set applies a scenario override to every row (e.g. to try a GPU
 parameter); bench/published/fit.py uses it. --table (runs.json's `table`, repeatable) and
 --min-gpus look at a part of the rows, e.g. one cluster's multi-node rows; the summaries then
-describe that part only, so they do not combine with --gate. Each summary also gives the mean
+describe that part only, so they do not combine with --gate, nor does --rows other than all. Each summary also gives the mean
 |log(predicted / published)|, the objective fit.py minimises. Only the Python standard library
 is needed.
 """
@@ -292,8 +292,9 @@ def main():
     ap.add_argument("--json", help="write the per-row results and summaries to this file")
     ap.add_argument("--jobs", type=int, default=2)
     args = ap.parse_args()
-    if args.gate and (args.table or args.min_gpus):
-        ap.error("--gate judges every row; it does not take --table or --min-gpus")
+    # The gate judges the check and the independent rows and every run's fit: all rows.
+    if args.gate and (args.table or args.min_gpus or args.rows != "all"):
+        ap.error("--gate judges every row; it does not take --table, --min-gpus or --rows other than all")
     if not os.access(args.binary, os.X_OK):
         print(f"check.py: no shardline binary at {args.binary}", file=sys.stderr)
         return 2
