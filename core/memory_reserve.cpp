@@ -38,6 +38,7 @@ ReservedEstimate estimate_reserved(const MemoryReserve& r, int64_t allocated_byt
     e.peak_reserved_bytes = std::min(typical, capacity_bytes);
     e.cache_flushes = typical > capacity_bytes;
   }
+  e.allocator_reserved_bytes = std::max<int64_t>(0, e.peak_reserved_bytes - r.fixed_bytes);
   return e;
 }
 

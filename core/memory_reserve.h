@@ -27,6 +27,9 @@ struct ReservedEstimate {
   int64_t peak_reserved_bytes = 0;  // the typical reserve, at most the capacity when the least fits
                                     // (the allocator fills the GPU, then flushes); else the least
   bool cache_flushes = false;       // the typical reserve exceeds the capacity, the least fits
+  // peak_reserved_bytes without the context and NCCL buffers: the caching allocator's own
+  // segments, what torch.cuda.max_memory_reserved() reports (frameworks log this figure).
+  int64_t allocator_reserved_bytes = 0;
 };
 ReservedEstimate estimate_reserved(const MemoryReserve& reserve, int64_t allocated_bytes, int64_t capacity_bytes);
 

@@ -18,7 +18,9 @@
 // - reserve (estimate_reserved): least = ceil(peak allocated x (1 + fragmentation at capacity))
 //   + fixed bytes (context + NCCL per communicator); typical = the same with the typical
 //   fragmentation; peak reserved = the typical capped at the capacity when the least fits (cache
-//   flushes when it was capped), else the least. 0 when there are no memory samples.
+//   flushes when it was capped), else the least; its allocator part (what
+//   torch.cuda.max_memory_reserved() reports) = peak reserved - fixed bytes. 0 when there are no
+//   memory samples.
 //   fits: least <= capacity x (1 - margin).
 // - throughput, from the timeline's workload (global per-step counts; 0 = unknown) and the
 //   step time in seconds, step_s = step_time_us / 1e6; each unknown when its inputs are 0:
@@ -297,6 +299,7 @@ Metrics StepAccumulator::finish(const Timeline& t, std::optional<int64_t> peak_m
     const ReservedEstimate reserved = estimate_reserved(t.memory_reserve, m.peak_memory_bytes, t.memory_capacity_bytes);
     m.peak_reserved_bytes = reserved.peak_reserved_bytes;
     m.min_reserved_bytes = reserved.min_reserved_bytes;
+    m.peak_allocator_reserved_bytes = reserved.allocator_reserved_bytes;
     m.allocator_cache_flushes = reserved.cache_flushes;
   }
   m.memory_capacity_bytes = t.memory_capacity_bytes;
@@ -345,6 +348,7 @@ json metrics_to_json(const Metrics& m) {
   j["peak_memory_bytes"] = m.peak_memory_bytes;
   j["peak_reserved_bytes"] = m.peak_reserved_bytes;
   j["min_reserved_bytes"] = m.min_reserved_bytes;
+  j["peak_allocator_reserved_bytes"] = m.peak_allocator_reserved_bytes;
   j["allocator_cache_flushes"] = m.allocator_cache_flushes;
   j["memory_capacity_bytes"] = m.memory_capacity_bytes;
   j["fits_memory"] = m.fits_memory;
@@ -382,6 +386,10 @@ Metrics metrics_from_json(const json& j) {
   m.peak_reserved_bytes = jf::has_member(j, "peak_reserved_bytes") ? count_from_json(j, "peak_reserved_bytes", "") : m.peak_memory_bytes;
   // ... and before the least reserve: the peak reserved was the one estimate, and fits judged it.
   m.min_reserved_bytes = jf::has_member(j, "min_reserved_bytes") ? count_from_json(j, "min_reserved_bytes", "") : m.peak_reserved_bytes;
+  // ... and before the allocator's own part was reported: unknown, taken as the whole reserve.
+  m.peak_allocator_reserved_bytes = jf::has_member(j, "peak_allocator_reserved_bytes")
+                                        ? count_from_json(j, "peak_allocator_reserved_bytes", "")
+                                        : m.peak_reserved_bytes;
   m.allocator_cache_flushes = jf::has_member(j, "allocator_cache_flushes") && jf::get_bool(j, "allocator_cache_flushes", "");
   m.memory_capacity_bytes = count_from_json(j, "memory_capacity_bytes", "");
   m.fits_memory = jf::get_bool(j, "fits_memory", "");

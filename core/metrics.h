@@ -74,6 +74,7 @@ struct Metrics {
   int64_t peak_memory_bytes = 0;    // peak allocated (what the memory tracker counts)
   int64_t peak_reserved_bytes = 0;  // estimate (estimate_reserved, core/memory_reserve.h); 0 without samples
   int64_t min_reserved_bytes = 0;   // the least reserve the step needs (at capacity); 0 without samples
+  int64_t peak_allocator_reserved_bytes = 0;  // peak reserved without context and NCCL buffers (torch.cuda.max_memory_reserved)
   bool allocator_cache_flushes = false;  // fits only by the allocator flushing its cache
   int64_t memory_capacity_bytes = 0;
   bool fits_memory = true;          // min reserved <= capacity * (1 - margin)

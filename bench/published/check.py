@@ -40,7 +40,7 @@ GATED = ("median", "p90")
 
 # Files of independent check rows, each self-contained: its source, models, architecture, cluster
 # presets and framework policy, rows, and runs that ran out of memory (bench/published/README.md).
-INDEPENDENT = [os.path.join(HERE, "torchtitan.json"), os.path.join(HERE, "fms_fsdp.json")]
+INDEPENDENT = [os.path.join(HERE, f) for f in ("torchtitan.json", "fms_fsdp.json", "torchtitan_h100.json")]
 
 # The cluster preset each GPU of the tables maps to (docs/scenario.md "Cluster presets").
 # The A100 tables ran on "1600 Gbps node-node interconnect (RoCE)" clusters: the roce presets,
@@ -183,7 +183,14 @@ def evaluate(binary, rows, models, sets, jobs=2):
                        mfu_published=row["published"]["mfu"],
                        peak_reserved_bytes=m["peak_reserved_bytes"], capacity_bytes=m["memory_capacity_bytes"],
                        min_reserved_bytes=m["min_reserved_bytes"], fits=m["fits_memory"],
-                       cache_flushes=m["allocator_cache_flushes"])
+                       cache_flushes=m["allocator_cache_flushes"], peak_allocated_bytes=m["peak_memory_bytes"])
+            # Where the source publishes the run's peak reserved memory (torch.cuda.max_memory_reserved:
+            # the caching allocator's segments, without the CUDA context and NCCL's buffers): the
+            # estimate's allocator part against it.
+            if "max_reserved_gib" in row["published"]:
+                pub_gib = row["published"]["max_reserved_gib"]
+                res.update(reserved_published_gib=pub_gib, allocator_reserved_bytes=m["peak_allocator_reserved_bytes"],
+                           reserved_error_rel=m["peak_allocator_reserved_bytes"] / 2**30 / pub_gib - 1)
         results.append(res)
     return results
 
@@ -238,6 +245,27 @@ def summary(results, split):
             "not_fitting": sum(1 for r in results if r["split"] == split and r.get("fits") is False)}
 
 
+def memory_summary(results):
+    """|error| of the peak reserved estimate over the rows whose source publishes peak reserved memory."""
+    rows = [r for r in results if "reserved_error_rel" in r]
+    errs = [abs(r["reserved_error_rel"]) for r in rows]
+    return {"rows": len(errs), "median": quantile(errs, 0.5), "worst": max(errs) if errs else float("nan"),
+            "not_fitting": sum(1 for r in rows if r["fits"] is False)}
+
+
+def memory_text(results):
+    """One line per row with a published peak reserved memory: the estimate's allocator part (the
+    figure torch.cuda.max_memory_reserved() reports), the published figure, the error, and the
+    predicted peak allocated beside."""
+    lines = []
+    for r in results:
+        if "reserved_error_rel" in r:
+            lines.append(f"  {r['id']:<24} peak reserved (allocator) predicted {r['allocator_reserved_bytes'] / 2**30:5.1f} GiB, published "
+                         f"{r['reserved_published_gib']:5.1f} GiB, error {100 * r['reserved_error_rel']:+5.1f}% "
+                         f"(predicted peak allocated {r['peak_allocated_bytes'] / 2**30:.1f} GiB)")
+    return "\n".join(lines)
+
+
 def load(path):
     with open(path) as f:
         return json.load(f)
@@ -283,7 +311,7 @@ def main():
     ap.add_argument("--runs", default=os.path.join(HERE, "runs.json"))
     ap.add_argument("--independent", action="append", metavar="FILE",
                     help="a file of independent check rows (repeatable; default: " + ", ".join(os.path.basename(p) for p in INDEPENDENT) + ")")
-    ap.add_argument("--rows", choices=["check", "fit", "independent", "all"], default="all")
+    ap.add_argument("--rows", choices=["check", "fit", "independent", "memory", "all"], default="all")
     ap.add_argument("--table", action="append", default=[], metavar="NAME",
                     help="only the rows of this table (runs.json `table`, e.g. a100_80gb); repeatable")
     ap.add_argument("--min-gpus", type=int, default=0, metavar="N", help="only the rows with at least N GPUs")
@@ -323,6 +351,11 @@ def main():
         print(f"{label}: {s['rows']}, |error| of tokens/s/GPU: median {100 * s['median']:.1f}%, "
               f"p90 {100 * s['p90']:.1f}%, worst {100 * s['worst']:.1f}%, mean |log error| {s['mean_abs_log']:.4f}; "
               f"predicted not to fit: {s['not_fitting']}; failed to simulate: {s['failed']}")
+    if any("reserved_error_rel" in r for r in results):
+        s = summaries["memory"] = memory_summary(results)
+        print(f"peak reserved memory where the source publishes it: {s['rows']} rows, |error| median "
+              f"{100 * s['median']:.1f}%, worst {100 * s['worst']:.1f}%; predicted not to fit: {s['not_fitting']}")
+        print(memory_text(results))
     filtered = args.table or args.min_gpus
     oom = check_out_of_memory(args.binary, out_of_memory, args.set) if args.rows in ("all", "independent") and not filtered else []
     for r in oom:

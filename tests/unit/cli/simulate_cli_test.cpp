@@ -18,7 +18,7 @@ size_t lines(const std::string& text) { return static_cast<size_t>(std::count(te
 
 const char* const kOutputs[] = {"metrics.json", "program.json", "timeline.json", "trace.json", "report.html"};
 const char* const kMetricKeys[] = {"step_time_us", "compute_busy_us", "comm_busy_us", "exposed_comm_us", "overlap_efficiency",
-                                   "peak_memory_bytes", "peak_reserved_bytes", "memory_capacity_bytes", "fits_memory",
+                                   "peak_memory_bytes", "peak_reserved_bytes", "peak_allocator_reserved_bytes", "memory_capacity_bytes", "fits_memory",
                                    "forward_us", "backward_us", "by_kind", "throughput"};
 
 using shardline::clitest::Result;

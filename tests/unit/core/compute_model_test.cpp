@@ -484,10 +484,12 @@ TEST(MemoryReserve, TypicalReserveCappedAtCapacityWhileTheLeastFits) {
   ReservedEstimate e = estimate_reserved(r, 1000, 2000);  // typical 1350, least 1150
   EXPECT_EQ(e.peak_reserved_bytes, 1350);
   EXPECT_EQ(e.min_reserved_bytes, 1150);
+  EXPECT_EQ(e.allocator_reserved_bytes, 1250);  // without the context and NCCL buffers
   EXPECT_FALSE(e.cache_flushes);
   e = estimate_reserved(r, 1000, 1200);
   EXPECT_EQ(e.peak_reserved_bytes, 1200);
   EXPECT_EQ(e.min_reserved_bytes, 1150);
+  EXPECT_EQ(e.allocator_reserved_bytes, 1100);  // the allocator fills what the fixed part leaves
   EXPECT_TRUE(e.cache_flushes);
   e = estimate_reserved(r, 1000, 1100);
   EXPECT_EQ(e.peak_reserved_bytes, 1150);

@@ -286,7 +286,7 @@ TEST(MetricsJson, RoundTripsAndHasEveryKey) {
   Metrics m = compute_metrics(basic_timeline());
   nlohmann::json j = metrics_to_json(m);
   for (const char* key : {"step_time_us", "compute_busy_us", "comm_busy_us", "exposed_comm_us", "overlap_efficiency",
-                          "peak_memory_bytes", "peak_reserved_bytes", "memory_capacity_bytes", "fits_memory", "forward_us",
+                          "peak_memory_bytes", "peak_reserved_bytes", "peak_allocator_reserved_bytes", "memory_capacity_bytes", "fits_memory", "forward_us",
                           "backward_us", "by_kind", "throughput"}) {
     EXPECT_TRUE(j.contains(key)) << key;
   }
@@ -376,6 +376,7 @@ TEST(Metrics, FitIsJudgedOnTheReservedEstimate) {
   m = compute_metrics(t);
   EXPECT_EQ(m.peak_memory_bytes, 900);      // allocated is unchanged
   EXPECT_EQ(m.peak_reserved_bytes, 995);    // 900 x 1.05 + 50
+  EXPECT_EQ(m.peak_allocator_reserved_bytes, 945);  // 900 x 1.05: torch.cuda.max_memory_reserved()
   EXPECT_FALSE(m.fits_memory);              // 995 > 1000 x 0.9
   t.memory_margin = 0;
   EXPECT_TRUE(compute_metrics(t).fits_memory);  // 995 <= 1000
@@ -413,9 +414,11 @@ TEST(MetricsJson, OlderFilesWithoutTheNewFieldsRead) {
   nlohmann::json j = metrics_to_json(compute_metrics(t));
   j.erase("throughput");
   j.erase("peak_reserved_bytes");
+  j.erase("peak_allocator_reserved_bytes");
   const Metrics back = metrics_from_json(j);
   EXPECT_EQ(back.peak_memory_bytes, 700);
   EXPECT_EQ(back.peak_reserved_bytes, 700);
+  EXPECT_EQ(back.peak_allocator_reserved_bytes, 700);
   EXPECT_FALSE(back.throughput.tokens_per_s.has_value());
   EXPECT_FALSE(back.throughput.mfu.has_value());
   EXPECT_DOUBLE_EQ(back.step_time_us, 500000.0);
