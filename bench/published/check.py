@@ -4,9 +4,11 @@ measured FSDP training runs) and of the independent files (INDEPENDENT below: to
 runs, IBM fms-fsdp's FSDP1 runs; check rows that no parameter is fitted on) with `shardline simulate` and prints
 predicted vs published tokens/s per GPU and MFU, with the error, then the median, p90 and worst
 absolute error of the fit, check and independent rows separately, and whether every published
-run is predicted to fit in its GPU's memory (they ran).
+run is predicted to fit in its GPU's memory (they ran). Rows whose source publishes the run's peak
+reserved memory (the memory rows of torchtitan_h100.json, judged on memory only) also get the
+estimate's allocator part against it.
 
-    bench/published/check.py [--binary build/release/cli/shardline] [--rows check|fit|independent|all]
+    bench/published/check.py [--binary build/release/cli/shardline] [--rows check|fit|independent|memory|all]
                              [--table NAME ...] [--min-gpus N] [--gate] [--json OUT] [--set PATH=VALUE ...]
                              [--independent FILE ...]
 
