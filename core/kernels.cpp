@@ -179,15 +179,18 @@ void head_forward(KernelList& k, const TransformerSpec& t, const Shape& s) {
   const D TV = D(s.T) * D(s.V);
   norm_forward(k, "norm", t, s);
   k.linear_forward("output", s.T, s.h, s.V);
-  // fp32: cast the logits to fp32, log-softmax (read, write); fused: read the 16-bit logits once.
-  k.memory("loss", t.loss == LossKind::Fp32 ? (s.e + 12) * TV : s.e * TV);
+  // fp32: cast the logits to fp32, log-softmax (read, write); eager_16bit: log-softmax over the
+  // 16-bit logits (read, write); fused: read the 16-bit logits once.
+  const D loss_bytes = t.loss == LossKind::Fp32 ? (s.e + 12) * TV : t.loss == LossKind::Eager16Bit ? 2 * s.e * TV : s.e * TV;
+  k.memory("loss", loss_bytes);
 }
 
 void head_backward(KernelList& k, const TransformerSpec& t, const Shape& s) {
   const D TV = D(s.T) * D(s.V);
   // fp32: the NLL gradient (write), log-softmax backward (read 2, write 1), cast to 16-bit;
-  // fused: read the logits, write their gradient.
-  k.memory("loss.bwd", t.loss == LossKind::Fp32 ? (20 + s.e) * TV : 2 * s.e * TV);
+  // eager_16bit: the same in 16 bits, without the cast; fused: read the logits, write their gradient.
+  const D loss_bwd_bytes = t.loss == LossKind::Fp32 ? (20 + s.e) * TV : t.loss == LossKind::Eager16Bit ? 4 * s.e * TV : 2 * s.e * TV;
+  k.memory("loss.bwd", loss_bwd_bytes);
   k.linear_backward("output", s.T, s.h, s.V, false);
   norm_backward(k, "norm", t, s);
 }

@@ -75,8 +75,10 @@ enum class PositionKind { Rope, Alibi, Learned };
 // (a broadcast multiply, then a sum over the pair).
 enum class NormImpl { Fused, EagerFp32 };
 enum class RopeImpl { Fused, EagerComplex, EagerRotation };
-enum class LossKind { Fp32, Fused };           // fp32: PyTorch cross-entropy over fp32 logits;
-                                               // fused: one kernel over 16-bit logits (flash-attn's)
+// fp32: PyTorch cross-entropy over an fp32 copy of the logits; eager_16bit: PyTorch cross-entropy
+// over the 16-bit logits themselves (log-softmax output 16-bit); fused: one kernel over the 16-bit
+// logits (flash-attn's).
+enum class LossKind { Fp32, Eager16Bit, Fused };
 
 struct TransformerSpec {
   int64_t layers = 0, hidden = 0, ffn_hidden = 0, heads = 0, kv_heads = 0, vocab = 0;

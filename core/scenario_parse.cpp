@@ -41,7 +41,7 @@ constexpr const char* kSchema = R"json({
       "activation_checkpointing": "none|selective|selective_op|full", "checkpoint_every": "int", "tied_embeddings": "bool",
       "root_group": "bool",
       "attention": "mha|gqa", "mlp": "swiglu|gelu", "norm": "rmsnorm|layernorm", "position": "rope|alibi|learned",
-      "bias": "bool", "dropout": "number", "loss": "fp32|fused",
+      "bias": "bool", "dropout": "number", "loss": "fp32|eager_16bit|fused",
       "norm_impl": "fused|eager_fp32", "rope_impl": "fused|eager_complex|eager_rotation"
     },
     "seq_len": "int", "micro_batch_size": "int",
@@ -323,7 +323,7 @@ TransformerSpec parse_transformer(const json& j, const std::string& path, const 
         *v, o.at("position"), {{"rope", PositionKind::Rope}, {"alibi", PositionKind::Alibi}, {"learned", PositionKind::Learned}});
   }
   if (const json* v = o.opt("bias")) t.bias = as_bool(*v, o.at("bias"));
-  if (const json* v = o.opt("loss")) t.loss = as_choice<LossKind>(*v, o.at("loss"), {{"fp32", LossKind::Fp32}, {"fused", LossKind::Fused}});
+  if (const json* v = o.opt("loss")) t.loss = as_choice<LossKind>(*v, o.at("loss"), {{"fp32", LossKind::Fp32}, {"eager_16bit", LossKind::Eager16Bit}, {"fused", LossKind::Fused}});
   if (const json* v = o.opt("norm_impl")) {
     t.norm_impl = as_choice<NormImpl>(*v, o.at("norm_impl"), {{"fused", NormImpl::Fused}, {"eager_fp32", NormImpl::EagerFp32}});
     if (t.norm_impl == NormImpl::EagerFp32 && t.norm != NormKind::RmsNorm)

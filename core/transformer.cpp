@@ -158,6 +158,10 @@ std::vector<UnitSpec> transformer_units(const TransformerSpec& t, int e) {
     head.activation_bytes += 4 * tokens * V;                  // log-softmax output, fp32
     head.forward_transient_bytes = 4 * tokens * V;            // the fp32 copy of the logits
     head.backward_transient_bytes = 4 * tokens * V + e * tokens * V + e * tokens * h;  // fp32 and 16-bit logit gradients, dX
+  } else if (t.loss == LossKind::Eager16Bit) {
+    head.activation_bytes += e * tokens * V;                  // log-softmax output, 16-bit
+    // The NLL gradient and the log-softmax gradient, alive together in its backward, then dX.
+    head.backward_transient_bytes = 2 * e * tokens * V + e * tokens * h;
   } else {
     head.activation_bytes += 4 * tokens;                      // log-sum-exp per row, fp32
     head.backward_transient_bytes = e * tokens * V + e * tokens * h;  // 16-bit logit gradient, dX

@@ -117,6 +117,12 @@ TEST(Kernels, TheLossOverTheVocabularyMovesFp32BytesUnlessFused) {
   const UnitKernels fused = transformer_unit_kernels(*parse(j).model.transformer, TransformerPart::Head, 2);
   EXPECT_DOUBLE_EQ(find(fused.forward, "loss")->bytes, 2 * TV);
   EXPECT_DOUBLE_EQ(find(fused.backward, "loss.bwd")->bytes, 4 * TV);
+  // PyTorch's cross-entropy over the bf16 logits: log-softmax read and write; backward, the NLL
+  // gradient written, then log-softmax backward reading two and writing one.
+  j["model"]["transformer"]["loss"] = "eager_16bit";
+  const UnitKernels eager = transformer_unit_kernels(*parse(j).model.transformer, TransformerPart::Head, 2);
+  EXPECT_DOUBLE_EQ(find(eager.forward, "loss")->bytes, 2 * 2 * TV);
+  EXPECT_DOUBLE_EQ(find(eager.backward, "loss.bwd")->bytes, 4 * 2 * TV);
 }
 
 // Eager norms and RoPE (docs/compute-model.md, "Eager norms and RoPE"): the bytes and launches of

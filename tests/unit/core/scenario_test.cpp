@@ -151,6 +151,15 @@ TEST(Transformer, SavedActivationsPerCheckpointingModeWithFlashAttention) {
   EXPECT_EQ(fused_head.activation_bytes, 2 * e * T * h + 4 * T + e * T * V + 4 * T);
   EXPECT_EQ(fused_head.forward_transient_bytes, 0);
   EXPECT_EQ(fused_head.backward_transient_bytes, e * T * V + e * T * h);
+  // Over the 16-bit logits without an upcast: the 16-bit log-softmax is kept; its backward holds
+  // the NLL gradient and its own output together, then dX.
+  json eager = llama(2, h, f, a, 8, "none");
+  eager["model"]["transformer"]["loss"] = "eager_16bit";
+  const Scenario eager_scenario = parse_scenario(eager);
+  const UnitSpec& eager_head = eager_scenario.model.units.back();
+  EXPECT_EQ(eager_head.activation_bytes, 2 * e * T * h + 4 * T + e * T * V + e * T * V);
+  EXPECT_EQ(eager_head.forward_transient_bytes, 0);
+  EXPECT_EQ(eager_head.backward_transient_bytes, 2 * e * T * V + e * T * h);
 }
 
 // MosaicML's MPT-7B as llm-foundry benchmarks it: GELU MLP of 4h, LayerNorm and linear biases,
@@ -296,6 +305,9 @@ TEST(Transformer, KnobsHaveDefaultsAndBadValuesNameTheAcceptedOnes) {
   j = llama(2, 4096, 14336, 32, 8, "none");
   j["model"]["transformer"]["rope_impl"] = "eager_rotaton";
   expect_bad(j, "model.transformer.rope_impl", {"did you mean \"eager_rotation\"?"});
+  j = llama(2, 4096, 14336, 32, 8, "none");
+  j["model"]["transformer"]["loss"] = "bf16";
+  expect_bad(j, "model.transformer.loss", {"\"bf16\"", "fp32", "eager_16bit", "fused"});
 }
 
 // The eager fp32 RMSNorm keeps the fp32 copy of its input (for pow and the multiply by 1/rms) in
