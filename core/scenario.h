@@ -40,6 +40,11 @@ struct UnitSpec {
   int64_t forward_transient_bytes = 0;      // live only while its forward runs (e.g. fp32 logits)
   int64_t backward_transient_bytes = 0;     // live only while its backward runs (recomputed
                                             // activations, activation gradients)
+  // The model's output this unit makes (the head's 16-bit logits): alive as long as the training
+  // loop holds it (policy.output_lifetime) or, when `output_saved_by_loss`, the loss's backward
+  // needs it (a fused cross-entropy saves its input; PyTorch's saves its log-softmax output).
+  int64_t output_bytes = 0;
+  bool output_saved_by_loss = false;
   bool recompute_forward = false;           // full checkpointing: backward re-runs forward first
   TransformerPart part = TransformerPart::None;
   Checkpointing checkpointing{};            // transformer blocks: this block's checkpointing mode
@@ -99,6 +104,10 @@ struct TransformerSpec {
   bool root_group = true;
   double dropout = 0;            // probability of the residual and embedding dropouts
   LossKind loss = LossKind::Fp32;
+  // The model returns fp32 logits (`self.output(h).float()`: Meta's reference Llama, torchtitan
+  // until late 2024), so its output is the fp32 copy and the 16-bit logits live only until that
+  // cast; else it returns the 16-bit logits and the fp32 loss makes its copy itself. Fp32 loss only.
+  bool fp32_logits = false;
   NormImpl norm_impl = NormImpl::Fused;
   RopeImpl rope_impl = RopeImpl::Fused;
   int64_t head_dim() const { return hidden / heads; }
@@ -187,6 +196,12 @@ enum class OptimizerImplementation { Fused, Foreach, ForLoop };
 
 enum class OptimizerParams { DTensor, Fsdp1OrigParams, Fsdp1FlatParams };
 
+// How long the training loop holds the model's output (the logits): until the micro-batch's
+// backward is done (`outputs = model(batch); loss = loss_fn(outputs); loss.backward()`: Composer,
+// fms-fsdp, torchtitan before mid-2024), or only through the loss (`del pred` before backward:
+// torchtitan since), after which only the loss's own saved tensors keep it.
+enum class OutputLifetime { Backward, Loss };
+
 struct PolicySpec {
   bool comm_fusion = true;
   bool zero_copy = false;
@@ -209,6 +224,7 @@ struct PolicySpec {
   // parameter), or FSDP1's FlatParameters (one per parameter group, the only form before
   // PyTorch 2.0).
   OptimizerParams optimizer_params = OptimizerParams::DTensor;
+  OutputLifetime output_lifetime = OutputLifetime::Backward;
   int micro_batches = 1;
   GradSync grad_sync = GradSync::Every;
   bool average_gradients = true;  // divide by world after reduction (else sum)

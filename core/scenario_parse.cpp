@@ -42,7 +42,7 @@ constexpr const char* kSchema = R"json({
       "root_group": "bool",
       "attention": "mha|gqa", "mlp": "swiglu|gelu", "norm": "rmsnorm|layernorm", "position": "rope|alibi|learned",
       "bias": "bool", "dropout": "number", "loss": "fp32|eager_16bit|fused",
-      "norm_impl": "fused|eager_fp32", "rope_impl": "fused|eager_complex|eager_rotation"
+      "norm_impl": "fused|eager_fp32", "rope_impl": "fused|eager_complex|eager_rotation", "logits_dtype": "param|fp32"
     },
     "seq_len": "int", "micro_batch_size": "int",
     "units": [{
@@ -73,7 +73,7 @@ constexpr const char* kSchema = R"json({
     "comm_fusion": "bool", "zero_copy": "bool", "bucket_bytes": "size|unit", "reshard_after_forward": "bool|int",
     "forward_prefetch": "int", "backward_prefetch": "int", "param_dtype": "dtype", "reduce_dtype": "dtype",
     "master_dtype": "dtype", "optimizer_bytes_per_param": "size", "optimizer_implementation": "fused|foreach|for_loop",
-    "optimizer_params": "dtensor|fsdp1_orig_params|fsdp1_flat_params", "micro_batches": "int",
+    "optimizer_params": "dtensor|fsdp1_orig_params|fsdp1_flat_params", "output_lifetime": "backward|loss", "micro_batches": "int",
     "grad_sync": "every|last", "average_gradients": "bool"
   },
   "run": {"iterations": "int", "warmup": "int", "memory_margin": "number"},
@@ -324,6 +324,11 @@ TransformerSpec parse_transformer(const json& j, const std::string& path, const 
   }
   if (const json* v = o.opt("bias")) t.bias = as_bool(*v, o.at("bias"));
   if (const json* v = o.opt("loss")) t.loss = as_choice<LossKind>(*v, o.at("loss"), {{"fp32", LossKind::Fp32}, {"eager_16bit", LossKind::Eager16Bit}, {"fused", LossKind::Fused}});
+  if (const json* v = o.opt("logits_dtype")) {
+    t.fp32_logits = as_choice<bool>(*v, o.at("logits_dtype"), {{"param", false}, {"fp32", true}});
+    if (t.fp32_logits && t.loss != LossKind::Fp32)
+      throw InputError(o.at("logits_dtype"), "\"fp32\" logits are what the \"fp32\" loss runs over; it needs loss \"fp32\"");
+  }
   if (const json* v = o.opt("norm_impl")) {
     t.norm_impl = as_choice<NormImpl>(*v, o.at("norm_impl"), {{"fused", NormImpl::Fused}, {"eager_fp32", NormImpl::EagerFp32}});
     if (t.norm_impl == NormImpl::EagerFp32 && t.norm != NormKind::RmsNorm)
@@ -802,6 +807,10 @@ PolicySpec parse_policy(const json& j, const json& sch, const MeshSpec& mesh, si
         {{"dtensor", OptimizerParams::DTensor},
          {"fsdp1_orig_params", OptimizerParams::Fsdp1OrigParams},
          {"fsdp1_flat_params", OptimizerParams::Fsdp1FlatParams}});
+  }
+  if (const json* v = o.opt("output_lifetime")) {
+    p.output_lifetime = as_choice<OutputLifetime>(*v, o.at("output_lifetime"),
+                                                  {{"backward", OutputLifetime::Backward}, {"loss", OutputLifetime::Loss}});
   }
   if (const json* v = o.opt("micro_batches")) p.micro_batches = as_int(*v, o.at("micro_batches"), 1);
   if (const json* v = o.opt("grad_sync")) {

@@ -720,11 +720,17 @@ class Scheduler {
       const UnitSpec& u = s_.model.units[i];
       if (u.activation_bytes > 0)
         memory_op(OpKind::Alloc, StreamId::Compute, MemoryKind::Activations, u.activation_bytes, "act " + u.name);
+      if (u.output_bytes > 0)
+        memory_op(OpKind::Alloc, StreamId::Compute, MemoryKind::Activations, u.output_bytes, "out " + u.name);
       if (u.forward_transient_bytes > 0)
         memory_op(OpKind::Alloc, StreamId::Compute, MemoryKind::Activations, u.forward_transient_bytes, "fwd tmp " + u.name);
       compute(i, false);
       if (u.forward_transient_bytes > 0)
         memory_op(OpKind::Free, StreamId::Compute, MemoryKind::Activations, u.forward_transient_bytes, "fwd tmp " + u.name);
+      // The model's output (policy.output_lifetime): dropped after the loss unless the loss saved
+      // it; else freed after this unit's backward, or held by the loop to the backward's end.
+      if (u.output_bytes > 0 && s_.policy.output_lifetime == OutputLifetime::Loss && !u.output_saved_by_loss)
+        memory_op(OpKind::Free, StreamId::Compute, MemoryKind::Activations, u.output_bytes, "out " + u.name);
       // post-forward(i): reshard each bucket whose last user this was, as its mode says (the
       // root's and a unit's kept ones stay unsharded for backward: reshard_mode_of).
       for (int b : ag_of_unit_[i])
@@ -777,6 +783,8 @@ class Scheduler {
         memory_op(OpKind::Free, StreamId::Compute, MemoryKind::Activations, u.backward_transient_bytes, "bwd tmp " + u.name);
       if (u.activation_bytes > 0)
         memory_op(OpKind::Free, StreamId::Compute, MemoryKind::Activations, u.activation_bytes, "act " + u.name);
+      if (u.output_bytes > 0 && s_.policy.output_lifetime == OutputLifetime::Loss && u.output_saved_by_loss)
+        memory_op(OpKind::Free, StreamId::Compute, MemoryKind::Activations, u.output_bytes, "out " + u.name);
 
       // post-backward(i): reshard buckets no unit still needs, then reduce ready gradients.
       for (int b : ag_of_unit_[i])
@@ -784,6 +792,10 @@ class Scheduler {
       if (reduce_this_microbatch())
         for (int rb : rs_done_at_unit_[i]) reduce(rb);
     }
+    // The training loop lets go of the micro-batch's output once its backward is done.
+    if (s_.policy.output_lifetime == OutputLifetime::Backward)
+      for (const UnitSpec& u : s_.model.units)
+        if (u.output_bytes > 0) memory_op(OpKind::Free, StreamId::Compute, MemoryKind::Activations, u.output_bytes, "out " + u.name);
     if (reduce_this_microbatch() && !last_microbatch()) wait_for_reductions();
   }
 

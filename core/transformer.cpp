@@ -151,12 +151,19 @@ std::vector<UnitSpec> transformer_units(const TransformerSpec& t, int e) {
   head.tensors = {{"norm.weight", h}};
   if (t.bias && t.norm == NormKind::LayerNorm) head.tensors.push_back({"norm.bias", h});
   if (!t.tied_embeddings) head.tensors.push_back({"output.weight", V * h});
-  // Norm input and output, and the 16-bit logits, which the model's output object holds until the
-  // step's backward is done.
-  head.activation_bytes = norm_saved_bytes(t, e, tokens) + e * tokens * V;
+  // Norm input and output; the 16-bit logits are the model's output, held as the training loop and
+  // the loss say (policy.output_lifetime; only the fused loss saves them for its backward).
+  head.activation_bytes = norm_saved_bytes(t, e, tokens);
+  head.output_bytes = e * tokens * V;
+  head.output_saved_by_loss = t.loss == LossKind::Fused;
   if (t.loss == LossKind::Fp32) {
     head.activation_bytes += 4 * tokens * V;                  // log-softmax output, fp32
-    head.forward_transient_bytes = 4 * tokens * V;            // the fp32 copy of the logits
+    if (t.fp32_logits) {
+      head.output_bytes = 4 * tokens * V;                     // the model returns the fp32 copy
+      head.forward_transient_bytes = e * tokens * V;          // the 16-bit logits until its cast
+    } else {
+      head.forward_transient_bytes = 4 * tokens * V;          // the loss's fp32 copy of the logits
+    }
     head.backward_transient_bytes = 4 * tokens * V + e * tokens * V + e * tokens * h;  // fp32 and 16-bit logit gradients, dX
   } else if (t.loss == LossKind::Eager16Bit) {
     head.activation_bytes += e * tokens * V;                  // log-softmax output, 16-bit

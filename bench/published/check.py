@@ -44,6 +44,12 @@ GATED = ("median", "p90")
 # presets and framework policy, rows, and runs that ran out of memory (bench/published/README.md).
 INDEPENDENT = [os.path.join(HERE, f) for f in ("torchtitan.json", "fms_fsdp.json", "torchtitan_h100.json")]
 
+# Published memory figures a row may carry (its `published` key), what each is called, and the
+# metric it is held against: torch's peak reserved excludes the CUDA context and NCCL's buffers, so
+# it meets the estimate's allocator part; FSDP2's peak active is its allocated bytes.
+MEMORY_MEASURES = [("max_reserved_gib", "peak reserved (allocator)", "peak_allocator_reserved_bytes"),
+                   ("max_active_gib", "peak active (allocated)", "peak_memory_bytes")]
+
 # The cluster preset each GPU of the tables maps to (docs/scenario.md "Cluster presets").
 # The A100 tables ran on "1600 Gbps node-node interconnect (RoCE)" clusters: the roce presets,
 # whose flat-ring collectives the fit rows preferred to the DGX presets' rail-hierarchical ones.
@@ -119,7 +125,7 @@ def scenario_of(row, models):
 
 def independent_scenario_of(row, data):
     """A row of an independent file: a Llama model under the framework policy its file states (a
-    row's own `architecture` keys, such as the norm its config chose, override the file's)."""
+    row's own `architecture` and `policy` keys, such as the norm its config chose, override the file's)."""
     m = data["models"][row["model"]]
     shape = {k: m[k] for k in ("layers", "hidden", "ffn_hidden", "heads", "kv_heads", "vocab")}
     preset = data["presets"][row["gpu"]]
@@ -141,7 +147,7 @@ def independent_scenario_of(row, data):
         },
         "cluster": cluster,
         "mesh": {"shard": 8, "replicate": row["gpus"] // 8} if hsdp else {"shard": row["gpus"], "replicate": 1},
-        "policy": dict(data["policy"], reduce_dtype=row["reduce_dtype"], micro_batches=row["grad_accum"]),
+        "policy": dict(data["policy"], reduce_dtype=row["reduce_dtype"], micro_batches=row["grad_accum"], **row.get("policy", {})),
         "run": {"memory_margin": 0},
     }
 
@@ -185,14 +191,15 @@ def evaluate(binary, rows, models, sets, jobs=2):
                        mfu_published=row["published"]["mfu"],
                        peak_reserved_bytes=m["peak_reserved_bytes"], capacity_bytes=m["memory_capacity_bytes"],
                        min_reserved_bytes=m["min_reserved_bytes"], fits=m["fits_memory"],
-                       cache_flushes=m["allocator_cache_flushes"], peak_allocated_bytes=m["peak_memory_bytes"])
-            # Where the source publishes the run's peak reserved memory (torch.cuda.max_memory_reserved:
-            # the caching allocator's segments, without the CUDA context and NCCL's buffers): the
-            # estimate's allocator part against it.
-            if "max_reserved_gib" in row["published"]:
-                pub_gib = row["published"]["max_reserved_gib"]
-                res.update(reserved_published_gib=pub_gib, allocator_reserved_bytes=m["peak_allocator_reserved_bytes"],
-                           reserved_error_rel=m["peak_allocator_reserved_bytes"] / 2**30 / pub_gib - 1)
+                       cache_flushes=m["allocator_cache_flushes"])
+            # Where the source publishes the run's peak memory: its peak reserved
+            # (torch.cuda.max_memory_reserved: the caching allocator's segments, without the CUDA
+            # context and NCCL's buffers) against the estimate's allocator part, its peak active
+            # (FSDP2: the allocated bytes) against the peak allocated.
+            res["memory_checks"] = [
+                {"measure": measure, "published_gib": row["published"][key], "predicted_gib": m[metric] / 2**30,
+                 "error_rel": m[metric] / 2**30 / row["published"][key] - 1}
+                for key, measure, metric in MEMORY_MEASURES if key in row["published"]]
         results.append(res)
     return results
 
@@ -248,23 +255,23 @@ def summary(results, split):
 
 
 def memory_summary(results):
-    """|error| of the peak reserved estimate over the rows whose source publishes peak reserved memory."""
-    rows = [r for r in results if "reserved_error_rel" in r]
-    errs = [abs(r["reserved_error_rel"]) for r in rows]
-    return {"rows": len(errs), "median": quantile(errs, 0.5), "worst": max(errs) if errs else float("nan"),
-            "not_fitting": sum(1 for r in rows if r["fits"] is False)}
+    """Per measure, |error| over the rows whose source publishes it."""
+    out = {}
+    for _, measure, _ in MEMORY_MEASURES:
+        checks = [c for r in results for c in r.get("memory_checks", []) if c["measure"] == measure]
+        if checks:
+            errs = [abs(c["error_rel"]) for c in checks]
+            out[measure] = {"rows": len(errs), "median": quantile(errs, 0.5), "worst": max(errs)}
+    return out
 
 
 def memory_text(results):
-    """One line per row with a published peak reserved memory: the estimate's allocator part (the
-    figure torch.cuda.max_memory_reserved() reports), the published figure, the error, and the
-    predicted peak allocated beside."""
+    """One line per published memory figure: the prediction, the figure, the error."""
     lines = []
     for r in results:
-        if "reserved_error_rel" in r:
-            lines.append(f"  {r['id']:<24} peak reserved (allocator) predicted {r['allocator_reserved_bytes'] / 2**30:5.1f} GiB, published "
-                         f"{r['reserved_published_gib']:5.1f} GiB, error {100 * r['reserved_error_rel']:+5.1f}% "
-                         f"(predicted peak allocated {r['peak_allocated_bytes'] / 2**30:.1f} GiB)")
+        for c in r.get("memory_checks", []):
+            lines.append(f"  {r['id']:<26} {c['measure']:<26} predicted {c['predicted_gib']:5.1f} GiB, published "
+                         f"{c['published_gib']:5.1f} GiB, error {100 * c['error_rel']:+5.1f}%")
     return "\n".join(lines)
 
 
@@ -353,10 +360,11 @@ def main():
         print(f"{label}: {s['rows']}, |error| of tokens/s/GPU: median {100 * s['median']:.1f}%, "
               f"p90 {100 * s['p90']:.1f}%, worst {100 * s['worst']:.1f}%, mean |log error| {s['mean_abs_log']:.4f}; "
               f"predicted not to fit: {s['not_fitting']}; failed to simulate: {s['failed']}")
-    if any("reserved_error_rel" in r for r in results):
-        s = summaries["memory"] = memory_summary(results)
-        print(f"peak reserved memory where the source publishes it: {s['rows']} rows, |error| median "
-              f"{100 * s['median']:.1f}%, worst {100 * s['worst']:.1f}%; predicted not to fit: {s['not_fitting']}")
+    if any(r.get("memory_checks") for r in results):
+        summaries["memory"] = memory_summary(results)
+        for measure, s in summaries["memory"].items():
+            print(f"{measure}, where the source publishes it: {s['rows']} rows, |error| median "
+                  f"{100 * s['median']:.1f}%, worst {100 * s['worst']:.1f}%")
         print(memory_text(results))
     filtered = args.table or args.min_gpus
     oom = check_out_of_memory(args.binary, out_of_memory, args.set) if args.rows in ("all", "independent") and not filtered else []

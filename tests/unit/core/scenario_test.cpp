@@ -141,14 +141,18 @@ TEST(Transformer, SavedActivationsPerCheckpointingModeWithFlashAttention) {
   // 16-bit logit gradients through its backward.
   const UnitSpec& head = none.model.units.back();
   EXPECT_EQ(head.part, TransformerPart::Head);
-  EXPECT_EQ(head.activation_bytes, 2 * e * T * h + 4 * T + e * T * V + 4 * T * V);
+  EXPECT_EQ(head.activation_bytes, 2 * e * T * h + 4 * T + 4 * T * V);
+  EXPECT_EQ(head.output_bytes, e * T * V);  // the 16-bit logits: the model's output
+  EXPECT_FALSE(head.output_saved_by_loss);  // the fp32 loss keeps its copy's log-softmax, not them
   EXPECT_EQ(head.forward_transient_bytes, 4 * T * V);
   EXPECT_EQ(head.backward_transient_bytes, 4 * T * V + e * T * V + e * T * h);
   json fused = llama(2, h, f, a, 8, "none");
   fused["model"]["transformer"]["loss"] = "fused";
   const Scenario fused_scenario = parse_scenario(fused);
   const UnitSpec& fused_head = fused_scenario.model.units.back();
-  EXPECT_EQ(fused_head.activation_bytes, 2 * e * T * h + 4 * T + e * T * V + 4 * T);
+  EXPECT_EQ(fused_head.activation_bytes, 2 * e * T * h + 4 * T + 4 * T);
+  EXPECT_EQ(fused_head.output_bytes, e * T * V);
+  EXPECT_TRUE(fused_head.output_saved_by_loss);  // a fused cross-entropy saves its input
   EXPECT_EQ(fused_head.forward_transient_bytes, 0);
   EXPECT_EQ(fused_head.backward_transient_bytes, e * T * V + e * T * h);
   // Over the 16-bit logits without an upcast: the 16-bit log-softmax is kept; its backward holds
@@ -157,9 +161,20 @@ TEST(Transformer, SavedActivationsPerCheckpointingModeWithFlashAttention) {
   eager["model"]["transformer"]["loss"] = "eager_16bit";
   const Scenario eager_scenario = parse_scenario(eager);
   const UnitSpec& eager_head = eager_scenario.model.units.back();
-  EXPECT_EQ(eager_head.activation_bytes, 2 * e * T * h + 4 * T + e * T * V + e * T * V);
+  EXPECT_EQ(eager_head.activation_bytes, 2 * e * T * h + 4 * T + e * T * V);
+  EXPECT_FALSE(eager_head.output_saved_by_loss);
   EXPECT_EQ(eager_head.forward_transient_bytes, 0);
   EXPECT_EQ(eager_head.backward_transient_bytes, 2 * e * T * V + e * T * h);
+  // A model that returns fp32 logits (`self.output(h).float()`): its output is the fp32 copy, the
+  // 16-bit logits live only until that cast; the loss's log-softmax and backward are the same.
+  json upcast = llama(2, h, f, a, 8, "none");
+  upcast["model"]["transformer"]["logits_dtype"] = "fp32";
+  const Scenario upcast_scenario = parse_scenario(upcast);
+  const UnitSpec& upcast_head = upcast_scenario.model.units.back();
+  EXPECT_EQ(upcast_head.activation_bytes, head.activation_bytes);
+  EXPECT_EQ(upcast_head.output_bytes, 4 * T * V);
+  EXPECT_EQ(upcast_head.forward_transient_bytes, e * T * V);
+  EXPECT_EQ(upcast_head.backward_transient_bytes, head.backward_transient_bytes);
 }
 
 // MosaicML's MPT-7B as llm-foundry benchmarks it: GELU MLP of 4h, LayerNorm and linear biases,
@@ -305,6 +320,15 @@ TEST(Transformer, KnobsHaveDefaultsAndBadValuesNameTheAcceptedOnes) {
   j = llama(2, 4096, 14336, 32, 8, "none");
   j["model"]["transformer"]["rope_impl"] = "eager_rotaton";
   expect_bad(j, "model.transformer.rope_impl", {"did you mean \"eager_rotation\"?"});
+  j = llama(2, 4096, 14336, 32, 8, "none");
+  j["policy"]["output_lifetime"] = "step";
+  expect_bad(j, "policy.output_lifetime", {"\"step\"", "backward", "loss"});
+  j = llama(2, 4096, 14336, 32, 8, "none");
+  j["model"]["transformer"]["logits_dtype"] = "bf16";
+  expect_bad(j, "model.transformer.logits_dtype", {"\"bf16\"", "param", "fp32"});
+  j = llama(2, 4096, 14336, 32, 8, "none");
+  j["model"]["transformer"].update({{"loss", "fused"}, {"logits_dtype", "fp32"}});
+  expect_bad(j, "model.transformer.logits_dtype", {"needs loss \"fp32\""});
   j = llama(2, 4096, 14336, 32, 8, "none");
   j["model"]["transformer"]["loss"] = "bf16";
   expect_bad(j, "model.transformer.loss", {"\"bf16\"", "fp32", "eager_16bit", "fused"});

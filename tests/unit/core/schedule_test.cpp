@@ -632,6 +632,47 @@ TEST(Schedule, GradientShardsLiveFromTheirFirstReduceScatterToTheStepsEnd) {
   for (const Op* rs : ops_of(p, OpKind::ReduceScatter, Phase::Backward)) EXPECT_TRUE(happens_before(p, p.id_of(*rs), p.id_of(*freed)));
 }
 
+// The model's output (the head's logits) lives as the training loop and the loss say
+// (policy.output_lifetime): held by the loop until the micro-batch's backward is done; with the
+// loop's reference dropped after the loss, until the loss's backward if the loss saved it, else
+// not past the head's forward.
+TEST(Schedule, TheModelOutputLivesAsTheLoopAndTheLossHoldIt) {
+  Scenario s = make_scenario(3, 2, 1);
+  s.policy.micro_batches = 2;
+  s.model.units.back().output_bytes = 5000;
+  // Program order of the output's alloc and free in micro-batch `mb`, and of the op each follows.
+  auto span_of = [](const Program& p, int mb) {
+    int alloc = -1, free = -1;
+    for (const Op& op : p.ops)
+      if (op.memory == MemoryKind::Activations && op.bytes() == 5000 && op.microbatch == mb)
+        (op.kind == OpKind::Alloc ? alloc : free) = p.id_of(op);
+    EXPECT_GE(alloc, 0);
+    EXPECT_GT(free, alloc);
+    return std::pair{alloc, free};
+  };
+  auto last_compute_before = [](const Program& p, int id) {
+    for (int i = id; i >= 0; --i)
+      if (p.ops[i].kind == OpKind::Compute) return &p.ops[i];
+    return static_cast<const Op*>(nullptr);
+  };
+  for (int mb = 0; mb < 2; ++mb) {
+    Program p = schedule(s);  // default: held to the end of the micro-batch's backward
+    auto [alloc, free] = span_of(p, mb);
+    EXPECT_EQ(compute_of(p, 2, Phase::Forward, mb), &p.ops[alloc + 1]);
+    EXPECT_EQ(last_compute_before(p, free), compute_of(p, 0, Phase::Backward, mb));
+    s.policy.output_lifetime = OutputLifetime::Loss;  // `del pred`: gone after the head's forward
+    p = schedule(s);
+    std::tie(alloc, free) = span_of(p, mb);
+    EXPECT_EQ(last_compute_before(p, free), compute_of(p, 2, Phase::Forward, mb));
+    s.model.units.back().output_saved_by_loss = true;  // unless the loss saved it for its backward
+    p = schedule(s);
+    std::tie(alloc, free) = span_of(p, mb);
+    EXPECT_EQ(last_compute_before(p, free), compute_of(p, 2, Phase::Backward, mb));
+    s.policy.output_lifetime = OutputLifetime::Backward;
+    s.model.units.back().output_saved_by_loss = false;
+  }
+}
+
 // FSDP2's foreach_reduce: reduce-scatter input, copy-in, release of the unsharded gradients, and
 // only then the reduce-scatter output (the gradient shard). With one rank the shard is as large
 // as the gradients, and allocating it before the release over-stated the peak by their size
