@@ -137,6 +137,11 @@ std::string summary_table(const Scenario& scenario, const Timeline& timeline, co
                        format_bytes(m.peak_memory_bytes).c_str(), format_bytes(m.peak_reserved_bytes).c_str(),
                        format_bytes(m.memory_capacity_bytes).c_str(), format_bytes(limit).c_str(),
                        percent(timeline.memory_margin, 1.0).c_str(), m.fits_memory ? "fits" : "DOES NOT FIT");
+    // The part a framework's logged "reserved" memory is (the caching allocator's own segments).
+    if (m.peak_allocator_reserved_bytes != m.peak_reserved_bytes) {
+      out += printf_line("%-20s %s of it the caching allocator's (torch.cuda.max_memory_reserved), the rest the CUDA context "
+                         "and NCCL buffers", "", format_bytes(m.peak_allocator_reserved_bytes).c_str());
+    }
     if (!m.fits_memory) {
       out += printf_line("%-20s needs at least %s reserved (the allocator at capacity), over the limit", "",
                          format_bytes(m.min_reserved_bytes).c_str());

@@ -180,6 +180,8 @@ TEST(SummaryTable, MemoryVerdictIsOnTheReservedEstimate) {
   EXPECT_NE(table.find("peak memory          allocated 600 B, reserved (estimate) 950 B of 1000 B (limit 900 B with 10.0% margin)  DOES NOT FIT"),
             std::string::npos) << table;
   EXPECT_NE(table.find("needs at least 950 B reserved (the allocator at capacity), over the limit"), std::string::npos) << table;
+  // What torch.cuda.max_memory_reserved() would log: the reserve without the fixed 50 B.
+  EXPECT_NE(table.find("900 B of it the caching allocator's (torch.cuda.max_memory_reserved)"), std::string::npos) << table;
 }
 
 // Typical reserve 700 x 1.5 + 50 = 1100 B over the 1000 B GPU, least 700 x 1.2 + 50 = 890 B under
