@@ -40,7 +40,8 @@ struct UnitSpec {
   int64_t forward_transient_bytes = 0;      // live only while its forward runs (e.g. fp32 logits)
   int64_t backward_transient_bytes = 0;     // live only while its backward runs (recomputed
                                             // activations, activation gradients)
-  // The model's output this unit makes (the head's 16-bit logits): alive as long as the training
+  // The model's output this unit makes (the head's logits, 16-bit or, with logits_dtype fp32, the
+  // model's fp32 copy): alive as long as the training
   // loop holds it (policy.output_lifetime) or, when `output_saved_by_loss`, the loss's backward
   // needs it (a fused cross-entropy saves its input; PyTorch's saves its log-softmax output).
   int64_t output_bytes = 0;

@@ -151,8 +151,9 @@ std::vector<UnitSpec> transformer_units(const TransformerSpec& t, int e) {
   head.tensors = {{"norm.weight", h}};
   if (t.bias && t.norm == NormKind::LayerNorm) head.tensors.push_back({"norm.bias", h});
   if (!t.tied_embeddings) head.tensors.push_back({"output.weight", V * h});
-  // Norm input and output; the 16-bit logits are the model's output, held as the training loop and
-  // the loss say (policy.output_lifetime; only the fused loss saves them for its backward).
+  // Norm input and output; the logits are the model's output (16-bit, or the model's own fp32
+  // copy), held as the training loop and the loss say (policy.output_lifetime; only the fused loss
+  // saves them for its backward).
   head.activation_bytes = norm_saved_bytes(t, e, tokens);
   head.output_bytes = e * tokens * V;
   head.output_saved_by_loss = t.loss == LossKind::Fused;
