@@ -8,6 +8,7 @@
 #include <fstream>
 #include <iostream>
 #include <sstream>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -20,6 +21,7 @@
 #include "core/timeline.h"
 #include "core/variation.h"
 #include "exec/exec.h"
+#include "exec/host_comm.h"
 #include "exec/mpi/mpi_env.h"
 #include "reports/outputs.h"
 
@@ -100,6 +102,8 @@ int run_exec(const std::vector<std::string>& args) {
     opt.on_failure = [out_dir](const Timeline& partial, const std::string& message) { write_partial(out_dir, partial, message); };
 
   exec::init_mpi();
+  // How many ranks share this host's processors (for the note below); collective: every rank.
+  const int ranks_on_host = exec::HostComm::duplicate_world().ranks_on_this_node();
   exec::ExecResult r;
   try {
     r = exec::execute(program, backend, opt);
@@ -129,7 +133,14 @@ int run_exec(const std::vector<std::string>& args) {
       if (r.verified) head << "passed (" << r.elements_checked << " elements on all ranks)";
       else head << "skipped (--no-verify)";
       head << "; buffers " << r.bytes_per_rank / (1024 * 1024) << " MiB per rank\n";
-      if (opt.compute_factor) head << "variation injected: compute stand-ins slowed per rank and op (the stragglers and jitter of the scenario and of --straggler / --jitter)\n";
+      if (opt.compute_factor) {
+        head << "variation injected: compute stand-ins slowed per rank and op (the stragglers and jitter of the scenario and of --straggler / --jitter)\n";
+        const unsigned processors = std::thread::hardware_concurrency();
+        if (processors > 0 && ranks_on_host > static_cast<int>(processors))
+          head << "ranks share cores (" << ranks_on_host << " ranks on " << processors << " processors of this host): a slowed "
+               << "rank's longer compute stand-ins leave its core to the ranks beside it, which the simulator, with a core per "
+               << "rank, does not model: measured straggler costs come out lower than predicted (docs/exec.md, Binding)\n";
+      }
       if (!variation.slow_links.empty())
         head << "variation.slow_links: not injected (exec cannot slow a real link); the simulation plays them\n";
       head << "\n";

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -185,6 +186,18 @@ TEST_F(CompareCli, ValidateRunsTheWholeLoopOnTwoRanks) {
   ASSERT_EQ(run("validate " + scenario + " --np 2 --profile v/profile.json --out again --iterations 2 --warmup 0 --tolerance 1000").code, 0)
       << out_ << err_;
   EXPECT_EQ(slurp(dir_ / "again" / "profile.json"), slurp(dir_ / "v" / "profile.json"));
+}
+
+// An injected straggler on ranks that share cores is measured with a lower cost than a simulator
+// with a core per rank predicts (docs/exec.md, Binding): exec says so, exactly when this host has
+// fewer processors than the run has ranks.
+TEST_F(CompareCli, ExecSaysWhenInjectedVariationRunsOnSharedCores) {
+  const clitest::Result r = run("exec " + clitest::scenario("host-tiny-fsdp.json") +
+                       " --np 4 --set mesh.shard=4 --set cluster.gpus_per_node=4 --straggler 1=1.5 --iterations 1 --warmup 0 --no-verify");
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("variation injected"), std::string::npos) << r.out;
+  const bool shared = std::thread::hardware_concurrency() < 4;
+  EXPECT_EQ(r.out.find("ranks share cores (4 ranks on ") != std::string::npos, shared) << r.out;
 }
 
 TEST_F(CompareCli, CalibrateRefusesOneRank) {
