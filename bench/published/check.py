@@ -5,8 +5,9 @@ runs, IBM fms-fsdp's FSDP1 runs; check rows that no parameter is fitted on) with
 predicted vs published tokens/s per GPU and MFU, with the error, then the median, p90 and worst
 absolute error of the fit, check and independent rows separately, and whether every published
 run is predicted to fit in its GPU's memory (they ran). Rows whose source publishes the run's peak
-reserved memory (the memory rows of torchtitan_h100.json, judged on memory only) also get the
-estimate's allocator part against it.
+memory (the memory rows of torchtitan_h100.json, judged on memory only) also get each figure
+against its estimate (MEMORY_MEASURES): peak reserved against the allocator's part of the
+reserve, peak active against peak allocated.
 
     bench/published/check.py [--binary build/release/cli/shardline] [--rows check|fit|independent|memory|all]
                              [--table NAME ...] [--min-gpus N] [--gate] [--json OUT] [--set PATH=VALUE ...]
