@@ -21,7 +21,6 @@
 #include "core/timeline.h"
 #include "core/variation.h"
 #include "exec/exec.h"
-#include "exec/host_comm.h"
 #include "exec/mpi/mpi_env.h"
 #include "reports/outputs.h"
 
@@ -102,8 +101,9 @@ int run_exec(const std::vector<std::string>& args) {
     opt.on_failure = [out_dir](const Timeline& partial, const std::string& message) { write_partial(out_dir, partial, message); };
 
   exec::init_mpi();
-  // How many ranks share this host's processors (for the note below); collective: every rank.
-  const int ranks_on_host = exec::HostComm::duplicate_world().ranks_on_this_node();
+  // With variation injected, how many ranks share this host's processors (the note below).
+  // Collective; the variation, and so the condition, is the same on every rank.
+  const int ranks_on_host = opt.compute_factor ? exec::mpi_local_ranks(MPI_COMM_WORLD) : 0;
   exec::ExecResult r;
   try {
     r = exec::execute(program, backend, opt);
