@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cstdlib>
 
 namespace shardline {
 namespace {
@@ -175,22 +176,29 @@ void embedding_backward(KernelList& k, const TransformerSpec& t, const Shape& s)
   k.memory("embedding_scatter_add", 2 * s.e * Th + 8.0 * D(s.T));
 }
 
+// Bytes the loss moves per logit, forward or backward.
+// fp32: cast the logits to fp32, log-softmax (read, write); backward the NLL gradient (write),
+// log-softmax backward (read 2, write 1), the cast to 16-bit.
+// eager_16bit: log-softmax over the 16-bit logits (read, write); backward the same in 16 bits,
+// without the cast.
+// fused: read the 16-bit logits once; backward read them, write their gradient.
+D loss_bytes_per_logit(LossKind loss, D e, bool backward) {
+  switch (loss) {
+    case LossKind::Fp32: return backward ? 20 + e : e + 12;
+    case LossKind::Eager16Bit: return (backward ? 4 : 2) * e;
+    case LossKind::Fused: return (backward ? 2 : 1) * e;
+  }
+  std::abort();  // not a LossKind: a corrupted TransformerSpec
+}
+
 void head_forward(KernelList& k, const TransformerSpec& t, const Shape& s) {
-  const D TV = D(s.T) * D(s.V);
   norm_forward(k, "norm", t, s);
   k.linear_forward("output", s.T, s.h, s.V);
-  // fp32: cast the logits to fp32, log-softmax (read, write); eager_16bit: log-softmax over the
-  // 16-bit logits (read, write); fused: read the 16-bit logits once.
-  const D loss_bytes = t.loss == LossKind::Fp32 ? (s.e + 12) * TV : t.loss == LossKind::Eager16Bit ? 2 * s.e * TV : s.e * TV;
-  k.memory("loss", loss_bytes);
+  k.memory("loss", loss_bytes_per_logit(t.loss, s.e, false) * D(s.T) * D(s.V));
 }
 
 void head_backward(KernelList& k, const TransformerSpec& t, const Shape& s) {
-  const D TV = D(s.T) * D(s.V);
-  // fp32: the NLL gradient (write), log-softmax backward (read 2, write 1), cast to 16-bit;
-  // eager_16bit: the same in 16 bits, without the cast; fused: read the logits, write their gradient.
-  const D loss_bwd_bytes = t.loss == LossKind::Fp32 ? (20 + s.e) * TV : t.loss == LossKind::Eager16Bit ? 4 * s.e * TV : 2 * s.e * TV;
-  k.memory("loss.bwd", loss_bwd_bytes);
+  k.memory("loss.bwd", loss_bytes_per_logit(t.loss, s.e, true) * D(s.T) * D(s.V));
   k.linear_backward("output", s.T, s.h, s.V, false);
   norm_backward(k, "norm", t, s);
 }
