@@ -702,6 +702,20 @@ class Scheduler {
     return last_compute_;
   }
 
+  // When a unit's model output (UnitSpec::output_bytes) is freed: held by the training loop to
+  // the micro-batch's backward end (policy.output_lifetime backward); else, the loop dropping it
+  // after the loss, once nothing needs it: after the unit's forward, or after its backward when
+  // the loss saved it for that backward.
+  enum class OutputFreed { Never, AfterForward, AfterItsBackward, AfterMicroBatchBackward };
+  OutputFreed output_freed(const UnitSpec& u) const {
+    if (u.output_bytes == 0) return OutputFreed::Never;
+    if (s_.policy.output_lifetime == OutputLifetime::Backward) return OutputFreed::AfterMicroBatchBackward;
+    return u.output_saved_by_loss ? OutputFreed::AfterItsBackward : OutputFreed::AfterForward;
+  }
+  void free_output(const UnitSpec& u) {
+    memory_op(OpKind::Free, StreamId::Compute, MemoryKind::Activations, u.output_bytes, "out " + u.name);
+  }
+
   // ---- forward --------------------------------------------------------------------------
   void forward(int mb) {
     mb_ = mb;
@@ -727,10 +741,7 @@ class Scheduler {
       compute(i, false);
       if (u.forward_transient_bytes > 0)
         memory_op(OpKind::Free, StreamId::Compute, MemoryKind::Activations, u.forward_transient_bytes, "fwd tmp " + u.name);
-      // The model's output (policy.output_lifetime): dropped after the loss unless the loss saved
-      // it; else freed after this unit's backward, or held by the loop to the backward's end.
-      if (u.output_bytes > 0 && s_.policy.output_lifetime == OutputLifetime::Loss && !u.output_saved_by_loss)
-        memory_op(OpKind::Free, StreamId::Compute, MemoryKind::Activations, u.output_bytes, "out " + u.name);
+      if (output_freed(u) == OutputFreed::AfterForward) free_output(u);
       // post-forward(i): reshard each bucket whose last user this was, as its mode says (the
       // root's and a unit's kept ones stay unsharded for backward: reshard_mode_of).
       for (int b : ag_of_unit_[i])
@@ -783,8 +794,7 @@ class Scheduler {
         memory_op(OpKind::Free, StreamId::Compute, MemoryKind::Activations, u.backward_transient_bytes, "bwd tmp " + u.name);
       if (u.activation_bytes > 0)
         memory_op(OpKind::Free, StreamId::Compute, MemoryKind::Activations, u.activation_bytes, "act " + u.name);
-      if (u.output_bytes > 0 && s_.policy.output_lifetime == OutputLifetime::Loss && u.output_saved_by_loss)
-        memory_op(OpKind::Free, StreamId::Compute, MemoryKind::Activations, u.output_bytes, "out " + u.name);
+      if (output_freed(u) == OutputFreed::AfterItsBackward) free_output(u);
 
       // post-backward(i): reshard buckets no unit still needs, then reduce ready gradients.
       for (int b : ag_of_unit_[i])
@@ -792,10 +802,8 @@ class Scheduler {
       if (reduce_this_microbatch())
         for (int rb : rs_done_at_unit_[i]) reduce(rb);
     }
-    // The training loop lets go of the micro-batch's output once its backward is done.
-    if (s_.policy.output_lifetime == OutputLifetime::Backward)
-      for (const UnitSpec& u : s_.model.units)
-        if (u.output_bytes > 0) memory_op(OpKind::Free, StreamId::Compute, MemoryKind::Activations, u.output_bytes, "out " + u.name);
+    for (const UnitSpec& u : s_.model.units)
+      if (output_freed(u) == OutputFreed::AfterMicroBatchBackward) free_output(u);
     if (reduce_this_microbatch() && !last_microbatch()) wait_for_reductions();
   }
 
