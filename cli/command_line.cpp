@@ -168,7 +168,7 @@ void CommandLine::add_variation_flags() {
   listed_.add_options()("straggler", po::value(&stragglers_)->composing(),
                         "RANK=FACTOR: this rank computes FACTOR times slower (repeatable; adds to the scenario's variation.stragglers)")
       ("jitter", po::value(&jitter_cv_), "CV: per-op compute jitter with this coefficient of variation (variation.compute_jitter.cv; lognormal unless the scenario names another distribution)")
-      ("seed", po::value(&seed_), "N: the seed of the jitter draws (variation.seed)");
+      ("seed", po::value(&seed_), "N: the seed of the draws of the jitter and of the rank compute spread (variation.seed)");
 }
 
 std::vector<std::string> CommandLine::variation_args() const {
@@ -230,9 +230,9 @@ Scenario CommandLine::load_scenario() const {
     variation["seed"] = seed_;
     flag_paths.emplace_back("variation.seed", "--seed");
   }
-  // A seed with no jitter asked for anywhere is a mistake; with a jitter of 0 (--jitter 0, or the
+  // A seed with nothing to draw asked for anywhere is a mistake; with a cv of 0 (--jitter 0, or the
   // scenario's cv 0, as a sweep over the cv has) it is harmless, as in the scenario itself.
-  const bool jitter_asked = variation.contains("compute_jitter");
+  const bool draws_asked = variation.contains("compute_jitter") || variation.contains("rank_compute_spread");
   Scenario scenario;
   try {
     const auto parent = std::filesystem::path(scenario_path_).parent_path();
@@ -245,8 +245,9 @@ Scenario CommandLine::load_scenario() const {
     if (!stragglers_.empty() && e.where() == "variation.stragglers") throw InputError("--straggler", e.what());
     throw;
   }
-  if (given("seed") && !jitter_asked)
-    throw InputError("--seed", "seeds the jitter draws, and there is no jitter (give --jitter CV, or the scenario's variation.compute_jitter)");
+  if (given("seed") && !draws_asked)
+    throw InputError("--seed", "seeds the jitter draws, and there is no jitter (give --jitter CV, or the scenario's variation.compute_jitter "
+                               "or variation.rank_compute_spread)");
   return scenario;
 }
 

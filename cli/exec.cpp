@@ -90,7 +90,7 @@ int run_exec(const std::vector<std::string>& args) {
   opt.scale = scale;
   opt.verify = !cli.given("no-verify");
   const VariationSpec& variation = scenario.variation;
-  if (variation.jitter_cv > 0 || !variation.stragglers.empty()) {
+  if (variation.varies_compute()) {
     const std::vector<double> factors =
         rank_compute_factors(variation, scenario.mesh.shard, scenario.mesh.replicate, scenario.cluster.gpus_per_node);
     opt.compute_factor = [factors, variation](int rank, int iteration, int op) {
@@ -134,7 +134,7 @@ int run_exec(const std::vector<std::string>& args) {
       else head << "skipped (--no-verify)";
       head << "; buffers " << r.bytes_per_rank / (1024 * 1024) << " MiB per rank\n";
       if (opt.compute_factor) {
-        head << "variation injected: compute stand-ins slowed per rank and op (the stragglers and jitter of the scenario and of --straggler / --jitter)\n";
+        head << "variation injected: compute stand-ins slowed per rank and op (the stragglers, rank compute spread and jitter of the scenario and of --straggler / --jitter)\n";
         const unsigned processors = std::thread::hardware_concurrency();
         if (processors > 0 && ranks_on_host > static_cast<int>(processors))
           head << "ranks share cores (" << ranks_on_host << " ranks on " << processors << " processors of this host): a slowed "

@@ -76,7 +76,7 @@ int run_simulate(const std::vector<std::string>& args) {
   if (!cli.given("ranks")) ranks_mode = scenario.variation.empty() ? "one" : "all";
   const bool every_rank = ranks_mode == "all";
   if (!every_rank && !scenario.variation.empty())
-    throw InputError("--ranks", "the scenario's variation (stragglers, jitter, slow links) needs every rank: leave out --ranks one");
+    throw InputError("--ranks", "the scenario's variation (stragglers, rank compute spread, jitter, slow links) needs every rank: leave out --ranks one");
   if (!every_rank && cli.given("trace-ranks")) throw InputError("--trace-ranks", "needs --ranks all");
   if (cli.given("trace-ranks") && out_dir.empty())
     throw InputError("--trace-ranks", "chooses the ranks that --out writes (timeline.json, trace.json, the report); give --out");
@@ -85,7 +85,7 @@ int run_simulate(const std::vector<std::string>& args) {
   if (!out_dir.empty() && every_rank) {
     // The timeline and trace hold every kept rank's ops: rank 0, the slowest, the fastest, the
     // varied ranks and what --trace-ranks asks for, within three times the one-rank limit.
-    const size_t varied = varied_ranks(rank_variation(scenario), kMaxVariedRanksKept).size();
+    const size_t varied = varied_ranks(scenario, kMaxVariedRanksKept).size();
     const int64_t kept = keep_all ? scenario.mesh.world() : 3 + static_cast<int64_t>(varied + keep_ranks.size());
     const int64_t intervals = std::min<int64_t>(kept, scenario.mesh.world()) * static_cast<int64_t>(program.ops.size());
     if (intervals > 3 * kMaxOutputOps)

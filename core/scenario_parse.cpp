@@ -80,6 +80,7 @@ constexpr const char* kSchema = R"json({
   "variation": {
     "seed": "int",
     "compute_jitter": {"distribution": "lognormal|normal|uniform", "cv": "number"},
+    "rank_compute_spread": {"distribution": "lognormal|normal|uniform", "cv": "number"},
     "stragglers": [{"rank": "int", "node": "int", "group": "shard|replicate", "index": "int", "compute_factor": "number"}],
     "slow_links": [{"rank": "int", "node": "int", "bandwidth_factor": "number"}]
   }
@@ -902,23 +903,29 @@ void check_factor_products(const std::vector<double>& per_rank, const std::strin
                                  factor_range(at_most_one));
 }
 
+// A named distribution with its coefficient of variation (compute_jitter, rank_compute_spread).
+Spread parse_spread(const Obj& c) {
+  Spread out;
+  if (const json* d = c.opt("distribution"))
+    out.distribution = as_choice<JitterDistribution>(*d, c.at("distribution"), {{"lognormal", JitterDistribution::LogNormal},
+                                                                                {"normal", JitterDistribution::Normal},
+                                                                                {"uniform", JitterDistribution::Uniform}});
+  const json& cv = c.req("cv", "the coefficient of variation, e.g. 0.05");
+  out.cv = as_number(cv, c.at("cv"));
+  const bool uniform = out.distribution == JitterDistribution::Uniform;
+  const double max_cv = uniform ? kMaxUniformCv : 2.0;
+  if (!(out.cv >= 0 && out.cv <= max_cv))
+    throw InputError(c.at("cv"), show(cv) + " is out of range; expected a coefficient of variation in [0, " + std::string(uniform ? "0.57" : "2") + "]" +
+                                     (uniform ? " for a uniform distribution" : ""));
+  return out;
+}
+
 VariationSpec parse_variation(const json& j, const json& sch, const MeshSpec& mesh, const ClusterSpec& cluster) {
   const Obj o(j, "variation", sch);
   VariationSpec v;
   if (const json* s = o.opt("seed")) v.seed = static_cast<uint64_t>(as_int64(*s, o.at("seed"), 0));
-  if (const json* cj = o.opt("compute_jitter")) {
-    const Obj c(*cj, o.at("compute_jitter"), sch.at("compute_jitter"));
-    if (const json* d = c.opt("distribution"))
-      v.distribution = as_choice<JitterDistribution>(*d, c.at("distribution"), {{"lognormal", JitterDistribution::LogNormal},
-                                                                                {"normal", JitterDistribution::Normal},
-                                                                                {"uniform", JitterDistribution::Uniform}});
-    const json& cv = c.req("cv", "the coefficient of variation, e.g. 0.05");
-    v.jitter_cv = as_number(cv, c.at("cv"));
-    const double max_cv = v.distribution == JitterDistribution::Uniform ? kMaxUniformCv : 2.0;
-    if (!(v.jitter_cv >= 0 && v.jitter_cv <= max_cv))
-      throw InputError(c.at("cv"), show(cv) + " is out of range; expected a coefficient of variation in [0, " + std::string(max_cv == 2.0 ? "2" : "0.57") + "]" +
-                                       (v.distribution == JitterDistribution::Uniform ? " for a uniform jitter" : ""));
-  }
+  for (const auto& [key, spread] : {std::pair{"compute_jitter", &v.jitter}, std::pair{"rank_compute_spread", &v.rank_compute_spread}})
+    if (const json* sj = o.opt(key)) *spread = parse_spread(Obj(*sj, o.at(key), sch.at(key)));
   for (const auto& [key, groups_allowed] : {std::pair{"stragglers", true}, std::pair{"slow_links", false}}) {
     const json* list = o.opt(key);
     if (list == nullptr) continue;
@@ -930,8 +937,10 @@ VariationSpec parse_variation(const json& j, const json& sch, const MeshSpec& me
       else v.slow_links.push_back({sel, as_factor(e, "bandwidth_factor", true)});
     }
   }
-  if (!v.stragglers.empty())
-    check_factor_products(rank_compute_factors(v, mesh.shard, mesh.replicate, cluster.gpus_per_node), o.at("stragglers"), false);
+  // A rank's draw multiplies its stragglers' factors; the product keeps their range.
+  if (!v.stragglers.empty() || v.rank_compute_spread.cv > 0)
+    check_factor_products(rank_compute_factors(v, mesh.shard, mesh.replicate, cluster.gpus_per_node),
+                          o.at(v.stragglers.empty() ? "rank_compute_spread" : "stragglers"), false);
   if (!v.slow_links.empty())
     check_factor_products(rank_bandwidth_factors(v, mesh.shard, mesh.replicate, cluster.gpus_per_node), o.at("slow_links"), true);
   return v;

@@ -1,9 +1,10 @@
 // What differs between the ranks of a run, as a scenario's `variation` asks: a jitter on every
-// compute op (a named distribution with its coefficient of variation), stragglers (a rank, a
-// node or one shard / replicate group computing slower) and slow links (a rank's or a node's
-// links carrying a fraction of their bandwidth). Deterministic from a seed: each draw is a hash
-// of (seed, rank, iteration, op), so the simulator and a real run (exec) get the same factor for
-// the same op whatever order they compute in. docs/scenario.md "variation".
+// compute op and a spread of the ranks' own compute speeds (each a named distribution with its
+// coefficient of variation), stragglers (a rank, a node or one shard / replicate group computing
+// slower) and slow links (a rank's or a node's links carrying a fraction of their bandwidth).
+// Deterministic from a seed: each draw is a hash of (seed, rank, iteration, op), so the simulator
+// and a real run (exec) get the same factor for the same op whatever order they compute in.
+// docs/scenario.md "variation".
 #pragma once
 #include <cstdint>
 #include <string_view>
@@ -33,23 +34,35 @@ struct SlowLink {
   double bandwidth_factor = 1.0;  // in (0, 1]: its links carry this fraction of their bandwidth
 };
 
+// A factor drawn with mean 1 and coefficient of variation `cv` (0: always 1).
+struct Spread {
+  JitterDistribution distribution = JitterDistribution::LogNormal;
+  double cv = 0;
+};
+
 struct VariationSpec {
   uint64_t seed = 0;
-  JitterDistribution distribution = JitterDistribution::LogNormal;
-  double jitter_cv = 0;  // coefficient of variation of the per-op compute factor (0: none)
+  Spread jitter;       // each compute op's factor, drawn per (rank, iteration, op)
+  Spread rank_compute_spread;  // each rank's compute factor, drawn once per rank (chip-to-chip speed)
   std::vector<Straggler> stragglers;
   std::vector<SlowLink> slow_links;
-  bool empty() const { return jitter_cv == 0 && stragglers.empty() && slow_links.empty(); }
+  bool varies_compute() const { return jitter.cv > 0 || rank_compute_spread.cv > 0 || !stragglers.empty(); }
+  bool empty() const { return !varies_compute() && slow_links.empty(); }
 };
 
 // Per rank of a shard x replicate mesh: the product of the stragglers' factors naming it (1: none).
+std::vector<double> rank_straggler_factors(const VariationSpec& v, int shard, int replicate, int gpus_per_node);
+// Per rank: its straggler factor times its own draw of v.rank_compute_spread (rank_compute_spread_factor).
 std::vector<double> rank_compute_factors(const VariationSpec& v, int shard, int replicate, int gpus_per_node);
 // Per rank: the product of the slow links' factors naming it (1: none).
 std::vector<double> rank_bandwidth_factors(const VariationSpec& v, int shard, int replicate, int gpus_per_node);
 // The jitter factor of compute op `op` of `iteration` on `rank`: mean 1, coefficient of variation
-// v.jitter_cv, from v.distribution; 1 when jitter_cv is 0. Normal draws are clamped at
+// v.jitter.cv, from v.jitter.distribution; 1 when that cv is 0. Normal draws are clamped at
 // kMinJitterFactor (a compute op never takes less than a tenth of its time).
 double compute_jitter_factor(const VariationSpec& v, int rank, int iteration, int op);
+// `rank`'s own compute factor from v.rank_compute_spread, the same for every op and iteration: drawn
+// like a jitter factor (same clamp), at coordinates no op's jitter uses (op -1).
+double rank_compute_spread_factor(const VariationSpec& v, int rank);
 inline constexpr double kMinJitterFactor = 0.1;
 // The largest cv a uniform jitter may have (its factor 1 +- cv * sqrt(3) stays > 0).
 inline constexpr double kMaxUniformCv = 0.57;

@@ -14,20 +14,22 @@ RankVariation rank_variation(const Scenario& scenario) {
   const VariationSpec& v = scenario.variation;
   const int gpus_per_node = scenario.cluster.gpus_per_node;
   RankVariation out;
-  if (!v.stragglers.empty()) out.compute_factor = rank_compute_factors(v, scenario.mesh.shard, scenario.mesh.replicate, gpus_per_node);
+  if (!v.stragglers.empty() || v.rank_compute_spread.cv > 0)
+    out.compute_factor = rank_compute_factors(v, scenario.mesh.shard, scenario.mesh.replicate, gpus_per_node);
   if (!v.slow_links.empty()) out.bandwidth_factor = rank_bandwidth_factors(v, scenario.mesh.shard, scenario.mesh.replicate, gpus_per_node);
-  if (v.jitter_cv > 0) out.compute_jitter = [v](int rank, int op) { return compute_jitter_factor(v, rank, 0, op); };
+  if (v.jitter.cv > 0) out.compute_jitter = [v](int rank, int op) { return compute_jitter_factor(v, rank, 0, op); };
   return out;
 }
 
-std::vector<int> varied_ranks(const RankVariation& variation, size_t limit) {
+std::vector<int> varied_ranks(const Scenario& scenario, size_t limit) {
+  const VariationSpec& v = scenario.variation;
   std::vector<int> out;
-  const size_t n = std::max(variation.compute_factor.size(), variation.bandwidth_factor.size());
-  for (size_t r = 0; r < n && out.size() < limit; ++r) {
-    const bool slow = r < variation.compute_factor.size() && variation.compute_factor[r] != 1.0;
-    const bool thin = r < variation.bandwidth_factor.size() && variation.bandwidth_factor[r] != 1.0;
-    if (slow || thin) out.push_back(static_cast<int>(r));
-  }
+  if (v.stragglers.empty() && v.slow_links.empty()) return out;
+  const int shard = scenario.mesh.shard, replicate = scenario.mesh.replicate, gpus_per_node = scenario.cluster.gpus_per_node;
+  const std::vector<double> slow = rank_straggler_factors(v, shard, replicate, gpus_per_node);
+  const std::vector<double> thin = rank_bandwidth_factors(v, shard, replicate, gpus_per_node);
+  for (size_t r = 0; r < slow.size() && out.size() < limit; ++r)
+    if (slow[r] != 1.0 || thin[r] != 1.0) out.push_back(static_cast<int>(r));
   return out;
 }
 
@@ -81,7 +83,7 @@ EveryRankRun simulate_every_rank(const Scenario& scenario, const Program& progra
       return all;
     }
     std::vector<int> kept = ranks_that_matter(summarize_ranks(finished, Timeline{}, symmetric_step_us));
-    const std::vector<int> varied = varied_ranks(variation, kMaxVariedRanksKept);
+    const std::vector<int> varied = varied_ranks(scenario, kMaxVariedRanksKept);
     kept.insert(kept.end(), varied.begin(), varied.end());
     kept.insert(kept.end(), keep_ranks.begin(), keep_ranks.end());
     return kept;

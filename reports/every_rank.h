@@ -22,10 +22,11 @@ struct EveryRankRun {
 // and the jitter of each compute op (iteration 0, the simulated step).
 RankVariation rank_variation(const Scenario& scenario);
 
-// The ranks a straggler or slow link names (compute factor or bandwidth factor not 1), ascending,
-// at most `limit` of them (the lowest): the Timeline keeps them by default, so an injected
-// straggler is in the trace even when it ties with the ranks that waited for it.
-std::vector<int> varied_ranks(const RankVariation& variation, size_t limit);
+// The ranks a straggler or slow link names (their factors not 1; a rank_compute_spread, which
+// draws a factor for every rank, names none), ascending, at most `limit` of them (the lowest):
+// the Timeline keeps them by default, so an injected straggler is in the trace even when it ties
+// with the ranks that waited for it.
+std::vector<int> varied_ranks(const Scenario& scenario, size_t limit);
 inline constexpr size_t kMaxVariedRanksKept = 8;
 
 // The scenario's variation applies. `options`: the profile and the like (its every-rank fields

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_test_support.h"
+#include "core/variation.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -147,6 +148,29 @@ TEST_F(SimulateRanksCli, AStragglerFlagSimulatesEveryRankAndNamesIt) {
   ASSERT_EQ(a.code, 0) << a.err;
   EXPECT_EQ(a.out, b.out);
   EXPECT_NE(a.out, c.out);
+}
+
+// A spread of the ranks' speeds: each rank one factor of its own (core/variation.h), so the
+// critical path runs on the slowest chip, and the step is longer than without the spread exactly
+// when that chip is slower than the mean (four draws may all be faster). Another seed, another spread.
+TEST_F(SimulateRanksCli, ARankComputeSpreadMakesTheSlowestDrawnRankTheStraggler) {
+  std::vector<double> costs;
+  for (uint64_t seed : {4, 5}) {
+    const Result r = run("simulate " + scenario("host-tiny-hsdp.json") + " --set variation.rank_compute_spread.cv=0.3 --seed " +
+                         std::to_string(seed) + " --json");
+    ASSERT_EQ(r.code, 0) << r.err;
+    const json ranks = json::parse(r.out).at("ranks");
+    shardline::VariationSpec v;
+    v.seed = seed;
+    v.rank_compute_spread.cv = 0.3;
+    int slowest = 0;
+    for (int rank = 1; rank < 4; ++rank)
+      if (shardline::rank_compute_spread_factor(v, rank) > shardline::rank_compute_spread_factor(v, slowest)) slowest = rank;
+    EXPECT_EQ(ranks.at("critical_path").at("rank"), slowest) << seed << ": " << ranks.dump();
+    costs.push_back(ranks.at("straggler_cost").get<double>());
+    EXPECT_EQ(costs.back() > 1.0, shardline::rank_compute_spread_factor(v, slowest) > 1.0) << seed << ": " << ranks.dump();
+  }
+  EXPECT_NE(costs[0], costs[1]);
 }
 
 TEST_F(SimulateRanksCli, BadVariationFlagsExitTwoNamingTheFlag) {

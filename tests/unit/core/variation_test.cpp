@@ -60,8 +60,8 @@ TEST(Variation, SlowLinksNameRanksOrNodes) {
 TEST(Variation, JitterHasMeanOneAndTheAskedSpread) {
   for (JitterDistribution d : {JitterDistribution::LogNormal, JitterDistribution::Normal, JitterDistribution::Uniform}) {
     VariationSpec v;
-    v.distribution = d;
-    v.jitter_cv = 0.2;
+    v.jitter.distribution = d;
+    v.jitter.cv = 0.2;
     v.seed = 11;
     double sum = 0, sum2 = 0;
     const int n = 200000;
@@ -78,7 +78,7 @@ TEST(Variation, JitterHasMeanOneAndTheAskedSpread) {
 
 TEST(Variation, DrawsDependOnlyOnSeedRankIterationAndOp) {
   VariationSpec v;
-  v.jitter_cv = 0.1;
+  v.jitter.cv = 0.1;
   v.seed = 7;
   const double a = compute_jitter_factor(v, 3, 2, 100);
   EXPECT_EQ(compute_jitter_factor(v, 3, 2, 100), a);
@@ -87,17 +87,61 @@ TEST(Variation, DrawsDependOnlyOnSeedRankIterationAndOp) {
   EXPECT_NE(compute_jitter_factor(v, 3, 2, 101), a);
   v.seed = 8;
   EXPECT_NE(compute_jitter_factor(v, 3, 2, 100), a);
-  v.jitter_cv = 0;
+  v.jitter.cv = 0;
   EXPECT_EQ(compute_jitter_factor(v, 3, 2, 100), 1.0);
 }
 
 TEST(Variation, ParsesTheJitterAndSeed) {
   const Scenario s = parse_scenario(hsdp_with(json::parse(R"({"seed": 42, "compute_jitter": {"distribution": "uniform", "cv": 0.3}})")));
   EXPECT_EQ(s.variation.seed, 42u);
-  EXPECT_EQ(s.variation.distribution, JitterDistribution::Uniform);
-  EXPECT_DOUBLE_EQ(s.variation.jitter_cv, 0.3);
+  EXPECT_EQ(s.variation.jitter.distribution, JitterDistribution::Uniform);
+  EXPECT_DOUBLE_EQ(s.variation.jitter.cv, 0.3);
+  EXPECT_EQ(s.variation.rank_compute_spread.cv, 0);
   EXPECT_FALSE(s.variation.empty());
   EXPECT_TRUE(parse_scenario(hsdp_with(json::object())).variation.empty());
+}
+
+// A rank compute spread gives every rank one factor of its own, the same for every op: over many
+// ranks mean 1 and the asked spread, apart from the per-op jitter's draws, and it multiplies the
+// stragglers' factors of the rank.
+TEST(Variation, RankComputeSpreadDrawsOneFactorPerRank) {
+  for (JitterDistribution d : {JitterDistribution::LogNormal, JitterDistribution::Normal, JitterDistribution::Uniform}) {
+    VariationSpec v;
+    v.seed = 5;
+    v.rank_compute_spread = {d, 0.03};
+    const int ranks = 100000;
+    const std::vector<double> f = rank_compute_factors(v, ranks, 1, 8);
+    double sum = 0, sum2 = 0;
+    for (double x : f) {
+      sum += x;
+      sum2 += x * x;
+    }
+    const double mean = sum / ranks, sd = std::sqrt(sum2 / ranks - mean * mean);
+    EXPECT_NEAR(mean, 1.0, 0.0005) << jitter_distribution_name(d);
+    EXPECT_NEAR(sd / mean, 0.03, 0.0006) << jitter_distribution_name(d);
+    EXPECT_EQ(f[17], rank_compute_spread_factor(v, 17));
+  }
+  VariationSpec v;
+  v.seed = 5;
+  v.rank_compute_spread.cv = 0.05;
+  v.jitter.cv = 0.05;
+  EXPECT_NE(rank_compute_spread_factor(v, 3), compute_jitter_factor(v, 3, 0, 0));
+  v.stragglers.push_back({{RankSelector::Scope::Rank, 3}, 1.5});
+  EXPECT_DOUBLE_EQ(rank_compute_factors(v, 4, 2, 4)[3], 1.5 * rank_compute_spread_factor(v, 3));
+  EXPECT_EQ(rank_straggler_factors(v, 4, 2, 4), (std::vector<double>{1, 1, 1, 1.5, 1, 1, 1, 1}));
+  v.rank_compute_spread.cv = 0;
+  EXPECT_EQ(rank_compute_spread_factor(v, 3), 1.0);
+}
+
+TEST(Variation, ParsesTheRankComputeSpread) {
+  const Scenario s = parse_scenario(hsdp_with(json::parse(R"({"seed": 9, "rank_compute_spread": {"distribution": "normal", "cv": 0.02}})")));
+  EXPECT_EQ(s.variation.rank_compute_spread.distribution, JitterDistribution::Normal);
+  EXPECT_DOUBLE_EQ(s.variation.rank_compute_spread.cv, 0.02);
+  EXPECT_EQ(s.variation.jitter.cv, 0);
+  EXPECT_TRUE(s.variation.varies_compute());
+  EXPECT_FALSE(s.variation.empty());
+  EXPECT_EQ(parse_scenario(hsdp_with(json::parse(R"({"rank_compute_spread": {"cv": 0.1}})"))).variation.rank_compute_spread.distribution,
+            JitterDistribution::LogNormal);
 }
 
 TEST(Variation, BadEntriesNameTheirPath) {
@@ -117,6 +161,10 @@ TEST(Variation, BadEntriesNameTheirPath) {
   EXPECT_EQ(error_path(json::parse(R"({"compute_jitter": {"cv": -0.1}})")), "variation.compute_jitter.cv");
   EXPECT_EQ(error_path(json::parse(R"({"compute_jitter": {"distribution": "uniform", "cv": 0.6}})")), "variation.compute_jitter.cv");
   EXPECT_EQ(error_path(json::parse(R"({"compute_jiter": {"cv": 0.1}})")), "variation.compute_jiter");
+  EXPECT_EQ(error_path(json::parse(R"({"rank_compute_spread": {"distribution": "gamma", "cv": 0.1}})")), "variation.rank_compute_spread.distribution");
+  EXPECT_EQ(error_path(json::parse(R"({"rank_compute_spread": {"cv": 2.5}})")), "variation.rank_compute_spread.cv");
+  EXPECT_EQ(error_path(json::parse(R"({"rank_compute_spread": {"distribution": "uniform"}})")), "variation.rank_compute_spread.cv");
+  EXPECT_EQ(error_path(json::parse(R"({"rank_compute_spread": 0.1})")), "variation.rank_compute_spread");
   EXPECT_EQ(error_path(json::parse(R"({"seed": -1})")), "variation.seed");
 }
 
