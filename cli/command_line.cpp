@@ -246,8 +246,8 @@ Scenario CommandLine::load_scenario() const {
     throw;
   }
   if (given("seed") && !draws_asked)
-    throw InputError("--seed", "seeds the jitter draws, and there is no jitter (give --jitter CV, or the scenario's variation.compute_jitter "
-                               "or variation.rank_compute_spread)");
+    throw InputError("--seed", "seeds the draws of a jitter or a rank compute spread, and neither is asked for (give --jitter CV, or the "
+                               "scenario's variation.compute_jitter or variation.rank_compute_spread)");
   return scenario;
 }
 

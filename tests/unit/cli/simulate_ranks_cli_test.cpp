@@ -198,7 +198,7 @@ TEST_F(SimulateRanksCli, BadVariationFlagsExitTwoNamingTheFlag) {
                       {"--straggler 1=1.5.2", "--straggler: \"1=1.5.2\" is not RANK=FACTOR"},
                       {"--straggler 99999999999=1.5", "--straggler: \"99999999999=1.5\": rank 99999999999 is out of range"},
                       // A seed with nothing to seed.
-                      {"--straggler 1=1.5 --seed 3", "--seed: seeds the jitter draws, and there is no jitter"}});
+                      {"--straggler 1=1.5 --seed 3", "--seed: seeds the draws of a jitter or a rank compute spread, and neither is asked for"}});
   // Accepted spellings of a factor.
   for (const char* f : {"1=1.5", "1=2", "1=.5", "1=2.", "1=1e-1", "1=15E-1"})
     EXPECT_EQ(run("simulate " + scenario("host-tiny-hsdp.json") + " --straggler " + f + " --json").code, 0) << f;
