@@ -204,17 +204,18 @@ TEST_F(CompareCli, ExecSaysWhenInjectedVariationRunsOnSharedCores) {
 
 // exec injects a rank compute spread as the simulator plays it: each rank's compute stand-ins
 // take its own drawn factor longer, so the ranks' measured compute times stand in the ratio of
-// their draws (a seed is chosen whose two draws differ by at least 1.8x, well above this
-// machine's noise: single runs here have measured 0.66 for a drawn 0.49).
+// their draws. A seed is chosen whose two draws differ by at least 3x, so that one core running
+// 1.6x slower for a while (seen on this 2-vCPU machine: docs/accuracy-log.md) still leaves the
+// measured ratio inside the tolerance below; single runs here have measured 0.66 for a drawn 0.49.
 TEST_F(CompareCli, ExecSlowsEachRankByItsDrawOfTheRankComputeSpread) {
   VariationSpec v;
   v.rank_compute_spread.cv = 0.5;
   double expected = 1;
-  for (v.seed = 1; v.seed < 100; ++v.seed) {
+  for (v.seed = 1; v.seed < 1000; ++v.seed) {
     expected = rank_compute_spread_factor(v, 1) / rank_compute_spread_factor(v, 0);
-    if (expected > 1.8 || expected < 1 / 1.8) break;
+    if (expected > 3 || expected < 1.0 / 3) break;
   }
-  ASSERT_TRUE(expected > 1.8 || expected < 1 / 1.8);
+  ASSERT_TRUE(expected > 3 || expected < 1.0 / 3);
   const clitest::Result r = run("exec " + clitest::scenario("host-tiny-fsdp.json") + " --np 2 --set variation.rank_compute_spread.cv=0.5 --seed " +
                                 std::to_string(v.seed) + " --iterations 2 --warmup 0 --no-verify --out spread");
   ASSERT_EQ(r.code, 0) << r.out << r.err;
