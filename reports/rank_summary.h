@@ -24,6 +24,10 @@ struct RankSummary {
   RankSpread step_us;             // each rank's step
   RankSpread exposed_comm_us;     // step - compute busy
   RankSpread collective_wait_us;  // waiting inside collectives, summed over its collectives
+  // Each rank's compute factor (its stragglers' factors times its draw of the rank compute
+  // spread), where the variation gives one; compute_factor_ranks 0: none.
+  RankSpread compute_factor;
+  int compute_factor_ranks = 0;
   std::vector<double> wait_by_rank_us;  // that waiting, rank by rank
   double symmetric_step_us = 0;   // the same Program with no variation
   double straggler_cost = 1;      // step_us.max / symmetric_step_us
@@ -44,8 +48,10 @@ struct RankSummary {
   double most_waiting_op_us = 0;
 };
 
-// `timeline` names the ops; `symmetric_step_us` is the step of the same scenario without variation.
-RankSummary summarize_ranks(const RankReport& report, const Timeline& timeline, double symmetric_step_us);
+// `timeline` names the ops; `symmetric_step_us` is the step of the same scenario without variation;
+// `compute_factors`: each rank's compute factor, or empty where the variation sets none.
+RankSummary summarize_ranks(const RankReport& report, const Timeline& timeline, double symmetric_step_us,
+                            const std::vector<double>& compute_factors = {});
 // The ranks worth a trace: rank 0, the slowest and the fastest.
 std::vector<int> ranks_that_matter(const RankSummary& summary);
 

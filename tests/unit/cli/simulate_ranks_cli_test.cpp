@@ -167,6 +167,8 @@ TEST_F(SimulateRanksCli, ARankComputeSpreadMakesTheSlowestDrawnRankTheStraggler)
     for (int rank = 1; rank < 4; ++rank)
       if (shardline::rank_compute_spread_factor(v, rank) > shardline::rank_compute_spread_factor(v, slowest)) slowest = rank;
     EXPECT_EQ(ranks.at("critical_path").at("rank"), slowest) << seed << ": " << ranks.dump();
+    EXPECT_EQ(ranks.at("compute_factor").at("max_rank"), slowest);
+    EXPECT_DOUBLE_EQ(ranks.at("compute_factor").at("max").get<double>(), shardline::rank_compute_spread_factor(v, slowest));
     costs.push_back(ranks.at("straggler_cost").get<double>());
     EXPECT_EQ(costs.back() > 1.0, shardline::rank_compute_spread_factor(v, slowest) > 1.0) << seed << ": " << ranks.dump();
   }

@@ -52,6 +52,23 @@ TEST(RankSummary, SpreadsNameTheRanksAtTheExtremes) {
   EXPECT_NE(rank_summary_text(s).find("critical path          73% on rank 2"), std::string::npos) << rank_summary_text(s);
 }
 
+// Where the variation gives each rank a compute factor, the summary spreads it like the times
+// (the slowest chip named), in the text and the JSON; where it gives none, neither shows one.
+TEST(RankSummary, ComputeFactorsAreSpreadWhereTheVariationGivesThem) {
+  const RankSummary s = summarize_ranks(four_ranks(), Timeline{}, 120.0, {1.02, 0.97, 1.31, 1.0});
+  EXPECT_EQ(s.compute_factor_ranks, 4);
+  EXPECT_EQ(s.compute_factor.max, 1.31);
+  EXPECT_EQ(s.compute_factor.max_rank, 2);
+  EXPECT_EQ(s.compute_factor.min_rank, 1);
+  EXPECT_NE(rank_summary_text(s).find("  compute factor         min 0.970 (rank 1), p10 0.979, median 1.010, p90 1.223, max 1.310 (rank 2)\n"),
+            std::string::npos)
+      << rank_summary_text(s);
+  EXPECT_EQ(rank_summary_to_json(s).at("compute_factor").at("max_rank"), 2);
+  const RankSummary none = summarize_ranks(four_ranks(), Timeline{}, 120.0);
+  EXPECT_EQ(rank_summary_text(none).find("compute factor"), std::string::npos);
+  EXPECT_TRUE(rank_summary_to_json(none).at("compute_factor").is_null());
+}
+
 // The report's heat strip: a cell per rank, the one that waited most the darkest red.
 TEST(RankSummary, HtmlHasAHeatStripCellPerRank) {
   const RankSummary s = summarize_ranks(four_ranks(), Timeline{}, 120.0);
