@@ -938,7 +938,7 @@ VariationSpec parse_variation(const json& j, const json& sch, const MeshSpec& me
     }
   }
   // A rank's draw multiplies its stragglers' factors; the product keeps their range.
-  if (!v.stragglers.empty() || v.rank_compute_spread.cv > 0)
+  if (v.sets_rank_compute_factors())
     check_factor_products(rank_compute_factors(v, mesh.shard, mesh.replicate, cluster.gpus_per_node),
                           o.at(v.stragglers.empty() ? "rank_compute_spread" : "stragglers"), false);
   if (!v.slow_links.empty())

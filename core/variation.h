@@ -46,7 +46,9 @@ struct VariationSpec {
   Spread rank_compute_spread;  // each rank's compute factor, drawn once per rank (chip-to-chip speed)
   std::vector<Straggler> stragglers;
   std::vector<SlowLink> slow_links;
-  bool varies_compute() const { return jitter.cv > 0 || rank_compute_spread.cv > 0 || !stragglers.empty(); }
+  // Whether ranks get compute factors of their own (rank_compute_factors not all 1 by construction).
+  bool sets_rank_compute_factors() const { return !stragglers.empty() || rank_compute_spread.cv > 0; }
+  bool varies_compute() const { return jitter.cv > 0 || sets_rank_compute_factors(); }
   bool empty() const { return !varies_compute() && slow_links.empty(); }
 };
 

@@ -14,7 +14,7 @@ RankVariation rank_variation(const Scenario& scenario) {
   const VariationSpec& v = scenario.variation;
   const int gpus_per_node = scenario.cluster.gpus_per_node;
   RankVariation out;
-  if (!v.stragglers.empty() || v.rank_compute_spread.cv > 0)
+  if (v.sets_rank_compute_factors())
     out.compute_factor = rank_compute_factors(v, scenario.mesh.shard, scenario.mesh.replicate, gpus_per_node);
   if (!v.slow_links.empty()) out.bandwidth_factor = rank_bandwidth_factors(v, scenario.mesh.shard, scenario.mesh.replicate, gpus_per_node);
   if (v.jitter.cv > 0) out.compute_jitter = [v](int rank, int op) { return compute_jitter_factor(v, rank, 0, op); };
