@@ -915,7 +915,7 @@ Spread parse_spread(const Obj& c) {
   const bool uniform = out.distribution == JitterDistribution::Uniform;
   const double max_cv = uniform ? kMaxUniformCv : 2.0;
   if (!(out.cv >= 0 && out.cv <= max_cv))
-    throw InputError(c.at("cv"), show(cv) + " is out of range; expected a coefficient of variation in [0, " + std::string(uniform ? "0.57" : "2") + "]" +
+    throw InputError(c.at("cv"), show(cv) + " is out of range; expected a coefficient of variation in [0, " + number_text(max_cv) + "]" +
                                      (uniform ? " for a uniform distribution" : ""));
   return out;
 }
