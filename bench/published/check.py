@@ -5,9 +5,10 @@ runs, IBM fms-fsdp's FSDP1 runs; check rows that no parameter is fitted on) with
 predicted vs published tokens/s per GPU and MFU, with the error, then the median, p90 and worst
 absolute error of the fit, check and independent rows separately, and whether every published
 run is predicted to fit in its GPU's memory (they ran). Rows whose source publishes the run's peak
-memory (the memory rows of torchtitan_h100.json, judged on memory only) also get each figure
-against its estimate (MEMORY_MEASURES): peak reserved against the allocator's part of the
-reserve, peak active against peak allocated.
+memory (the memory rows of torchtitan_h100.json and kempnerforge.json, judged on memory only, and
+KempnerForge's independent row) also get each figure against its estimate (MEMORY_MEASURES): peak
+reserved against the allocator's part of the reserve, peak active and peak allocated against peak
+allocated.
 
     bench/published/check.py [--binary build/release/cli/shardline] [--rows check|fit|independent|memory|all]
                              [--table NAME ...] [--min-gpus N] [--gate] [--json OUT] [--set PATH=VALUE ...]
@@ -204,7 +205,7 @@ def evaluate(binary, rows, models, sets, jobs=2):
             # Where the source publishes the run's peak memory: its peak reserved
             # (torch.cuda.max_memory_reserved: the caching allocator's segments, without the CUDA
             # context and NCCL's buffers) against the estimate's allocator part, its peak active
-            # (FSDP2: the allocated bytes) against the peak allocated.
+            # (FSDP2: the allocated bytes) and its peak allocated against the peak allocated.
             res["memory_checks"] = [
                 {"measure": measure, "published_gib": row["published"][key], "predicted_gib": m[metric] / 2**30,
                  "error_rel": m[metric] / 2**30 / row["published"][key] - 1}
