@@ -32,6 +32,11 @@ PARAMS = [
 # preset's inter_node.bandwidth means), bounded by a NIC's line rate (200 Gb/s on the A100 tables'
 # fabric) and a tenth of it.
 INTER_NODE = ("inter_node_bandwidth", "cluster.inter_node.bandwidth", 20.0, 200.0, "Gbps")
+# With --fit-slowdown, also how much longer compute takes while a collective runs (NCCL's kernels
+# hold SMs and HBM bandwidth), bounded by what Lee et al. measured overlapping LLM training compute
+# with communication on 4 A100 / H100 / MI250 / MI210 (arXiv 2507.03114, 2025: 18.9% on average,
+# 40% at most): 1.0 to 1.4.
+SLOWDOWN = ("compute_slowdown_during_comm", "cluster.compute_slowdown_during_comm", 1.0, 1.4, "")
 
 
 def clamp(x):
@@ -98,15 +103,21 @@ def main():
                     help="a fixed scenario override applied to every fit row (not fitted), e.g. a cluster structure to compare")
     ap.add_argument("--fit-inter-node", action="store_true",
                     help="also fit the achieved inter-node bandwidth per NIC (Gb/s) of the chip's cluster presets")
+    ap.add_argument("--fit-slowdown", action="store_true",
+                    help="also fit the compute slow-down while a collective runs (cluster.compute_slowdown_during_comm)")
     ap.add_argument("--start", nargs="+", type=float, default=None,
-                    help="start values, in the order printed (default 0.7 256 0.4 0.7, then 100 with --fit-inter-node)")
+                    help="start values, in the order printed (default 0.7 256 0.4 0.7, then 100 with --fit-inter-node, "
+                         "then 1.1 with --fit-slowdown)")
     args = ap.parse_args()
-    if args.fit_inter_node:
-        PARAMS.append(INTER_NODE)
-    start = args.start or [0.7, 256, 0.4, 0.7, 100.0][:len(PARAMS)]
+    start, steps = [0.7, 256, 0.4, 0.7], [0.1, 256, 0.1, 0.1]
+    for wanted, param, first, step in ((args.fit_inter_node, INTER_NODE, 100.0, 50.0), (args.fit_slowdown, SLOWDOWN, 1.1, 0.1)):
+        if wanted:
+            PARAMS.append(param)
+            start.append(first)
+            steps.append(step)
+    start = args.start or start
     if len(start) != len(PARAMS):
         ap.error(f"--start needs {len(PARAMS)} values: " + " ".join(p[0] for p in PARAMS))
-    steps = [0.1, 256, 0.1, 0.1, 50.0][:len(PARAMS)]
     data = check.load(args.runs)
     for chip in args.chip or sorted(CHIPS):
         rows = [r for r in data["rows"] if r["split"] == "fit" and r["gpu"] in CHIPS[chip]]
