@@ -4,13 +4,19 @@
 // ranks), and compare op by op. DIR gets profile.json (calibrated, or a copy of --profile), predicted/,
 // measured/, compare.json and compare.html. The real run measures 20 iterations unless told
 // otherwise, so the measured step is stated as a median with its p10-p90 spread and the
-// prediction is placed inside or outside it. Exit 1 when the step-time error exceeds the
-// tolerance. docs/calibrate.md.
+// prediction is placed inside or outside it. When validate calibrated, the same calibration again
+// after the run checks that the machine kept its speed (DIR/profile.after.json, drift.json): a
+// prediction made from it that moved by more than the tolerance says the step error measures the
+// machine's change as much as the model. Exit 1 when the step-time error exceeds the tolerance.
+// docs/calibrate.md.
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <optional>
 #include <iostream>
 #include <system_error>
+
+#include <nlohmann/json.hpp>
 
 #include "cli/command.h"
 #include "cli/command_line.h"
@@ -43,6 +49,7 @@ int run_validate(const std::vector<std::string>& args) {
   std::string profile_path, out_dir, max_bytes = "16MiB", backend = "mpi", compute;
   int np = 0, repetitions = 10, passes = kValidatePasses, iterations = kValidateIterations, warmup = -1;
   double tolerance = 0.10;
+  bool no_drift_check = false;
   CommandLine cli("shardline validate SCENARIO --np N [--profile P] [--out DIR] [--tolerance 0.10] [flags]");
   cli.add_scenario("scenarios/host-tiny-fsdp.json");
   cli.flags()("np", po::value(&np), "ranks for calibrate and exec (default: the scenario's mesh size)")
@@ -57,7 +64,9 @@ int run_validate(const std::vector<std::string>& args) {
       ("repetitions", po::value(&repetitions)->default_value(10), "calibrate: repetitions per point")
       ("passes", po::value(&passes)->default_value(kValidatePasses), "calibrate: whole calibrations in a row, each number the median of the passes'")
       ("iterations", po::value(&iterations)->default_value(kValidateIterations), "exec: measured iterations: the median and its p10-p90 spread are reported")
-      ("warmup", po::value(&warmup), "exec: warmup iterations (default: the scenario's)");
+      ("warmup", po::value(&warmup), "exec: warmup iterations (default: the scenario's)")
+      ("no-drift-check", po::bool_switch(&no_drift_check),
+       "skip the calibration after the run that checks the machine kept its speed");
   if (cli.parse(args) == Parsed::help_shown) return 0;
   if (exec::launched_by_mpirun())
     throw InputError("--np", "run validate without mpirun: it launches calibrate and exec under mpirun itself");
@@ -87,7 +96,7 @@ int run_validate(const std::vector<std::string>& args) {
     calibration.passes = passes;
     exec::check_calibrate_options(calibration, np);
   } else {
-    for (const char* flag : {"max-bytes", "repetitions", "passes"})
+    for (const char* flag : {"max-bytes", "repetitions", "passes", "no-drift-check"})
       if (cli.written(flag)) throw InputError(std::string("--") + flag, "calibrate measures nothing with --profile: leave it out");
     given_profile = load_profile(profile_path);
     if (given_profile->backend != backend)
@@ -115,19 +124,25 @@ int run_validate(const std::vector<std::string>& args) {
   std::vector<std::string> common{"--backend", backend};
   if (!compute.empty()) common.insert(common.end(), {"--compute", compute});
 
+  // The drift check brackets the run with calibrations: only when validate calibrates itself.
+  const bool drift_check = profile_path.empty() && !no_drift_check;
+  const int steps = drift_check ? 5 : 4;
+  const auto step = [steps](int k) { return "validate: " + std::to_string(k) + "/" + std::to_string(steps) + " "; };
+  // calibrate under mpirun into `path` with `pass_count` passes: its exit status.
+  const auto calibrate_into = [&](const std::string& path, int pass_count) {
+    std::vector<std::string> cal{"--out", path, "--max-bytes", max_bytes, "--repetitions", std::to_string(repetitions),
+                                 "--passes", std::to_string(pass_count)};
+    cal.insert(cal.end(), common.begin(), common.end());
+    const int rc = run_under_mpirun(np, "calibrate", cal);
+    if (rc != 0) std::cerr << "shardline validate: error: calibrate failed (exit " << rc << ")\n";
+    return rc;
+  };
   if (profile_path.empty()) {
     profile_path = (fs::path(out_dir) / "profile.json").string();
-    std::vector<std::string> cal{"--out", profile_path, "--max-bytes", max_bytes, "--repetitions", std::to_string(repetitions),
-                                 "--passes", std::to_string(passes)};
-    cal.insert(cal.end(), common.begin(), common.end());
-    std::cout << "validate: 1/4 calibrating on " << np << " ranks -> " << profile_path << std::endl;
-    const int rc = run_under_mpirun(np, "calibrate", cal);
-    if (rc != 0) {
-      std::cerr << "shardline validate: error: calibrate failed (exit " << rc << ")\n";
-      return rc == 2 ? 2 : 3;
-    }
+    std::cout << step(1) << "calibrating on " << np << " ranks -> " << profile_path << std::endl;
+    if (const int rc = calibrate_into(profile_path, passes); rc != 0) return rc == 2 ? 2 : 3;
   } else {
-    std::cout << "validate: 1/4 using the profile " << profile_path << std::endl;
+    std::cout << step(1) << "using the profile " << profile_path << std::endl;
     // The folder describes this run: its profile.json is the one used, not an earlier run's.
     const fs::path here = fs::path(out_dir) / "profile.json";
     std::error_code same_ec;
@@ -139,25 +154,25 @@ int run_validate(const std::vector<std::string>& args) {
   const ClusterProfile profile = given_profile ? std::move(*given_profile) : load_profile(profile_path);
 
   const std::string predicted_dir = (fs::path(out_dir) / "predicted").string();
-  std::cout << "validate: 2/4 simulating with the profile -> " << predicted_dir << std::endl;
-  SimOptions sim_options;
-  sim_options.profile = &profile;
+  std::cout << step(2) << "simulating with the profile -> " << predicted_dir << std::endl;
   // With a variation (the scenario's, or --straggler / --jitter) every rank is predicted, and the
   // same variation is injected into the real run.
   // The every-rank summary (ranks.json, the report's per-rank section) as simulate writes it.
-  std::optional<RankSummary> ranks;
-  Timeline predicted;
-  if (scenario.variation.empty()) {
-    predicted = simulate(scenario, program, sim_options);
-  } else {
+  const auto predict = [&](const ClusterProfile& with, std::optional<RankSummary>* summary) {
+    SimOptions sim_options;
+    sim_options.profile = &with;
+    if (scenario.variation.empty()) return simulate(scenario, program, sim_options);
     EveryRankRun run = simulate_every_rank(scenario, program, sim_options, {}, /*keep_all=*/true);
-    predicted = std::move(run.timeline);
-    ranks = std::move(run.summary);
-  }
-  write_run_outputs(predicted_dir, scenario, program, predicted, compute_metrics(predicted), ranks ? &*ranks : nullptr);
+    if (summary) *summary = std::move(run.summary);
+    return std::move(run.timeline);
+  };
+  std::optional<RankSummary> ranks;
+  const Timeline predicted = predict(profile, &ranks);
+  const Metrics predicted_metrics = compute_metrics(predicted);
+  write_run_outputs(predicted_dir, scenario, program, predicted, predicted_metrics, ranks ? &*ranks : nullptr);
 
   const std::string measured_dir = (fs::path(out_dir) / "measured").string();
-  std::cout << "validate: 3/4 running for real on " << np << " ranks -> " << measured_dir << std::endl;
+  std::cout << step(3) << "running for real on " << np << " ranks -> " << measured_dir << std::endl;
   std::vector<std::string> ex{cli.scenario_path(), "--out", measured_dir};
   for (const auto& s : cli.overrides()) ex.insert(ex.end(), {"--set", s});
   for (const auto& s : cli.variation_args()) ex.push_back(s);
@@ -170,10 +185,43 @@ int run_validate(const std::vector<std::string>& args) {
     return rc == 2 ? 2 : 3;
   }
 
-  std::cout << "validate: 4/4 comparing\n\n";
+  // The same calibration after the run, and the prediction it gives: how far the machine's speed
+  // moved while validate ran, in the unit the comparison is made in.
+  std::optional<double> after_step_us;
+  if (drift_check) {
+    const std::string after_path = (fs::path(out_dir) / "profile.after.json").string();
+    std::cout << step(4) << "calibrating again, after the run, to check the machine kept its speed -> " << after_path
+              << std::endl;
+    if (const int rc = calibrate_into(after_path, passes); rc != 0) return rc == 2 ? 2 : 3;
+    after_step_us = compute_metrics(predict(load_profile(after_path), nullptr)).step_time_us;
+  }
+
+  std::cout << step(steps) << "comparing\n\n";
   const Comparison c = compare_run_dirs(predicted_dir, measured_dir, out_dir, tolerance);
-  std::cout << comparison_table(c) << "\noutputs in " << out_dir
-            << "/ (compare.html, compare.json, predicted/, measured/, profile.json)\n";
+  std::cout << comparison_table(c);
+  if (after_step_us) {
+    const double before_us = predicted_metrics.step_time_us;
+    const double change = *after_step_us / before_us - 1;
+    const bool drifted = std::abs(change) > tolerance;
+    char line[320];
+    std::snprintf(line, sizeof line,
+                  "machine drift: the calibration after the run predicts the step at %.2f ms, %+.1f%% from the %.2f ms "
+                  "of the calibration before it, ",
+                  *after_step_us / 1000, 100 * change, before_us / 1000);
+    std::cout << "\n"
+              << line
+              << (drifted ? "more than the tolerance: the machine changed speed while validate ran, so the step error "
+                            "above says more about the machine than about the model; run validate again on an idle machine\n"
+                          : "within the tolerance: the machine kept its speed\n");
+    const nlohmann::json drift{{"predicted_step_time_us", before_us},
+                               {"after_run_predicted_step_time_us", *after_step_us},
+                               {"relative_change", change},
+                               {"tolerance", tolerance},
+                               {"drifted", drifted}};
+    write_file_atomically((fs::path(out_dir) / "drift.json").string(), drift.dump(2) + "\n", "--out");
+  }
+  std::cout << "\noutputs in " << out_dir << "/ (compare.html, compare.json, predicted/, measured/, profile.json"
+            << (drift_check ? ", profile.after.json, drift.json" : "") << ")\n";
   return c.within_tolerance ? 0 : 1;
 }
 

@@ -56,6 +56,7 @@ TEST_F(ValidateRobustCli, BadFlagsAreOneMessageBeforeMpirun) {
            {" --backend nccl", "--backend: "},
            {" --profile " + (dir_ / "nccl-profile.json").string() + " --repetitions 3", "--repetitions: calibrate measures nothing with --profile"},
            {" --profile " + (dir_ / "nccl-profile.json").string() + " --passes 3", "--passes: calibrate measures nothing with --profile"},
+           {" --profile " + (dir_ / "nccl-profile.json").string() + " --no-drift-check", "--no-drift-check: calibrate measures nothing with --profile"},
            {" --profile " + (dir_ / "nccl-profile.json").string(), "was calibrated with --backend nccl, and validate measures with --backend mpi"}}) {
     const auto r = run("validate " + s + out + args);
     EXPECT_EQ(r.code, 2) << args << "\n" << r.err;
