@@ -6,8 +6,8 @@
 // otherwise, so the measured step is stated as a median with its p10-p90 spread and the
 // prediction is placed inside or outside it. When validate calibrated, the same calibration again
 // after the run checks that the machine kept its speed (DIR/profile.after.json, drift.json): a
-// prediction made from it that moved by more than the tolerance says the step error measures the
-// machine's change as much as the model. Exit 1 when the step-time error exceeds the tolerance.
+// prediction made from it that moved by more than the tolerance says the step error is not a clean
+// test of the model. Exit 1 when the step-time error exceeds the tolerance.
 // docs/calibrate.md.
 #include <cmath>
 #include <cstdio>
@@ -211,7 +211,8 @@ int run_validate(const std::vector<std::string>& args) {
     std::cout << "\n"
               << line
               << (drifted ? "more than the tolerance: the machine changed speed while validate ran, so the step error "
-                            "above says more about the machine than about the model; run validate again on an idle machine\n"
+                            "above is not a clean test of the model, whichever way it came out; run validate again on an "
+                            "idle machine\n"
                           : "within the tolerance: the machine kept its speed\n");
     const nlohmann::json drift{{"predicted_step_time_us", before_us},
                                {"after_run_predicted_step_time_us", *after_step_us},
