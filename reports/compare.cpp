@@ -350,6 +350,16 @@ nlohmann::json by_rank_json(const Comparison& c) {
 }
 }  // namespace
 
+MachineDrift drift_between(double predicted_step_us, double after_run_predicted_step_us, double tolerance) {
+  MachineDrift d;
+  d.predicted_step_us = predicted_step_us;
+  d.after_run_predicted_step_us = after_run_predicted_step_us;
+  d.relative_change = after_run_predicted_step_us / predicted_step_us - 1;
+  // As a difference of times, so that a move of exactly the tolerance is not over it by a rounding.
+  d.drifted = std::abs(after_run_predicted_step_us - predicted_step_us) > tolerance * predicted_step_us;
+  return d;
+}
+
 nlohmann::json comparison_to_json(const Comparison& c) {
   nlohmann::json kinds = nlohmann::json::array();
   for (const auto& k : c.by_kind)
@@ -396,6 +406,12 @@ nlohmann::json comparison_to_json(const Comparison& c) {
     out[std::string("measured_") + f.key] = optional_json(c.measured.throughput.*f.value);
     out[std::string(f.key) + "_error"] = optional_json(c.*f.error);
   }
+  out["machine_drift"] = nullptr;
+  if (const auto& d = c.machine_drift)
+    out["machine_drift"] = {{"predicted_step_time_us", d->predicted_step_us},
+                            {"after_run_predicted_step_time_us", d->after_run_predicted_step_us},
+                            {"relative_change", d->relative_change},
+                            {"drifted", d->drifted}};
   return out;
 }
 
@@ -411,6 +427,16 @@ std::string spread_line(const Comparison& c) {
          format_time_us(s.median_us) + ", p10 .. p90 " + format_time_us(s.p10_us) + " .. " + format_time_us(s.p90_us) +
          "; the prediction (" + format_time_us(c.predicted.step_time_us) + ", " + pct(s.median_error) +
          " from the median) is " + (s.prediction_inside ? "inside" : "outside") + " that run-to-run spread";
+}
+
+// "machine drift: the calibration after the run predicts the step at 25.53 ms, +11.3% from the
+// 22.94 ms of the calibration before it, more than the tolerance: ..."
+std::string drift_line(const MachineDrift& d) {
+  return "machine drift: the calibration after the run predicts the step at " + format_time_us(d.after_run_predicted_step_us) +
+         ", " + pct(d.relative_change) + " from the " + format_time_us(d.predicted_step_us) + " of the calibration before it, " +
+         (d.drifted ? "more than the tolerance: the machine changed speed while validate ran, so the step error is not a "
+                      "clean test of the model, whichever way it came out; run validate again on an idle machine"
+                    : "within the tolerance: the machine kept its speed");
 }
 
 // The per-rank rows are shown when there is more than one, or when the prediction simulated every
@@ -432,7 +458,9 @@ std::string comparison_table(const Comparison& c) {
     << fmt("%+.1f", c.predicted.exposed_comm_us - c.measured.exposed_comm_us) << "\n";
   for (const auto& row : throughput_rows(c)) o << pad(row[0], 22) << pad(row[1], 14) << pad(row[2], 14) << row[3] << "\n";
   if (c.workloads_differ()) o << "\n" << workload_note(c) << "\n";
-  o << "\n" << spread_line(c) << "\n\n";
+  o << "\n" << spread_line(c) << "\n";
+  if (c.machine_drift) o << drift_line(*c.machine_drift) << "\n";
+  o << "\n";
   if (shows_per_rank(c)) {
     const bool waits = c.by_rank.front().measured_wait_us.has_value();
     o << "step time per rank (us):\n" << pad("rank", 8) << pad("predicted", 14) << pad("measured", 14)
@@ -479,6 +507,7 @@ std::string comparison_html(const Comparison& c, const Timeline& predicted, cons
   b << "</table>\n";
   if (c.workloads_differ()) b << "<p>" << html_escape(workload_note(c)) << "</p>\n";
   b << "<p>" << html_escape(spread_line(c)) << "</p>\n";
+  if (c.machine_drift) b << "<p>" << html_escape(drift_line(*c.machine_drift)) << "</p>\n";
   if (shows_per_rank(c)) {
     const bool waits = c.by_rank.front().measured_wait_us.has_value();
     b << "<h2>Step time per rank (us)</h2>\n<table>\n<tr><th>rank</th><th>predicted</th><th>measured</th><th>error</th>"
@@ -564,7 +593,7 @@ void check_program_matches_timeline(const Program& program, const Timeline& meas
 }  // namespace
 
 Comparison compare_run_dirs(const std::string& predicted_dir, const std::string& measured_dir, const std::string& out_dir,
-                            double tolerance) {
+                            double tolerance, std::optional<MachineDrift> drift) {
   const Timeline predicted = read_timeline_dir(predicted_dir, "PREDICTED_DIR");
   const Timeline measured = read_timeline_dir(measured_dir, "MEASURED_DIR");
   if (predicted.source == "measured")
@@ -591,6 +620,7 @@ Comparison compare_run_dirs(const std::string& predicted_dir, const std::string&
     if (program.world_size == measured.ranks) groups = std::move(program.groups);
   }
   Comparison c = compare_timelines(predicted, measured, tolerance, groups ? &*groups : nullptr);
+  c.machine_drift = drift;
   write_output_folder(out_dir,
                       {{"compare.json", [&] { return comparison_to_json(c).dump(2) + "\n"; }},
                        {"compare.html", [&] { return comparison_html(c, predicted, measured); }}},

@@ -56,6 +56,18 @@ struct MeasuredSpread {
   bool prediction_inside = false;                // p10 <= predicted step <= p90
 };
 
+// How far the machine's speed moved while a validate ran: the step predicted from a calibration
+// made right after the measured run against the one from the calibration before it (validate's
+// drift check, docs/calibrate.md). A move over the tolerance makes the step error no clean test
+// of the model.
+struct MachineDrift {
+  double predicted_step_us = 0;            // from the calibration before the run
+  double after_run_predicted_step_us = 0;  // from the calibration after it
+  double relative_change = 0;              // after / before - 1
+  bool drifted = false;                    // |after - before| > the comparison's tolerance x before
+};
+MachineDrift drift_between(double predicted_step_us, double after_run_predicted_step_us, double tolerance);
+
 // One rank's step: predicted (that rank of an every-rank prediction, else the representative
 // rank) and measured (that rank, the reported iteration).
 struct RankComparison {
@@ -96,6 +108,7 @@ struct Comparison {
   std::vector<KindErrors> by_kind;   // compute, copies and collectives (markers left out), kind order
   std::vector<OpComparison> ops;     // every op but alloc/free markers, op order
   std::vector<OpComparison> worst;   // up to ten, largest disagreement first (ties: lower op id)
+  std::optional<MachineDrift> machine_drift;  // validate's drift check, when it ran
 };
 
 // Throws InputError("timelines", ...) when the two timelines do not describe the same Program
@@ -121,7 +134,8 @@ std::string comparison_html(const Comparison& c, const Timeline& predicted, cons
 // is there: exec writes it), compares, writes OUT_DIR/compare.json and
 // OUT_DIR/compare.html (OUT_DIR is created when missing). Throws InputError naming the folder,
 // the file and the JSON key (an incomplete timeline names "iterations", "ranks" or "intervals").
+// `drift`: validate's drift check, stated in all three outputs.
 Comparison compare_run_dirs(const std::string& predicted_dir, const std::string& measured_dir, const std::string& out_dir,
-                            double tolerance);
+                            double tolerance, std::optional<MachineDrift> drift = std::nullopt);
 
 }  // namespace shardline

@@ -185,7 +185,7 @@ TEST_F(CompareCli, ValidateRunsTheWholeLoopOnTwoRanks) {
   // moved: the machine's drift, judged against the tolerance.
   EXPECT_NE(out_.find("validate: 4/5 calibrating again, after the run"), std::string::npos) << out_;
   EXPECT_TRUE(fs::exists(dir_ / "v" / "profile.after.json"));
-  const nlohmann::json drift = nlohmann::json::parse(slurp(dir_ / "v" / "drift.json"));
+  const nlohmann::json drift = c.at("machine_drift");
   EXPECT_DOUBLE_EQ(drift.at("predicted_step_time_us").get<double>(), c.at("predicted_step_time_us").get<double>());
   const double after_us = drift.at("after_run_predicted_step_time_us").get<double>();
   EXPECT_GT(after_us, 0);
@@ -193,6 +193,7 @@ TEST_F(CompareCli, ValidateRunsTheWholeLoopOnTwoRanks) {
   EXPECT_FALSE(drift.at("drifted").get<bool>()) << drift;  // tolerance 1000
   EXPECT_NE(out_.find("machine drift: the calibration after the run predicts the step at"), std::string::npos) << out_;
   EXPECT_NE(out_.find("within the tolerance: the machine kept its speed"), std::string::npos) << out_;
+  EXPECT_NE(slurp(dir_ / "v" / "compare.html").find("machine drift: the calibration after the run"), std::string::npos);
   // Given a profile, validate copies it into its folder: an earlier run's profile.json there
   // would describe another calibration. It calibrates nothing, so it checks no drift.
   fs::create_directories(dir_ / "again");
@@ -201,17 +202,17 @@ TEST_F(CompareCli, ValidateRunsTheWholeLoopOnTwoRanks) {
       << out_ << err_;
   EXPECT_EQ(slurp(dir_ / "again" / "profile.json"), slurp(dir_ / "v" / "profile.json"));
   EXPECT_NE(out_.find("validate: 4/4 comparing"), std::string::npos) << out_;
-  EXPECT_FALSE(fs::exists(dir_ / "again" / "drift.json"));
+  EXPECT_TRUE(nlohmann::json::parse(slurp(dir_ / "again" / "compare.json")).at("machine_drift").is_null());
   EXPECT_EQ(out_.find("machine drift"), std::string::npos) << out_;
 }
 
 // With tolerance 0 any move of the prediction between the calibrations before and after the run
-// is more than the tolerance: drift.json and the line say so, consistently.
+// is more than the tolerance: compare.json and the line say so, consistently.
 TEST_F(CompareCli, ValidateJudgesTheMachinesDriftAgainstTheTolerance) {
   const std::string scenario = std::string(SHARDLINE_SOURCE_DIR) + "/scenarios/host-tiny-fsdp.json";
   const int rc = run("validate " + scenario + " --np 2 --out v --max-bytes 64KiB --repetitions 2 --passes 1 --iterations 2 --warmup 0 --tolerance 0").code;
   ASSERT_TRUE(rc == 0 || rc == 1) << out_ << err_;
-  const nlohmann::json drift = nlohmann::json::parse(slurp(dir_ / "v" / "drift.json"));
+  const nlohmann::json drift = nlohmann::json::parse(slurp(dir_ / "v" / "compare.json")).at("machine_drift");
   const bool drifted = std::abs(drift.at("relative_change").get<double>()) > 0;
   EXPECT_EQ(drift.at("drifted").get<bool>(), drifted) << drift;
   EXPECT_EQ(out_.find("more than the tolerance: the machine changed speed while validate ran") != std::string::npos, drifted) << out_;
@@ -220,7 +221,7 @@ TEST_F(CompareCli, ValidateJudgesTheMachinesDriftAgainstTheTolerance) {
                 "--tolerance 1000 --no-drift-check").code, 0) << out_ << err_;
   EXPECT_NE(out_.find("validate: 4/4 comparing"), std::string::npos) << out_;
   EXPECT_FALSE(fs::exists(dir_ / "w" / "profile.after.json"));
-  EXPECT_FALSE(fs::exists(dir_ / "w" / "drift.json"));
+  EXPECT_TRUE(nlohmann::json::parse(slurp(dir_ / "w" / "compare.json")).at("machine_drift").is_null());
 }
 
 // An injected straggler on ranks that share cores is measured with a lower cost than a simulator

@@ -123,6 +123,34 @@ TEST(Compare, StatesTheMeasuredSpreadAndWhetherThePredictionIsInsideIt) {
 
 // Every measured rank gets a row: against the representative prediction, or against the same
 // rank of an every-rank prediction that kept it (one that kept only some ranks is accepted).
+// validate's drift check: the move of the prediction between the calibrations before and after
+// the run, judged against the tolerance, in the table, compare.json and the HTML page.
+TEST(Compare, StatesTheMachinesDriftWhenValidateMeasuredIt) {
+  const MachineDrift kept = drift_between(20000, 21000, 0.10);
+  EXPECT_NEAR(kept.relative_change, 0.05, 1e-12);
+  EXPECT_FALSE(kept.drifted);
+  const MachineDrift moved = drift_between(20000, 17000, 0.10);
+  EXPECT_NEAR(moved.relative_change, -0.15, 1e-12);
+  EXPECT_TRUE(moved.drifted);
+  EXPECT_FALSE(drift_between(20000, 22000, 0.10).drifted) << "exactly the tolerance is within it";
+
+  Comparison c = compare_timelines(predicted(), measured());
+  EXPECT_TRUE(comparison_to_json(c).at("machine_drift").is_null());
+  EXPECT_EQ(comparison_table(c).find("machine drift"), std::string::npos);
+  c.machine_drift = moved;
+  const std::string table = comparison_table(c);
+  EXPECT_NE(table.find("machine drift: the calibration after the run predicts the step at 17.00 ms, -15.0% from the 20.00 ms"),
+            std::string::npos) << table;
+  EXPECT_NE(table.find("more than the tolerance: the machine changed speed while validate ran"), std::string::npos) << table;
+  const nlohmann::json j = comparison_to_json(c).at("machine_drift");
+  EXPECT_DOUBLE_EQ(j.at("after_run_predicted_step_time_us").get<double>(), 17000);
+  EXPECT_NEAR(j.at("relative_change").get<double>(), -0.15, 1e-12);
+  EXPECT_TRUE(j.at("drifted").get<bool>());
+  EXPECT_NE(comparison_html(c, predicted(), measured()).find("machine drift: the calibration after the run"), std::string::npos);
+  c.machine_drift = kept;
+  EXPECT_NE(comparison_table(c).find("within the tolerance: the machine kept its speed"), std::string::npos);
+}
+
 TEST(Compare, ComparesEveryRankThePredictionHolds) {
   const Comparison c = compare_timelines(predicted(), measured());
   ASSERT_EQ(c.by_rank.size(), 2u);
