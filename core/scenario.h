@@ -40,6 +40,14 @@ struct UnitSpec {
   int64_t forward_transient_bytes = 0;      // live only while its forward runs (e.g. fp32 logits)
   int64_t backward_transient_bytes = 0;     // live only while its backward runs (recomputed
                                             // activations, activation gradients)
+  // The loss's backward when this unit makes the model's output (the logit gradients): it runs
+  // before the model's pre-backward hooks fire (they wait on the output's gradient), so it is live
+  // before this unit's pre-backward gathers and prefetches, and gone when backward_transient_bytes
+  // (what the unit's own backward holds) takes over.
+  int64_t loss_backward_transient_bytes = 0;
+  // What the loss saves for its backward (its log-softmax output or log-sum-exp): made in forward
+  // with the unit's activations, freed by the loss's backward, before the pre-backward hooks.
+  int64_t loss_activation_bytes = 0;
   // The model's output this unit makes (the head's logits, 16-bit or, with logits_dtype fp32, the
   // model's fp32 copy): alive as long as the training
   // loop holds it (policy.output_lifetime) or, when `output_saved_by_loss`, the loss's backward
@@ -208,6 +216,10 @@ struct PolicySpec {
   bool zero_copy = false;
   int64_t bucket_bytes = 0;  // 0: one bucket per unit (FSDP2); else pack consecutive groups
   ReshardAfterForward reshard_after_forward;
+  // Whether the FSDP root's parameter group is resharded after forward like the others (FSDP2 from
+  // PyTorch 2.8 when the root's fully_shard is given reshard_after_forward=True explicitly) or
+  // kept unsharded into backward (FSDP1; FSDP2 before 2.8; FSDP2 since with the default None).
+  bool root_reshard_after_forward = false;
   int forward_prefetch = 1;   // 0 off, 1 FSDP2 implicit, k explicit depth
   int backward_prefetch = 1;  // 0 off, 1 FSDP2 default, k explicit depth
   DType param_dtype = DType::bf16;

@@ -71,6 +71,7 @@ constexpr const char* kSchema = R"json({
   "mesh": {"shard": "int", "replicate": "int"},
   "policy": {
     "comm_fusion": "bool", "zero_copy": "bool", "bucket_bytes": "size|unit", "reshard_after_forward": "bool|int",
+    "root_reshard_after_forward": "bool",
     "forward_prefetch": "int", "backward_prefetch": "int", "param_dtype": "dtype", "reduce_dtype": "dtype",
     "master_dtype": "dtype", "optimizer_bytes_per_param": "size", "optimizer_implementation": "fused|foreach|for_loop",
     "optimizer_params": "dtensor|fsdp1_orig_params|fsdp1_flat_params", "output_lifetime": "backward|loss", "micro_batches": "int",
@@ -476,8 +477,9 @@ void parse_unit_list(const json& j, const std::string& path, const json& sch, st
     if (const json* v = o.opt("reshard_after_forward")) {
       u.reshard_after_forward = as_bool(*v, o.at("reshard_after_forward"));
       if (u.root && *u.reshard_after_forward)
-        throw InputError(o.at("reshard_after_forward"), "unit \"" + u.name + "\" is part of the FSDP root, which FSDP never "
-                                                        "reshards after forward; drop \"root\" or this key");
+        throw InputError(o.at("reshard_after_forward"), "unit \"" + u.name + "\" is part of the FSDP root, which never "
+                                                        "reshards after forward unit by unit (the whole root group does, "
+                                                        "with policy.root_reshard_after_forward true); drop \"root\" or this key");
     }
     if (u.root && u.bucket_bytes) {
       throw InputError(o.at("bucket_bytes"), "unit \"" + u.name + "\" is part of the FSDP root (\"root\": true), whose "
@@ -775,6 +777,8 @@ PolicySpec parse_policy(const json& j, const json& sch, const MeshSpec& mesh, si
       type_error(*v, path, "true, false, or an integer group size");
     }
   }
+  if (const json* v = o.opt("root_reshard_after_forward"))
+    p.root_reshard_after_forward = as_bool(*v, o.at("root_reshard_after_forward"));
   const int max_depth = unit_count > 0 ? static_cast<int>(unit_count) - 1 : 0;
   for (const char* key : {"forward_prefetch", "backward_prefetch"}) {
     if (const json* v = o.opt(key)) {

@@ -306,7 +306,7 @@ class Scheduler {
     for (const UnitSpec& u : s_.model.units) {
       if (u.params() == 0) continue;
       if (root_grouped(u, s_.policy.bucket_bytes)) {
-        if (!root_counted) kept_buckets += 1;
+        if (!root_counted && !s_.policy.root_reshard_after_forward) kept_buckets += 1;
         root_counted = true;
       } else if (u.reshard_after_forward && !*u.reshard_after_forward) {
         kept_buckets += s_.policy.bucket_bytes == 0 ? 1 : ag_buckets;
@@ -545,8 +545,9 @@ class Scheduler {
     const bool from_reshard_group = ag_state_[b] == ParamState::ReshardedToGroup;
     const int group_size = from_reshard_group ? reshard_group_size_ : s_.mesh.shard;
     const int64_t full_bytes = bucket_bytes(bucket, p_.param_dtype, s_.mesh.shard);
-    // Prefetch off: the gather of the next unit cannot overlap the current compute.
-    const int gate = !prefetch_enabled ? last_compute_ : -1;  // -1: no dependency
+    // Prefetch off: the gather of the next unit cannot overlap the current compute. Gathers the
+    // loss unit's pre-backward issues come after the loss's backward (loss_stage_end_).
+    const int gate = loss_stage_end_ >= 0 ? loss_stage_end_ : !prefetch_enabled ? last_compute_ : -1;  // -1: none
     if (from_reshard_group && reshard_event_[b] >= 0) {
       // The resharded copy is made on the compute stream after forward: the all-gather streams
       // wait for it before gathering from it.
@@ -665,10 +666,11 @@ class Scheduler {
   }
 
   // What a bucket does after forward: the root's is kept (FSDP1's _post_forward_reshard skips the
-  // root; FSDP2's lazy init gives the root no post-forward mesh); a unit's own
-  // reshard_after_forward overrides the policy (kept if any unit of the bucket keeps).
+  // root; FSDP2's lazy init gives the root no post-forward mesh unless its fully_shard was given
+  // reshard_after_forward explicitly, from PyTorch 2.8: policy.root_reshard_after_forward); a
+  // unit's own reshard_after_forward overrides the policy (kept if any unit of the bucket keeps).
   ReshardAfterForward::Mode reshard_mode_of(const Bucket& b) const {
-    if (b.root) return ReshardAfterForward::Mode::Keep;
+    if (b.root) return s_.policy.root_reshard_after_forward ? s_.policy.reshard_after_forward.mode : ReshardAfterForward::Mode::Keep;
     bool any_true = false;
     for (int u : units_of(b)) {
       const std::optional<bool>& own = s_.model.units[u].reshard_after_forward;
@@ -736,6 +738,8 @@ class Scheduler {
         memory_op(OpKind::Alloc, StreamId::Compute, MemoryKind::Activations, u.activation_bytes, "act " + u.name);
       if (u.output_bytes > 0)
         memory_op(OpKind::Alloc, StreamId::Compute, MemoryKind::Activations, u.output_bytes, "out " + u.name);
+      if (u.loss_activation_bytes > 0)
+        memory_op(OpKind::Alloc, StreamId::Compute, MemoryKind::Activations, u.loss_activation_bytes, "loss act " + u.name);
       if (u.forward_transient_bytes > 0)
         memory_op(OpKind::Alloc, StreamId::Compute, MemoryKind::Activations, u.forward_transient_bytes, "fwd tmp " + u.name);
       compute(i, false);
@@ -764,12 +768,26 @@ class Scheduler {
     const int U = static_cast<int>(s_.model.units.size());
     const int depth = s_.policy.backward_prefetch;
     for (int i = U - 1; i >= 0; --i) {
+      const UnitSpec& u = s_.model.units[i];
+      // The loss's backward runs first, before any pre-backward hook (FSDP's hooks wait for the
+      // gradient of the model's output): its tensors are gone before this unit's gathers and
+      // prefetches. It takes no time of its own here; the unit's compute op below includes it.
+      // The gathers and prefetches of this unit's pre-backward are issued after it (the caching
+      // allocator counts on the host, where the hook runs after the loss's tensors are released).
+      if (u.loss_backward_transient_bytes > 0) {
+        memory_op(OpKind::Alloc, StreamId::Compute, MemoryKind::Activations, u.loss_backward_transient_bytes, "bwd loss tmp " + u.name);
+        loss_stage_end_ = memory_op(OpKind::Free, StreamId::Compute, MemoryKind::Activations, u.loss_backward_transient_bytes,
+                                    "bwd loss tmp " + u.name);
+      }
+      if (u.loss_activation_bytes > 0)
+        loss_stage_end_ = memory_op(OpKind::Free, StreamId::Compute, MemoryKind::Activations, u.loss_activation_bytes, "loss act " + u.name);
       // pre-backward(i): unshard unless prefetched (or kept unsharded), wait, then prefetch
       // the previous `depth` units in post-forward order.
       for (int b : ag_of_unit_[i]) unshard(b, depth > 0);
       for (int b : ag_of_unit_[i]) wait_for_unshard(b);
       for (int j = i - 1; j >= std::max(0, i - depth); --j)
         for (int b : ag_of_unit_[j]) unshard(b, true);
+      loss_stage_end_ = -1;
 
       // Unsharded gradients of each gradient bucket exist from the first backward compute
       // that writes them until their reduce-scatter copy-in (kept across micro-batches when
@@ -786,7 +804,6 @@ class Scheduler {
           grads_allocated_[rb] = true;
         }
       }
-      const UnitSpec& u = s_.model.units[i];
       if (u.backward_transient_bytes > 0)
         memory_op(OpKind::Alloc, StreamId::Compute, MemoryKind::Activations, u.backward_transient_bytes, "bwd tmp " + u.name);
       compute(i, true);
@@ -1024,6 +1041,7 @@ class Scheduler {
   Phase phase_ = Phase::Forward;
   int mb_ = 0;
   int last_compute_ = -1;
+  int loss_stage_end_ = -1;  // the loss's backward's last memory op while its unit's pre-backward runs
   int held_ag_buffer_ = -1, held_copy_out_ = -1;
   // Unfused implicit forward prefetch: the compute-stream point at which the previous unit's
   // parameters were ready (the analogue of the fused held copy-out).

@@ -158,22 +158,25 @@ std::vector<UnitSpec> transformer_units(const TransformerSpec& t, int e) {
   head.output_bytes = e * tokens * V;
   head.output_saved_by_loss = t.loss == LossKind::Fused;
   if (t.loss == LossKind::Fp32) {
-    head.activation_bytes += 4 * tokens * V;                  // log-softmax output, fp32
+    head.loss_activation_bytes = 4 * tokens * V;              // log-softmax output, fp32
     if (t.fp32_logits) {
       head.output_bytes = 4 * tokens * V;                     // the model returns the fp32 copy
       head.forward_transient_bytes = e * tokens * V;          // the 16-bit logits until its cast
     } else {
       head.forward_transient_bytes = 4 * tokens * V;          // the loss's fp32 copy of the logits
     }
-    head.backward_transient_bytes = 4 * tokens * V + e * tokens * V + e * tokens * h;  // fp32 and 16-bit logit gradients, dX
+    head.loss_backward_transient_bytes = 4 * tokens * V + e * tokens * V;  // fp32 and 16-bit logit gradients
   } else if (t.loss == LossKind::Eager16Bit) {
-    head.activation_bytes += e * tokens * V;                  // log-softmax output, 16-bit
-    // The NLL gradient and the log-softmax gradient, alive together in its backward, then dX.
-    head.backward_transient_bytes = 2 * e * tokens * V + e * tokens * h;
+    head.loss_activation_bytes = e * tokens * V;              // log-softmax output, 16-bit
+    // The NLL gradient and the log-softmax gradient, alive together in its backward.
+    head.loss_backward_transient_bytes = 2 * e * tokens * V;
   } else {
-    head.activation_bytes += 4 * tokens;                      // log-sum-exp per row, fp32
-    head.backward_transient_bytes = e * tokens * V + e * tokens * h;  // 16-bit logit gradient, dX
+    head.loss_activation_bytes = 4 * tokens;                  // log-sum-exp per row, fp32
+    head.loss_backward_transient_bytes = e * tokens * V;     // 16-bit logit gradient
   }
+  // The head's own backward (after the model's pre-backward hooks): the 16-bit logit gradient it
+  // consumes, and dX.
+  head.backward_transient_bytes = e * tokens * V + e * tokens * h;
   units.push_back(std::move(head));
   return units;
 }

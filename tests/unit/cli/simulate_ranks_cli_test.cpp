@@ -101,13 +101,13 @@ TEST_F(SimulateRanksCli, BadRankFlagsExitTwoNamingTheFlag) {
 }
 
 // Every rank keeps its start and end of every op (16 bytes each) and its own state: a million
-// ranks of this small Program (7.5 GB) is refused before simulating, naming the mesh: its ranks,
+// ranks of this small Program (7.6 GB) is refused before simulating, naming the mesh: its ranks,
 // not the Program's ops, are what is large.
 TEST_F(SimulateRanksCli, EveryRankOfAHugeWorldIsRefusedBeforeSimulating) {
   const Result r = run("simulate " + scenario("host-tiny-hsdp.json") + " --set cluster.nodes=524288 --set mesh.replicate=524288 --ranks all");
   EXPECT_EQ(r.code, 2) << r.out << r.err;
   EXPECT_EQ(r.err.rfind("shardline simulate: error: mesh: every rank is simulated", 0), 0u) << r.err;
-  EXPECT_NE(r.err.find("1048576 ranks x 282 ops"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("1048576 ranks x 290 ops"), std::string::npos) << r.err;
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
   EXPECT_TRUE(r.out.empty()) << r.out;
   // One representative rank of the same world is fine.

@@ -136,35 +136,42 @@ TEST(Transformer, SavedActivationsPerCheckpointingModeWithFlashAttention) {
   EXPECT_EQ(full.backward_transient_bytes, none_bytes + workspace);
   EXPECT_TRUE(full.recompute_forward);
 
-  // The head keeps its norm's input and output, the 16-bit logits (held by the model output) and
-  // the fp32 log-softmax; the fp32 copy of the logits lives through its forward, the fp32 and
-  // 16-bit logit gradients through its backward.
+  // The head keeps its norm's input and output and the 16-bit logits (held by the model output);
+  // the loss keeps the fp32 log-softmax until its backward. The fp32 copy of the logits lives
+  // through its forward; the loss's backward holds the fp32 and 16-bit logit gradients, and the
+  // head's own backward (after the pre-backward hooks) the 16-bit one and dX.
   const UnitSpec& head = none.model.units.back();
   EXPECT_EQ(head.part, TransformerPart::Head);
-  EXPECT_EQ(head.activation_bytes, 2 * e * T * h + 4 * T + 4 * T * V);
+  EXPECT_EQ(head.activation_bytes, 2 * e * T * h + 4 * T);
+  EXPECT_EQ(head.loss_activation_bytes, 4 * T * V);
   EXPECT_EQ(head.output_bytes, e * T * V);  // the 16-bit logits: the model's output
   EXPECT_FALSE(head.output_saved_by_loss);  // the fp32 loss keeps its copy's log-softmax, not them
   EXPECT_EQ(head.forward_transient_bytes, 4 * T * V);
-  EXPECT_EQ(head.backward_transient_bytes, 4 * T * V + e * T * V + e * T * h);
+  EXPECT_EQ(head.loss_backward_transient_bytes, 4 * T * V + e * T * V);
+  EXPECT_EQ(head.backward_transient_bytes, e * T * V + e * T * h);
   json fused = llama(2, h, f, a, 8, "none");
   fused["model"]["transformer"]["loss"] = "fused";
   const Scenario fused_scenario = parse_scenario(fused);
   const UnitSpec& fused_head = fused_scenario.model.units.back();
-  EXPECT_EQ(fused_head.activation_bytes, 2 * e * T * h + 4 * T + 4 * T);
+  EXPECT_EQ(fused_head.activation_bytes, 2 * e * T * h + 4 * T);
+  EXPECT_EQ(fused_head.loss_activation_bytes, 4 * T);  // its log-sum-exp per row
   EXPECT_EQ(fused_head.output_bytes, e * T * V);
   EXPECT_TRUE(fused_head.output_saved_by_loss);  // a fused cross-entropy saves its input
   EXPECT_EQ(fused_head.forward_transient_bytes, 0);
+  EXPECT_EQ(fused_head.loss_backward_transient_bytes, e * T * V);
   EXPECT_EQ(fused_head.backward_transient_bytes, e * T * V + e * T * h);
-  // Over the 16-bit logits without an upcast: the 16-bit log-softmax is kept; its backward holds
-  // the NLL gradient and its own output together, then dX.
+  // Over the 16-bit logits without an upcast: the 16-bit log-softmax is kept; the loss's backward
+  // holds the NLL gradient and the log-softmax gradient together; then the head's, as above.
   json eager = llama(2, h, f, a, 8, "none");
   eager["model"]["transformer"]["loss"] = "eager_16bit";
   const Scenario eager_scenario = parse_scenario(eager);
   const UnitSpec& eager_head = eager_scenario.model.units.back();
-  EXPECT_EQ(eager_head.activation_bytes, 2 * e * T * h + 4 * T + e * T * V);
+  EXPECT_EQ(eager_head.activation_bytes, 2 * e * T * h + 4 * T);
+  EXPECT_EQ(eager_head.loss_activation_bytes, e * T * V);
   EXPECT_FALSE(eager_head.output_saved_by_loss);
   EXPECT_EQ(eager_head.forward_transient_bytes, 0);
-  EXPECT_EQ(eager_head.backward_transient_bytes, 2 * e * T * V + e * T * h);
+  EXPECT_EQ(eager_head.loss_backward_transient_bytes, 2 * e * T * V);
+  EXPECT_EQ(eager_head.backward_transient_bytes, e * T * V + e * T * h);
   // A model that returns fp32 logits (`self.output(h).float()`): its output is the fp32 copy, the
   // 16-bit logits live only until that cast; the loss's log-softmax and backward are the same.
   json upcast = llama(2, h, f, a, 8, "none");
@@ -172,6 +179,8 @@ TEST(Transformer, SavedActivationsPerCheckpointingModeWithFlashAttention) {
   const Scenario upcast_scenario = parse_scenario(upcast);
   const UnitSpec& upcast_head = upcast_scenario.model.units.back();
   EXPECT_EQ(upcast_head.activation_bytes, head.activation_bytes);
+  EXPECT_EQ(upcast_head.loss_activation_bytes, head.loss_activation_bytes);
+  EXPECT_EQ(upcast_head.loss_backward_transient_bytes, head.loss_backward_transient_bytes);
   EXPECT_EQ(upcast_head.output_bytes, 4 * T * V);
   EXPECT_EQ(upcast_head.forward_transient_bytes, e * T * V);
   EXPECT_EQ(upcast_head.backward_transient_bytes, head.backward_transient_bytes);
@@ -595,6 +604,9 @@ TEST(Policy, ValuesAndDefaults) {
   EXPECT_FALSE(p.comm_fusion);
   EXPECT_TRUE(p.zero_copy);
   EXPECT_EQ(p.optimizer_bytes_per_param, 12);
+  EXPECT_FALSE(p.root_reshard_after_forward);  // the root kept from forward into backward
+  j["policy"]["root_reshard_after_forward"] = true;
+  EXPECT_TRUE(parse_scenario(j).policy.root_reshard_after_forward);
   j["policy"] = {{"bucket_bytes", 0}, {"reshard_after_forward", false}};
   EXPECT_EQ(parse_scenario(j).policy.bucket_bytes, 0);
   EXPECT_EQ(parse_scenario(j).policy.reshard_after_forward.mode, ReshardAfterForward::Mode::Keep);
@@ -675,6 +687,9 @@ TEST(BadInput, WrongTypes) {
   j = tiny();
   j["policy"] = {{"reshard_after_forward", "yes"}};
   expect_bad(j, "policy.reshard_after_forward", {"\"yes\"", "true, false"});
+  j = tiny();
+  j["policy"] = {{"root_reshard_after_forward", 1}};
+  expect_bad(j, "policy.root_reshard_after_forward", {"1", "true or false"});
 }
 
 TEST(BadInput, NegativeOrZeroSizesAndCounts) {

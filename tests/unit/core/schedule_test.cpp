@@ -759,6 +759,66 @@ TEST(Schedule, RootUnitsShareOneGroupKeptUnshardedFromForwardIntoBackward) {
   EXPECT_TRUE(happens_before(p, p.id_of(*compute_of(p, 0, Phase::Backward)), p.id_of(*rss.back())));
 }
 
+// FSDP2 from PyTorch 2.8 respects an explicit reshard_after_forward=True on the root's
+// fully_shard (KempnerForge's apply_fsdp2): the root group is freed after the head's forward and
+// gathered again in the head's pre-backward, then kept until the first unit's backward as before.
+TEST(Schedule, AnExplicitRootReshardAfterForwardGathersTheRootAgainInBackward) {
+  Scenario s = make_scenario(4);
+  s.model.units[0].root = s.model.units[3].root = true;
+  s.policy.root_reshard_after_forward = true;
+  const Program p = schedule(s);
+  const int64_t root_bytes = 2 * 4 * (256 + 128) * 2;
+  const auto bwd_ags = ops_of(p, OpKind::AllGather, Phase::Backward);
+  ASSERT_EQ(bwd_ags.size(), 3u);  // the root group first, then u2 and u1
+  EXPECT_EQ(bwd_ags[0]->unit, -1);
+  EXPECT_EQ(bwd_ags[0]->bytes(), root_bytes);
+  EXPECT_TRUE(happens_before(p, p.id_of(*bwd_ags[0]), p.id_of(*compute_of(p, 3, Phase::Backward))));
+  int forward_root_frees = 0, backward_root_frees = 0;
+  for (const Op& op : p.ops) {
+    if (op.kind != OpKind::Free || op.memory != MemoryKind::UnshardedParams || op.bytes() != root_bytes) continue;
+    (op.phase == Phase::Forward ? forward_root_frees : backward_root_frees) += 1;
+    if (op.phase == Phase::Forward) EXPECT_TRUE(happens_before(p, p.id_of(*compute_of(p, 3, Phase::Forward)), p.id_of(op)));
+    else EXPECT_TRUE(happens_before(p, p.id_of(*compute_of(p, 0, Phase::Backward)), p.id_of(op)));
+  }
+  EXPECT_EQ(forward_root_frees, 1);
+  EXPECT_EQ(backward_root_frees, 1);
+}
+
+// The loss's backward runs before any pre-backward hook: what it saved and what it makes are
+// released before the head's pre-backward gathers or prefetches anything, so they are never live
+// with those buffers (what torch.cuda.max_memory_allocated saw on KempnerForge's runs).
+TEST(Schedule, TheLossBackwardIsReleasedBeforeTheHeadsPreBackwardGathers) {
+  Scenario s = make_scenario(3, 2, 1);
+  s.policy.micro_batches = 2;
+  UnitSpec& head = s.model.units.back();
+  head.loss_activation_bytes = 7000;
+  head.loss_backward_transient_bytes = 9000;
+  const Program p = schedule(s);
+  for (int mb = 0; mb < 2; ++mb) {
+    int act_alloc = -1, act_free = -1, tmp_alloc = -1, tmp_free = -1;
+    for (const Op& op : p.ops) {
+      if (op.microbatch != mb || op.memory != MemoryKind::Activations) continue;
+      if (op.bytes() == 7000) (op.kind == OpKind::Alloc ? act_alloc : act_free) = p.id_of(op);
+      if (op.bytes() == 9000) (op.kind == OpKind::Alloc ? tmp_alloc : tmp_free) = p.id_of(op);
+    }
+    ASSERT_GE(act_alloc, 0);
+    EXPECT_EQ(p.ops[act_alloc].phase, Phase::Forward);
+    EXPECT_TRUE(happens_before(p, p.id_of(*compute_of(p, 1, Phase::Forward, mb)), act_alloc));
+    ASSERT_GE(tmp_alloc, 0);
+    EXPECT_LT(tmp_alloc, tmp_free);
+    EXPECT_LT(tmp_free, act_free);
+    // Every gather issued in backward (the head's prefetch of u1 and its own of the earlier units)
+    // starts after the loss's tensors are gone, and the head's backward compute after that too.
+    for (const Op& op : p.ops) {
+      if (op.microbatch != mb || op.phase != Phase::Backward || op.kind != OpKind::Alloc ||
+          op.memory != MemoryKind::AllGatherBuffer)
+        continue;
+      EXPECT_TRUE(happens_before(p, act_free, p.id_of(op))) << p.name(op);
+    }
+    EXPECT_TRUE(happens_before(p, act_free, p.id_of(*compute_of(p, 2, Phase::Backward, mb))));
+  }
+}
+
 // A root unit without tensors of its own (a head tied to the embedding) computes with the root's
 // gathered parameters: they are live during its forward and backward.
 TEST(Schedule, ATiedHeadComputesWithTheRootsGatheredEmbedding) {
