@@ -39,7 +39,7 @@ constexpr const char* kSchema = R"json({
       "layers": "int", "hidden": "int", "ffn_hidden": "int", "heads": "int", "kv_heads": "int",
       "vocab": "int", "seq_len": "int", "micro_batch_size": "int",
       "activation_checkpointing": "none|selective|selective_op|full", "checkpoint_every": "int", "tied_embeddings": "bool",
-      "root_group": "bool",
+      "root_group": "bool", "last_block_reshard_after_forward": "bool",
       "attention": "mha|gqa", "mlp": "swiglu|gelu", "norm": "rmsnorm|layernorm", "position": "rope|alibi|learned",
       "bias": "bool", "dropout": "number", "loss": "fp32|eager_16bit|fused",
       "norm_impl": "fused|eager_fp32", "rope_impl": "fused|eager_complex|eager_rotation", "logits_dtype": "param|fp32"
@@ -317,6 +317,8 @@ TransformerSpec parse_transformer(const json& j, const std::string& path, const 
   }
   if (const json* v = o.opt("tied_embeddings")) t.tied_embeddings = as_bool(*v, o.at("tied_embeddings"));
   if (const json* v = o.opt("root_group")) t.root_group = as_bool(*v, o.at("root_group"));
+  if (const json* v = o.opt("last_block_reshard_after_forward"))
+    t.last_block_reshard_after_forward = as_bool(*v, o.at("last_block_reshard_after_forward"));
   if (const json* v = o.opt("mlp")) t.mlp = as_choice<MlpKind>(*v, o.at("mlp"), {{"swiglu", MlpKind::SwiGlu}, {"gelu", MlpKind::Gelu}});
   if (const json* v = o.opt("norm"))
     t.norm = as_choice<NormKind>(*v, o.at("norm"), {{"rmsnorm", NormKind::RmsNorm}, {"layernorm", NormKind::LayerNorm}});

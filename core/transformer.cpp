@@ -138,6 +138,7 @@ std::vector<UnitSpec> transformer_units(const TransformerSpec& t, int e) {
         block.recompute_forward = true;
         break;
     }
+    if (layer == t.layers - 1) block.reshard_after_forward = t.last_block_reshard_after_forward;
     units.push_back(std::move(block));
   }
 

@@ -406,6 +406,33 @@ TEST(Transformer, EmbeddingAndHeadAreTheRootUnlessRootGroupIsFalse) {
   expect_bad(j, "model.transformer.root_group", {"\"yes\""});
 }
 
+// torchtitan (2024 to July 2025) gave the last block's fully_shard reshard_after_forward=False:
+// last_block_reshard_after_forward false keeps that block, and only it, from forward into backward.
+TEST(Transformer, LastBlockReshardAfterForwardSetsTheLastBlockOnly) {
+  json j = llama(3, 4096, 14336, 32, 8, "none");
+  for (const UnitSpec& u : parse_scenario(j).model.units)
+    if (u.part == TransformerPart::Block) EXPECT_FALSE(u.reshard_after_forward.has_value()) << u.name;
+  j["model"]["transformer"]["last_block_reshard_after_forward"] = false;
+  const Scenario kept = parse_scenario(j);
+  ASSERT_EQ(kept.model.units.size(), 5u);
+  EXPECT_FALSE(kept.model.units[1].reshard_after_forward.has_value());
+  EXPECT_FALSE(kept.model.units[2].reshard_after_forward.has_value());
+  EXPECT_EQ(kept.model.units[3].name, "layers.2");
+  EXPECT_EQ(kept.model.units[3].reshard_after_forward, std::optional<bool>(false));
+  // Scheduled: the last block is gathered once per micro-batch, the others twice.
+  int last_block_gathers = 0, first_block_gathers = 0;
+  const Program p = schedule(kept);
+  for (const Op& op : p.ops) {
+    if (op.kind != OpKind::AllGather) continue;
+    last_block_gathers += op.unit == 3;
+    first_block_gathers += op.unit == 1;
+  }
+  EXPECT_EQ(last_block_gathers, 1);
+  EXPECT_EQ(first_block_gathers, 2);
+  j["model"]["transformer"]["last_block_reshard_after_forward"] = "no";
+  expect_bad(j, "model.transformer.last_block_reshard_after_forward", {"\"no\""});
+}
+
 // ---- explicit units, cluster, mesh, policy ----------------------------------------------------
 
 // An explicit unit may be part of the FSDP root; a bucket size of its own would split the root's
