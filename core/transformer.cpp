@@ -166,7 +166,9 @@ std::vector<UnitSpec> transformer_units(const TransformerSpec& t, int e) {
     } else {
       head.forward_transient_bytes = 4 * tokens * V;          // the loss's fp32 copy of the logits
     }
-    head.loss_backward_transient_bytes = 4 * tokens * V + e * tokens * V;  // fp32 and 16-bit logit gradients
+    // The NLL gradient and the log-softmax gradient, both fp32, alive together in the log-softmax
+    // backward (then the fp32 logit gradient and its 16-bit cast, 4 + e bytes per logit, less).
+    head.loss_backward_transient_bytes = 8 * tokens * V;
   } else if (t.loss == LossKind::Eager16Bit) {
     head.loss_activation_bytes = e * tokens * V;              // log-softmax output, 16-bit
     // The NLL gradient and the log-softmax gradient, alive together in its backward.

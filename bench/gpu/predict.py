@@ -39,9 +39,10 @@ def scenario_of(row, preset):
             "tied_embeddings": False, "loss": "fp32"}},
         "cluster": {"preset": preset, "nodes": 1, "gpus_per_node": 1},
         "mesh": {"shard": 1},
-        # The row's torch.optim.AdamW implementation (rows without one: foreach, its default).
+        # The row's torch.optim.AdamW implementation (rows without one: foreach, its default);
+        # fsdp_step.py deletes the logits before backward (`del logits`): output_lifetime loss.
         "policy": {"param_dtype": "bf16", "reduce_dtype": "fp32", "micro_batches": 1,
-                   "optimizer_implementation": row.get("optimizer", "foreach")},
+                   "optimizer_implementation": row.get("optimizer", "foreach"), "output_lifetime": "loss"},
     }
 
 
