@@ -111,9 +111,9 @@ struct TransformerSpec {
   // the embedding a unit of its own and [norm, output] one kept unsharded after forward (tied
   // embeddings: both one group, kept, as the root).
   bool root_group = true;
-  // The last block's own fully_shard(..., reshard_after_forward=): torchtitan from 2024 to early
-  // 2025 passed False for it ("FSDP would prefetch it immediately"), keeping it unsharded from
-  // forward into backward; unset: the policy's, like every other block.
+  // The last block's own fully_shard(..., reshard_after_forward=): torchtitan from 2024 until its
+  // #1094 (July 2025) passed False for it ("FSDP would prefetch it immediately"), keeping it
+  // unsharded from forward into backward; unset: the policy's, like every other block.
   std::optional<bool> last_block_reshard_after_forward;
   double dropout = 0;            // probability of the residual and embedding dropouts
   LossKind loss = LossKind::Fp32;
