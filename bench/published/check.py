@@ -8,7 +8,8 @@ run is predicted to fit in its GPU's memory (they ran). Rows whose source publis
 memory (the memory rows of torchtitan_h100.json and kempnerforge.json, judged on memory only, and
 KempnerForge's independent row) also get each figure against its estimate (MEMORY_MEASURES): peak
 reserved against the allocator's part of the reserve, peak active and peak allocated against peak
-allocated.
+allocated; and a row's `reproduced` peak allocated (measured by this project, REPRODUCED_MEASURES)
+against peak allocated.
 
     bench/published/check.py [--binary build/release/cli/shardline] [--rows check|fit|independent|memory|all]
                              [--table NAME ...] [--min-gpus N] [--gate] [--json OUT] [--set PATH=VALUE ...]
@@ -16,7 +17,8 @@ allocated.
 
 --gate exits 1 when the check rows, or the independent rows, miss a gated target (GATED below), a run (of any split) is
 predicted not to fit, a published run that ran out of memory (an independent file's `out_of_memory`) is
-predicted to fit, a published memory figure is missed by more than MEMORY_GATE, or a row fails to simulate; CTest runs it that way. --set applies a scenario override to every row (e.g. to try a GPU
+predicted to fit, a memory figure is missed by more than MEMORY_GATE (a peak reserved figure: the
+fragmentation it implies is outside FRAGMENTATION_EVIDENCE), or a row fails to simulate; CTest runs it that way. --set applies a scenario override to every row (e.g. to try a GPU
 parameter); bench/published/fit.py uses it. --table (runs.json's `table`, repeatable) and
 --min-gpus look at a part of the rows, e.g. one cluster's multi-node rows; the summaries then
 describe that part only, so they do not combine with --gate, nor does --rows other than all. Each summary also gives the mean
