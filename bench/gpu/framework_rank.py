@@ -43,16 +43,37 @@ import subprocess
 import sys
 import time
 
-# row id (bench/published/): (framework, shape, world size, batch size, grad accumulation, sequence)
+# row id (bench/published/): (framework, shape, world size, batch size, grad accumulation, sequence,
+# activation checkpointing)
 CONFIGS = {
-    "smoke-7b-shape-2-layers-fsdp8": ("kempnerforge", "7b-2-layers", 8, 1, 2, 4096),
-    "kempnerforge-13b-fsdp8": ("kempnerforge", "13b", 8, 4, 4, 4096),
-    "kempnerforge-7b-fsdp2": ("kempnerforge", "7b", 2, 2, 4, 4096),
-    "kempnerforge-7b-fsdp4": ("kempnerforge", "7b", 4, 4, 2, 4096),
-    "kempnerforge-7b-fsdp32-validation": ("kempnerforge", "7b", 32, 4, 4, 4096),
-    "kempnerforge-7b-fsdp4-validation": ("kempnerforge", "7b", 4, 8, 4, 4096),
-    "torchtitan_h100-8b-8": ("torchtitan", "llama3-8b", 8, 2, 1, 8192),
-    "torchtitan_h100-8b-128": ("torchtitan", "llama3-8b", 128, 2, 1, 8192),
+    "smoke-7b-shape-2-layers-fsdp8": ("kempnerforge", "7b-2-layers", 8, 1, 2, 4096, "full"),
+    "kempnerforge-13b-fsdp8": ("kempnerforge", "13b", 8, 4, 4, 4096, "full"),
+    "kempnerforge-7b-fsdp2": ("kempnerforge", "7b", 2, 2, 4, 4096, "full"),
+    "kempnerforge-7b-fsdp4": ("kempnerforge", "7b", 4, 4, 2, 4096, "full"),
+    "kempnerforge-7b-fsdp32-validation": ("kempnerforge", "7b", 32, 4, 4, 4096, "full"),
+    "kempnerforge-7b-fsdp4-validation": ("kempnerforge", "7b", 4, 8, 4, 4096, "full"),
+    "torchtitan_h100-8b-8": ("torchtitan", "llama3-8b", 8, 2, 1, 8192, "selective_op"),
+    "torchtitan_h100-8b-128": ("torchtitan", "llama3-8b", 128, 2, 1, 8192, "selective_op"),
+    # Held out: configurations no published row has, predicted (--predict) and committed before
+    # they were first run (2026-11-26, eighteenth session), to check the memory model's changes of
+    # that session, which were found on the rows above.
+    "heldout-torchtitan-8b-full-8": ("torchtitan", "llama3-8b", 8, 2, 1, 8192, "full"),
+    "heldout-torchtitan-8b-selective_op-b1-32": ("torchtitan", "llama3-8b", 32, 1, 1, 8192, "selective_op"),
+    "heldout-kempnerforge-13b-fsdp16-b2": ("kempnerforge", "13b", 16, 2, 2, 4096, "full"),
+    "heldout-kempnerforge-7b-fsdp8-b4": ("kempnerforge", "7b", 8, 4, 1, 4096, "full"),
+}
+# The published row each held-out configuration is predicted from (its file's rules), and what
+# differs. KempnerForge's runs here are eager, so their norms are the eager fp32 ones.
+HELD_OUT = {
+    "heldout-torchtitan-8b-full-8": ("torchtitan_h100.json", "torchtitan_h100-8b-8",
+                                     {"activation_checkpointing": "full"}),
+    "heldout-torchtitan-8b-selective_op-b1-32": ("torchtitan_h100.json", "torchtitan_h100-8b-8",
+                                                 {"gpus": 32, "micro_batch_size": 1}),
+    "heldout-kempnerforge-13b-fsdp16-b2": ("kempnerforge.json", "kempnerforge-13b-fsdp8",
+                                           {"gpus": 16, "micro_batch_size": 2, "grad_accum": 2}),
+    "heldout-kempnerforge-7b-fsdp8-b4": ("kempnerforge.json", "kempnerforge-7b-fsdp4",
+                                         {"gpus": 8, "micro_batch_size": 4, "grad_accum": 1,
+                                          "architecture": {"norm_impl": "eager_fp32"}}),
 }
 # KempnerForge: mfu_bench.sh's M7B and M13B at 9f3f03a; full activation checkpointing, fused AdamW
 # (lr 3e-4), grad_clip_norm 1.0. torchtitan: llama3_configs["8B"] at 9dec370 with llama3_8b.toml's
@@ -166,7 +187,7 @@ def kempnerforge_rank(torch, mesh, shape, kf_root):
     return model, config.vocab_size, micro_step, end_of_step, lambda: None
 
 
-def torchtitan_rank(torch, mesh, shape, tt_root):
+def torchtitan_rank(torch, mesh, shape, ac, tt_root):
     """torchtitan at 9dec370 (Llama 3 8B), as its train.py runs one step without pipelining."""
     sys.path.insert(0, os.path.abspath(tt_root))
     import copy
@@ -197,7 +218,8 @@ def torchtitan_rank(torch, mesh, shape, tt_root):
     config.norm_type, config.vocab_size, config.max_seq_len = "rmsnorm", 128256, 8192
     with torch.device("meta"):
         model = Transformer.from_model_args(config)
-    apply_ac(model, types.SimpleNamespace(mode="selective", selective_ac_option="op"))
+    apply_ac(model, types.SimpleNamespace(mode="full") if ac == "full" else
+             types.SimpleNamespace(mode="selective", selective_ac_option="op"))
     apply_fsdp(model, mesh, param_dtype=torch.bfloat16, reduce_dtype=torch.float32, pp_enabled=False)
     model.set_reshard_after_forward(False, recurse=False)  # the root kept, as before PyTorch 2.8
     model.to_empty(device="cuda")
@@ -226,7 +248,7 @@ def torchtitan_rank(torch, mesh, shape, tt_root):
 
 def run_child(args):
     name = args.only
-    framework, shape, world, batch, accum, seq_len = CONFIGS[name]
+    framework, shape, world, batch, accum, seq_len, ac = CONFIGS[name]
     import torch
     import torch.distributed as dist
     from torch.distributed.device_mesh import init_device_mesh
@@ -240,7 +262,7 @@ def run_child(args):
     if framework == "kempnerforge":
         model, vocab, micro_step, end_of_step, start_of_step = kempnerforge_rank(torch, mesh, shape, args.kf_root)
     else:
-        model, vocab, micro_step, end_of_step, start_of_step = torchtitan_rank(torch, mesh, shape, args.tt_root)
+        model, vocab, micro_step, end_of_step, start_of_step = torchtitan_rank(torch, mesh, shape, ac, args.tt_root)
     params = sum(p.numel() for p in model.parameters())  # global (DTensor) sizes
 
     rec = Recorder(torch)
@@ -281,11 +303,38 @@ def run_child(args):
         f.write(json.dumps(result) + "\n")
 
 
+def predict(args):
+    """shardline's prediction for each configuration (here, no GPU): a published row's scenario as
+    bench/published/check.py makes it, a held-out one's from its template row with its changes."""
+    published = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "published")
+    sys.path.insert(0, published)
+    import check
+    rows = {}
+    for path in (os.path.join(published, "kempnerforge.json"), os.path.join(published, "torchtitan_h100.json")):
+        for row in check.load_independent([path])[0]:
+            rows[row["id"]] = row
+    names = args.only.split(",") if args.only else [n for n in CONFIGS if n in rows or n in HELD_OUT]
+    for name in names:
+        row = rows[HELD_OUT[name][1] if name in HELD_OUT else name]
+        if name in HELD_OUT:
+            row = dict(row, id=name, **{k: v for k, v in HELD_OUT[name][2].items() if k != "architecture"})
+            row["architecture"] = dict(row.get("architecture", {}), **HELD_OUT[name][2].get("architecture", {}))
+            row["gpus_per_node"] = min(row["gpus"], row.get("gpus_per_node", 8))
+        m = check.simulate(args.binary, row, None, [])
+        out = {"name": name, "predicted_peak_allocated_gib": m["peak_memory_bytes"] / GiB,
+               "predicted_peak_allocator_reserved_gib": m["peak_allocator_reserved_bytes"] / GiB,
+               "predicted_step_s": m["step_time_us"] / 1e6, "predicted_compute_busy_s": m["compute_busy_us"] / 1e6}
+        print(json.dumps(out), flush=True)
+        if args.out:
+            with open(args.out, "a") as f:
+                f.write(json.dumps(out) + "\n")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--kf-root", default="", help="a KempnerForge checkout at 01b461a (its rows)")
     ap.add_argument("--tt-root", default="", help="a torchtitan checkout at 9dec370 (its rows)")
-    ap.add_argument("--out", required=True, help="JSON lines, one per configuration")
+    ap.add_argument("--out", help="JSON lines, one per configuration (required unless --predict)")
     ap.add_argument("--only", default="", help="comma-separated row ids (default: those whose checkout is given)")
     ap.add_argument("--steps", type=int, default=3)
     ap.add_argument("--recorded-steps", type=int, default=2, help="steps with the allocator history on")
@@ -293,10 +342,18 @@ def main():
     ap.add_argument("--top", type=int, default=40)
     ap.add_argument("--max-entries", type=int, default=3_000_000)
     ap.add_argument("--child-out", help=argparse.SUPPRESS)
+    ap.add_argument("--predict", action="store_true", help="print (and with --out append) shardline's predictions instead")
+    ap.add_argument("--binary", default=os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__)))), "build/release/cli/shardline"))
     args = ap.parse_args()
     if args.child_out:
         run_child(args)
         return
+    if args.predict:
+        predict(args)
+        return
+    if not args.out:
+        sys.exit("--out is required")
     roots = {"kempnerforge": args.kf_root, "torchtitan": args.tt_root}
     names = args.only.split(",") if args.only else [n for n, c in CONFIGS.items() if roots[c[0]]]
     for name in names:
