@@ -33,7 +33,13 @@ rank's compute and FSDP2's copies alone.
 Needs PyTorch 2.11 (KempnerForge's runs' release) and a GPU with the memory of the rank played
 (an H200's 141 GB for these runs):
   python3 bench/gpu/framework_rank.py --kf-root KF --tt-root TT --out rank.jsonl [--only ID,...]
-Compare with bench/published/check.py's predictions for the same row ids.
+Compare with bench/published/check.py's predictions for the same row ids, or here (no GPU):
+  python3 bench/gpu/framework_rank.py --predict [--only ID,...] [--out predicted.jsonl]
+      [--measured rank.jsonl --gate 0.10]
+--predict prints shardline's peak allocated, reserved estimate, step and compute time for each
+configuration (a held-out one from its template row's rules, HELD_OUT); with --measured it holds
+each peak allocated to the one-rank run's and exits 1 beyond --gate (CTest
+published.gpu_heldout_memory).
 """
 import argparse
 import collections
@@ -314,6 +320,12 @@ def predict(args):
         for row in check.load_independent([path])[0]:
             rows[row["id"]] = row
     names = args.only.split(",") if args.only else [n for n in CONFIGS if n in rows or n in HELD_OUT]
+    measured, failed = {}, []
+    if args.measured:  # one-rank runs (this script's output): their peak allocated, to hold predictions to
+        for line in open(args.measured):
+            r = json.loads(line)
+            if "max_memory_allocated" in r:
+                measured[r["name"]] = r["max_memory_allocated"] / GiB
     for name in names:
         row = rows[HELD_OUT[name][1] if name in HELD_OUT else name]
         if name in HELD_OUT:
@@ -321,13 +333,28 @@ def predict(args):
             row["architecture"] = dict(row.get("architecture", {}), **HELD_OUT[name][2].get("architecture", {}))
             row["gpus_per_node"] = min(row["gpus"], row.get("gpus_per_node", 8))
         m = check.simulate(args.binary, row, None, [])
+        if "error" in m:
+            sys.exit(f"{name}: {m['error']}")
         out = {"name": name, "predicted_peak_allocated_gib": m["peak_memory_bytes"] / GiB,
                "predicted_peak_allocator_reserved_gib": m["peak_allocator_reserved_bytes"] / GiB,
                "predicted_step_s": m["step_time_us"] / 1e6, "predicted_compute_busy_s": m["compute_busy_us"] / 1e6}
+        if name in measured:
+            out["measured_peak_allocated_gib"] = measured[name]
+            out["error"] = out["predicted_peak_allocated_gib"] / measured[name] - 1
+            if abs(out["error"]) > args.gate:
+                failed.append(f"{name} {100 * out['error']:+.1f}%")
         print(json.dumps(out), flush=True)
         if args.out:
             with open(args.out, "a") as f:
                 f.write(json.dumps(out) + "\n")
+    if args.measured:
+        missing = [n for n in names if n not in measured]
+        print(f"peak allocated against {os.path.basename(args.measured)}: {len(names) - len(missing)} runs, "
+              f"{'none' if not failed else ', '.join(failed)} beyond {100 * args.gate:.0f}%"
+              + (f"; not measured there: {', '.join(missing)}" if missing else ""))
+        if failed or missing:
+            return 1
+    return 0
 
 
 def main():
@@ -345,13 +372,15 @@ def main():
     ap.add_argument("--predict", action="store_true", help="print (and with --out append) shardline's predictions instead")
     ap.add_argument("--binary", default=os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
         os.path.abspath(__file__)))), "build/release/cli/shardline"))
+    ap.add_argument("--measured", help="with --predict: one-rank results (JSON lines) to hold each prediction to")
+    ap.add_argument("--gate", type=float, default=0.10,
+                    help="with --measured: exit 1 when a peak allocated misses its measurement by more than this")
     args = ap.parse_args()
     if args.child_out:
         run_child(args)
         return
     if args.predict:
-        predict(args)
-        return
+        sys.exit(predict(args))
     if not args.out:
         sys.exit("--out is required")
     roots = {"kempnerforge": args.kf_root, "torchtitan": args.tt_root}
