@@ -67,6 +67,8 @@ CONFIGS = {
     "heldout-torchtitan-8b-selective_op-b1-32": ("torchtitan", "llama3-8b", 32, 1, 1, 8192, "selective_op"),
     "heldout-kempnerforge-13b-fsdp16-b2": ("kempnerforge", "13b", 16, 2, 2, 4096, "full"),
     "heldout-kempnerforge-7b-fsdp8-b4": ("kempnerforge", "7b", 8, 4, 1, 4096, "full"),
+    # The project's own one-GPU step (bench/gpu/fsdp_step.py), whose peak it predicts 0.57 GiB low.
+    "fsdp_step-llama-1b-none": ("fsdp_step", "llama-1b-none", 1, 4, 1, 2048, "none"),
 }
 # The published row each held-out configuration is predicted from (its file's rules), and what
 # differs. KempnerForge's runs here are eager, so their norms are the eager fp32 ones.
@@ -125,6 +127,8 @@ def peak_breakdown(snapshot, top):
         framework = frame_label(frames, "kempnerforge/")
         if framework == "-":
             framework = frame_label(frames, "torchtitan/")
+        if framework == "-":
+            framework = frame_label(frames, "fsdp_step.py")
         key = " | ".join((framework, frame_label(frames, "framework_rank.py"),
                           frame_label(frames, "/fsdp/"),
                           f"{os.path.basename(frames[0]['filename'])}:{frames[0]['name']}" if frames else "-"))
@@ -252,6 +256,43 @@ def torchtitan_rank(torch, mesh, shape, ac, tt_root):
     return model, config.vocab_size, micro_step, end_of_step, optimizer.zero_grad
 
 
+def fsdp_step_rank(torch, mesh, shape):
+    """bench/gpu/fsdp_step.py's model and step (fused AdamW), one of its CONFIGS by name."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import fsdp_step
+    import torch.nn.functional as F
+    from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+
+    name, layers, h, f, heads, kv_heads, vocab, seq, mbs, ckpt = next(c for c in fsdp_step.CONFIGS if c[0] == shape)
+    with torch.device("meta"):
+        model = fsdp_step.Model(layers, h, f, heads, kv_heads, vocab, seq, ckpt == "full")
+    mp = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
+    for layer in model.layers:
+        fully_shard(layer, mesh=mesh, mp_policy=mp)
+    fully_shard(model, mesh=mesh, mp_policy=mp)
+    model.to_empty(device="cuda")
+    with torch.no_grad():
+        for p in model.parameters():
+            p.normal_(0.0, 0.02) if p.dim() > 1 else p.fill_(1.0)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.1, fused=True)
+
+    def micro_step(tokens, labels, micro, accum, mark):
+        logits = model(tokens)
+        loss = F.cross_entropy(logits.float().view(-1, vocab), labels.view(-1))
+        del logits
+        mark("forward")
+        loss.backward()
+
+    def end_of_step(mark):
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        mark("clip")
+        optimizer.step()
+        mark("optimizer")
+        optimizer.zero_grad(set_to_none=True)
+
+    return model, vocab, micro_step, end_of_step, lambda: None
+
+
 def run_child(args):
     name = args.only
     framework, shape, world, batch, accum, seq_len, ac = CONFIGS[name]
@@ -267,6 +308,8 @@ def run_child(args):
     mesh = init_device_mesh("cuda", (world,), mesh_dim_names=("dp_shard",))
     if framework == "kempnerforge":
         model, vocab, micro_step, end_of_step, start_of_step = kempnerforge_rank(torch, mesh, shape, args.kf_root)
+    elif framework == "fsdp_step":
+        model, vocab, micro_step, end_of_step, start_of_step = fsdp_step_rank(torch, mesh, shape)
     else:
         model, vocab, micro_step, end_of_step, start_of_step = torchtitan_rank(torch, mesh, shape, ac, args.tt_root)
     params = sum(p.numel() for p in model.parameters())  # global (DTensor) sizes
@@ -383,7 +426,7 @@ def main():
         sys.exit(predict(args))
     if not args.out:
         sys.exit("--out is required")
-    roots = {"kempnerforge": args.kf_root, "torchtitan": args.tt_root}
+    roots = {"kempnerforge": args.kf_root, "torchtitan": args.tt_root, "fsdp_step": "bench/gpu"}
     names = args.only.split(",") if args.only else [n for n, c in CONFIGS.items() if roots[c[0]]]
     for name in names:
         if not roots[CONFIGS[name][0]]:
