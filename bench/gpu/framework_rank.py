@@ -70,16 +70,15 @@ CONFIGS = {
     # The project's own one-GPU step (bench/gpu/fsdp_step.py), whose peak it predicts 0.57 GiB low.
     "fsdp_step-llama-1b-none": ("fsdp_step", "llama-1b-none", 1, 4, 1, 2048, "none"),
 }
-# The published row each held-out configuration is predicted from (its file's rules), and what
-# differs. KempnerForge's runs here are eager, so their norms are the eager fp32 ones.
+# The published row each held-out configuration is predicted from (with its file's rules), and
+# what differs. KempnerForge's runs here are eager, so their norms are the eager fp32 ones.
+PUBLISHED_FILES = ("kempnerforge.json", "torchtitan_h100.json")
 HELD_OUT = {
-    "heldout-torchtitan-8b-full-8": ("torchtitan_h100.json", "torchtitan_h100-8b-8",
-                                     {"activation_checkpointing": "full"}),
-    "heldout-torchtitan-8b-selective_op-b1-32": ("torchtitan_h100.json", "torchtitan_h100-8b-8",
-                                                 {"gpus": 32, "micro_batch_size": 1}),
-    "heldout-kempnerforge-13b-fsdp16-b2": ("kempnerforge.json", "kempnerforge-13b-fsdp8",
+    "heldout-torchtitan-8b-full-8": ("torchtitan_h100-8b-8", {"activation_checkpointing": "full"}),
+    "heldout-torchtitan-8b-selective_op-b1-32": ("torchtitan_h100-8b-8", {"gpus": 32, "micro_batch_size": 1}),
+    "heldout-kempnerforge-13b-fsdp16-b2": ("kempnerforge-13b-fsdp8",
                                            {"gpus": 16, "micro_batch_size": 2, "grad_accum": 2}),
-    "heldout-kempnerforge-7b-fsdp8-b4": ("kempnerforge.json", "kempnerforge-7b-fsdp4",
+    "heldout-kempnerforge-7b-fsdp8-b4": ("kempnerforge-7b-fsdp4",
                                          {"gpus": 8, "micro_batch_size": 4, "grad_accum": 1,
                                           "architecture": {"norm_impl": "eager_fp32"}}),
 }
@@ -358,10 +357,7 @@ def predict(args):
     published = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "published")
     sys.path.insert(0, published)
     import check
-    rows = {}
-    for path in (os.path.join(published, "kempnerforge.json"), os.path.join(published, "torchtitan_h100.json")):
-        for row in check.load_independent([path])[0]:
-            rows[row["id"]] = row
+    rows = {row["id"]: row for row in check.load_independent([os.path.join(published, f) for f in PUBLISHED_FILES])[0]}
     names = args.only.split(",") if args.only else [n for n in CONFIGS if n in rows or n in HELD_OUT]
     measured, failed = {}, []
     if args.measured:  # one-rank runs (this script's output): their peak allocated, to hold predictions to
@@ -370,10 +366,11 @@ def predict(args):
             if "max_memory_allocated" in r:
                 measured[r["name"]] = r["max_memory_allocated"] / GiB
     for name in names:
-        row = rows[HELD_OUT[name][1] if name in HELD_OUT else name]
-        if name in HELD_OUT:
-            row = dict(row, id=name, **{k: v for k, v in HELD_OUT[name][2].items() if k != "architecture"})
-            row["architecture"] = dict(row.get("architecture", {}), **HELD_OUT[name][2].get("architecture", {}))
+        template, changes = HELD_OUT.get(name, (name, None))
+        row = rows[template]
+        if changes is not None:
+            row = dict(row, id=name, **{k: v for k, v in changes.items() if k != "architecture"})
+            row["architecture"] = dict(row.get("architecture", {}), **changes.get("architecture", {}))
             row["gpus_per_node"] = min(row["gpus"], row.get("gpus_per_node", 8))
         m = check.simulate(args.binary, row, None, [])
         if "error" in m:
@@ -426,11 +423,18 @@ def main():
         sys.exit(predict(args))
     if not args.out:
         sys.exit("--out is required")
-    roots = {"kempnerforge": args.kf_root, "torchtitan": args.tt_root, "fsdp_step": "bench/gpu"}
-    names = args.only.split(",") if args.only else [n for n, c in CONFIGS.items() if roots[c[0]]]
+    # The flag each framework's checkout comes from (fsdp_step.py is in this repository: none).
+    roots = {"kempnerforge": ("--kf-root", args.kf_root), "torchtitan": ("--tt-root", args.tt_root)}
+
+    def missing_checkout(name):
+        """The flag of the checkout this configuration needs and was not given, else None."""
+        flag, root = roots.get(CONFIGS[name][0], (None, None))
+        return flag if flag and not root else None
+
+    names = args.only.split(",") if args.only else [n for n in CONFIGS if not missing_checkout(n)]
     for name in names:
-        if not roots[CONFIGS[name][0]]:
-            sys.exit(f"{name}: needs --{'kf' if CONFIGS[name][0] == 'kempnerforge' else 'tt'}-root")
+        if flag := missing_checkout(name):
+            sys.exit(f"{name}: needs {flag}")
         child_out = args.out + f".{name}.tmp"
         cmd = [sys.executable, os.path.abspath(__file__), "--kf-root", args.kf_root, "--tt-root", args.tt_root,
                "--out", args.out, "--only", name, "--steps", str(args.steps), "--recorded-steps",
