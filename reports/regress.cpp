@@ -119,20 +119,34 @@ bool efficiency_regressed(const Metrics& baseline, const Metrics& current, doubl
   return current.overlap_efficiency < baseline.overlap_efficiency - tolerance;
 }
 
+bool peak_memory_regressed(const Metrics& baseline, const Metrics& current, double tolerance) {
+  return baseline.memory_recorded && current.memory_recorded &&
+         static_cast<double>(current.peak_memory_bytes) > static_cast<double>(baseline.peak_memory_bytes) * (1.0 + tolerance);
+}
+
+bool fit_lost(const Metrics& baseline, const Metrics& current) {
+  return baseline.memory_recorded && current.memory_recorded && baseline.fits_memory && !current.fits_memory;
+}
+
 std::string RegressEntry::status() const {
   if (!baseline) return "NO BASELINE";
   if (!current) return "MISSING current";
-  if (step_time_regressed || efficiency_regressed || throughput_regressed) {
+  if (failed()) {
     std::string why;
-    if (step_time_regressed) why += "step time";
-    if (throughput_regressed) why += "tokens/s per GPU";
-    if (efficiency_regressed) why += std::string(why.empty() ? "" : ", ") + "overlap efficiency";
+    auto add = [&why](const char* what) { why += (why.empty() ? "" : ", ") + std::string(what); };
+    if (step_time_regressed) add("step time");
+    if (throughput_regressed) add("tokens/s per GPU");
+    if (efficiency_regressed) add("overlap efficiency");
+    if (memory_regressed) add("peak memory");
+    if (fit_lost) add("no longer fits");
     return "REGRESSED (" + why + ")";
   }
-  const bool faster = judged_on_throughput
-                          ? *current->throughput.tokens_per_s_per_gpu > *baseline->throughput.tokens_per_s_per_gpu
-                          : current->step_time_us < baseline->step_time_us;
-  if (faster || current->overlap_efficiency > baseline->overlap_efficiency) return "improved";
+  const Metrics &b = *baseline, &c = *current;
+  const bool faster = judged_on_throughput ? *c.throughput.tokens_per_s_per_gpu > *b.throughput.tokens_per_s_per_gpu
+                                           : c.step_time_us < b.step_time_us;
+  const bool less_memory = !judged_on_throughput && b.memory_recorded && c.memory_recorded && c.peak_memory_bytes < b.peak_memory_bytes;
+  const bool fits_now = b.memory_recorded && c.memory_recorded && !b.fits_memory && c.fits_memory;
+  if (faster || c.overlap_efficiency > b.overlap_efficiency || less_memory || fits_now) return "improved";
   return "ok";
 }
 
@@ -157,6 +171,8 @@ RegressReport regress_compare(const std::string& baseline, const std::string& cu
       if (e.judged_on_throughput) e.throughput_regressed = throughput_regressed(*e.baseline, *e.current, tolerance);
       else e.step_time_regressed = step_time_regressed(*e.baseline, *e.current, tolerance);
       e.efficiency_regressed = efficiency_regressed(*e.baseline, *e.current, tolerance);
+      if (!e.judged_on_throughput) e.memory_regressed = peak_memory_regressed(*e.baseline, *e.current, tolerance);
+      e.fit_lost = fit_lost(*e.baseline, *e.current);
     }
   };
   if (!base_dir) {
@@ -193,9 +209,11 @@ RegressReport regress_compare(const std::string& baseline, const std::string& cu
 std::string regress_table(const RegressReport& report) {
   std::vector<std::vector<std::string>> rows = {
       {"scenario", "step time", "delta", "tokens/s/GPU", "delta", "MFU", "delta", "exposed comm", "delta", "overlap eff", "delta",
-       "status"}};
+       "peak memory", "delta", "fits", "status"}};
   auto tokens = [](const Metrics& m) { return format_or_na(m.throughput.tokens_per_s_per_gpu, format_per_s); };
   auto mfu = [](const Metrics& m) { return format_or_na(m.throughput.mfu, format_utilisation); };
+  auto peak = [](const Metrics& m) { return m.memory_recorded ? format_bytes(m.peak_memory_bytes) : std::string("n/a"); };
+  auto fits = [](const Metrics& m) { return m.memory_recorded ? std::string(m.fits_memory ? "yes" : "no") : std::string("n/a"); };
   for (const auto& e : report.entries) {
     std::vector<std::string> r = {e.name};
     if (e.baseline && e.current) {
@@ -211,12 +229,16 @@ std::string regress_table(const RegressReport& report) {
       r.insert(r.end(), {format_time_us(b.step_time_us) + " -> " + format_time_us(c.step_time_us), pct(b.step_time_us, c.step_time_us),
                          tokens(b) + " -> " + tokens(c), bt && ct ? pct(*bt, *ct) : std::string(), mfu(b) + " -> " + mfu(c), dmfu,
                          format_time_us(b.exposed_comm_us) + " -> " + format_time_us(c.exposed_comm_us),
-                         signed_us(c.exposed_comm_us - b.exposed_comm_us), eff, deff});
+                         signed_us(c.exposed_comm_us - b.exposed_comm_us), eff, deff, peak(b) + " -> " + peak(c),
+                         b.memory_recorded && c.memory_recorded ? pct(static_cast<double>(b.peak_memory_bytes), static_cast<double>(c.peak_memory_bytes))
+                                                                : std::string(),
+                         fits(b) == fits(c) ? fits(c) : fits(b) + " -> " + fits(c)});
     } else {
       const Metrics& m = e.baseline ? *e.baseline : *e.current;
       char eff[32];
       std::snprintf(eff, sizeof eff, "%.4f", m.overlap_efficiency);
-      r.insert(r.end(), {format_time_us(m.step_time_us), "", tokens(m), "", mfu(m), "", format_time_us(m.exposed_comm_us), "", eff, ""});
+      r.insert(r.end(), {format_time_us(m.step_time_us), "", tokens(m), "", mfu(m), "", format_time_us(m.exposed_comm_us), "", eff, "",
+                         peak(m), "", fits(m)});
     }
     r.push_back(e.status());
     rows.push_back(std::move(r));
@@ -236,13 +258,13 @@ std::string regress_table(const RegressReport& report) {
   std::snprintf(tol, sizeof tol, "%g", report.tolerance);
   out << (failed ? std::to_string(failed) + " of " + std::to_string(report.entries.size()) + " scenarios fail"
                  : "all " + std::to_string(report.entries.size()) + " scenarios pass")
-      << " (tolerance " << tol << ": relative for step time, absolute for overlap efficiency; tokens/s per GPU is shown, "
-      << "not judged, where the tokens per step and the GPUs are the same: there it is the step time's inverse; MFU is shown, "
-      << "never judged)\n";
+      << " (tolerance " << tol << ": relative for step time and peak memory, absolute for overlap efficiency; a scenario "
+      << "that fitted its GPU memory and no longer does fails at any tolerance; tokens/s per GPU is shown, not judged, where the "
+      << "tokens per step and the GPUs are the same: there it is the step time's inverse; MFU is shown, never judged)\n";
   for (const auto& e : report.entries)
     if (e.judged_on_throughput)
       out << e.name << ": " << e.work_difference << ", so the step time is not the same work per GPU: judged on tokens/s per GPU "
-          << "(relative, the same tolerance) instead\n";
+          << "(relative, the same tolerance) instead, and its peak memory is shown, not judged\n";
   return out.str();
 }
 

@@ -1,7 +1,8 @@
 // Regression check of metrics files against a baseline: one file each, or two directories
 // matched by scenario name (<name>.json, or <name>/metrics.json run folders). A scenario
-// regresses when its step time grows by more than `tolerance` RELATIVE to the baseline, or its
-// overlap efficiency drops by more than `tolerance` ABSOLUTE (efficiency is already a fraction).
+// regresses when its step time or its peak allocated memory grows by more than `tolerance`
+// RELATIVE to the baseline, when its overlap efficiency drops by more than `tolerance` ABSOLUTE
+// (efficiency is already a fraction), or when it fitted its GPU memory and no longer does.
 // A scenario present on only one side fails the check too.
 #pragma once
 #include <optional>
@@ -28,8 +29,13 @@ struct RegressEntry {
   bool judged_on_throughput = false;
   std::string work_difference;
   bool throughput_regressed = false;
+  // Peak allocated memory (judged like step time, only while the work per GPU is the same: more
+  // tokens per micro-batch hold more), and the fit (judged always: the run would not start).
+  bool memory_regressed = false;
+  bool fit_lost = false;
   bool failed() const {
-    return !baseline || !current || step_time_regressed || efficiency_regressed || throughput_regressed;
+    return !baseline || !current || step_time_regressed || efficiency_regressed || throughput_regressed || memory_regressed ||
+           fit_lost;
   }
   std::string status() const;  // "ok", "improved", "REGRESSED (...)", "MISSING current", "NO BASELINE"
 };
@@ -51,6 +57,11 @@ std::string work_difference(const Metrics& baseline, const Metrics& current);
 bool throughput_regressed(const Metrics& baseline, const Metrics& current, double tolerance);
 bool step_time_regressed(const Metrics& baseline, const Metrics& current, double tolerance);
 bool efficiency_regressed(const Metrics& baseline, const Metrics& current, double tolerance);
+// Both sides recorded memory (a peak of 0 is unknown: metrics of a run that tracked none) and the
+// current peak allocated exceeds the baseline's by more than `tolerance` relative.
+bool peak_memory_regressed(const Metrics& baseline, const Metrics& current, double tolerance);
+// Both sides recorded memory, the baseline fitted its GPU memory and the current does not.
+bool fit_lost(const Metrics& baseline, const Metrics& current);
 
 // Throws InputError("--baseline"/"--current", ...) when a path does not exist, when one is a
 // file and the other a directory, or when two directories hold no metrics file at all (nothing
@@ -60,8 +71,8 @@ RegressReport regress_compare(const std::string& baseline, const std::string& cu
 
 // The table printed by `shardline regress`: step time, tokens/s per GPU (shown, not judged: for a
 // fixed scenario it is the step time's inverse; "n/a" for metrics files written before
-// throughput existed), exposed comm and overlap efficiency, each baseline -> current with its
-// delta, and the status per scenario.
+// throughput existed), exposed comm, overlap efficiency and peak allocated memory, each
+// baseline -> current with its delta, whether it fits, and the status per scenario.
 std::string regress_table(const RegressReport& report);
 
 // Rewrites the baseline from the current metrics (a file, or <baseline>/<name>.json per

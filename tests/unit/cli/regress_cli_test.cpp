@@ -31,6 +31,18 @@ TEST_F(RegressCli, InjectedRegressionExitsOne) {
   EXPECT_EQ(run("regress --baseline base --current cur --tolerance 0.1").code, 0) << out_ << err_;
 }
 
+// A grown peak allocated memory fails the check like a longer step (the shipped baselines' memory
+// had gone stale while regress looked only at time).
+TEST_F(RegressCli, GrownPeakMemoryExitsOne) {
+  write("base.json", metrics(1000, 100, 0.9));
+  nlohmann::json grown = metrics(1000, 100, 0.9);
+  grown["peak_memory_bytes"] = (1 << 30) + (1 << 28);  // +25%
+  write("cur.json", grown);
+  EXPECT_EQ(run("regress --baseline base.json --current cur.json --tolerance 0.2").code, 1) << out_ << err_;
+  EXPECT_NE(out_.find("REGRESSED (peak memory)"), std::string::npos) << out_;
+  EXPECT_EQ(run("regress --baseline base.json --current cur.json --tolerance 0.3").code, 0) << out_ << err_;
+}
+
 TEST_F(RegressCli, ImprovementExitsZero) {
   write("base.json", metrics(1000, 100, 0.9));
   write("cur.json", metrics(900, 10, 0.99));

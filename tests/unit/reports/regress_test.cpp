@@ -42,6 +42,7 @@ Metrics metrics(double step_us, double exposed_us, double efficiency) {
   m.overlap_efficiency = efficiency;
   m.peak_memory_bytes = 1 << 30;
   m.memory_capacity_bytes = 80LL << 30;
+  m.memory_recorded = true;
   m.by_kind["all_gather"] = {10, 1 << 20, 100};
   return m;
 }
@@ -169,6 +170,92 @@ TEST(Regress, ChangedGpuCountIsJudgedOnTokensPerGpu) {
   EXPECT_TRUE(r.entries[0].judged_on_throughput);
   EXPECT_EQ(r.entries[0].status(), "REGRESSED (tokens/s per GPU)");
   EXPECT_NE(regress_table(r).find("the GPUs differ (8 -> 16)"), std::string::npos) << regress_table(r);
+}
+
+// Metrics of metrics(1000, 100, 0.8) holding `peak_gib` at its peak; `fits` as the memory model said.
+Metrics with_peak(double peak_gib, bool fits = true) {
+  Metrics m = metrics(1000, 100, 0.8);
+  m.peak_memory_bytes = static_cast<int64_t>(peak_gib * (1LL << 30));
+  m.fits_memory = fits;
+  return m;
+}
+
+// Peak allocated memory is judged like step time (relative); losing the fit fails at any
+// tolerance; a peak of 0 (a run that recorded no memory) is unknown and judges nothing.
+TEST(RegressRule, PeakMemoryIsRelativeAndALostFitAlwaysFails) {
+  const Metrics base = with_peak(50);
+  EXPECT_FALSE(peak_memory_regressed(base, with_peak(50.5), 0.01));  // exactly +1%
+  EXPECT_TRUE(peak_memory_regressed(base, with_peak(50.51), 0.01));
+  EXPECT_FALSE(peak_memory_regressed(base, with_peak(40), 0.0));
+  EXPECT_TRUE(peak_memory_regressed(base, with_peak(50.001), 0.0));
+  Metrics unknown = with_peak(0);
+  unknown.memory_recorded = false;
+  EXPECT_FALSE(peak_memory_regressed(unknown, with_peak(70), 0.0));
+  EXPECT_FALSE(peak_memory_regressed(with_peak(70), unknown, 0.0));
+  EXPECT_TRUE(fit_lost(base, with_peak(50, false)));
+  EXPECT_FALSE(fit_lost(with_peak(50, false), with_peak(50, false)));
+  EXPECT_FALSE(fit_lost(base, base));
+  unknown.fits_memory = false;
+  EXPECT_FALSE(fit_lost(base, unknown));
+}
+
+// The shipped baselines' memory went stale for sessions because regress did not look at it: a
+// grown peak now fails, a smaller one is an improvement, and the table shows both peaks and the fit.
+TEST(Regress, PeakMemoryGrowthAndALostFitFail) {
+  TempDir t;
+  write_metrics(t / "base/grew.json", with_peak(50));
+  write_metrics(t / "cur/grew.json", with_peak(52));
+  write_metrics(t / "base/lost.json", with_peak(70));
+  write_metrics(t / "cur/lost.json", with_peak(70, false));  // same peak, a larger reserve: no longer fits
+  write_metrics(t / "base/shrank.json", with_peak(50));
+  write_metrics(t / "cur/shrank.json", with_peak(45));
+  const RegressReport r = regress_compare((t / "base").string(), (t / "cur").string(), 0.01);
+  ASSERT_EQ(r.entries.size(), 3u);
+  EXPECT_EQ(r.entries[0].status(), "REGRESSED (peak memory)");
+  EXPECT_EQ(r.entries[1].status(), "REGRESSED (no longer fits)");
+  EXPECT_EQ(r.entries[2].status(), "improved");
+  EXPECT_FALSE(r.entries[2].failed());
+  const std::string table = regress_table(r);
+  EXPECT_NE(table.find("peak memory"), std::string::npos) << table;
+  EXPECT_NE(table.find("50.0 GiB -> 52.0 GiB  +4.00%"), std::string::npos) << table;
+  EXPECT_NE(table.find("yes -> no"), std::string::npos) << table;
+  EXPECT_NE(table.find("relative for step time and peak memory"), std::string::npos) << table;
+  EXPECT_NE(table.find("no longer does fails at any tolerance"), std::string::npos) << table;
+}
+
+// A larger micro-batch holds more: with different work per GPU the peak is shown, not judged,
+// but a run that no longer fits still fails.
+TEST(Regress, ChangedWorkShowsPeakMemoryButStillJudgesTheFit) {
+  TempDir t;
+  Metrics base = with_tokens(1000, 1000, 8), bigger = with_tokens(1980, 2000, 8);
+  base.peak_memory_bytes = 40LL << 30;
+  bigger.peak_memory_bytes = 60LL << 30;
+  write_metrics(t / "base/a.json", base);
+  write_metrics(t / "cur/a.json", bigger);
+  bigger.fits_memory = false;
+  write_metrics(t / "base/b.json", base);
+  write_metrics(t / "cur/b.json", bigger);
+  const RegressReport r = regress_compare((t / "base").string(), (t / "cur").string(), 0.01);
+  ASSERT_EQ(r.entries.size(), 2u);
+  EXPECT_FALSE(r.entries[0].memory_regressed);
+  EXPECT_EQ(r.entries[0].status(), "improved");
+  EXPECT_EQ(r.entries[1].status(), "REGRESSED (no longer fits)");
+  const std::string table = regress_table(r);
+  EXPECT_NE(table.find("40.0 GiB -> 60.0 GiB  +50.00%"), std::string::npos) << table;
+  EXPECT_NE(table.find("and its peak memory is shown, not judged"), std::string::npos) << table;
+}
+
+// A metrics file without memory (peak 0) compares on time alone; its peak reads n/a.
+TEST(Regress, UnknownPeakMemoryReadsNotAvailable) {
+  TempDir t;
+  nlohmann::json none = metrics_to_json(metrics(1000, 100, 0.8));
+  none["peak_memory_bytes"] = 0;
+  write(t / "b.json", none);
+  write_metrics(t / "c.json", with_peak(70, false));
+  const RegressReport r = regress_compare((t / "b.json").string(), (t / "c.json").string(), 0.0);
+  EXPECT_FALSE(r.failed()) << regress_table(r);
+  EXPECT_NE(regress_table(r).find("n/a -> 70.0 GiB"), std::string::npos) << regress_table(r);
+  EXPECT_NE(regress_table(r).find("n/a -> no"), std::string::npos) << regress_table(r);
 }
 
 // Differences that round to zero print as +0, never "-0 ns" or "-0.0000".
