@@ -102,16 +102,19 @@ std::string history_html(const std::vector<HistoryRecord>& records) {
   std::ostringstream h;
   h << "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>shardline history</title>\n"
        "<style>body{font-family:sans-serif;margin:24px}.pair{display:flex;flex-wrap:wrap;gap:12px}"
-       ".note{color:#666;font-size:12px}</style></head><body>\n<h1>Overlap efficiency and step time over time</h1>\n<p>"
+       ".note{color:#666;font-size:12px}</style></head><body>\n<h1>Overlap efficiency, step time and peak memory over time</h1>\n<p>"
     << records.size() << " records, " << by_scenario.size()
     << " scenarios. x axis: record number per scenario (hover a point for its commit, time and backend).</p>\n";
   for (const auto& [name, recs] : by_scenario) {
     // One series per backend: predicted and measured trends are not mixed on one line.
-    std::map<std::string, std::pair<ChartSeries, ChartSeries>> series;
+    struct BackendSeries {
+      ChartSeries eff, step, peak;
+    };
+    std::map<std::string, BackendSeries> series;
     for (size_t i = 0; i < recs.size(); ++i) {
       const auto& r = *recs[i];
-      auto& [eff, step] = series[r.backend];
-      eff.name = step.name = r.backend;
+      auto& [eff, step, peak] = series[r.backend];
+      eff.name = step.name = peak.name = r.backend;
       const std::string title = r.commit.substr(0, 12) + " " + r.time_utc + " (" + r.backend + ")";
       char e[32];
       std::snprintf(e, sizeof e, "%.4f", r.metrics.overlap_efficiency);
@@ -121,8 +124,14 @@ std::string history_html(const std::vector<HistoryRecord>& records) {
       step.x.push_back(static_cast<double>(i + 1));
       step.y.push_back(r.metrics.step_time_us);
       step.titles.push_back(title + ": step time " + format_time_us(r.metrics.step_time_us));
+      if (r.metrics.memory_recorded) {  // a record without memory (peak 0: unknown) leaves a gap in x, not a 0
+        peak.x.push_back(static_cast<double>(i + 1));
+        peak.y.push_back(static_cast<double>(r.metrics.peak_memory_bytes));
+        peak.titles.push_back(title + ": peak allocated " + format_bytes(r.metrics.peak_memory_bytes) +
+                              (r.metrics.fits_memory ? ", fits" : ", does NOT fit"));
+      }
     }
-    Chart eff_chart, step_chart;
+    Chart eff_chart, step_chart, peak_chart;
     eff_chart.title = name + ": overlap efficiency";
     step_chart.title = name + ": step time";
     eff_chart.x_label = step_chart.x_label = "record";
@@ -135,13 +144,30 @@ std::string history_html(const std::vector<HistoryRecord>& records) {
     };
     eff_chart.width = step_chart.width = 560;
     eff_chart.height = step_chart.height = 320;
-    for (auto& [backend, pair] : series) {
-      eff_chart.series.push_back(pair.first);
-      step_chart.series.push_back(pair.second);
+    const auto& last = *recs.back();
+    peak_chart.title = name + ": peak memory (allocated)";
+    peak_chart.x_label = "record";
+    peak_chart.y_label = "peak allocated (GiB)";
+    peak_chart.y_format = [](double bytes) {
+      char b[32];
+      std::snprintf(b, sizeof b, "%.4g", bytes / static_cast<double>(1LL << 30));
+      return std::string(b);
+    };
+    peak_chart.width = 560;
+    peak_chart.height = 320;
+    if (last.metrics.memory_recorded && last.metrics.memory_capacity_bytes > 0) {
+      peak_chart.y_reference = static_cast<double>(last.metrics.memory_capacity_bytes);
+      peak_chart.y_reference_label = "GPU memory (latest record)";
+    }
+    bool any_peak = false;
+    for (auto& [backend, s] : series) {
+      eff_chart.series.push_back(s.eff);
+      step_chart.series.push_back(s.step);
+      if (!s.peak.x.empty()) peak_chart.series.push_back(s.peak);
+      any_peak = any_peak || !s.peak.x.empty();
     }
     h << "<h2>" << html_escape(name) << "</h2>\n<div class=\"pair\">" << render_svg_chart(eff_chart)
-      << render_svg_chart(step_chart) << "</div>\n";
-    const auto& last = *recs.back();
+      << render_svg_chart(step_chart) << (any_peak ? render_svg_chart(peak_chart) : std::string()) << "</div>\n";
     h << "<p class=\"note\">latest: commit " << html_escape(last.commit) << " at " << html_escape(last.time_utc) << "</p>\n";
   }
   h << "</body></html>\n";

@@ -1,6 +1,6 @@
 // Metrics history for trend tracking: one JSON object per line (scenario, metrics, git commit,
 // UTC ISO 8601 time, backend), appended by `shardline track`, rendered as a self-contained
-// HTML page of per-scenario overlap-efficiency and step-time trends.
+// HTML page of per-scenario overlap-efficiency, step-time and peak-memory trends.
 #pragma once
 #include <string>
 #include <vector>
@@ -28,8 +28,9 @@ std::vector<HistoryRecord> read_history(const std::string& path);
 
 std::string utc_now_iso8601();
 
-// Self-contained HTML: per scenario, overlap efficiency and step time against the record
-// sequence (hover: commit, time, backend).
+// Self-contained HTML: per scenario, overlap efficiency, step time and peak allocated memory (with
+// the latest record's GPU memory as a line; records without memory leave no point) against the
+// record sequence (hover: commit, time, backend).
 std::string history_html(const std::vector<HistoryRecord>& records);
 
 }  // namespace shardline

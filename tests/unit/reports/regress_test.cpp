@@ -351,6 +351,23 @@ TEST(History, AppendAndReadBack) {
   EXPECT_NE(html.find("def456"), std::string::npos);
 }
 
+// The history page plots peak allocated memory beside time, with the GPU's memory as a line;
+// a record that tracked no memory (peak 0) leaves no point rather than a drop to 0.
+TEST(History, PeakMemoryIsPlottedAndUnknownPeaksLeaveNoPoint) {
+  std::vector<HistoryRecord> recs = {{"llama", with_peak(50), "aaa", "2026-01-01T00:00:00Z", "sim"},
+                                     {"llama", with_peak(60, false), "bbb", "2026-01-02T00:00:00Z", "sim"}};
+  Metrics none = with_peak(0);
+  none.memory_recorded = false;
+  recs.push_back({"llama", none, "ccc", "2026-01-03T00:00:00Z", "sim"});
+  const std::string html = history_html(recs);
+  EXPECT_NE(html.find("llama: peak memory (allocated)"), std::string::npos);
+  EXPECT_NE(html.find("peak allocated 50.0 GiB, fits"), std::string::npos);
+  EXPECT_NE(html.find("peak allocated 60.0 GiB, does NOT fit"), std::string::npos);
+  EXPECT_EQ(html.find("ccc 2026-01-03T00:00:00Z (sim): peak allocated"), std::string::npos);
+  // Only time is known (no record carries memory): no memory chart at all.
+  EXPECT_EQ(history_html({{"t", none, "ddd", "2026-01-01T00:00:00Z", "sim"}}).find("t: peak memory (allocated)"), std::string::npos);
+}
+
 TEST(History, MalformedLineNamesFileAndLine) {
   TempDir t;
   const std::string path = (t / "h.jsonl").string();
