@@ -618,10 +618,13 @@ ClusterSpec parse_merged_cluster(const json& merged, const json& sch, const std:
   c.gpu.allocator_fragmentation_at_capacity = c.gpu.allocator_fragmentation;
   if (const json* v = allocated_fraction("allocator_fragmentation_at_capacity", c.gpu.allocator_fragmentation_at_capacity)) {
     if (c.gpu.allocator_fragmentation_at_capacity > c.gpu.allocator_fragmentation)
-      throw InputError(g.at("allocator_fragmentation_at_capacity"), show(*v) + " (the preset's, unless the scenario set it) is above allocator_fragmentation (" +
-                                  number_text(c.gpu.allocator_fragmentation) +
-                                  "); a full GPU's allocator, having freed its cache, holds no more than it does otherwise: "
-                                  "set cluster.gpu.allocator_fragmentation_at_capacity to at most that too");
+      // The merged keys do not say whose each is (the scenario's, its preset's or its cluster
+      // file's), so the message does not guess; it says when the bound is only the default.
+      throw InputError(g.at("allocator_fragmentation_at_capacity"),
+                       show(*v) + " is above allocator_fragmentation (" + number_text(c.gpu.allocator_fragmentation) +
+                           (g.has("allocator_fragmentation") ? "" : ", its default: neither the scenario nor its preset or cluster file sets it") +
+                           "); a full GPU's allocator, having freed its cache, holds no more than it does otherwise: "
+                           "set cluster.gpu.allocator_fragmentation_at_capacity to at most that, or set allocator_fragmentation too");
   }
   const json& memory = g.req("memory", "a size such as \"80GiB\"");
   if (memory.is_number() && !(memory.get<double>() > 0))  // one message for 0 and below
@@ -1012,6 +1015,10 @@ void apply_overrides(nlohmann::json& scenario_json, const std::vector<std::strin
           if (child.is_array()) {
             throw InputError("--set", "\"" + path + "\": " + join(done, seg) + " is not in the scenario, so it has no "
                                                                                  "element to set; add it to the file");
+          }
+          if (!child.is_object()) {  // a value's key (the schema's leaf), as when the file sets it
+            throw InputError("--set", "\"" + path + "\": " + join(done, seg) + " is a value (" + child.get<std::string>() +
+                                          "), not an object, so \"" + segments[i + 1] + "\" cannot be set inside it");
           }
           (*cur)[seg] = json::object();
         }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <utility>
 
 namespace shardline {
 
@@ -35,10 +36,37 @@ std::string listed(const std::vector<std::string>& candidates) {
   return list;
 }
 
+// What other tools call a scenario key (HuggingFace configs, Megatron-LM and torchtitan
+// arguments, GPU spec sheets) -> the key here. Spelling distance gets these wrong: "num_heads" is
+// closer to "kv_heads" than to "heads", and "memory_bandwidth" to "copy_bandwidth" than to
+// "hbm_bandwidth", and following such a hint sets another parameter without an error.
+const std::vector<std::pair<std::string_view, std::string_view>>& other_tools_names() {
+  static const std::vector<std::pair<std::string_view, std::string_view>> names = {
+      {"num_layers", "layers"}, {"n_layers", "layers"}, {"n_layer", "layers"}, {"num_hidden_layers", "layers"},
+      {"hidden_size", "hidden"}, {"d_model", "hidden"}, {"dim", "hidden"}, {"n_embd", "hidden"}, {"hidden_dim", "hidden"},
+      {"intermediate_size", "ffn_hidden"}, {"ffn_hidden_size", "ffn_hidden"}, {"ffn_dim", "ffn_hidden"}, {"ffn_size", "ffn_hidden"},
+      {"num_heads", "heads"}, {"n_heads", "heads"}, {"n_head", "heads"}, {"num_attention_heads", "heads"},
+      {"num_key_value_heads", "kv_heads"}, {"num_kv_heads", "kv_heads"}, {"n_kv_heads", "kv_heads"}, {"num_query_groups", "kv_heads"},
+      {"vocab_size", "vocab"}, {"padded_vocab_size", "vocab"},
+      {"seq_length", "seq_len"}, {"sequence_length", "seq_len"}, {"max_seq_len", "seq_len"}, {"max_position_embeddings", "seq_len"},
+      {"batch_size", "micro_batch_size"}, {"local_batch_size", "micro_batch_size"}, {"per_device_train_batch_size", "micro_batch_size"},
+      {"tie_word_embeddings", "tied_embeddings"}, {"tie_embeddings", "tied_embeddings"}, {"share_embeddings_and_output_weights", "tied_embeddings"},
+      {"gradient_checkpointing", "activation_checkpointing"}, {"recompute_granularity", "activation_checkpointing"},
+      {"gradient_accumulation_steps", "micro_batches"}, {"grad_accum_steps", "micro_batches"},
+      {"memory_bandwidth", "hbm_bandwidth"}, {"mem_bandwidth", "hbm_bandwidth"}, {"hbm", "hbm_bandwidth"}, {"dram_bandwidth", "hbm_bandwidth"},
+  };
+  return names;
+}
+
 }  // namespace
 
 std::string closest_match(std::string_view word_as_given, const std::vector<std::string>& candidates) {
   const std::string word = lower(word_as_given);
+  for (const auto& [theirs, ours] : other_tools_names()) {
+    if (word != theirs) continue;
+    for (const auto& c : candidates)
+      if (lower(c) == ours) return c;
+  }
   const int limit = std::max<int>(2, static_cast<int>(word.size()) / 3);
   int best = limit + 1;
   std::string best_word;

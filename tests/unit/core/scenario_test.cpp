@@ -665,6 +665,22 @@ TEST(BadInput, UnknownKeysSuggestTheClosest) {
   expect_bad(j, "mesh.zzzzzzzz", {"expected one of: replicate, shard"});
 }
 
+// The allocator at capacity holds no more than otherwise. The message names the bound and says when
+// it is only the default (an audit: it blamed "the preset's" value on a cluster without a preset).
+TEST(BadInput, FragmentationAtCapacityAboveTheOtherNamesTheBound) {
+  json j = tiny();
+  j["cluster"]["gpu"]["allocator_fragmentation_at_capacity"] = 0.1;
+  expect_bad(j, "cluster.gpu.allocator_fragmentation_at_capacity",
+             {"0.1 is above allocator_fragmentation (0, its default: neither the scenario nor its preset or cluster file sets it)"});
+  j["cluster"]["gpu"]["allocator_fragmentation"] = 0.05;
+  expect_bad(j, "cluster.gpu.allocator_fragmentation_at_capacity", {"0.1 is above allocator_fragmentation (0.05);"});
+  try {
+    parse_scenario(j);
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()).find("preset's"), std::string::npos) << e.what();
+  }
+}
+
 // Names are printed and put into every op's label: blank, over 256 bytes, or with a control
 // character (a newline split the summary, an escape coloured the terminal) is refused at its path.
 TEST(BadInput, NamesAreShortPrintableAndNotBlank) {
@@ -934,6 +950,10 @@ TEST(Overrides, BadPathsAndMalformedItems) {
   expect_input_error([&] { apply_overrides(j, {"=3"}); }, "--set", {"path=value"});
   expect_input_error([&] { apply_overrides(j, {"model.units.7.repeat=2"}); }, "--set", {"\"7\"", "0..2"});
   expect_input_error([&] { apply_overrides(j, {"mesh.shard.x=2"}); }, "--set", {"mesh.shard", "cannot be set"});
+  // A value's key the file does not set is still a value (an audit: "expected one of: ." with an
+  // empty list, after an empty object had been made in its place).
+  expect_input_error([&] { apply_overrides(j, {"cluster.gpu.peak_tflops.fp8.x=1"}); }, "--set",
+                     {"cluster.gpu.peak_tflops.fp8 is a value (number), not an object, so \"x\" cannot be set inside it"});
   expect_input_error([&] { apply_overrides(j, {"policy..x=2"}); }, "--set", {"empty path segment"});
   // A failed override leaves the parse of the rest to report nothing half-applied as valid.
   json k = tiny();

@@ -123,5 +123,20 @@ TEST(Suggest, ClosestKnownWord) {
   EXPECT_THAT(suggestion_tail("xyzzy", {"shard", "replicate"}), HasSubstr("shard, replicate"));
 }
 
+// Another tool's name for a key finds this project's key, where spelling alone found a different
+// parameter (an audit: "num_heads" got "kv_heads", "memory_bandwidth" got "copy_bandwidth"); the
+// mapping applies only where its key is a candidate.
+TEST(Suggest, OtherToolsNamesFindTheKeyNotTheNearestSpelling) {
+  const std::vector<std::string> transformer = {"layers", "hidden", "ffn_hidden", "heads", "kv_heads", "vocab", "seq_len"};
+  EXPECT_EQ(closest_match("num_heads", transformer), "heads");
+  EXPECT_EQ(closest_match("num_attention_heads", transformer), "heads");
+  EXPECT_EQ(closest_match("num_key_value_heads", transformer), "kv_heads");
+  EXPECT_EQ(closest_match("intermediate_size", transformer), "ffn_hidden");
+  EXPECT_EQ(closest_match("Hidden_Size", transformer), "hidden");
+  EXPECT_EQ(closest_match("memory_bandwidth", {"copy_bandwidth", "hbm_bandwidth"}), "hbm_bandwidth");
+  EXPECT_EQ(closest_match("num_heads", {"shard", "replicate"}), "");  // not a candidate here: no hint
+  EXPECT_EQ(closest_match("heads_", transformer), "heads");          // spelling still works
+}
+
 }  // namespace
 }  // namespace shardline
