@@ -40,7 +40,12 @@ void kernel_rows(std::string& out, const char* phase, const std::vector<TimedKer
 
 json kernel_trace_events(const Timeline& t, const std::vector<UnitCompute>& breakdowns) {
   json events = json::array();
-  if (t.source != "predicted") return events;
+  for_each_kernel_trace_event(t, breakdowns, [&events](json&& e) { events.push_back(std::move(e)); });
+  return events;
+}
+
+void for_each_kernel_trace_event(const Timeline& t, const std::vector<UnitCompute>& breakdowns, const std::function<void(json&&)>& emit) {
+  if (t.source != "predicted") return;
   for (const OpInterval& iv : t.intervals) {
     const Op& op = t.ops.at(iv.op);
     if (op.kind != OpKind::Compute || op.unit < 0 || static_cast<size_t>(op.unit) >= breakdowns.size()) continue;
@@ -53,23 +58,23 @@ json kernel_trace_events(const Timeline& t, const std::vector<UnitCompute>& brea
     double at = iv.start_us;
     for (const TimedKernel& k : kernels) {
       const double dur = k.time_us * scale;
-      events.push_back({{"ph", "X"},
-                        {"name", k.name},
-                        {"cat", "kernel"},
-                        {"pid", iv.rank},
-                        {"tid", static_cast<int>(op.stream)},
-                        {"ts", at},
-                        {"dur", dur},
-                        {"args", {{"kind", kind_name(k.kind)},
-                                  {"flops", k.flops},
-                                  {"bytes", k.bytes},
-                                  {"kernel_us", k.time_us},
-                                  {"memory_bound", k.memory_bound},
-                                  {"op", iv.op}}}});
+      emit(json{{"ph", "X"},
+                {"name", k.name},
+                {"cat", "kernel"},
+                {"pid", iv.rank},
+                {"tid", static_cast<int>(op.stream)},
+                {"ts", at},
+                {"dur", dur},
+                {"args",
+                 {{"kind", kind_name(k.kind)},
+                  {"flops", k.flops},
+                  {"bytes", k.bytes},
+                  {"kernel_us", k.time_us},
+                  {"memory_bound", k.memory_bound},
+                  {"op", iv.op}}}});
       at += dur;
     }
   }
-  return events;
 }
 
 std::string kernel_breakdown_html(const Scenario& s, const std::vector<UnitCompute>& breakdowns) {

@@ -2,6 +2,7 @@
 // slices inside every compute op of a predicted Chrome trace, and an HTML table per part of a
 // transformer (embedding, block, head) with each kernel's time, share, FLOPs, bytes and bound.
 #pragma once
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,10 @@ namespace shardline {
 // scaled by interval / sum of kernel times (slow-down while communication runs and the compute
 // overhead stretch them alike). Measured timelines get none: their kernels were not observed.
 nlohmann::json kernel_trace_events(const Timeline& timeline, const std::vector<UnitCompute>& breakdowns);
+// The same events handed to `emit` one at a time, in the same order (a trace written as it is
+// built never holds them all).
+void for_each_kernel_trace_event(const Timeline& timeline, const std::vector<UnitCompute>& breakdowns,
+                                 const std::function<void(nlohmann::json&&)>& emit);
 
 // The "Compute per unit" section of report.html; empty for explicit units.
 std::string kernel_breakdown_html(const Scenario& scenario, const std::vector<UnitCompute>& breakdowns);

@@ -382,7 +382,7 @@ void write_run_outputs(const std::string& dir, const Scenario& scenario, const P
       {"metrics.json", [&] { return metrics_to_json(metrics).dump(2) + "\n"; }},
       {"program.json", [&] { return program_to_json(program).dump(1) + "\n"; }},
       {"timeline.json", [&] { return timeline_to_json(timeline).dump() + "\n"; }},
-      {"trace.json", [&] { return trace_to_json(picture, &kernels).dump() + "\n"; }},
+      {"trace.json", [&] { return trace_json_text(picture, &kernels) + "\n"; }},
       {"report.html", [&] { return html_report(scenario, picture, metrics, ranks ? rank_summary_html(*ranks) : std::string()); }}};
   if (ranks != nullptr) files.push_back({"ranks.json", [&] { return rank_summary_to_json(*ranks).dump(2) + "\n"; }});
   // Files of an earlier run there that would sit beside these and describe another run: a

@@ -1,6 +1,8 @@
 #include "reports/trace.h"
 
+#include <functional>
 #include <set>
+#include <string>
 
 #include <nlohmann/json.hpp>
 
@@ -24,10 +26,8 @@ json sort_index(const char* what, int pid, int tid, int index) {
   return e;
 }
 
-}  // namespace
-
-json trace_to_json(const Timeline& t, const std::vector<UnitCompute>* kernels) {
-  json events = json::array();
+// Every event of the trace, in order, handed to `emit` as it is made.
+void for_each_trace_event(const Timeline& t, const std::vector<UnitCompute>* kernels, const std::function<void(json&&)>& emit) {
   bool has_issue = false;
   std::set<int> ranks;
   for (const OpInterval& iv : t.intervals) {
@@ -37,15 +37,15 @@ json trace_to_json(const Timeline& t, const std::vector<UnitCompute>* kernels) {
   if (ranks.empty()) ranks.insert(0);  // ranks that ran nothing get no process
 
   for (int rank : ranks) {
-    events.push_back(metadata("process_name", rank, -1, "rank " + std::to_string(rank) + " (" + t.source + ")"));
-    events.push_back(sort_index("process_sort_index", rank, -1, rank));
+    emit(metadata("process_name", rank, -1, "rank " + std::to_string(rank) + " (" + t.source + ")"));
+    emit(sort_index("process_sort_index", rank, -1, rank));
     for (int s = 0; s < kNumStreams; ++s) {
-      events.push_back(metadata("thread_name", rank, s, std::string(stream_name(static_cast<StreamId>(s)))));
-      events.push_back(sort_index("thread_sort_index", rank, s, s + 1));
+      emit(metadata("thread_name", rank, s, std::string(stream_name(static_cast<StreamId>(s)))));
+      emit(sort_index("thread_sort_index", rank, s, s + 1));
     }
     if (has_issue) {
-      events.push_back(metadata("thread_name", rank, kTraceHostTid, "host (issue)"));
-      events.push_back(sort_index("thread_sort_index", rank, kTraceHostTid, 0));
+      emit(metadata("thread_name", rank, kTraceHostTid, "host (issue)"));
+      emit(sort_index("thread_sort_index", rank, kTraceHostTid, 0));
     }
   }
 
@@ -64,7 +64,7 @@ json trace_to_json(const Timeline& t, const std::vector<UnitCompute>* kernels) {
       args["group"] = comm_group_name(op.group);
       args["group_size"] = t.group_size(op);
     }
-    events.push_back({{"ph", "X"},
+    emit(json{{"ph", "X"},
                       {"name", name},
                       {"cat", op_kind_name(op.kind)},
                       {"pid", iv.rank},
@@ -73,7 +73,7 @@ json trace_to_json(const Timeline& t, const std::vector<UnitCompute>* kernels) {
                       {"dur", iv.end_us - iv.start_us},
                       {"args", std::move(args)}});
     if (has_issue) {
-      events.push_back({{"ph", "i"},
+      emit(json{{"ph", "i"},
                         {"s", "t"},
                         {"name", "issue " + name},
                         {"cat", "issue"},
@@ -84,13 +84,32 @@ json trace_to_json(const Timeline& t, const std::vector<UnitCompute>* kernels) {
     }
   }
 
-  if (kernels != nullptr)
-    for (json& e : kernel_trace_events(t, *kernels)) events.push_back(std::move(e));
+  if (kernels != nullptr) for_each_kernel_trace_event(t, *kernels, emit);
 
-  for (const MemorySample& m : t.memory) {
-    events.push_back({{"ph", "C"}, {"name", "memory"}, {"pid", 0}, {"ts", m.time_us}, {"args", {{"live_bytes", m.bytes}}}});
-  }
-  return json{{"traceEvents", std::move(events)}, {"displayTimeUnit", "ms"}};
+  for (const MemorySample& m : t.memory)
+    emit(json{{"ph", "C"}, {"name", "memory"}, {"pid", 0}, {"ts", m.time_us}, {"args", {{"live_bytes", m.bytes}}}});
+}
+
+constexpr const char* kDisplayTimeUnit = "ms";
+
+}  // namespace
+
+json trace_to_json(const Timeline& t, const std::vector<UnitCompute>* kernels) {
+  json events = json::array();
+  for_each_trace_event(t, kernels, [&events](json&& e) { events.push_back(std::move(e)); });
+  return json{{"traceEvents", std::move(events)}, {"displayTimeUnit", kDisplayTimeUnit}};
+}
+
+std::string trace_json_text(const Timeline& t, const std::vector<UnitCompute>* kernels) {
+  // trace_to_json(...).dump(): an object's keys print sorted, so displayTimeUnit comes first.
+  std::string text = "{\"displayTimeUnit\":" + json(kDisplayTimeUnit).dump() + ",\"traceEvents\":[";
+  bool first = true;
+  for_each_trace_event(t, kernels, [&](json&& e) {
+    if (!first) text += ',';
+    first = false;
+    text += e.dump();
+  });
+  return text + "]}";
 }
 
 }  // namespace shardline

@@ -4,6 +4,7 @@
 #pragma once
 #include <nlohmann/json_fwd.hpp>
 
+#include <string>
 #include <vector>
 
 #include "core/compute_model.h"
@@ -21,5 +22,9 @@ inline constexpr int kTraceHostTid = kNumStreams;
 // `kernels` (optional, core/compute_model.h unit_breakdowns): each compute op of a predicted
 // timeline also gets its unit's kernels as child slices (reports/kernel_breakdown.h).
 nlohmann::json trace_to_json(const Timeline& timeline, const std::vector<UnitCompute>* kernels = nullptr);
+// trace_to_json(...).dump(), byte for byte, made an event at a time: a run's trace.json is written
+// from this, so writing it holds the text and one event, not every event's JSON object as well
+// (about 6 KB per op interval, which put `--ranks all --trace-ranks all` of 832 ranks at 4.2 GB).
+std::string trace_json_text(const Timeline& timeline, const std::vector<UnitCompute>* kernels = nullptr);
 
 }  // namespace shardline

@@ -62,6 +62,8 @@ TEST(KernelBreakdown, KernelSlicesTileEveryPredictedComputeOpOfAUnit) {
   const json trace = trace_to_json(t, &kernels);
   for (const json& e : trace["traceEvents"]) in_trace += e.value("cat", "") == "kernel";
   EXPECT_EQ(in_trace, events.size());
+  // trace.json is written event by event (trace_json_text); its bytes are the whole object's dump.
+  EXPECT_EQ(trace_json_text(t, &kernels), trace.dump());
   Timeline measured = t;
   measured.source = "measured";
   EXPECT_TRUE(kernel_trace_events(measured, kernels).empty());

@@ -24,6 +24,19 @@ std::vector<json> events_with(const json& trace, const std::string& ph) {
   return out;
 }
 
+// The text a run writes, built an event at a time, is the whole object's dump byte for byte: with
+// issue instants and memory samples, with none, and for a timeline without intervals.
+TEST(Trace, TextWrittenEventByEventIsTheDumpOfTheObject) {
+  Timeline t = tiny_timeline();
+  ASSERT_FALSE(t.memory.empty());
+  EXPECT_EQ(trace_json_text(t), trace_to_json(t).dump());
+  for (auto& iv : t.intervals) iv.issue_us = 0;
+  t.memory.clear();
+  EXPECT_EQ(trace_json_text(t), trace_to_json(t).dump());
+  t.intervals.clear();
+  EXPECT_EQ(trace_json_text(t), trace_to_json(t).dump());
+}
+
 TEST(Trace, HasOneCompleteEventPerIntervalOnItsRankAndStream) {
   Timeline t = tiny_timeline();
   json trace = json::parse(trace_to_json(t).dump());
