@@ -32,6 +32,8 @@ std::vector<int> parse_rank_list(const std::string& text, bool& keep_all) {
   keep_all = text == "all";
   std::vector<int> ranks;
   if (keep_all || text.empty()) return ranks;
+  // getline drops a last empty item: "1," would read as "1" where ",1" and "1,,2" are refused.
+  if (text.back() == ',') throw InputError("--trace-ranks", "\"" + text + "\" ends with a comma; give ranks as 0,5,17 or all");
   std::stringstream in(text);
   std::string item;
   while (std::getline(in, item, ',')) {

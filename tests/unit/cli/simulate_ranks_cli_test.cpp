@@ -92,6 +92,7 @@ TEST_F(SimulateRanksCli, BadRankFlagsExitTwoNamingTheFlag) {
                       // digits only, as --straggler's rank: no sign, no padding
                       {"--ranks all --trace-ranks +1" + out, "--trace-ranks"},
                       {"--ranks all --trace-ranks '0, 1'" + out, "--trace-ranks"},
+                      {"--ranks all --trace-ranks 1," + out, "--trace-ranks"},  // a trailing comma, as ",1" and "1,,2"
                       // every rank of 4,096 written out: refused before simulating, no folder left
                       {"--set cluster.nodes=2048 --set mesh.replicate=2048 --ranks all --trace-ranks all --out " + (dir_ / "big").string(),
                        "--trace-ranks"}});
