@@ -216,6 +216,27 @@ TEST(SummaryTable, OverTheMarginSaysSoEvenWhenTheGpuWouldFlush) {
   EXPECT_EQ(table.find("fits by freeing its cache"), std::string::npos) << table;
 }
 
+// Typical reserve 600 x 1.5 + 50 = 950 B: over the 900 B limit, within the 1000 B GPU (no flush);
+// least 600 x 1.2 + 50 = 770 B within the limit, so it fits, and the table says why beside an
+// estimate over the limit (an audit found "950 B ... (limit 900 B ...) fits" unexplained).
+TEST(SummaryTable, AnEstimateOverTheLimitBesideFitsSaysWhatTheVerdictJudged) {
+  Timeline t = tiny_timeline(600);
+  t.memory_reserve.fragmentation = 0.5;
+  t.memory_reserve.fragmentation_at_capacity = 0.2;
+  t.memory_reserve.fixed_bytes = 50;
+  const Metrics m = compute_metrics(t);
+  EXPECT_TRUE(m.fits_memory);
+  EXPECT_FALSE(m.allocator_cache_flushes);
+  const std::string table = summary_table(tiny_scenario(), t, m);
+  EXPECT_NE(table.find("reserved (estimate) 950 B of 1000 B (limit 900 B with 10.0% margin)  fits"), std::string::npos) << table;
+  EXPECT_NE(table.find("the estimate is over the limit, but the step needs at least 770 B reserved (the allocator at capacity), within it"),
+            std::string::npos) << table;
+  // Within the limit, no such line.
+  Timeline small = tiny_timeline(500);  // 500 x 1.5 + 50 = 800 B
+  small.memory_reserve = t.memory_reserve;
+  EXPECT_EQ(summary_table(tiny_scenario(), small, compute_metrics(small)).find("over the limit"), std::string::npos);
+}
+
 TEST(HtmlReport, ShowsTheThroughputOfTheSummary) {
   const Timeline t = timeline_with_workload();
   const std::string html = html_report(tiny_scenario(), t, compute_metrics(t));
