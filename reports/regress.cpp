@@ -256,8 +256,9 @@ std::string regress_table(const RegressReport& report) {
   for (const auto& e : report.entries) failed += e.failed() ? 1 : 0;
   char tol[64];
   std::snprintf(tol, sizeof tol, "%g", report.tolerance);
-  out << (failed ? std::to_string(failed) + " of " + std::to_string(report.entries.size()) + " scenarios fail"
-                 : "all " + std::to_string(report.entries.size()) + " scenarios pass")
+  const size_t n = report.entries.size();
+  out << (failed ? std::to_string(failed) + " of " + std::to_string(n) + (n == 1 ? " scenario fails" : " scenarios fail")
+                 : (n == 1 ? std::string("the scenario passes") : "all " + std::to_string(n) + " scenarios pass"))
       << " (tolerance " << tol << ": relative for step time and peak memory, absolute for overlap efficiency; a scenario "
       << "that fitted its GPU memory and no longer does fails at any tolerance; tokens/s per GPU is shown, not judged, where the "
       << "tokens per step and the GPUs are the same: there it is the step time's inverse; MFU is shown, never judged)\n";

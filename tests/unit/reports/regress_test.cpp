@@ -275,6 +275,7 @@ TEST(Regress, ImprovementPasses) {
   ASSERT_EQ(r.entries.size(), 1u);
   EXPECT_FALSE(r.failed());
   EXPECT_EQ(r.entries[0].status(), "improved");
+  EXPECT_NE(regress_table(r).find("\nthe scenario passes (tolerance"), std::string::npos) << regress_table(r);  // not "all 1 scenarios"
 }
 
 TEST(Regress, IdenticalPassesAtZeroTolerance) {
