@@ -331,7 +331,9 @@ Comparison compare_timelines(const Timeline& predicted, const Timeline& measured
     k.start_p90_abs_error_us = quantile(s, 0.9);
     c.by_kind.push_back(k);
   }
-  c.worst = c.ops;
+  // Ops that agree exactly are not "disagreeing": two identical timelines list none.
+  for (const auto& o : c.ops)
+    if (o.disagreement_us() > 0) c.worst.push_back(o);
   std::stable_sort(c.worst.begin(), c.worst.end(),
                    [](const OpComparison& a, const OpComparison& b) { return a.disagreement_us() > b.disagreement_us(); });
   if (c.worst.size() > 10) c.worst.resize(10);
@@ -481,6 +483,7 @@ std::string comparison_table(const Comparison& c) {
       << pad(us(k.duration_p90_abs_error_us), 12) << pad(us(k.start_median_abs_error_us), 14) << us(k.start_p90_abs_error_us)
       << "\n";
   o << "\nops that disagree most (start / duration, predicted vs measured, us):\n";
+  if (c.worst.empty()) o << "  none: every op starts and ends as predicted\n";
   for (const auto& w : c.worst)
     o << "  " << pad('#' + std::to_string(w.op), 7) << pad(w.name, 18) << pad(std::string(op_kind_name(w.kind)), 15)
       << "start " << us(w.predicted_start_us) << " / " << us(w.measured_start_us) << "  dur "

@@ -107,7 +107,7 @@ struct Comparison {
   bool workloads_differ() const { return !workload_difference.empty(); }
   std::vector<KindErrors> by_kind;   // compute, copies and collectives (markers left out), kind order
   std::vector<OpComparison> ops;     // every op but alloc/free markers, op order
-  std::vector<OpComparison> worst;   // up to ten, largest disagreement first (ties: lower op id)
+  std::vector<OpComparison> worst;   // up to ten, largest disagreement first (ties: lower op id); none that agree exactly
   std::optional<MachineDrift> machine_drift;  // validate's drift check, when it ran
 };
 

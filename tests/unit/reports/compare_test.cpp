@@ -294,6 +294,14 @@ TEST(Compare, WorstOpsByLargestStartOrEndDisagreement) {
   }
 }
 
+// A timeline compared with itself has no op that disagrees: the list is empty, not ten ops at 0
+// (an audit found compare listing them as "ops that disagree most").
+TEST(Compare, OpsThatAgreeExactlyAreNotListedAsDisagreeing) {
+  EXPECT_TRUE(compare_timelines(predicted(), predicted()).worst.empty());
+  EXPECT_NE(comparison_table(compare_timelines(predicted(), predicted())).find("none: every op starts and ends as predicted"),
+            std::string::npos);
+}
+
 TEST(Compare, JsonCarriesTheHeadlineNumbers) {
   const nlohmann::json j = comparison_to_json(compare_timelines(predicted(), measured()));
   EXPECT_DOUBLE_EQ(j.at("step_error").get<double>(), -0.25);
