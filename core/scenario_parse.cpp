@@ -631,6 +631,11 @@ ClusterSpec parse_merged_cluster(const json& merged, const json& sch, const std:
     throw InputError(g.at("memory"), show(memory) + " bytes; expected a positive memory size such as \"80GiB\"");
   c.gpu.memory_bytes = as_size(memory, g.at("memory"));
   if (c.gpu.memory_bytes <= 0) throw InputError(g.at("memory"), "0 bytes; expected a positive memory size such as \"80GiB\"");
+  // A plain number is bytes: 80 meant as GB would run and report every step as not fitting.
+  constexpr int64_t kMinGpuMemoryBytes = int64_t{1} << 20;
+  if (c.gpu.memory_bytes < kMinGpuMemoryBytes)
+    throw InputError(g.at("memory"), show(memory) + " is " + format_bytes(c.gpu.memory_bytes) +
+                                         ", under 1 MiB (a plain number is bytes); expected a memory size such as \"80GiB\"");
   c.gpu.copy_bandwidth_bytes_per_s = as_rate(g.req("copy_bandwidth", "a rate such as \"1.6TB/s\""), g.at("copy_bandwidth"));
 
   c.nodes = as_int(o.req("nodes", "a positive integer"), o.at("nodes"), 1);

@@ -665,6 +665,16 @@ TEST(BadInput, UnknownKeysSuggestTheClosest) {
   expect_bad(j, "mesh.zzzzzzzz", {"expected one of: replicate, shard"});
 }
 
+// A plain number is bytes: a GPU of 80 B is "80" meant as GB, refused rather than reported as a run
+// that does not fit (an audit found it accepted).
+TEST(BadInput, AGpuMemoryUnderAMebibyteIsRefused) {
+  json j = tiny();
+  j["cluster"]["gpu"]["memory"] = 80;
+  expect_bad(j, "cluster.gpu.memory", {"80 is 80 B, under 1 MiB (a plain number is bytes); expected a memory size such as \"80GiB\""});
+  j["cluster"]["gpu"]["memory"] = "1MiB";
+  EXPECT_EQ(parse_scenario(j).cluster.gpu.memory_bytes, 1 << 20);
+}
+
 // The allocator at capacity holds no more than otherwise. The message names the bound and says when
 // it is only the default (an audit: it blamed "the preset's" value on a cluster without a preset).
 TEST(BadInput, FragmentationAtCapacityAboveTheOtherNamesTheBound) {
