@@ -184,13 +184,20 @@ TEST(SummaryTable, MemoryVerdictIsOnTheReservedEstimate) {
   EXPECT_NE(table.find("900 B of it the caching allocator's (torch.cuda.max_memory_reserved)"), std::string::npos) << table;
 }
 
-// Typical reserve 700 x 1.5 + 50 = 1100 B over the 1000 B GPU, least 700 x 1.2 + 50 = 890 B under
-// the 900 B limit: it fits by the allocator flushing its cache, and the table says so.
-TEST(SummaryTable, AFitThatNeedsTheAllocatorToFlushItsCacheSaysSo) {
-  Timeline t = tiny_timeline(700);
+// A step of `allocated` bytes whose allocator holds half as much again typically, a fifth at the
+// GPU's capacity, plus 50 B of context and NCCL buffers.
+Timeline with_reserve(int64_t allocated) {
+  Timeline t = tiny_timeline(allocated);
   t.memory_reserve.fragmentation = 0.5;
   t.memory_reserve.fragmentation_at_capacity = 0.2;
   t.memory_reserve.fixed_bytes = 50;
+  return t;
+}
+
+// Typical reserve 700 x 1.5 + 50 = 1100 B over the 1000 B GPU, least 700 x 1.2 + 50 = 890 B under
+// the 900 B limit: it fits by the allocator flushing its cache, and the table says so.
+TEST(SummaryTable, AFitThatNeedsTheAllocatorToFlushItsCacheSaysSo) {
+  const Timeline t = with_reserve(700);
   const Metrics m = compute_metrics(t);
   EXPECT_EQ(m.peak_reserved_bytes, 1000);
   EXPECT_EQ(m.min_reserved_bytes, 890);
@@ -204,10 +211,7 @@ TEST(SummaryTable, AFitThatNeedsTheAllocatorToFlushItsCacheSaysSo) {
 // Over the margin but within the GPU: the verdict and its line speak of the limit, not of a fit
 // by cache flushes, though the allocator at the GPU's capacity would flush.
 TEST(SummaryTable, OverTheMarginSaysSoEvenWhenTheGpuWouldFlush) {
-  Timeline t = tiny_timeline(710);  // least 710 x 1.2 + 50 = 902 > the 900 B limit; typical 1115
-  t.memory_reserve.fragmentation = 0.5;
-  t.memory_reserve.fragmentation_at_capacity = 0.2;
-  t.memory_reserve.fixed_bytes = 50;
+  const Timeline t = with_reserve(710);  // least 710 x 1.2 + 50 = 902 > the 900 B limit; typical 1115
   const Metrics m = compute_metrics(t);
   EXPECT_FALSE(m.fits_memory);
   const std::string table = summary_table(tiny_scenario(), t, m);
@@ -220,10 +224,7 @@ TEST(SummaryTable, OverTheMarginSaysSoEvenWhenTheGpuWouldFlush) {
 // least 600 x 1.2 + 50 = 770 B within the limit, so it fits, and the table says why beside an
 // estimate over the limit (an audit found "950 B ... (limit 900 B ...) fits" unexplained).
 TEST(SummaryTable, AnEstimateOverTheLimitBesideFitsSaysWhatTheVerdictJudged) {
-  Timeline t = tiny_timeline(600);
-  t.memory_reserve.fragmentation = 0.5;
-  t.memory_reserve.fragmentation_at_capacity = 0.2;
-  t.memory_reserve.fixed_bytes = 50;
+  const Timeline t = with_reserve(600);
   const Metrics m = compute_metrics(t);
   EXPECT_TRUE(m.fits_memory);
   EXPECT_FALSE(m.allocator_cache_flushes);
@@ -232,8 +233,7 @@ TEST(SummaryTable, AnEstimateOverTheLimitBesideFitsSaysWhatTheVerdictJudged) {
   EXPECT_NE(table.find("the estimate is over the limit, but the step needs at least 770 B reserved (the allocator at capacity), within it"),
             std::string::npos) << table;
   // Within the limit, no such line.
-  Timeline small = tiny_timeline(500);  // 500 x 1.5 + 50 = 800 B
-  small.memory_reserve = t.memory_reserve;
+  const Timeline small = with_reserve(500);  // 500 x 1.5 + 50 = 800 B
   EXPECT_EQ(summary_table(tiny_scenario(), small, compute_metrics(small)).find("over the limit"), std::string::npos);
 }
 
