@@ -18,7 +18,7 @@ int run_regress(const std::vector<std::string>& args) {
   cli.flags()("baseline", po::value(&baseline), "baseline metrics file, or a directory of <scenario>.json")
       ("current", po::value(&current), "current metrics file, or a directory (<scenario>.json or <scenario>/metrics.json)")
       ("tolerance", po::value(&tolerance)->default_value(0.01, "0.01"),
-       "allowed step-time growth (relative) and overlap-efficiency drop (absolute)")
+       "allowed growth of step time and peak memory (relative) and drop of overlap efficiency (absolute); a lost fit fails at any tolerance")
       ("update-baseline", "rewrite the baseline from the current metrics instead of comparing");
   if (cli.parse(args) == Parsed::help_shown) return 0;
   if (baseline.empty()) throw InputError("--baseline", "is required");
