@@ -383,9 +383,15 @@ class Scheduler {
     for (size_t u = 0; u < unit_us_.size(); ++u) {
       const double longest = std::max(unit_us_[u].forward_us, unit_us_[u].backward_us);
       if (longest <= kMaxUnitComputeUs) continue;
-      throw InputError(s_.model.transformer ? "model.transformer" : "model.units",
+      // For the shorthand the unit's work comes from its shape: name the knobs that set it.
+      const auto& t = s_.model.transformer;
+      const std::string what = t ? "its shape (seq_len " + std::to_string(t->seq_len) + " x micro_batch_size " +
+                                       std::to_string(t->micro_batch_size) + " tokens, hidden " + std::to_string(t->hidden) +
+                                       ", ffn_hidden " + std::to_string(t->ffn_hidden) + ", vocab " + std::to_string(t->vocab) + ")"
+                                 : "its FLOPs or times";
+      throw InputError(t ? "model.transformer" : "model.units",
                        "unit \"" + s_.model.units[u].name + "\" would compute for " + format_time_us(longest) +
-                           " per micro-batch, over an hour; check its FLOPs or times, cluster.gpu.peak_tflops, "
+                           " per micro-batch, over an hour; check " + what + ", cluster.gpu.peak_tflops, "
                            "cluster.gpu.hbm_bandwidth and the cluster.gpu efficiencies");
     }
   }

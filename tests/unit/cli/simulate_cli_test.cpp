@@ -209,6 +209,12 @@ TEST_F(SimulateCli, BadArchitectureKnobsAndGpuNumbersExit2NamingPathValueAndChoi
   EXPECT_EQ(gpu.code, 2);
   EXPECT_NE(gpu.err.find("cluster.gpu.attention_efficiency"), std::string::npos) << gpu.err;
   EXPECT_NE(gpu.err.find("[0.001, 1]"), std::string::npos) << gpu.err;
+  // A shape whose unit would compute for years names the knobs that set its work (an audit:
+  // seq_len 1e8 was refused at model.transformer without saying which of its keys to check).
+  const Result shape = run(base + " --set model.transformer.seq_len=100000000");
+  EXPECT_EQ(shape.code, 2);
+  EXPECT_NE(shape.err.find("over an hour; check its shape (seq_len 100000000 x micro_batch_size 1 tokens, hidden 4096"), std::string::npos)
+      << shape.err;
 }
 
 TEST_F(SimulateCli, HostileFilesExit2NamingThemInsteadOfCrashing) {
