@@ -150,6 +150,9 @@ json timeline_to_json(const Timeline& t) {
   json memory = json::array();
   for (const MemorySample& m : t.memory) memory.push_back(json::array({m.time_us, m.bytes}));
   j["memory"] = std::move(memory);
+  if (t.allocator_measured)
+    j["allocator_measured"] = {{"peak_allocated_bytes", t.allocator_measured->peak_allocated_bytes},
+                               {"peak_reserved_bytes", t.allocator_measured->peak_reserved_bytes}};
   return j;
 }
 
@@ -183,6 +186,17 @@ Timeline timeline_from_json(const json& j) {
   // Both optional: timelines written before they existed read as unknown throughput and no reserve.
   if (j.contains("workload")) t.workload = workload_from_json(j.at("workload"), "workload");
   if (j.contains("memory_reserve")) t.memory_reserve = memory_reserve_from_json(j.at("memory_reserve"), "memory_reserve");
+  // Optional too: only an imported run whose traces carry the allocator's totals has it.
+  if (j.contains("allocator_measured")) {
+    const json& a = j.at("allocator_measured");
+    jf::require_object(a, "allocator_measured");
+    AllocatorPeaks peaks;
+    peaks.peak_allocated_bytes = jf::get_int(a, "peak_allocated_bytes", "allocator_measured");
+    peaks.peak_reserved_bytes = jf::get_int(a, "peak_reserved_bytes", "allocator_measured");
+    for (const auto& [key, v] : {std::pair{"peak_allocated_bytes", peaks.peak_allocated_bytes}, std::pair{"peak_reserved_bytes", peaks.peak_reserved_bytes}})
+      if (v < 0) throw InputError(jf::join_path("allocator_measured", key), "must be >= 0");
+    t.allocator_measured = peaks;
+  }
 
   const json& ops = jf::require_array(jf::member(j, "ops", ""), "ops");
   t.ops.reserve(ops.size());

@@ -7,6 +7,7 @@
 #include <array>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -48,6 +49,14 @@ struct MemorySample {
   int64_t bytes = 0;  // live bytes on the device of rank 0
 };
 
+// What a real run's caching allocator itself reported over the reported iteration, the largest
+// of any rank: imported profiler traces carry it (the [memory] events' "Total Allocated" and
+// "Total Reserved", as torch.cuda.max_memory_allocated / max_memory_reserved would give).
+struct AllocatorPeaks {
+  int64_t peak_allocated_bytes = 0;
+  int64_t peak_reserved_bytes = 0;
+};
+
 struct Timeline {
   std::string source = "predicted";  // "predicted" | "measured"
   std::string backend = "sim";        // "sim" | "mpi" | "nccl"
@@ -65,6 +74,7 @@ struct Timeline {
   std::array<int, kNumCommGroups> group_sizes{1, 1, 1, 1};  // ranks in each CommGroup's group
   HugePageVector<OpInterval> intervals;
   std::vector<MemorySample> memory;   // in time order
+  std::optional<AllocatorPeaks> allocator_measured;  // a measured run's allocator figures, when known
 
   std::string name(const Op& op) const { return op_name(labels, op); }
   void set_name(Op& op, std::string_view name) { set_op_name(labels, op, name); }

@@ -303,6 +303,32 @@ class RankMapper {
     return "";
   }
 
+  // The allocator's largest totals on the GPU over step w: its [memory] events on a CUDA device
+  // that carry both totals, with the last such event before the step (the level the step starts
+  // at); nullopt when the trace has none up to the step's end.
+  std::optional<AllocatorPeaks> allocator_peaks_in(size_t w) const {
+    const auto counts = [](const MemoryEvent& m) {
+      return m.device_type == MemoryEvent::kCudaDeviceType && m.total_allocated >= 0 && m.total_reserved >= 0;
+    };
+    const auto by_time = [](const MemoryEvent& m, int64_t t) { return m.ts_ns < t; };
+    const auto first = std::lower_bound(memory_.begin(), memory_.end(), steps_[w].ts_ns, by_time);
+    const auto last = std::lower_bound(first, memory_.end(), steps_[w].end_ns, by_time);
+    std::optional<AllocatorPeaks> peaks;
+    const auto add = [&peaks](const MemoryEvent& m) {
+      if (!peaks) peaks = AllocatorPeaks{};
+      peaks->peak_allocated_bytes = std::max(peaks->peak_allocated_bytes, m.total_allocated);
+      peaks->peak_reserved_bytes = std::max(peaks->peak_reserved_bytes, m.total_reserved);
+    };
+    for (auto it = first; it != memory_.begin();)
+      if (counts(*--it)) {
+        add(*it);
+        break;
+      }
+    for (auto it = first; it != last; ++it)
+      if (counts(*it)) add(*it);
+    return peaks;
+  }
+
   // The step's [memory] events, in time order.
   std::vector<MemoryEvent> memory_in(size_t w) const {
     const auto by_time = [](const MemoryEvent& m, int64_t t) { return m.ts_ns < t; };
@@ -520,6 +546,7 @@ ImportResult map_traces_to_program(const std::vector<KinetoTrace>& traces, const
   std::vector<std::map<std::string, int64_t>> step_start(traces.size());
   std::vector<std::string> step_order;
   std::vector<std::map<std::string, StepTally>> tallies(traces.size());  // per rank, per step
+  std::vector<std::map<std::string, std::optional<AllocatorPeaks>>> allocator(traces.size());  // per rank, per step
   for (size_t r = 0; r < traces.size(); ++r) {
     if (traces[r].gpu.empty())
       throw InputError(traces[r].path, "has no GPU kernels, memcpys or memsets: profile with ProfilerActivity.CUDA to import it");
@@ -542,6 +569,7 @@ ImportResult map_traces_to_program(const std::vector<KinetoTrace>& traces, const
       step_start[r][name] = mapper.steps()[w].ts_ns == INT64_MIN ? first : mapper.steps()[w].ts_ns;
       matched[r][name] = std::move(times);
       tallies[r][name] = std::move(tally);
+      allocator[r][name] = mapper.allocator_peaks_in(w);
       if (r == 0) step_order.push_back(name);
     }
   }
@@ -611,6 +639,18 @@ ImportResult map_traces_to_program(const std::vector<KinetoTrace>& traces, const
     }
   }
   t.reported_iteration = median_step_iteration(iteration_step_times_us(t));  // as exec reports its run
+  // The allocator's figures of the reported iteration, the largest of any rank, when every rank's
+  // trace has them (a rank without them might have held the most).
+  const std::string& reported = report.steps[static_cast<size_t>(t.reported_iteration)];
+  AllocatorPeaks largest;
+  for (size_t r = 0; r < traces.size(); ++r) {
+    const std::optional<AllocatorPeaks>& peaks = allocator[r][reported];
+    if (!peaks) continue;
+    ++report.allocator_ranks;
+    largest.peak_allocated_bytes = std::max(largest.peak_allocated_bytes, peaks->peak_allocated_bytes);
+    largest.peak_reserved_bytes = std::max(largest.peak_reserved_bytes, peaks->peak_reserved_bytes);
+  }
+  if (report.allocator_ranks == static_cast<int>(traces.size())) t.allocator_measured = report.allocator_measured = largest;
   return result;
 }
 
@@ -643,6 +683,14 @@ std::string import_report_text(const ImportReport& r) {
   out << "alloc/free markers: " << r.markers_from_memory_events << " at their [memory] event, " << r.markers_from_stream_order
       << " placed by stream order (no matching [memory] event)\n";
   if (r.collectives_without_sizes > 0) out << r.collectives_without_sizes << " NCCL kernels without size metadata: sizes not checked\n";
+  if (r.allocator_measured)
+    out << "allocator (the reported step's [memory] events, the largest of every rank): peak allocated "
+        << format_bytes(r.allocator_measured->peak_allocated_bytes) << ", peak reserved " << format_bytes(r.allocator_measured->peak_reserved_bytes)
+        << " (timeline.json allocator_measured; compare holds the predicted peak memory against them)\n";
+  else
+    out << "allocator: " << r.allocator_ranks << " of " << r.ranks
+        << " ranks' traces carry its totals in the reported step ([memory] events on a CUDA device with \"Total Allocated\"; "
+           "profile with profile_memory=True): no measured peak memory\n";
   return out.str();
 }
 
@@ -659,6 +707,10 @@ nlohmann::json import_report_to_json(const ImportReport& r) {
   j["markers_from_memory_events"] = r.markers_from_memory_events;
   j["markers_from_stream_order"] = r.markers_from_stream_order;
   j["collectives_without_sizes"] = r.collectives_without_sizes;
+  j["allocator_ranks"] = r.allocator_ranks;
+  if (r.allocator_measured)
+    j["allocator_measured"] = {{"peak_allocated_bytes", r.allocator_measured->peak_allocated_bytes},
+                               {"peak_reserved_bytes", r.allocator_measured->peak_reserved_bytes}};
   return j;
 }
 

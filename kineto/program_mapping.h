@@ -22,6 +22,7 @@
 #pragma once
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -57,6 +58,10 @@ struct ImportReport {
   int64_t markers_from_memory_events = 0;
   int64_t markers_from_stream_order = 0;
   int64_t collectives_without_sizes = 0;     // NCCL kernels whose size could not be checked
+  // The reported iteration's allocator figures (Timeline::allocator_measured): ranks whose traces
+  // carry them ([memory] events on a CUDA device with "Total Allocated" and "Total Reserved").
+  int allocator_ranks = 0;
+  std::optional<AllocatorPeaks> allocator_measured;  // when every rank has them
 };
 
 struct ImportResult {

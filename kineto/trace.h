@@ -69,10 +69,17 @@ struct Launch {
 };
 
 // An allocator event (`[memory]`, recorded with profile_memory=True): `bytes` > 0 allocates,
-// < 0 frees, at CPU time `ts_ns`.
+// < 0 frees, at CPU time `ts_ns`. PyTorch's profiler also writes the allocator's totals after
+// the event ("Total Allocated", "Total Reserved": what torch.cuda.memory_allocated() and
+// memory_reserved() return then) and the device ("Device Type", c10::DeviceType: 0 CPU, 1 CUDA);
+// -1 where the event does not carry one.
 struct MemoryEvent {
   int64_t ts_ns = 0;
   int64_t bytes = 0;
+  int64_t total_allocated = -1;
+  int64_t total_reserved = -1;
+  int device_type = -1;
+  static constexpr int kCudaDeviceType = 1;
 };
 
 struct KinetoTrace {

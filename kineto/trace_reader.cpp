@@ -79,6 +79,7 @@ struct PendingEvent {
   int64_t stream = -1, correlation = -1;
   int64_t bytes = 0;
   bool has_bytes = false;
+  int64_t total_allocated = -1, total_reserved = -1, device_type = -1;  // [memory] events' args
   bool has_collective = false;
   CollectiveInfo collective;
   std::string ranks_text;
@@ -94,6 +95,7 @@ struct PendingEvent {
     stream = correlation = -1;
     bytes = 0;
     has_bytes = false;
+    total_allocated = total_reserved = device_type = -1;
     has_collective = false;
     collective = CollectiveInfo{};
     ranks_text.clear();
@@ -296,6 +298,9 @@ class TraceSax {
           ev_.bytes = v;
           ev_.has_bytes = true;
         }
+        else if (key_ == "Total Allocated") ev_.total_allocated = v;
+        else if (key_ == "Total Reserved") ev_.total_reserved = v;
+        else if (key_ == "Device Type") ev_.device_type = v;
         else if (key_ == "In msg nelems") ev_.collective.in_nelems = v;
         else if (key_ == "Out msg nelems") ev_.collective.out_nelems = v;
         else if (key_ == "Group size") ev_.collective.group_size = v;
@@ -399,7 +404,10 @@ class TraceSax {
       return true;
     }
     if (memory) {
-      t_.memory.push_back(MemoryEvent{ev_.ts_ns, ev_.bytes});
+      // A negative total is no total (the profiler leaves it out when it has none).
+      t_.memory.push_back(MemoryEvent{ev_.ts_ns, ev_.bytes, std::max<int64_t>(-1, ev_.total_allocated),
+                                      std::max<int64_t>(-1, ev_.total_reserved),
+                                      static_cast<int>(std::clamp<int64_t>(ev_.device_type, -1, 127))});
       return true;
     }
     skip(cat.empty() ? "ph=" + ev_.ph : std::string(cat));

@@ -147,6 +147,11 @@ std::vector<std::vector<std::string>> throughput_rows(const Comparison& c) {
     rows.push_back({f.label, format_or_na(c.predicted.throughput.*f.value, f.format), format_or_na(c.measured.throughput.*f.value, f.format),
                     !e ? std::string("n/a") : f.relative ? pct(*e) : fmt("%+.1f pp", 100.0 * *e)});
   }
+  // The real allocator's peaks, when the measured side carries them (imported traces).
+  if (const auto& a = c.allocator_memory) {
+    rows.push_back({"peak allocated", format_bytes(a->predicted_allocated_bytes), format_bytes(a->measured_allocated_bytes), pct(a->allocated_error)});
+    rows.push_back({"peak reserved (alloc.)", format_bytes(a->predicted_reserved_bytes), format_bytes(a->measured_reserved_bytes), pct(a->reserved_error)});
+  }
   return rows;
 }
 
@@ -273,6 +278,17 @@ Comparison compare_timelines(const Timeline& predicted, const Timeline& measured
   c.measured_rank = mw.rank;
   c.measured_iteration = mw.iteration;
   if (!(c.measured.step_time_us > 0)) throw InputError("timelines", "the measured step time is zero");
+  if (measured.allocator_measured && c.predicted.memory_recorded) {
+    const auto error = [](int64_t p, int64_t m) { return m > 0 ? static_cast<double>(p - m) / static_cast<double>(m) : 0.0; };
+    AllocatorMemoryComparison a;
+    a.predicted_allocated_bytes = c.predicted.peak_memory_bytes;
+    a.measured_allocated_bytes = measured.allocator_measured->peak_allocated_bytes;
+    a.predicted_reserved_bytes = c.predicted.peak_allocator_reserved_bytes;
+    a.measured_reserved_bytes = measured.allocator_measured->peak_reserved_bytes;
+    a.allocated_error = error(a.predicted_allocated_bytes, a.measured_allocated_bytes);
+    a.reserved_error = error(a.predicted_reserved_bytes, a.measured_reserved_bytes);
+    c.allocator_memory = a;
+  }
   c.step_error = (c.predicted.step_time_us - c.measured.step_time_us) / c.measured.step_time_us;
   c.within_tolerance = std::abs(c.step_error) <= tolerance;
   c.measured_spread = measured_spread(measured, c.predicted.step_time_us);
@@ -408,6 +424,14 @@ nlohmann::json comparison_to_json(const Comparison& c) {
     out[std::string("measured_") + f.key] = optional_json(c.measured.throughput.*f.value);
     out[std::string(f.key) + "_error"] = optional_json(c.*f.error);
   }
+  out["allocator_memory"] = nullptr;
+  if (const auto& a = c.allocator_memory)
+    out["allocator_memory"] = {{"predicted_peak_allocated_bytes", a->predicted_allocated_bytes},
+                               {"measured_peak_allocated_bytes", a->measured_allocated_bytes},
+                               {"peak_allocated_error", a->allocated_error},
+                               {"predicted_peak_allocator_reserved_bytes", a->predicted_reserved_bytes},
+                               {"measured_peak_reserved_bytes", a->measured_reserved_bytes},
+                               {"peak_reserved_error", a->reserved_error}};
   out["machine_drift"] = nullptr;
   if (const auto& d = c.machine_drift)
     out["machine_drift"] = {{"predicted_step_time_us", d->predicted_step_us},

@@ -81,6 +81,15 @@ struct RankComparison {
   std::optional<double> measured_wait_us;
 };
 
+// The predicted peak memory against what the real run's caching allocator reported (a measured
+// timeline that carries Timeline::allocator_measured: imported profiler traces). Reserved is the
+// allocator's own (torch.cuda.max_memory_reserved), without the CUDA context and NCCL buffers.
+struct AllocatorMemoryComparison {
+  int64_t predicted_allocated_bytes = 0, measured_allocated_bytes = 0;
+  int64_t predicted_reserved_bytes = 0, measured_reserved_bytes = 0;
+  double allocated_error = 0, reserved_error = 0;  // (predicted - measured) / measured; 0 when measured is 0
+};
+
 struct Comparison {
   std::string scenario;
   std::string measured_backend;
@@ -109,6 +118,7 @@ struct Comparison {
   std::vector<OpComparison> ops;     // every op but alloc/free markers, op order
   std::vector<OpComparison> worst;   // up to ten, largest disagreement first (ties: lower op id); none that agree exactly
   std::optional<MachineDrift> machine_drift;  // validate's drift check, when it ran
+  std::optional<AllocatorMemoryComparison> allocator_memory;  // when the measured side knows it and the prediction recorded memory
 };
 
 // Throws InputError("timelines", ...) when the two timelines do not describe the same Program

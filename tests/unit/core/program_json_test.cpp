@@ -308,6 +308,27 @@ TEST(TimelineJson, RoundTripKeepsEveryField) {
   EXPECT_DOUBLE_EQ(back.memory_reserve.fragmentation, 0.07);
 }
 
+// An imported run's allocator figures round-trip; timelines without them read as unknown, and a
+// negative figure is refused at its path.
+TEST(TimelineJson, TheMeasuredAllocatorPeaksRoundTripAndAreOptional) {
+  Timeline t = sample_timeline();
+  EXPECT_FALSE(timeline_to_json(t).contains("allocator_measured"));
+  EXPECT_FALSE(timeline_from_json(timeline_to_json(t)).allocator_measured.has_value());
+  t.allocator_measured = AllocatorPeaks{70LL << 30, 82LL << 30};
+  json j = timeline_to_json(t);
+  const Timeline back = timeline_from_json(json::parse(j.dump()));
+  ASSERT_TRUE(back.allocator_measured.has_value());
+  EXPECT_EQ(back.allocator_measured->peak_allocated_bytes, 70LL << 30);
+  EXPECT_EQ(back.allocator_measured->peak_reserved_bytes, 82LL << 30);
+  j["allocator_measured"]["peak_reserved_bytes"] = -1;
+  try {
+    timeline_from_json(j);
+    FAIL() << "a negative reserved peak was read";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where(), "allocator_measured.peak_reserved_bytes");
+  }
+}
+
 // Timelines written before the workload and the memory reserve existed still read: throughput
 // unknown (every per-step count 0), no reserve.
 TEST(TimelineJson, FilesWithoutWorkloadOrReserveReadAsUnknown) {

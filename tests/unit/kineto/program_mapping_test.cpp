@@ -54,6 +54,45 @@ std::string error_of(const std::vector<KinetoTrace>& traces, const ImportOptions
   return "";
 }
 
+// A [memory] event with the allocator's totals, on a CUDA device unless `device_type` says otherwise.
+MemoryEvent allocator_event(int64_t ts_ns, int64_t allocated, int64_t reserved, int device_type = MemoryEvent::kCudaDeviceType) {
+  return MemoryEvent{ts_ns, 64, allocated, reserved, device_type};
+}
+
+// The measured run's allocator figures: the largest totals over the reported step, counting the
+// level it starts at (the last event before it) and not what follows it, nor CPU allocations.
+TEST(ProgramMapping, TheAllocatorsPeaksOverTheReportedStepAreTheMeasuredMemory) {
+  KinetoTrace t = trace_of_steps(1);  // one step: [0, 900 us)
+  t.memory = {allocator_event(-5'000, 100, 1000), allocator_event(10'000, 300, 1000), allocator_event(20'000, 200, 1500),
+              allocator_event(30'000, 999'999, 999'999, 0), allocator_event(950'000, 5000, 5000)};
+  const ImportResult r = map_traces_to_program({t}, empty_program(), {});
+  ASSERT_TRUE(r.timeline.allocator_measured.has_value());
+  EXPECT_EQ(r.timeline.allocator_measured->peak_allocated_bytes, 300);
+  EXPECT_EQ(r.timeline.allocator_measured->peak_reserved_bytes, 1500);
+  EXPECT_EQ(r.report.allocator_ranks, 1);
+  EXPECT_NE(import_report_text(r.report).find("peak allocated 300 B, peak reserved 1.5 KiB"), std::string::npos) << import_report_text(r.report);
+  // Only the level before the step: the step holds that much throughout.
+  t.memory = {allocator_event(-5'000, 100, 1000)};
+  EXPECT_EQ(map_traces_to_program({t}, empty_program(), {}).timeline.allocator_measured->peak_allocated_bytes, 100);
+}
+
+// A rank whose trace has no totals might have held the most: no measured figure, and the report
+// says how many ranks had one.
+TEST(ProgramMapping, WithoutTheTotalsOnEveryRankNoAllocatorFigureIsKept) {
+  KinetoTrace a = trace_of_steps(1), b = trace_of_steps(1);
+  b.rank = 1;
+  b.path = "rank-1.json";
+  a.memory = {allocator_event(10'000, 300, 1000)};
+  b.memory = {MemoryEvent{10'000, 64}};  // profiled without the totals
+  Program p = empty_program();
+  p.world_size = 2;
+  const ImportResult r = map_traces_to_program({a, b}, p, {});
+  EXPECT_FALSE(r.timeline.allocator_measured.has_value());
+  EXPECT_EQ(r.report.allocator_ranks, 1);
+  EXPECT_NE(import_report_text(r.report).find("allocator: 1 of 2 ranks' traces carry its totals"), std::string::npos)
+      << import_report_text(r.report);
+}
+
 // A long trace was refused with "profile fewer steps" only; --steps imports a window of it.
 TEST(ProgramMapping, MoreStepsThanATimelineHoldsAreRefusedSuggestingAWindow) {
   const std::vector<KinetoTrace> traces{trace_of_steps(kMaxTimelineIterations + 6)};

@@ -171,10 +171,33 @@ TEST(TraceReader, PlainAndGzipFilesReadAlike) {
     EXPECT_EQ(t.name_of(t.ranges[0]), "ProfilerStep#3");
     ASSERT_EQ(t.memory.size(), 1u);
     EXPECT_EQ(t.memory[0].bytes, -64);
+    EXPECT_EQ(t.memory[0].total_allocated, -1);  // this event carries no totals
+    EXPECT_EQ(t.memory[0].device_type, -1);
     EXPECT_EQ(t.skipped_by_category.at("ph=M"), 1);
   }
   std::remove(plain.c_str());
   std::remove(gz.c_str());
+}
+
+// PyTorch's profiler writes the allocator's totals after each [memory] event, and its device;
+// a total it writes as -1 (none) reads as none.
+TEST(TraceReader, MemoryEventsKeepTheAllocatorsTotalsAndDevice) {
+  const std::string path = temp_path("memory.json");
+  write_text(path, R"TRACE({"traceEvents": [
+    {"ph": "i", "cat": "cpu_instant_event", "name": "[memory]", "tid": 9, "ts": 5,
+     "args": {"Device Type": 1, "Device Id": 0, "Addr": 140000, "Bytes": 4096, "Total Allocated": 8192, "Total Reserved": 2097152}},
+    {"ph": "i", "cat": "cpu_instant_event", "name": "[memory]", "tid": 9, "ts": 6,
+     "args": {"Device Type": 0, "Bytes": -64, "Total Allocated": -1, "Total Reserved": -1}}]})TRACE");
+  const KinetoTrace t = read_trace(path);
+  std::remove(path.c_str());
+  ASSERT_EQ(t.memory.size(), 2u);
+  EXPECT_EQ(t.memory[0].bytes, 4096);
+  EXPECT_EQ(t.memory[0].total_allocated, 8192);
+  EXPECT_EQ(t.memory[0].total_reserved, 2097152);
+  EXPECT_EQ(t.memory[0].device_type, MemoryEvent::kCudaDeviceType);
+  EXPECT_EQ(t.memory[1].device_type, 0);
+  EXPECT_EQ(t.memory[1].total_allocated, -1);
+  EXPECT_EQ(t.memory[1].total_reserved, -1);
 }
 
 TEST(TraceReader, SummaryAppliesTheProjectMetricsToOneStep) {

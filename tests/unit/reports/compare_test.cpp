@@ -302,6 +302,28 @@ TEST(Compare, OpsThatAgreeExactlyAreNotListedAsDisagreeing) {
             std::string::npos);
 }
 
+// Against a measured run whose allocator's figures are known (imported traces), the predicted
+// peak allocated and the allocator's own reserve are compared with them; without them, no rows.
+TEST(Compare, ThePredictedPeakMemoryIsHeldAgainstTheRealAllocatorsFigures) {
+  Timeline p = predicted();
+  p.memory = {{0, 600}, {50, 800}, {150, 0}};
+  p.memory_reserve.fragmentation = p.memory_reserve.fragmentation_at_capacity = 0.25;  // reserved: 1000
+  Timeline m = measured();
+  EXPECT_FALSE(compare_timelines(p, m).allocator_memory.has_value());
+  m.allocator_measured = AllocatorPeaks{1000, 1250};
+  const Comparison c = compare_timelines(p, m);
+  ASSERT_TRUE(c.allocator_memory.has_value());
+  EXPECT_EQ(c.allocator_memory->predicted_allocated_bytes, 800);
+  EXPECT_DOUBLE_EQ(c.allocator_memory->allocated_error, -0.2);
+  EXPECT_EQ(c.allocator_memory->predicted_reserved_bytes, 1000);
+  EXPECT_DOUBLE_EQ(c.allocator_memory->reserved_error, -0.2);
+  const std::string table = comparison_table(c);
+  EXPECT_NE(table.find("peak allocated        800 B         1000 B        -20.0%"), std::string::npos) << table;
+  const nlohmann::json j = comparison_to_json(c);
+  EXPECT_EQ(j.at("allocator_memory").at("measured_peak_reserved_bytes"), 1250);
+  EXPECT_TRUE(comparison_to_json(compare_timelines(p, measured())).at("allocator_memory").is_null());
+}
+
 TEST(Compare, JsonCarriesTheHeadlineNumbers) {
   const nlohmann::json j = comparison_to_json(compare_timelines(predicted(), measured()));
   EXPECT_DOUBLE_EQ(j.at("step_error").get<double>(), -0.25);
