@@ -150,7 +150,7 @@ std::vector<std::vector<std::string>> throughput_rows(const Comparison& c) {
   // The real allocator's peaks, when the measured side carries them (imported traces).
   if (const auto& a = c.allocator_memory) {
     rows.push_back({"peak allocated", format_bytes(a->predicted_allocated_bytes), format_bytes(a->measured_allocated_bytes), pct(a->allocated_error)});
-    rows.push_back({"peak reserved (alloc.)", format_bytes(a->predicted_reserved_bytes), format_bytes(a->measured_reserved_bytes), pct(a->reserved_error)});
+    rows.push_back({"peak reserved", format_bytes(a->predicted_reserved_bytes), format_bytes(a->measured_reserved_bytes), pct(a->reserved_error)});
   }
   return rows;
 }
