@@ -139,8 +139,9 @@ const ThroughputField kThroughputFields[] = {
     {"mfu", "MFU", &Throughput::mfu, &Comparison::mfu_error, format_utilisation, false},
     {"hfu", "HFU", &Throughput::hfu, &Comparison::hfu_error, format_utilisation, false}};
 
-// The throughput rows of the table and the page: {label, predicted, measured, error}.
-std::vector<std::vector<std::string>> throughput_rows(const Comparison& c) {
+// The rows under step time, overlap and exposed comm in the table and the page: throughput, then
+// peak memory against the real allocator when known. {label, predicted, measured, error}.
+std::vector<std::vector<std::string>> summary_rows(const Comparison& c) {
   std::vector<std::vector<std::string>> rows;
   for (const ThroughputField& f : kThroughputFields) {
     const std::optional<double>& e = c.*f.error;
@@ -482,7 +483,7 @@ std::string comparison_table(const Comparison& c) {
     << fmt("%+.3f", c.predicted.overlap_efficiency - c.measured.overlap_efficiency) << "\n";
   o << pad("exposed comm (us)", 22) << pad(us(c.predicted.exposed_comm_us), 14) << pad(us(c.measured.exposed_comm_us), 14)
     << fmt("%+.1f", c.predicted.exposed_comm_us - c.measured.exposed_comm_us) << "\n";
-  for (const auto& row : throughput_rows(c)) o << pad(row[0], 22) << pad(row[1], 14) << pad(row[2], 14) << row[3] << "\n";
+  for (const auto& row : summary_rows(c)) o << pad(row[0], 22) << pad(row[1], 14) << pad(row[2], 14) << row[3] << "\n";
   if (c.workloads_differ()) o << "\n" << workload_note(c) << "\n";
   o << "\n" << spread_line(c) << "\n";
   if (c.machine_drift) o << drift_line(*c.machine_drift) << "\n";
@@ -528,7 +529,7 @@ std::string comparison_html(const Comparison& c, const Timeline& predicted, cons
     << "<tr><td>exposed comm (us)</td><td>" << us(c.predicted.exposed_comm_us) << "</td><td>"
     << us(c.measured.exposed_comm_us) << "</td><td>" << fmt("%+.1f", c.predicted.exposed_comm_us - c.measured.exposed_comm_us)
     << "</td></tr>\n";
-  for (const auto& row : throughput_rows(c))
+  for (const auto& row : summary_rows(c))
     b << "<tr><td>" << html_escape(row[0]) << "</td><td>" << html_escape(row[1]) << "</td><td>" << html_escape(row[2])
       << "</td><td>" << html_escape(row[3]) << "</td></tr>\n";
   b << "</table>\n";
