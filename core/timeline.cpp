@@ -150,10 +150,12 @@ json timeline_to_json(const Timeline& t) {
   json memory = json::array();
   for (const MemorySample& m : t.memory) memory.push_back(json::array({m.time_us, m.bytes}));
   j["memory"] = std::move(memory);
-  if (t.allocator_measured)
-    j["allocator_measured"] = {{"peak_allocated_bytes", t.allocator_measured->peak_allocated_bytes},
-                               {"peak_reserved_bytes", t.allocator_measured->peak_reserved_bytes}};
+  if (t.allocator_measured) j["allocator_measured"] = allocator_peaks_to_json(*t.allocator_measured);
   return j;
+}
+
+json allocator_peaks_to_json(const AllocatorPeaks& peaks) {
+  return {{"peak_allocated_bytes", peaks.peak_allocated_bytes}, {"peak_reserved_bytes", peaks.peak_reserved_bytes}};
 }
 
 Timeline timeline_from_json(const json& j) {

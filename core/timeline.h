@@ -127,6 +127,8 @@ void set_timeline_ops(Timeline& timeline, Program&& program);
 bool is_backend_name(std::string_view name);
 
 nlohmann::json timeline_to_json(const Timeline& timeline);
+// {peak_allocated_bytes, peak_reserved_bytes}: timeline.json's allocator_measured, import.json's too.
+nlohmann::json allocator_peaks_to_json(const AllocatorPeaks& peaks);
 // Throws InputError naming the JSON path on bad files: besides types and ranges, an unknown
 // backend, a negative time on rank 0 (or in a predicted timeline), an op that starts before it
 // is issued, and an op recorded twice for one rank and iteration.

@@ -708,9 +708,7 @@ nlohmann::json import_report_to_json(const ImportReport& r) {
   j["markers_from_stream_order"] = r.markers_from_stream_order;
   j["collectives_without_sizes"] = r.collectives_without_sizes;
   j["allocator_ranks"] = r.allocator_ranks;
-  if (r.allocator_measured)
-    j["allocator_measured"] = {{"peak_allocated_bytes", r.allocator_measured->peak_allocated_bytes},
-                               {"peak_reserved_bytes", r.allocator_measured->peak_reserved_bytes}};
+  if (r.allocator_measured) j["allocator_measured"] = allocator_peaks_to_json(*r.allocator_measured);
   return j;
 }
 
