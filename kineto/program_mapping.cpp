@@ -12,6 +12,7 @@
 
 #include "core/error.h"
 #include "core/units.h"
+#include "kineto/allocator_peaks.h"
 #include "kineto/launch_index.h"
 
 namespace shardline::kineto {
@@ -303,31 +304,8 @@ class RankMapper {
     return "";
   }
 
-  // The allocator's largest totals on the GPU over step w: its [memory] events on a CUDA device
-  // that carry both totals, with the last such event before the step (the level the step starts
-  // at); nullopt when the trace has none up to the step's end.
-  std::optional<AllocatorPeaks> allocator_peaks_in(size_t w) const {
-    const auto counts = [](const MemoryEvent& m) {
-      return m.device_type == MemoryEvent::kCudaDeviceType && m.total_allocated >= 0 && m.total_reserved >= 0;
-    };
-    const auto by_time = [](const MemoryEvent& m, int64_t t) { return m.ts_ns < t; };
-    const auto first = std::lower_bound(memory_.begin(), memory_.end(), steps_[w].ts_ns, by_time);
-    const auto last = std::lower_bound(first, memory_.end(), steps_[w].end_ns, by_time);
-    std::optional<AllocatorPeaks> peaks;
-    const auto add = [&peaks](const MemoryEvent& m) {
-      if (!peaks) peaks = AllocatorPeaks{};
-      peaks->peak_allocated_bytes = std::max(peaks->peak_allocated_bytes, m.total_allocated);
-      peaks->peak_reserved_bytes = std::max(peaks->peak_reserved_bytes, m.total_reserved);
-    };
-    for (auto it = first; it != memory_.begin();)
-      if (counts(*--it)) {
-        add(*it);
-        break;
-      }
-    for (auto it = first; it != last; ++it)
-      if (counts(*it)) add(*it);
-    return peaks;
-  }
+  // What the allocator held over step w (kineto/allocator_peaks.h).
+  std::optional<AllocatorPeaks> allocator_peaks_in(size_t w) const { return allocator_peaks(memory_, steps_[w].ts_ns, steps_[w].end_ns); }
 
   // The step's [memory] events, in time order.
   std::vector<MemoryEvent> memory_in(size_t w) const {

@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "core/metrics.h"
 #include "core/units.h"
+#include "kineto/allocator_peaks.h"
 #include "kineto/launch_index.h"
 
 namespace shardline::kineto {
@@ -49,7 +50,12 @@ TraceSummary summarize_trace(const KinetoTrace& trace) {
     StepSummary out;
   };
   std::vector<Acc> acc(windows.size());
-  for (size_t w = 0; w < windows.size(); ++w) acc[w].out.name = windows[w].name;
+  std::vector<MemoryEvent> memory = trace.memory;
+  std::stable_sort(memory.begin(), memory.end(), [](const MemoryEvent& a, const MemoryEvent& b) { return a.ts_ns < b.ts_ns; });
+  for (size_t w = 0; w < windows.size(); ++w) {
+    acc[w].out.name = windows[w].name;
+    acc[w].out.allocator = allocator_peaks(memory, windows[w].ts_ns, windows[w].end_ns);
+  }
   for (const GpuActivity& a : trace.gpu) {
     const int64_t host_ns = launches.launch_ns(a);
     const int w = step_of(windows, host_ns);
@@ -112,17 +118,26 @@ std::string summary_text(const TraceSummary& s) {
     out << " " << comm_kind_name(static_cast<CommKind>(k)) << " " << s.collectives_by_kind[k];
   out << " (" << s.collectives_with_metadata << " with collective metadata)\n";
   char line[320];
-  std::snprintf(line, sizeof line, "%-22s %8s %11s %11s %11s %9s %9s %9s %9s %11s %8s\n", "step", "gpu_ops", "step_ms",
-                "compute_ms", "comm_ms", "ag_ms", "rs_ms", "ar_ms", "other_ms", "exposed_ms", "overlap");
+  std::snprintf(line, sizeof line, "%-22s %8s %11s %11s %11s %9s %9s %9s %9s %11s %8s %10s %10s\n", "step", "gpu_ops", "step_ms",
+                "compute_ms", "comm_ms", "ag_ms", "rs_ms", "ar_ms", "other_ms", "exposed_ms", "overlap", "alloc_GiB", "resv_GiB");
   out << line;
+  const auto gib = [](const std::optional<AllocatorPeaks>& a, bool reserved) {
+    if (!a) return std::string("-");
+    char text[32];
+    std::snprintf(text, sizeof text, "%.2f", static_cast<double>(reserved ? a->peak_reserved_bytes : a->peak_allocated_bytes) / (1LL << 30));
+    return std::string(text);
+  };
   for (const StepSummary& st : s.steps) {
     const auto& k = st.comm_busy_by_kind_us;
-    std::snprintf(line, sizeof line, "%-22s %8d %11.3f %11.3f %11.3f %9.3f %9.3f %9.3f %9.3f %11.3f %8.3f\n", st.name.c_str(),
+    std::snprintf(line, sizeof line, "%-22s %8d %11.3f %11.3f %11.3f %9.3f %9.3f %9.3f %9.3f %11.3f %8.3f %10s %10s\n", st.name.c_str(),
                   st.activities, st.step_time_us / 1e3, st.compute_busy_us / 1e3, st.comm_busy_us / 1e3, k[0] / 1e3, k[1] / 1e3,
-                  k[2] / 1e3, k[3] / 1e3, st.exposed_comm_us / 1e3, st.overlap_efficiency);
+                  k[2] / 1e3, k[3] / 1e3, st.exposed_comm_us / 1e3, st.overlap_efficiency, gib(st.allocator, false).c_str(),
+                  gib(st.allocator, true).c_str());
     out << line;
   }
   out << "# ag / rs / ar / other: busy time of NCCL all-gather, reduce-scatter, all-reduce and other kernels (each a union)\n";
+  out << "# alloc / resv: the most the caching allocator held allocated and reserved on the GPU in the step (the [memory] events' "
+         "totals; - when the trace has none: profile with profile_memory=True)\n";
   if (s.outside_steps > 0) out << "# " << s.outside_steps << " GPU activities were launched outside every ProfilerStep\n";
   if (!s.skipped_by_category.empty()) {
     out << "# read and not used, by category:";
@@ -163,7 +178,9 @@ nlohmann::json summary_to_json(const TraceSummary& s) {
   j["definitions"] = {{"compute_busy_us", "union of every non-NCCL GPU activity (kernels, memcpys, memsets; FSDP copy-ins and copy-outs included)"},
                       {"comm_busy_us", "union of every NCCL kernel (broadcasts and send/recv included)"},
                       {"step_time_us", "first CPU launch of the step's GPU work to the end of its last GPU activity"},
-                      {"exposed_comm_us", "step_time_us - compute_busy_us"}};
+                      {"exposed_comm_us", "step_time_us - compute_busy_us"},
+                      {"allocator", "the largest Total Allocated and Total Reserved of the step's [memory] events on a CUDA device, with the "
+                                    "level the step starts at; null when the trace carries none"}};
   j["steps"] = nlohmann::json::array();
   for (const StepSummary& st : s.steps) {
     nlohmann::json x{{"name", st.name},
@@ -172,7 +189,8 @@ nlohmann::json summary_to_json(const TraceSummary& s) {
                      {"compute_busy_us", st.compute_busy_us},
                      {"comm_busy_us", st.comm_busy_us},
                      {"exposed_comm_us", st.exposed_comm_us},
-                     {"overlap_efficiency", st.overlap_efficiency}};
+                     {"overlap_efficiency", st.overlap_efficiency},
+                     {"allocator", st.allocator ? allocator_peaks_to_json(*st.allocator) : nlohmann::json(nullptr)}};
     for (int k = 0; k < kNumCommKinds; ++k) {
       const std::string kind(comm_kind_name(static_cast<CommKind>(k)));
       x["comm_busy_by_kind_us"][kind] = st.comm_busy_by_kind_us[k];

@@ -1,16 +1,19 @@
 // What a profiler trace says without a scenario: per profiler step (`ProfilerStep#N`, or the
 // whole trace when it has none) the step time, compute and communication busy time, exposed
-// communication and overlap efficiency, with the project's metric definitions (DESIGN.md,
-// core/metrics.h) applied to GPU activities; and the NCCL collectives counted by kind.
+// communication, overlap efficiency and the most the caching allocator held, with the project's
+// metric definitions (DESIGN.md, core/metrics.h) applied to GPU activities; and the NCCL
+// collectives counted by kind.
 #pragma once
 #include <array>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "core/timeline.h"
 #include "kineto/trace.h"
 
 namespace shardline::kineto {
@@ -29,6 +32,9 @@ struct StepSummary {
   std::array<int, kNumCommKinds> collectives_by_kind{};
   double exposed_comm_us = 0;    // step time - compute busy
   double overlap_efficiency = 1; // 1 - exposed / comm busy, clamped to [0, 1]
+  // What the caching allocator held over the step's window (kineto/allocator_peaks.h): known when
+  // the trace was profiled with profile_memory=True.
+  std::optional<AllocatorPeaks> allocator;
 };
 
 struct TraceSummary {

@@ -217,6 +217,39 @@ TEST(TraceReader, SummaryAppliesTheProjectMetricsToOneStep) {
   EXPECT_EQ(st.collectives_by_kind[static_cast<int>(CommKind::AllGather)], 1);
 }
 
+// The summary gives each step what the allocator held at most, when the trace carries the
+// totals, and says "-" (null in JSON) when it does not.
+TEST(TraceReader, SummaryGivesEachStepTheAllocatorsPeaks) {
+  KinetoTrace t;
+  t.path = "mem.json";
+  t.names = {"gemm", "ProfilerStep#1", "ProfilerStep#2"};
+  t.ranges = {CpuRange{0, 1000, 1, 1}, CpuRange{1000, 1000, 1, 2}};
+  for (int s = 0; s < 2; ++s) {
+    GpuActivity a;
+    a.ts_ns = 1000 * s + 100;
+    a.dur_ns = 100;
+    a.stream = 7;
+    a.name = 0;
+    t.gpu.push_back(a);
+  }
+  t.memory = {MemoryEvent{1500, 64, int64_t{3} << 30, int64_t{4} << 30, MemoryEvent::kCudaDeviceType},
+              MemoryEvent{200, 64, int64_t{1} << 30, int64_t{2} << 30, MemoryEvent::kCudaDeviceType}};  // out of time order
+  const TraceSummary s = summarize_trace(t);
+  ASSERT_EQ(s.steps.size(), 2u);
+  ASSERT_TRUE(s.steps[0].allocator.has_value());
+  EXPECT_EQ(s.steps[0].allocator->peak_allocated_bytes, int64_t{1} << 30);
+  EXPECT_EQ(s.steps[1].allocator->peak_allocated_bytes, int64_t{3} << 30);  // with the 1 GiB it starts at
+  EXPECT_EQ(s.steps[1].allocator->peak_reserved_bytes, int64_t{4} << 30);
+  const std::string text = summary_text(s);
+  EXPECT_NE(text.find("alloc_GiB"), std::string::npos) << text;
+  EXPECT_NE(text.find("3.00       4.00"), std::string::npos) << text;
+  EXPECT_EQ(summary_to_json(s)["steps"][0]["allocator"]["peak_reserved_bytes"], int64_t{2} << 30);
+  t.memory.clear();
+  const TraceSummary none = summarize_trace(t);
+  EXPECT_FALSE(none.steps[0].allocator.has_value());
+  EXPECT_TRUE(summary_to_json(none)["steps"][0]["allocator"].is_null());
+}
+
 void expect_input_error(const std::string& path, const std::string& needle) {
   try {
     read_trace(path);
