@@ -4,26 +4,26 @@
 
 namespace shardline::kineto {
 
-std::optional<AllocatorPeaks> allocator_peaks(const std::vector<MemoryEvent>& by_time, int64_t begin_ns, int64_t end_ns) {
-  const auto counts = [](const MemoryEvent& m) {
-    return m.device_type == MemoryEvent::kCudaDeviceType && m.total_allocated >= 0 && m.total_reserved >= 0;
-  };
+std::vector<MemoryEvent> gpu_allocator_events(const std::vector<MemoryEvent>& events) {
+  std::vector<MemoryEvent> out;
+  for (const MemoryEvent& m : events)
+    if (m.device_type == MemoryEvent::kCudaDeviceType && m.total_allocated >= 0 && m.total_reserved >= 0) out.push_back(m);
+  std::stable_sort(out.begin(), out.end(), [](const MemoryEvent& a, const MemoryEvent& b) { return a.ts_ns < b.ts_ns; });
+  return out;
+}
+
+std::optional<AllocatorPeaks> allocator_peaks(const std::vector<MemoryEvent>& gpu_events, int64_t begin_ns, int64_t end_ns) {
   const auto before = [](const MemoryEvent& m, int64_t t) { return m.ts_ns < t; };
-  const auto first = std::lower_bound(by_time.begin(), by_time.end(), begin_ns, before);
-  const auto last = std::lower_bound(first, by_time.end(), end_ns, before);
-  std::optional<AllocatorPeaks> peaks;
-  const auto add = [&peaks](const MemoryEvent& m) {
-    if (!peaks) peaks = AllocatorPeaks{};
-    peaks->peak_allocated_bytes = std::max(peaks->peak_allocated_bytes, m.total_allocated);
-    peaks->peak_reserved_bytes = std::max(peaks->peak_reserved_bytes, m.total_reserved);
-  };
-  for (auto it = first; it != by_time.begin();)  // the level the window starts at
-    if (counts(*--it)) {
-      add(*it);
-      break;
-    }
-  for (auto it = first; it != last; ++it)
-    if (counts(*it)) add(*it);
+  const auto first = std::lower_bound(gpu_events.begin(), gpu_events.end(), begin_ns, before);
+  const auto last = std::lower_bound(first, gpu_events.end(), end_ns, before);
+  // From the last event before the window (the level it starts at) to the last inside it.
+  const auto from = first == gpu_events.begin() ? first : first - 1;
+  if (from == last) return std::nullopt;
+  AllocatorPeaks peaks;
+  for (auto it = from; it != last; ++it) {
+    peaks.peak_allocated_bytes = std::max(peaks.peak_allocated_bytes, it->total_allocated);
+    peaks.peak_reserved_bytes = std::max(peaks.peak_reserved_bytes, it->total_reserved);
+  }
   return peaks;
 }
 

@@ -177,6 +177,7 @@ class RankMapper {
       window_reach_[tid] = reach(list);
     }
     memory_ = t.memory;
+    gpu_allocator_ = gpu_allocator_events(t.memory);
     std::stable_sort(memory_.begin(), memory_.end(), [](const MemoryEvent& a, const MemoryEvent& b) { return a.ts_ns < b.ts_ns; });
     by_step_.resize(steps_.size());
     for (size_t i = 0; i < t.gpu.size(); ++i) {
@@ -305,7 +306,7 @@ class RankMapper {
   }
 
   // What the allocator held over step w (kineto/allocator_peaks.h).
-  std::optional<AllocatorPeaks> allocator_peaks_in(size_t w) const { return allocator_peaks(memory_, steps_[w].ts_ns, steps_[w].end_ns); }
+  std::optional<AllocatorPeaks> allocator_peaks_in(size_t w) const { return allocator_peaks(gpu_allocator_, steps_[w].ts_ns, steps_[w].end_ns); }
 
   // The step's [memory] events, in time order.
   std::vector<MemoryEvent> memory_in(size_t w) const {
@@ -455,6 +456,7 @@ class RankMapper {
   std::unordered_map<int64_t, std::vector<Window>> windows_;
   std::unordered_map<int64_t, std::vector<int64_t>> range_reach_, window_reach_;
   std::vector<MemoryEvent> memory_;  // in time order
+  std::vector<MemoryEvent> gpu_allocator_;  // the events with the allocator's totals on the GPU, in time order
   std::map<std::string, int> unknown_units_;
   std::vector<std::vector<int>> by_step_;
 };

@@ -50,8 +50,7 @@ TraceSummary summarize_trace(const KinetoTrace& trace) {
     StepSummary out;
   };
   std::vector<Acc> acc(windows.size());
-  std::vector<MemoryEvent> memory = trace.memory;
-  std::stable_sort(memory.begin(), memory.end(), [](const MemoryEvent& a, const MemoryEvent& b) { return a.ts_ns < b.ts_ns; });
+  const std::vector<MemoryEvent> memory = gpu_allocator_events(trace.memory);
   for (size_t w = 0; w < windows.size(); ++w) {
     acc[w].out.name = windows[w].name;
     acc[w].out.allocator = allocator_peaks(memory, windows[w].ts_ns, windows[w].end_ns);
