@@ -38,12 +38,6 @@ void kernel_rows(std::string& out, const char* phase, const std::vector<TimedKer
 
 }  // namespace
 
-json kernel_trace_events(const Timeline& t, const std::vector<UnitCompute>& breakdowns) {
-  json events = json::array();
-  for_each_kernel_trace_event(t, breakdowns, [&events](json&& e) { events.push_back(std::move(e)); });
-  return events;
-}
-
 void for_each_kernel_trace_event(const Timeline& t, const std::vector<UnitCompute>& breakdowns, const std::function<void(json&&)>& emit) {
   if (t.source != "predicted") return;
   for (const OpInterval& iv : t.intervals) {

@@ -18,9 +18,8 @@ namespace shardline {
 // has kernels: the unit's forward or backward kernels laid end to end inside the interval, each
 // scaled by interval / sum of kernel times (slow-down while communication runs and the compute
 // overhead stretch them alike). Measured timelines get none: their kernels were not observed.
-nlohmann::json kernel_trace_events(const Timeline& timeline, const std::vector<UnitCompute>& breakdowns);
-// The same events handed to `emit` one at a time, in the same order (a trace written as it is
-// built never holds them all).
+// Each is handed to `emit` as it is made, in interval order (the trace is written an event at a
+// time and never holds them all).
 void for_each_kernel_trace_event(const Timeline& timeline, const std::vector<UnitCompute>& breakdowns,
                                  const std::function<void(nlohmann::json&&)>& emit);
 

@@ -26,6 +26,13 @@ Scenario transformer() {
   })"));
 }
 
+// The kernel slices of a timeline, collected in the order they are made.
+json kernel_trace_events(const Timeline& t, const std::vector<UnitCompute>& kernels) {
+  json events = json::array();
+  for_each_kernel_trace_event(t, kernels, [&events](json&& e) { events.push_back(std::move(e)); });
+  return events;
+}
+
 TEST(KernelBreakdown, KernelSlicesTileEveryPredictedComputeOpOfAUnit) {
   const Scenario s = transformer();
   const Program p = schedule(s);
