@@ -69,6 +69,21 @@ CONFIGS = {
     "heldout-kempnerforge-7b-fsdp8-b4": ("kempnerforge", "7b", 8, 4, 1, 4096, "full"),
     # The project's own one-GPU step (bench/gpu/fsdp_step.py), whose peak it predicts 0.57 GiB low.
     "fsdp_step-llama-1b-none": ("fsdp_step", "llama-1b-none", 1, 4, 1, 2048, "none"),
+    # HSDP (REPLICATE below): one rank of a 2 x 32 mesh over 64 GPUs, as the shipped 70B scenario's,
+    # with fewer layers so that one GPU runs it. Added 2026-11-27 to settle in which order the caching
+    # allocator's peak counts FSDP2's HSDP buffers: shardline's simulated peak (memory held until
+    # its free runs on its stream) is 6-17% above its Program-order peak (host issue order) here.
+    "fsdp_step-70b-shape-8-layers-hsdp2x32-ga2": ("fsdp_step", "llama3-70b-shape-8-layers-full", 64, 1, 2, 8192, "full"),
+    "fsdp_step-70b-shape-4-layers-hsdp2x32-ga2": ("fsdp_step", "llama3-70b-shape-4-layers-full", 64, 1, 2, 8192, "full"),
+    "fsdp_step-70b-shape-8-layers-hsdp2x32-ga1": ("fsdp_step", "llama3-70b-shape-8-layers-full", 64, 1, 1, 8192, "full"),
+}
+# Configurations whose mesh has a replicate dimension (HSDP): {row id: replicate size}; the shard
+# size is the world size over it.
+REPLICATE = {name: 2 for name in CONFIGS if "hsdp2x" in name}
+# fsdp_step.py-model shapes beyond its own CONFIGS (same fields): Llama 3 70B's layer with fewer layers.
+FSDP_STEP_SHAPES = {
+    f"llama3-70b-shape-{n}-layers-full": (f"llama3-70b-shape-{n}-layers-full", n, 8192, 28672, 64, 8, 128256, 8192, 1, "full")
+    for n in (4, 8)
 }
 # The published row each held-out configuration is predicted from (with its file's rules), and
 # what differs. KempnerForge's runs here are eager, so their norms are the eager fp32 ones.
@@ -262,7 +277,8 @@ def fsdp_step_rank(torch, mesh, shape):
     import torch.nn.functional as F
     from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 
-    name, layers, h, f, heads, kv_heads, vocab, seq, mbs, ckpt = next(c for c in fsdp_step.CONFIGS if c[0] == shape)
+    name, layers, h, f, heads, kv_heads, vocab, seq, mbs, ckpt = next(
+        c for c in list(fsdp_step.CONFIGS) + list(FSDP_STEP_SHAPES.values()) if c[0] == shape)
     with torch.device("meta"):
         model = fsdp_step.Model(layers, h, f, heads, kv_heads, vocab, seq, ckpt == "full")
     mp = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
@@ -304,7 +320,11 @@ def run_child(args):
     torch.cuda.memory._record_memory_history(enabled="all", context="alloc", stacks="python",
                                             max_entries=args.max_entries)
     dist.init_process_group("fake", rank=0, world_size=world, store=FakeStore())
-    mesh = init_device_mesh("cuda", (world,), mesh_dim_names=("dp_shard",))
+    if name in REPLICATE:  # HSDP: fully_shard over a 2-D mesh replicates along the first dimension
+        replicate = REPLICATE[name]
+        mesh = init_device_mesh("cuda", (replicate, world // replicate), mesh_dim_names=("dp_replicate", "dp_shard"))
+    else:
+        mesh = init_device_mesh("cuda", (world,), mesh_dim_names=("dp_shard",))
     if framework == "kempnerforge":
         model, vocab, micro_step, end_of_step, start_of_step = kempnerforge_rank(torch, mesh, shape, args.kf_root)
     elif framework == "fsdp_step":
@@ -351,6 +371,41 @@ def run_child(args):
         f.write(json.dumps(result) + "\n")
 
 
+def predict_fsdp_step_rank(binary, name):
+    """shardline's metrics for a configuration of fsdp_step.py's model (bench/gpu/predict.py's
+    scenario of it, fused AdamW) on world-size GPUs of the H100 preset, 8 per node, and the peak of
+    its Program in issue order: static memory plus each alloc and free marker as the host issues it."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import predict as one_gpu
+    import tempfile
+    _, shape, world, batch, accum, seq_len, ac = CONFIGS[name]
+    cfg = next(dict(zip(one_gpu.CONFIG_FIELDS, c)) for c in FSDP_STEP_SHAPES.values() if c[0] == shape) \
+        if shape in FSDP_STEP_SHAPES else next(c for c in one_gpu.configs() if c["name"] == shape)
+    cfg.update(name=name, micro_batch_size=batch, seq_len=seq_len, checkpointing=ac, optimizer="fused")
+    scenario = one_gpu.scenario_of(cfg, "h100-sxm-dgx")
+    scenario["cluster"].update(nodes=max(1, world // 8), gpus_per_node=min(world, 8))
+    replicate = REPLICATE.get(name, 1)
+    scenario["mesh"] = {"shard": world // replicate, "replicate": replicate}
+    scenario["policy"]["micro_batches"] = accum
+    with tempfile.TemporaryDirectory() as tmp:
+        with open(os.path.join(tmp, "scenario.json"), "w") as f:
+            json.dump(scenario, f)
+        proc = subprocess.run([binary, "simulate", os.path.join(tmp, "scenario.json"), "--out", tmp],
+                              capture_output=True, text=True)
+        if proc.returncode != 0:
+            return {"error": proc.stderr.strip()}, None
+        with open(os.path.join(tmp, "metrics.json")) as f:
+            metrics = json.load(f)
+        with open(os.path.join(tmp, "program.json")) as f:
+            program = json.load(f)
+    held = peak = program["static_memory_bytes"]
+    for op in program["ops"]:
+        if op["kind"] in ("alloc", "free"):
+            held += op["bytes"] if op["kind"] == "alloc" else -op["bytes"]
+            peak = max(peak, held)
+    return metrics, peak
+
+
 def predict(args):
     """shardline's prediction for each configuration (here, no GPU): a published row's scenario as
     bench/published/check.py makes it, a held-out one's from its template row with its changes."""
@@ -366,18 +421,24 @@ def predict(args):
             if "max_memory_allocated" in r:
                 measured[r["name"]] = r["max_memory_allocated"] / GiB
     for name in names:
-        template, changes = HELD_OUT.get(name, (name, None))
-        row = rows[template]
-        if changes is not None:
-            row = dict(row, id=name, **{k: v for k, v in changes.items() if k != "architecture"})
-            row["architecture"] = dict(row.get("architecture", {}), **changes.get("architecture", {}))
-            row["gpus_per_node"] = min(row["gpus"], row.get("gpus_per_node", 8))
-        m = check.simulate(args.binary, row, None, [])
+        issue_order_peak = None
+        if CONFIGS[name][0] == "fsdp_step":
+            m, issue_order_peak = predict_fsdp_step_rank(args.binary, name)
+        else:
+            template, changes = HELD_OUT.get(name, (name, None))
+            row = rows[template]
+            if changes is not None:
+                row = dict(row, id=name, **{k: v for k, v in changes.items() if k != "architecture"})
+                row["architecture"] = dict(row.get("architecture", {}), **changes.get("architecture", {}))
+                row["gpus_per_node"] = min(row["gpus"], row.get("gpus_per_node", 8))
+            m = check.simulate(args.binary, row, None, [])
         if "error" in m:
             sys.exit(f"{name}: {m['error']}")
         out = {"name": name, "predicted_peak_allocated_gib": m["peak_memory_bytes"] / GiB,
                "predicted_peak_allocator_reserved_gib": m["peak_allocator_reserved_bytes"] / GiB,
                "predicted_step_s": m["step_time_us"] / 1e6, "predicted_compute_busy_s": m["compute_busy_us"] / 1e6}
+        if issue_order_peak is not None:
+            out["program_order_peak_allocated_gib"] = issue_order_peak / GiB
         if name in measured:
             out["measured_peak_allocated_gib"] = measured[name]
             out["error"] = out["predicted_peak_allocated_gib"] / measured[name] - 1
