@@ -40,6 +40,10 @@ struct UnitSpec {
   int64_t forward_transient_bytes = 0;      // live only while its forward runs (e.g. fp32 logits)
   int64_t backward_transient_bytes = 0;     // live only while its backward runs (recomputed
                                             // activations, activation gradients)
+  // backward_transient_bytes already counts the weight gradients the backward makes (a transformer
+  // block's walk, core/block_backward.h): the unit's unsharded gradients are allocated when its
+  // backward ends, not before it (where they would count twice).
+  bool backward_transient_makes_weight_grads = false;
   // The loss's backward when this unit makes the model's output (the logit gradients): it runs
   // before the model's pre-backward hooks fire (they wait on the output's gradient), so it is live
   // before this unit's pre-backward gathers and prefetches, and gone when backward_transient_bytes

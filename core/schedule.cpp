@@ -801,15 +801,20 @@ class Scheduler {
       // reduce dtype, unsharded_grad_dtype).
       // The root's bucket spans units: FSDP2's gradients are per parameter, each made by the unit
       // that computes it (allocate_root_grads).
-      allocate_root_grads(i);
-      for (int rb : rs_first_at_unit_[i]) {
-        if (rs_[rb].root) continue;
-        if (!grads_allocated_[rb]) {
-          memory_op(OpKind::Alloc, StreamId::Compute, MemoryKind::UnshardedGrads,
-                    bucket_bytes(rs_[rb], unsharded_grad_dtype(), s_.mesh.shard), bucket_label("grads rb", rb));
-          grads_allocated_[rb] = true;
+      // A unit whose backward transient counts the weight gradients it makes (a transformer
+      // block) has its new gradient buckets allocated when that backward ends.
+      auto allocate_grads = [&] {
+        allocate_root_grads(i);
+        for (int rb : rs_first_at_unit_[i]) {
+          if (rs_[rb].root) continue;
+          if (!grads_allocated_[rb]) {
+            memory_op(OpKind::Alloc, StreamId::Compute, MemoryKind::UnshardedGrads,
+                      bucket_bytes(rs_[rb], unsharded_grad_dtype(), s_.mesh.shard), bucket_label("grads rb", rb));
+            grads_allocated_[rb] = true;
+          }
         }
-      }
+      };
+      if (!u.backward_transient_makes_weight_grads) allocate_grads();
       if (u.backward_transient_bytes > 0)
         memory_op(OpKind::Alloc, StreamId::Compute, MemoryKind::Activations, u.backward_transient_bytes, "bwd tmp " + u.name);
       compute(i, true);
@@ -817,6 +822,7 @@ class Scheduler {
         memory_op(OpKind::Free, StreamId::Compute, MemoryKind::Activations, u.backward_transient_bytes, "bwd tmp " + u.name);
       if (u.activation_bytes > 0)
         memory_op(OpKind::Free, StreamId::Compute, MemoryKind::Activations, u.activation_bytes, "act " + u.name);
+      if (u.backward_transient_makes_weight_grads) allocate_grads();
       if (output_freed(u) == OutputFreed::AfterItsBackward) free_output(u);
 
       // post-backward(i): reshard buckets no unit still needs, then reduce ready gradients.

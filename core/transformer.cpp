@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <string>
 
+#include "core/block_backward.h"
+
 namespace shardline {
 namespace {
 
@@ -18,14 +20,6 @@ int64_t norm_stats_bytes(const TransformerSpec& t, int64_t tokens) {
 int64_t norm_saved_bytes(const TransformerSpec& t, int e, int64_t tokens) {
   const int64_t per_element = t.norm_impl == NormImpl::EagerFp32 ? 4 + 2 * e : 2 * e;
   return per_element * tokens * t.hidden + norm_stats_bytes(t, tokens);
-}
-
-// Activation gradients alive at once at the start of a block's backward: the incoming and
-// outgoing residual gradients and the MLP's hidden gradients (GELU: two of width f; SwiGLU:
-// three, the product's, the up projection's and the SiLU's).
-int64_t block_gradient_workspace_bytes(const TransformerSpec& t, int e, int64_t tokens) {
-  const int64_t f_tensors = t.mlp == MlpKind::Gelu ? 2 : 3;
-  return e * tokens * (2 * t.hidden + f_tensors * t.ffn_hidden);
 }
 
 std::vector<TensorSpec> block_tensors(const TransformerSpec& t) {
@@ -70,20 +64,6 @@ std::vector<TensorSpec> block_tensors(const TransformerSpec& t) {
 
 }  // namespace
 
-int64_t block_saved_bytes_no_checkpointing(const TransformerSpec& t, int e) {
-  const int64_t tokens = t.seq_len * t.micro_batch_size;
-  const int64_t h = t.hidden, kv = t.kv_dim(), f = t.ffn_hidden;
-  int64_t bytes = 0;
-  bytes += norm_saved_bytes(t, e, tokens);                    // attention norm: input, output (QKV's input)
-  bytes += e * tokens * (h + 2 * kv);                         // FlashAttention's inputs q, k, v (after RoPE)
-  bytes += e * tokens * h;                                    // its output (also the output projection's input)
-  bytes += 4 * tokens * t.heads;                              // its log-sum-exp, fp32
-  bytes += norm_saved_bytes(t, e, tokens);                    // MLP norm: input, output
-  bytes += (t.mlp == MlpKind::Gelu ? 2 : 4) * e * tokens * f; // GELU: its input and output; SwiGLU: gate, up, SiLU(gate), product
-  if (t.dropout > 0) bytes += 2 * tokens * h;                 // two residual dropout masks (1 byte per element)
-  return bytes;
-}
-
 std::vector<UnitSpec> transformer_units(const TransformerSpec& t, int e) {
   const int64_t h = t.hidden, tokens = t.seq_len * t.micro_batch_size, V = t.vocab;
   std::vector<UnitSpec> units;
@@ -100,44 +80,21 @@ std::vector<UnitSpec> transformer_units(const TransformerSpec& t, int e) {
   if (t.dropout > 0) embedding.activation_bytes += tokens * h;  // its dropout mask
   units.push_back(std::move(embedding));
 
-  const int64_t none_bytes = block_saved_bytes_no_checkpointing(t, e);
-  const int64_t workspace = block_gradient_workspace_bytes(t, e, tokens);
   for (int64_t layer = 0; layer < t.layers; ++layer) {
     UnitSpec block;
     block.name = "layers." + std::to_string(layer);
     block.part = TransformerPart::Block;
     block.tensors = block_tensors(t);
     block.checkpointing = t.block_checkpointing(layer);
-    switch (block.checkpointing) {
-      case Checkpointing::None:
-        block.activation_bytes = none_bytes;
-        block.backward_transient_bytes = workspace;
-        break;
-      case Checkpointing::Selective:
-        // Megatron-LM's core-attention recompute: the attention kernel's own state (its
-        // log-sum-exp) is not kept; q, k, v are the checkpoint's inputs and the output is kept by
-        // the output projection, so only the log-sum-exp is saved less.
-        block.activation_bytes = none_bytes - 4 * tokens * t.heads;
-        block.backward_transient_bytes = workspace + 4 * tokens * t.heads;
-        break;
-      case Checkpointing::SelectiveOp: {
-        // torchtitan's op-level policy keeps the checkpoint's input, the attention output and its
-        // log-sum-exp, and the outputs of the matmuls at odd positions: wq, wv, then SwiGLU's w1
-        // and w2 or GELU's up. The backward re-runs the rest (core/kernels.cpp), so what the
-        // policy does not keep of an uncheckpointed block's tensors is alive again then.
-        const int64_t kv = t.kv_dim(), f = t.ffn_hidden;
-        const int64_t mlp_kept = t.mlp == MlpKind::SwiGlu ? f + h : f;
-        block.activation_bytes = e * tokens * (h + h + kv + h + mlp_kept) + 4 * tokens * t.heads;
-        const int64_t kept_beyond_input = block.activation_bytes - e * tokens * h;
-        block.backward_transient_bytes = std::max<int64_t>(0, none_bytes - kept_beyond_input) + workspace;
-        break;  // a partial re-run, like selective: not `recompute_forward` (the whole forward)
-      }
-      case Checkpointing::Full:
-        block.activation_bytes = e * tokens * h;  // the checkpoint's input, the block input
-        block.backward_transient_bytes = none_bytes + workspace;  // the forward re-run, then gradients
-        block.recompute_forward = true;
-        break;
-    }
+    // What the forward keeps and the most the backward holds above it, walked op by op
+    // (core/block_backward.h); its weight gradients are part of that most.
+    const BlockBackwardMemory memory = block_backward_memory(t, e, block.checkpointing);
+    block.activation_bytes = memory.kept_bytes;
+    block.backward_transient_bytes = memory.peak_above_kept_bytes;
+    block.backward_transient_makes_weight_grads = true;
+    // Full: the backward re-runs the whole forward; the partial re-runs of selective and
+    // selective_op are in the kernel lists (core/kernels.cpp), not `recompute_forward`.
+    block.recompute_forward = block.checkpointing == Checkpointing::Full;
     if (layer == t.layers - 1) block.reshard_after_forward = t.last_block_reshard_after_forward;
     units.push_back(std::move(block));
   }

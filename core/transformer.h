@@ -14,8 +14,4 @@ namespace shardline {
 // `activation_bytes_per_element`: the width of activations (the compute dtype, policy.param_dtype).
 std::vector<UnitSpec> transformer_units(const TransformerSpec& t, int activation_bytes_per_element);
 
-// Bytes one block keeps for backward with no checkpointing (every tensor autograd saves, with
-// FlashAttention: no s x s scores), per micro-batch.
-int64_t block_saved_bytes_no_checkpointing(const TransformerSpec& t, int e);
-
 }  // namespace shardline

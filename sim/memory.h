@@ -1,6 +1,6 @@
 // The memory tracker: live device bytes of the representative rank over time. Starts at the
 // Program's static bytes (sharded params, grads, optimizer state); Alloc/Free ops add/subtract
-// their bytes when they execute on their stream. Records a sample at every change (time
+// their bytes when the host issues them (PyTorch's caching allocator counts in host order). Records a sample at every change (time
 // order; unless told to keep only the peak) and the peak. Live bytes going negative, or a change
 // before the last one, is a broken program: it aborts loudly.
 #pragma once

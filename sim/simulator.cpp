@@ -1,6 +1,7 @@
 // simulate(): wires the pieces together. The engine pops events; the host issues ops; the
 // stream set says what may start; each started op is timed by its kind:
-//   Alloc/Free: zero duration, memory changes at start;
+//   Alloc/Free: zero duration; memory changes when the host issues them (the caching
+//   allocator's order), not when their stream reaches them;
 //   CopyIn/CopyOut: cost_model.copy_time_us(bytes), or a flow of copy_link_bytes(bytes) on
 //   the rank's copy resource where copies are work of the rank's processors (mpi profiles):
 //   slowed by copy_slowdown_during_comm while a collective of the rank moves data, and slowing
@@ -290,7 +291,12 @@ class Simulation {
           if (step_ != nullptr) step_->issue(now);
           for (RankState& each : ranks_)
             if (OpInterval* iv = interval(each, op)) iv->issue_us = now;
-          streams |= 1u << static_cast<unsigned>(program_.ops[op].stream);
+          const Op& issued_op = program_.ops[op];
+          // PyTorch's caching allocator counts a tensor when the host allocates it and releases
+          // it when the host frees it: memory follows the host, not the streams.
+          if (issued_op.kind == OpKind::Alloc) memory_.alloc(now, issued_op.bytes());
+          if (issued_op.kind == OpKind::Free) memory_.free(now, issued_op.bytes());
+          streams |= 1u << static_cast<unsigned>(issued_op.stream);
           host_.issue_next();
         }
         if (host_.next_op() >= 0) engine_.schedule_at(host_.next_issue_us(), kHostIssue, host_.next_op());
@@ -349,12 +355,8 @@ class Simulation {
     if (!spans_.empty()) spans_[span_index(r, id)] = now;
     const int rank = rank_index(r);
     switch (op.kind) {
-      case OpKind::Alloc:
-        if (rank == 0) memory_.alloc(now, op.bytes());
-        schedule(now, kOpDone, rank, id);
-        break;
+      case OpKind::Alloc:  // counted when issued (kHostIssue)
       case OpKind::Free:
-        if (rank == 0) memory_.free(now, op.bytes());
         schedule(now, kOpDone, rank, id);
         break;
       case OpKind::CopyIn:

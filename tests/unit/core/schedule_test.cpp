@@ -852,6 +852,34 @@ TEST(Schedule, RootGradientsAppearPerUnitAtEachUnitsBackward) {
   EXPECT_TRUE(happens_before(p, p.id_of(*compute_of(p, 1, Phase::Backward)), p.id_of(*root_grads.back())));
 }
 
+// A transformer block's backward transient counts the weight gradients it makes
+// (core/block_backward.h): its gradient bucket is allocated when its backward ends, where the
+// walk's gradients become the bucket, not before it (where they would count twice). Other units'
+// buckets exist from the start of their backward.
+TEST(Schedule, ABlocksGradientsAreAllocatedWhenItsBackwardEnds) {
+  Scenario s = make_scenario(3);
+  s.model.units[1].backward_transient_makes_weight_grads = true;
+  s.model.units[1].backward_transient_bytes = 4096;
+  const Program p = schedule(s);
+  std::vector<int> grads;  // in issue order: u2's, u1's, u0's
+  for (const Op& op : p.ops)
+    if (op.kind == OpKind::Alloc && op.memory == MemoryKind::UnshardedGrads) grads.push_back(p.id_of(op));
+  ASSERT_EQ(grads.size(), 3u);
+  auto bwd = [&](int unit) { return p.id_of(*compute_of(p, unit, Phase::Backward)); };
+  EXPECT_LT(grads[0], bwd(2));
+  EXPECT_GT(grads[1], bwd(1));
+  EXPECT_LT(grads[2], bwd(0));
+  // After the unit's transient and activations are released, before its reduce-scatter.
+  int transient_freed = -1, rs = -1;
+  for (const Op& op : p.ops) {
+    const int id = p.id_of(op);
+    if (op.kind == OpKind::Free && op.memory == MemoryKind::Activations && id > bwd(1) && transient_freed < 0) transient_freed = id;
+    if (op.kind == OpKind::ReduceScatter && id > bwd(1) && rs < 0) rs = id;
+  }
+  EXPECT_GT(grads[1], transient_freed);
+  EXPECT_LT(grads[1], rs);
+}
+
 // The root is gathered in the model's pre-forward, whichever units hold it: an explicit root
 // unit that is not first is gathered before the first unit, and freed after its backward.
 TEST(Schedule, TheRootIsGatheredBeforeTheFirstUnitWhereverItsUnitsAre) {
