@@ -76,15 +76,25 @@ CONFIGS = {
     "fsdp_step-70b-shape-8-layers-hsdp2x32-ga2": ("fsdp_step", "llama3-70b-shape-8-layers-full", 64, 1, 2, 8192, "full"),
     "fsdp_step-70b-shape-4-layers-hsdp2x32-ga2": ("fsdp_step", "llama3-70b-shape-4-layers-full", 64, 1, 2, 8192, "full"),
     "fsdp_step-70b-shape-8-layers-hsdp2x32-ga1": ("fsdp_step", "llama3-70b-shape-8-layers-full", 64, 1, 1, 8192, "full"),
+    # Held out: predicted (--predict, bench/gpu/h200_hsdp_rank_heldout_predicted.jsonl) and
+    # committed before they were first run (2026-11-27), to check the memory model's changes that
+    # the three runs above led to (core/block_backward, memory counted in host order).
+    "heldout-fsdp_step-70b-shape-6-layers-fsdp32-ga2": ("fsdp_step", "llama3-70b-shape-6-layers-full", 32, 1, 2, 8192, "full"),
+    "heldout-fsdp_step-70b-shape-3-layers-none-fsdp16-ga2": ("fsdp_step", "llama3-70b-shape-3-layers-none", 16, 1, 2, 2048, "none"),
+    "heldout-fsdp_step-70b-shape-2-layers-none-hsdp2x16": ("fsdp_step", "llama3-70b-shape-2-layers-none", 32, 1, 1, 4096, "none"),
+    "heldout-fsdp_step-8b-shape-16-layers-hsdp2x8-b2-ga2": ("fsdp_step", "llama3-8b-shape-16-layers-full", 16, 2, 2, 4096, "full"),
+    "heldout-fsdp_step-3b-shape-24-layers-hsdp2x16-ga2": ("fsdp_step", "llama3-3b-shape-24-layers-full", 32, 1, 2, 8192, "full"),
 }
 # Configurations whose mesh has a replicate dimension (HSDP): {row id: replicate size}; the shard
 # size is the world size over it.
 REPLICATE = {name: 2 for name in CONFIGS if "hsdp2x" in name}
-# fsdp_step.py-model shapes beyond its own CONFIGS (same fields): Llama 3 70B's layer with fewer layers.
+# fsdp_step.py-model shapes beyond its own CONFIGS (same fields): Llama 3 70B's layer with fewer
+# layers, Llama 3.2 3B's with 24.
 FSDP_STEP_SHAPES = {
-    f"llama3-70b-shape-{n}-layers-full": (f"llama3-70b-shape-{n}-layers-full", n, 8192, 28672, 64, 8, 128256, 8192, 1, "full")
-    for n in (4, 8)
+    f"llama3-70b-shape-{n}-layers-{ac}": (f"llama3-70b-shape-{n}-layers-{ac}", n, 8192, 28672, 64, 8, 128256, 8192, 1, ac)
+    for n, ac in ((2, "none"), (3, "none"), (4, "full"), (6, "full"), (8, "full"))
 }
+FSDP_STEP_SHAPES["llama3-3b-shape-24-layers-full"] = ("llama3-3b-shape-24-layers-full", 24, 3072, 8192, 24, 8, 128256, 8192, 1, "full")
 # The published row each held-out configuration is predicted from (with its file's rules), and
 # what differs. KempnerForge's runs here are eager, so their norms are the eager fp32 ones.
 PUBLISHED_FILES = ("kempnerforge.json", "torchtitan_h100.json")

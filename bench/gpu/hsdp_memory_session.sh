@@ -6,17 +6,22 @@
 #   for `shardline import` to read on real data.
 # Writes into DIR (default $OUT, else /tmp/shardline-gpu): smi.txt, hsdp_rank.jsonl,
 # steps_traced.jsonl, traces/<configuration>.json.gz. A failed part does not stop the next.
-#   bash bench/gpu/hsdp_memory_session.sh [DIR]
+# ROWS (framework_rank.py row ids) and TRACED (fsdp_step.py configurations; empty: none) choose
+# other runs, e.g. the held-out rows predicted in bench/gpu/h200_hsdp_rank_heldout_predicted.jsonl.
+#   [ROWS=id,...] [TRACED=name,...] bash bench/gpu/hsdp_memory_session.sh [DIR]
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 out=${1:-${OUT:-/tmp/shardline-gpu}}
 mkdir -p "$out"
 export PYTHONUNBUFFERED=1
 nvidia-smi >"$out/smi.txt" 2>&1
-timeout 240 python3 bench/gpu/framework_rank.py --out "$out/hsdp_rank.jsonl" --timeout-s 75 \
-  --only fsdp_step-70b-shape-8-layers-hsdp2x32-ga2,fsdp_step-70b-shape-4-layers-hsdp2x32-ga2,fsdp_step-70b-shape-8-layers-hsdp2x32-ga1 \
+rows=${ROWS:-fsdp_step-70b-shape-8-layers-hsdp2x32-ga2,fsdp_step-70b-shape-4-layers-hsdp2x32-ga2,fsdp_step-70b-shape-8-layers-hsdp2x32-ga1}
+traced=${TRACED-llama-1b-none,llama-1b-full}
+timeout 400 python3 bench/gpu/framework_rank.py --out "$out/hsdp_rank.jsonl" --timeout-s 75 --only "$rows" \
   || echo "framework_rank: exit $?"
-timeout 150 python3 bench/gpu/fsdp_step.py --optimizer fused --only llama-1b-none,llama-1b-full --steps 5 --warmup 3 \
-  --trace "$out/traces" --out "$out/steps_traced.jsonl" >/dev/null || echo "traced steps: exit $?"
-ls -l "$out" "$out/traces" 2>&1
+if [ -n "$traced" ]; then
+  timeout 150 python3 bench/gpu/fsdp_step.py --optimizer fused --only "$traced" --steps 5 --warmup 3 \
+    --trace "$out/traces" --out "$out/steps_traced.jsonl" >/dev/null || echo "traced steps: exit $?"
+fi
+ls -lR "$out" 2>&1
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv >>"$out/smi.txt" 2>&1
