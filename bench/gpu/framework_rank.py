@@ -425,8 +425,8 @@ def predict(args):
     rows = {row["id"]: row for row in check.load_independent([os.path.join(published, f) for f in PUBLISHED_FILES])[0]}
     names = args.only.split(",") if args.only else [n for n in CONFIGS if n in rows or n in HELD_OUT]
     measured, failed = {}, []
-    if args.measured:  # one-rank runs (this script's output): their peak allocated, to hold predictions to
-        for line in open(args.measured):
+    for path in args.measured:  # one-rank runs (this script's output): their peak allocated, to hold predictions to
+        for line in open(path):
             r = json.loads(line)
             if "max_memory_allocated" in r:
                 measured[r["name"]] = r["max_memory_allocated"] / GiB
@@ -460,7 +460,7 @@ def predict(args):
                 f.write(json.dumps(out) + "\n")
     if args.measured:
         missing = [n for n in names if n not in measured]
-        print(f"peak allocated against {os.path.basename(args.measured)}: {len(names) - len(missing)} runs, "
+        print(f"peak allocated against {', '.join(os.path.basename(m) for m in args.measured)}: {len(names) - len(missing)} runs, "
               f"{'none' if not failed else ', '.join(failed)} beyond {100 * args.gate:.0f}%"
               + (f"; not measured there: {', '.join(missing)}" if missing else ""))
         if failed or missing:
@@ -483,7 +483,8 @@ def main():
     ap.add_argument("--predict", action="store_true", help="print (and with --out append) shardline's predictions instead")
     ap.add_argument("--binary", default=os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
         os.path.abspath(__file__)))), "build/release/cli/shardline"))
-    ap.add_argument("--measured", help="with --predict: one-rank results (JSON lines) to hold each prediction to")
+    ap.add_argument("--measured", action="append", default=[],
+                    help="with --predict: one-rank results (JSON lines) to hold each prediction to (repeatable)")
     ap.add_argument("--gate", type=float, default=0.10,
                     help="with --measured: exit 1 when a peak allocated misses its measurement by more than this")
     args = ap.parse_args()

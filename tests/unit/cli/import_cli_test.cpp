@@ -40,6 +40,21 @@ TEST_F(ImportCli, SummarizesARealTraceWithoutAScenario) {
   EXPECT_TRUE(fs::exists(dir_ / "summary" / "summary.json"));
 }
 
+// A real one-GPU FSDP2 step profiled with profile_memory=True (tests/data/h200/README.md): each
+// step's peaks are what torch.cuda.max_memory_allocated() and max_memory_reserved() reported in
+// the same process, to the byte.
+TEST_F(ImportCli, ReadsWhatTheAllocatorHeldFromARealProfiledStep) {
+  const Result r = run("import " + std::string(SHARDLINE_SOURCE_DIR) + "/tests/data/h200/fsdp2-llama-1b-none-profile-memory.json.gz --json");
+  ASSERT_EQ(r.code, 0) << err_;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j.size(), 1u);
+  ASSERT_EQ(j[0]["steps"].size(), 2u);
+  for (const nlohmann::json& step : j[0]["steps"]) {
+    EXPECT_EQ(step["allocator"]["peak_allocated_bytes"].get<int64_t>(), 25738435584) << step["name"];
+    EXPECT_EQ(step["allocator"]["peak_reserved_bytes"].get<int64_t>(), 30362566656) << step["name"];
+  }
+}
+
 TEST_F(ImportCli, WritesTheMeasuredRunOfGeneratedTraces) {
   generate_fsdp_traces();
   const Result r = run("import traces/rank-0.json.gz traces/rank-1.json.gz --scenario " + scenario("host-tiny-fsdp.json") + " --out imported");
