@@ -296,7 +296,9 @@ Metrics StepAccumulator::finish(const Timeline& t, std::optional<int64_t> peak_m
   m.memory_recorded = peak_memory_bytes.has_value();
   m.peak_memory_bytes = peak_memory_bytes.value_or(0);
   if (m.memory_recorded) {
-    const ReservedEstimate reserved = estimate_reserved(t.memory_reserve, m.peak_memory_bytes, t.memory_capacity_bytes);
+    const ReservedEstimate reserved = estimate_reserved(t.memory_reserve, m.peak_memory_bytes,
+                                                        t.allocator_pool_peaks_bytes.value_or(m.peak_memory_bytes), t.memory_capacity_bytes);
+    m.allocator_pool_peaks_bytes = t.allocator_pool_peaks_bytes.value_or(m.peak_memory_bytes);
     m.peak_reserved_bytes = reserved.peak_reserved_bytes;
     m.min_reserved_bytes = reserved.min_reserved_bytes;
     m.peak_allocator_reserved_bytes = reserved.allocator_reserved_bytes;
@@ -349,6 +351,7 @@ json metrics_to_json(const Metrics& m) {
   j["peak_reserved_bytes"] = m.peak_reserved_bytes;
   j["min_reserved_bytes"] = m.min_reserved_bytes;
   j["peak_allocator_reserved_bytes"] = m.peak_allocator_reserved_bytes;
+  j["allocator_pool_peaks_bytes"] = m.allocator_pool_peaks_bytes;
   j["allocator_cache_flushes"] = m.allocator_cache_flushes;
   j["memory_capacity_bytes"] = m.memory_capacity_bytes;
   j["fits_memory"] = m.fits_memory;
@@ -390,6 +393,9 @@ Metrics metrics_from_json(const json& j) {
   m.peak_allocator_reserved_bytes = jf::has_member(j, "peak_allocator_reserved_bytes")
                                         ? count_from_json(j, "peak_allocator_reserved_bytes", "")
                                         : m.peak_reserved_bytes;
+  // ... and before the allocator's pools (2026-11-27): unknown, taken as the allocated peak.
+  m.allocator_pool_peaks_bytes = jf::has_member(j, "allocator_pool_peaks_bytes") ? count_from_json(j, "allocator_pool_peaks_bytes", "")
+                                                                                  : m.peak_memory_bytes;
   m.allocator_cache_flushes = jf::has_member(j, "allocator_cache_flushes") && jf::get_bool(j, "allocator_cache_flushes", "");
   m.memory_capacity_bytes = count_from_json(j, "memory_capacity_bytes", "");
   m.fits_memory = jf::get_bool(j, "fits_memory", "");

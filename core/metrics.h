@@ -75,6 +75,9 @@ struct Metrics {
   int64_t peak_reserved_bytes = 0;  // estimate (estimate_reserved, core/memory_reserve.h); 0 without samples
   int64_t min_reserved_bytes = 0;   // the least reserve the step needs (at capacity); 0 without samples
   int64_t peak_allocator_reserved_bytes = 0;  // peak reserved without context and NCCL buffers (torch.cuda.max_memory_reserved)
+  // The sum of the caching allocator's per-stream pool peaks, the typical reserve's base (the
+  // allocated peak where the timeline does not know it); 0 without samples.
+  int64_t allocator_pool_peaks_bytes = 0;
   bool allocator_cache_flushes = false;  // fits only by the allocator flushing its cache
   int64_t memory_capacity_bytes = 0;
   bool fits_memory = true;          // min reserved <= capacity * (1 - margin)

@@ -81,6 +81,7 @@ json op_to_json(const OpLabels& labels, const Program* program, const Op& op, in
   j["compute_us"] = op.compute_us();
   j["recompute"] = op.recompute;
   j["memory"] = memory_kind_name(op.memory);
+  if (op.kind == OpKind::Alloc || op.kind == OpKind::Free) j["pool"] = stream_name(op.pool);
   j["name"] = op_name(labels, op);
   if (program != nullptr) {
     json slices = json::array();
@@ -128,6 +129,12 @@ OpRecord op_from_json(const json& j, const std::string& path, OpLabels& labels, 
   }
   op.recompute = jf::get_bool(j, "recompute", path);
   op.memory = parse_memory_kind(jf::member(j, "memory", path), jf::join_path(path, "memory"));
+  // The allocator pool (alloc/free; Programs written before it existed: the op's own stream).
+  op.pool = (op.kind == OpKind::Alloc || op.kind == OpKind::Free) && jf::has_member(j, "pool")
+                ? parse_stream(j.at("pool"), jf::join_path(path, "pool"))
+                : op.stream;
+  if (op.kind == OpKind::Alloc && op.pool != op.stream)
+    throw InputError(jf::join_path(path, "pool"), "an alloc's pool is its own stream (" + std::string(stream_name(op.stream)) + ")");
   const std::string name = jf::get_string(j, "name", path);
   // Names are printed in tables and terminals: no control characters (a newline or an escape
   // sequence would break the table or recolour the terminal).

@@ -97,6 +97,10 @@ struct Op {
   CommGroup group : 2 = CommGroup::None;
   Reduction reduction : 2 = Reduction::None;  // collectives: how values combine
   MemoryKind memory : 4 = MemoryKind::None;   // alloc/free: what is allocated or released
+  // Alloc/free: the caching allocator's pool the bytes belong to, the stream the alloc was issued
+  // on (PyTorch keeps a freed block for reuse by that stream's allocations only); a free's may
+  // differ from its own stream. Every other op: its stream, unread.
+  StreamId pool : 3 = StreamId::Compute;
   bool recompute : 1 = false;   // compute: includes activation recomputation
   bool whole_name : 1 = false;  // the label is the whole name (read so from a file)
 
@@ -196,6 +200,12 @@ struct Program {
   DType master_dtype = DType::fp32;
   int micro_batches = 1;
   int64_t static_memory_bytes = 0;  // sharded master params + optimizer state per rank (gradients are ops)
+  // When alloc and free markers count: false, when the host issues them (FSDP2 keeps its buffers
+  // alive itself and allocates and frees them on the host: the caching allocator's order); true,
+  // when their streams reach them (FSDP1 hands buffers used on other streams to the allocator
+  // with record_stream, which keeps them until that work is done, and its rate limiter holds the
+  // host near the GPU: the allocator's "active" memory follows the streams).
+  bool memory_follows_streams = false;
   std::vector<std::string> units;   // unit names, forward order
   std::vector<ParamInfo> params;
   HugePageVector<Op> ops;

@@ -153,6 +153,7 @@ json program_to_json(const Program& program) {
   j["master_dtype"] = dtype_name(program.master_dtype);
   j["micro_batches"] = program.micro_batches;
   j["static_memory_bytes"] = program.static_memory_bytes;
+  j["memory_follows_streams"] = program.memory_follows_streams;
   j["units"] = program.units;
   json params = json::array();
   for (const auto& p : program.params) {
@@ -187,6 +188,8 @@ Program program_from_json(const json& j) {
   if (p.micro_batches < 1) throw InputError("micro_batches", "must be >= 1");
   p.static_memory_bytes = jf::get_int(j, "static_memory_bytes", "");
   if (p.static_memory_bytes < 0) throw InputError("static_memory_bytes", "must be >= 0");
+  // Optional (Programs written before 2026-11-27 have none): frees when the host issues them.
+  p.memory_follows_streams = jf::has_member(j, "memory_follows_streams") && jf::get_bool(j, "memory_follows_streams", "");
 
   const json& units = jf::require_array(jf::member(j, "units", ""), "units");
   for (size_t i = 0; i < units.size(); ++i) p.units.push_back(jf::as_string(units[i], jf::index_path("units", i)));

@@ -172,10 +172,14 @@ struct GpuSpec {
   // Memory held beyond the tensors the memory tracker counts (core/memory_reserve.h).
   int64_t context_memory_bytes = 0;      // CUDA context, cuBLAS / cuDNN workspaces
   int64_t nccl_memory_bytes = 0;         // NCCL buffers of one communicator
-  // The caching allocator's fragmentation (reserved beyond allocated, a fraction of allocated):
-  // typical when memory is plentiful (cached free blocks, split segments), and the least it gets
-  // to at capacity, where it frees its cache and retries before failing (core/memory_reserve.h).
+  // The caching allocator's reserve beyond its tensors (core/memory_reserve.h). When memory is
+  // plentiful: for FSDP2, which frees its buffers on the host, the sum of the per-stream pools'
+  // peaks x (1 + allocator_pool_fragmentation: the allocator keeps each stream's freed blocks for
+  // that stream); for FSDP1 (record_stream), the peak active memory x (1 +
+  // allocator_fragmentation). At capacity, where it frees its cache and retries before failing,
+  // the allocated peak x (1 + allocator_fragmentation_at_capacity).
   double allocator_fragmentation = 0;
+  double allocator_pool_fragmentation = 0;
   double allocator_fragmentation_at_capacity = 0;
 };
 
@@ -245,6 +249,9 @@ struct PolicySpec {
   // parameter), or FSDP1's FlatParameters (one per parameter group, the only form before
   // PyTorch 2.0).
   OptimizerParams optimizer_params = OptimizerParams::DTensor;
+  // FSDP1 (its parameters are what the optimizer steps over) hands the buffers other streams use
+  // to the caching allocator with record_stream; FSDP2 keeps them alive and frees them on the host.
+  bool fsdp1_record_stream() const { return optimizer_params != OptimizerParams::DTensor; }
   OutputLifetime output_lifetime = OutputLifetime::Backward;
   int micro_batches = 1;
   GradSync grad_sync = GradSync::Every;

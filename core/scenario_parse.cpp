@@ -61,7 +61,7 @@ constexpr const char* kSchema = R"json({
       "hbm_bandwidth": "rate", "gemm_efficiency": "number", "gemm_half_dim": "number", "attention_efficiency": "number",
       "memory_efficiency": "number", "kernel_launch": "time",
       "context_memory": "size", "nccl_memory": "size", "allocator_fragmentation": "number",
-      "allocator_fragmentation_at_capacity": "number"
+      "allocator_pool_fragmentation": "number", "allocator_fragmentation_at_capacity": "number"
     },
     "nodes": "int", "gpus_per_node": "int",
     "intra_node": {"bandwidth": "rate", "latency": "time"},
@@ -614,6 +614,7 @@ ClusterSpec parse_merged_cluster(const json& merged, const json& sch, const std:
     return v;
   };
   allocated_fraction("allocator_fragmentation", c.gpu.allocator_fragmentation);
+  allocated_fraction("allocator_pool_fragmentation", c.gpu.allocator_pool_fragmentation);
   // Without its own value the allocator is taken to hold as much at capacity as otherwise.
   c.gpu.allocator_fragmentation_at_capacity = c.gpu.allocator_fragmentation;
   if (const json* v = allocated_fraction("allocator_fragmentation_at_capacity", c.gpu.allocator_fragmentation_at_capacity)) {

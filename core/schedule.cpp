@@ -341,6 +341,8 @@ class Scheduler {
     ag_state_.assign(ag_.size(), ParamState::Sharded);
     ag_op_.assign(ag_.size(), -1);
     reshard_event_.assign(ag_.size(), -1);
+    ag_buffer_pool_.assign(ag_.size(), StreamId::CopyIn);
+    params_pool_.assign(ag_.size(), StreamId::Compute);
     grads_allocated_.assign(rs_.size(), false);
     grad_shard_allocated_.assign(rs_.size(), false);
     root_rs_bucket_ = -1;
@@ -431,6 +433,10 @@ class Scheduler {
     // Sharded master parameters and optimizer states live all step; the sharded gradients only from
     // their reduce-scatter to the step's end (zero_grad(set_to_none=True), PyTorch's default),
     // alloc / free ops of their own.
+    // FSDP1 (its optimizer steps over FSDP1's parameters) frees buffers that other streams use
+    // through record_stream; FSDP2 keeps them alive itself and frees them on the host
+    // (Program::memory_follows_streams).
+    p_.memory_follows_streams = s_.policy.fsdp1_record_stream();
     const int64_t per_param_static = dtype_bytes(p_.master_dtype) + s_.policy.optimizer_bytes_per_param;
     for (int u = 0; u < static_cast<int>(s_.model.units.size()); ++u) {
       const UnitSpec& unit = s_.model.units[u];
@@ -474,11 +480,29 @@ class Scheduler {
     return op;
   }
   int memory_op(OpKind kind, StreamId stream, MemoryKind what, int64_t bytes, const Label& label,
-                std::initializer_list<int> deps = {}) {
+                std::initializer_list<int> deps = {}, std::optional<StreamId> pool = std::nullopt) {
     Op op = make(kind, stream, label, kind == OpKind::Alloc ? kAllocPrefix : kFreePrefix);
     op.memory = what;
     op.set_bytes(bytes);
+    op.pool = kind == OpKind::Alloc ? stream : pool ? *pool : pool_of(what);
     return em_.emit(std::move(op), deps);
+  }
+  // The caching allocator pool of what a free releases: the stream its alloc was issued on. Kinds
+  // allocated on one stream only; the all-gather buffer and the unsharded parameters (copy-in or
+  // all-gather stream, compute or all-gather stream, by policy) are given by their frees.
+  static StreamId pool_of(MemoryKind what) {
+    switch (what) {
+      case MemoryKind::ReduceScatterBuffer:
+      case MemoryKind::ShardedGrads:
+        return StreamId::ReduceScatter;
+      case MemoryKind::Activations:
+      case MemoryKind::UnshardedGrads:
+      case MemoryKind::OptimizerTemporary:
+        return StreamId::Compute;
+      default:
+        assert(false && "a free of this memory kind names its pool");
+        return StreamId::Compute;
+    }
   }
   int64_t bucket_bytes(const Bucket& b, DType dtype, int group_size) const {
     return b.shard_elems * group_size * dtype_bytes(dtype);
@@ -564,6 +588,7 @@ class Scheduler {
       const bool needs_copy_in = !s_.policy.zero_copy || p_.param_dtype != p_.master_dtype || from_reshard_group;
       const StreamId first_stream = needs_copy_in ? StreamId::CopyIn : StreamId::AllGather;
       memory_op(OpKind::Alloc, first_stream, MemoryKind::AllGatherBuffer, full_bytes, bucket_label("ag_buf b", b), {gate});
+      ag_buffer_pool_[b] = first_stream;
       int copy_in = -1;
       if (needs_copy_in) {
         Op op = make(OpKind::CopyIn, StreamId::CopyIn,
@@ -592,6 +617,7 @@ class Scheduler {
       // Unfused: one all-gather per parameter, straight into the unsharded parameter.
       memory_op(OpKind::Alloc, StreamId::AllGather, MemoryKind::UnshardedParams, full_bytes,
                 bucket_label("params b", b), {gate});
+      params_pool_[b] = StreamId::AllGather;
       for (uint32_t k = 0; k < bucket.list.count; ++k) {
         const TensorSlice slice = p_.slice_lists[bucket.list.begin + k];
         Op ag = make(OpKind::AllGather, StreamId::AllGather, "ag " + p_.params[slice.param].name);
@@ -608,7 +634,7 @@ class Scheduler {
     if (from_reshard_group) {
       // The partial shard (1/k of the bucket) is no longer needed once gathered.
       memory_op(OpKind::Free, StreamId::AllGather, MemoryKind::UnshardedParams, full_bytes / reshard_group_size_,
-                bucket_label("resharded b", b));
+                bucket_label("resharded b", b), {}, StreamId::Compute);  // made on the compute stream after forward
     }
     ag_state_[b] = ParamState::Gathering;
   }
@@ -643,6 +669,7 @@ class Scheduler {
       release_held_ag_buffer();
     }
     memory_op(OpKind::Alloc, StreamId::Compute, MemoryKind::UnshardedParams, full_bytes, bucket_label("params b", b));
+    params_pool_[b] = StreamId::Compute;
     Op out = make(OpKind::CopyOut, StreamId::Compute, bucket_label("copy_out b", b));
     out.unit = unit_of(bucket);
     out.bucket = b;
@@ -658,7 +685,7 @@ class Scheduler {
       held_ag_bytes_ = full_bytes;
     } else {
       wait_all_gather_streams(copy_out);
-      memory_op(OpKind::Free, StreamId::Compute, MemoryKind::AllGatherBuffer, full_bytes, bucket_label("ag_buf b", b));
+      memory_op(OpKind::Free, StreamId::Compute, MemoryKind::AllGatherBuffer, full_bytes, bucket_label("ag_buf b", b), {}, ag_buffer_pool_[b]);
     }
     ag_state_[b] = ParamState::Unsharded;
   }
@@ -666,7 +693,7 @@ class Scheduler {
   void release_held_ag_buffer() {
     if (held_ag_buffer_ < 0) return;
     memory_op(OpKind::Free, StreamId::Compute, MemoryKind::AllGatherBuffer, held_ag_bytes_,
-              bucket_label("ag_buf b", held_ag_buffer_));
+              bucket_label("ag_buf b", held_ag_buffer_), {}, ag_buffer_pool_[held_ag_buffer_]);
     held_ag_buffer_ = -1;
     held_copy_out_ = -1;
   }
@@ -690,7 +717,7 @@ class Scheduler {
     const int64_t full_bytes = bucket_bytes(ag_[b], p_.param_dtype, s_.mesh.shard);
     const auto mode = reshard_mode_[b];
     if (after_forward && mode == ReshardAfterForward::Mode::Keep) return;
-    memory_op(OpKind::Free, StreamId::Compute, MemoryKind::UnshardedParams, full_bytes, bucket_label("params b", b));
+    memory_op(OpKind::Free, StreamId::Compute, MemoryKind::UnshardedParams, full_bytes, bucket_label("params b", b), {}, params_pool_[b]);
     if (after_forward && mode == ReshardAfterForward::Mode::Partial) {
       reshard_event_[b] = memory_op(OpKind::Alloc, StreamId::Compute, MemoryKind::UnshardedParams, full_bytes / reshard_group_size_,
                                     bucket_label("resharded b", b));
@@ -1045,6 +1072,9 @@ class Scheduler {
   std::vector<ReshardAfterForward::Mode> reshard_mode_;  // per all-gather bucket, after forward
   std::vector<int> ag_op_;
   std::vector<bool> grads_allocated_;
+  // Per all-gather bucket, the stream its all-gather buffer and its unsharded parameters were
+  // allocated on (their allocator pool), for their frees.
+  std::vector<StreamId> ag_buffer_pool_, params_pool_;
   std::vector<bool> grad_shard_allocated_;  // per gradient bucket: its shard exists this step
   int64_t grad_shard_bytes_ = 0;            // of all of them, freed at the step's end
   int root_rs_bucket_ = -1;                        // the root's gradient bucket, if any

@@ -151,6 +151,7 @@ json timeline_to_json(const Timeline& t) {
   for (const MemorySample& m : t.memory) memory.push_back(json::array({m.time_us, m.bytes}));
   j["memory"] = std::move(memory);
   if (t.allocator_measured) j["allocator_measured"] = allocator_peaks_to_json(*t.allocator_measured);
+  if (t.allocator_pool_peaks_bytes) j["allocator_pool_peaks_bytes"] = *t.allocator_pool_peaks_bytes;
   return j;
 }
 
@@ -198,6 +199,11 @@ Timeline timeline_from_json(const json& j) {
     for (const auto& [key, v] : {std::pair{"peak_allocated_bytes", peaks.peak_allocated_bytes}, std::pair{"peak_reserved_bytes", peaks.peak_reserved_bytes}})
       if (v < 0) throw InputError(jf::join_path("allocator_measured", key), "must be >= 0");
     t.allocator_measured = peaks;
+  }
+  // Optional: a predicted run's allocator pools (timelines written before 2026-11-27 have none).
+  if (j.contains("allocator_pool_peaks_bytes")) {
+    t.allocator_pool_peaks_bytes = jf::get_int(j, "allocator_pool_peaks_bytes", "");
+    if (*t.allocator_pool_peaks_bytes < 0) throw InputError("allocator_pool_peaks_bytes", "must be >= 0");
   }
 
   const json& ops = jf::require_array(jf::member(j, "ops", ""), "ops");

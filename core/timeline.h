@@ -75,6 +75,9 @@ struct Timeline {
   HugePageVector<OpInterval> intervals;
   std::vector<MemorySample> memory;   // in time order
   std::optional<AllocatorPeaks> allocator_measured;  // a measured run's allocator figures, when known
+  // Predicted: the sum over the caching allocator's pools (one per stream) of the most each held
+  // at once (sim/memory.h), the base of the typical reserve; unknown: the allocated peak's.
+  std::optional<int64_t> allocator_pool_peaks_bytes;
 
   std::string name(const Op& op) const { return op_name(labels, op); }
   void set_name(Op& op, std::string_view name) { set_op_name(labels, op, name); }

@@ -7,6 +7,7 @@ namespace shardline::sim {
 
 MemoryTracker::MemoryTracker(int64_t static_bytes, double start_us, bool keep_samples)
     : live_(static_bytes), peak_(static_bytes), last_us_(start_us), keep_samples_(keep_samples) {
+  pool_live_[0] = pool_peak_[0] = static_bytes;
   if (static_bytes < 0) {
     std::fprintf(stderr, "shardline sim memory: static bytes %lld < 0\n", static_cast<long long>(static_bytes));
     std::abort();
@@ -14,10 +15,16 @@ MemoryTracker::MemoryTracker(int64_t static_bytes, double start_us, bool keep_sa
   if (keep_samples_) samples_.push_back(MemorySample{start_us, live_});
 }
 
-void MemoryTracker::alloc(double now_us, int64_t bytes) { change(now_us, bytes); }
-void MemoryTracker::free(double now_us, int64_t bytes) { change(now_us, -bytes); }
+void MemoryTracker::alloc(double now_us, int64_t bytes, int pool) { change(now_us, bytes, pool); }
+void MemoryTracker::free(double now_us, int64_t bytes, int pool) { change(now_us, -bytes, pool); }
 
-void MemoryTracker::change(double now_us, int64_t delta_bytes) {
+int64_t MemoryTracker::pool_peaks_bytes() const {
+  int64_t sum = 0;
+  for (const int64_t p : pool_peak_) sum += p;
+  return sum;
+}
+
+void MemoryTracker::change(double now_us, int64_t delta_bytes, int pool) {
   if (now_us < last_us_) {
     std::fprintf(stderr, "shardline sim memory: change at %.17g before the last one at %.17g\n", now_us, last_us_);
     std::abort();
@@ -29,6 +36,19 @@ void MemoryTracker::change(double now_us, int64_t delta_bytes) {
     std::abort();
   }
   if (live_ > peak_) peak_ = live_;
+  if (pool < 0 || pool >= kNumStreams) {
+    std::fprintf(stderr, "shardline sim memory: pool %d is no stream\n", pool);
+    std::abort();
+  }
+  int64_t& in_pool = pool_live_[static_cast<size_t>(pool)];
+  in_pool += delta_bytes;
+  if (in_pool < 0) {
+    std::fprintf(stderr, "shardline sim memory: pool %d's live bytes went negative (%lld) at %.17g us: a Free in another pool than its Alloc\n",
+                 pool, static_cast<long long>(in_pool), now_us);
+    std::abort();
+  }
+  int64_t& pool_peak = pool_peak_[static_cast<size_t>(pool)];
+  if (in_pool > pool_peak) pool_peak = in_pool;
   last_us_ = now_us;
   if (keep_samples_) samples_.push_back(MemorySample{now_us, live_});
 }

@@ -1,12 +1,18 @@
 // The memory tracker: live device bytes of the representative rank over time. Starts at the
 // Program's static bytes (sharded params, grads, optimizer state); Alloc/Free ops add/subtract
-// their bytes when the host issues them (PyTorch's caching allocator counts in host order). Records a sample at every change (time
-// order; unless told to keep only the peak) and the peak. Live bytes going negative, or a change
-// before the last one, is a broken program: it aborts loudly.
+// their bytes when the host issues them (PyTorch's caching allocator counts in host order).
+// Records a sample at every change (time order; unless told to keep only the peak), the peak, and
+// the peak of each allocator pool (an op's `pool`, the stream its alloc was issued on: the
+// allocator reuses a freed block for that stream's allocations only; the static bytes are the
+// first stream's, the default stream the model and optimizer were made on).
+// Live bytes going negative, in all or in a pool, or a change before the last one, is a broken
+// program: it aborts loudly.
 #pragma once
+#include <array>
 #include <cstdint>
 #include <vector>
 
+#include "core/program.h"
 #include "core/timeline.h"
 
 namespace shardline::sim {
@@ -18,15 +24,19 @@ class MemoryTracker {
   void reserve(size_t changes) {  // room for this many changes
     if (keep_samples_) samples_.reserve(changes + 1);
   }
-  void alloc(double now_us, int64_t bytes);
-  void free(double now_us, int64_t bytes);
+  void alloc(double now_us, int64_t bytes, int pool);
+  void free(double now_us, int64_t bytes, int pool);
   int64_t live_bytes() const { return live_; }
   int64_t peak_bytes() const { return peak_; }
+  // The sum over the allocator's pools of the most each held at once: what the caching allocator
+  // keeps reserved when it never has to flush its cache.
+  int64_t pool_peaks_bytes() const;
   const std::vector<MemorySample>& samples() const { return samples_; }
   std::vector<MemorySample> take_samples() { return std::move(samples_); }
 
  private:
-  void change(double now_us, int64_t delta_bytes);
+  void change(double now_us, int64_t delta_bytes, int pool);
+  std::array<int64_t, kNumStreams> pool_live_{}, pool_peak_{};  // by stream index
   int64_t live_ = 0;
   int64_t peak_ = 0;
   double last_us_ = 0;  // the time of the last change (or the start)

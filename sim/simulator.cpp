@@ -1,7 +1,8 @@
 // simulate(): wires the pieces together. The engine pops events; the host issues ops; the
 // stream set says what may start; each started op is timed by its kind:
 //   Alloc/Free: zero duration; memory changes when the host issues them (the caching
-//   allocator's order), not when their stream reaches them;
+//   allocator's order), or when their stream reaches them where the Program says memory
+//   follows the streams (FSDP1's record_stream);
 //   CopyIn/CopyOut: cost_model.copy_time_us(bytes), or a flow of copy_link_bytes(bytes) on
 //   the rank's copy resource where copies are work of the rank's processors (mpi profiles):
 //   slowed by copy_slowdown_during_comm while a collective of the rank moves data, and slowing
@@ -203,6 +204,7 @@ class Simulation {
   uint64_t events_processed() const { return engine_.events_processed(); }
   std::vector<MemorySample> take_memory() { return memory_.take_samples(); }
   int64_t peak_memory_bytes() const { return memory_.peak_bytes(); }
+  int64_t pool_peaks_bytes() const { return memory_.pool_peaks_bytes(); }
   std::vector<RankStats> rank_stats() const {
     std::vector<RankStats> out;
     out.reserve(ranks_.size());
@@ -294,8 +296,10 @@ class Simulation {
           const Op& issued_op = program_.ops[op];
           // PyTorch's caching allocator counts a tensor when the host allocates it and releases
           // it when the host frees it: memory follows the host, not the streams.
-          if (issued_op.kind == OpKind::Alloc) memory_.alloc(now, issued_op.bytes());
-          if (issued_op.kind == OpKind::Free) memory_.free(now, issued_op.bytes());
+          if (!program_.memory_follows_streams) {
+            if (issued_op.kind == OpKind::Alloc) memory_.alloc(now, issued_op.bytes(), static_cast<int>(issued_op.pool));
+            if (issued_op.kind == OpKind::Free) memory_.free(now, issued_op.bytes(), static_cast<int>(issued_op.pool));
+          }
           streams |= 1u << static_cast<unsigned>(issued_op.stream);
           host_.issue_next();
         }
@@ -355,8 +359,12 @@ class Simulation {
     if (!spans_.empty()) spans_[span_index(r, id)] = now;
     const int rank = rank_index(r);
     switch (op.kind) {
-      case OpKind::Alloc:  // counted when issued (kHostIssue)
+      case OpKind::Alloc:  // counted when issued (kHostIssue), unless memory follows the streams
+        if (rank == 0 && program_.memory_follows_streams) memory_.alloc(now, op.bytes(), static_cast<int>(op.pool));
+        schedule(now, kOpDone, rank, id);
+        break;
       case OpKind::Free:
+        if (rank == 0 && program_.memory_follows_streams) memory_.free(now, op.bytes(), static_cast<int>(op.pool));
         schedule(now, kOpDone, rank, id);
         break;
       case OpKind::CopyIn:
@@ -704,6 +712,7 @@ Timeline simulate_program(const Scenario& given, const Program& program, const S
   t.reported_iteration = 0;
   t.scale = 1.0;
   set_timeline_scenario(t, scenario);
+  t.allocator_pool_peaks_bytes = sim.pool_peaks_bytes();
   if (step != nullptr) {
     *peak_memory_bytes = sim.peak_memory_bytes();
     return t;

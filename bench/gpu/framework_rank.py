@@ -381,13 +381,11 @@ def run_child(args):
         f.write(json.dumps(result) + "\n")
 
 
-def predict_fsdp_step_rank(binary, name):
-    """shardline's metrics for a configuration of fsdp_step.py's model (bench/gpu/predict.py's
-    scenario of it, fused AdamW) on world-size GPUs of the H100 preset, 8 per node, and the peak of
-    its Program in issue order: static memory plus each alloc and free marker as the host issues it."""
+def fsdp_step_rank_scenario(name):
+    """The scenario of a configuration of fsdp_step.py's model (bench/gpu/predict.py's scenario of
+    it, fused AdamW) on world-size GPUs of the H100 preset, 8 per node."""
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import predict as one_gpu
-    import tempfile
     _, shape, world, batch, accum, seq_len, ac = CONFIGS[name]
     cfg = next(dict(zip(one_gpu.CONFIG_FIELDS, c)) for c in FSDP_STEP_SHAPES.values() if c[0] == shape) \
         if shape in FSDP_STEP_SHAPES else next(c for c in one_gpu.configs() if c["name"] == shape)
@@ -397,6 +395,15 @@ def predict_fsdp_step_rank(binary, name):
     replicate = REPLICATE.get(name, 1)
     scenario["mesh"] = {"shard": world // replicate, "replicate": replicate}
     scenario["policy"]["micro_batches"] = accum
+    return scenario
+
+
+def predict_fsdp_step_rank(binary, name):
+    """shardline's metrics for a configuration of fsdp_step.py's model (fsdp_step_rank_scenario),
+    and the peak of its Program in issue order: static memory plus each alloc and free marker as
+    the host issues it."""
+    import tempfile
+    scenario = fsdp_step_rank_scenario(name)
     with tempfile.TemporaryDirectory() as tmp:
         with open(os.path.join(tmp, "scenario.json"), "w") as f:
             json.dump(scenario, f)

@@ -34,7 +34,8 @@ json scenario_json(const std::string& ckpt = "none") {
       "gpu": {"name": "g", "peak_tflops": {"bf16": 100}, "memory": "80GiB", "copy_bandwidth": "500GB/s",
               "hbm_bandwidth": "1TB/s", "gemm_efficiency": 0.8, "gemm_half_dim": 256, "attention_efficiency": 0.5,
               "memory_efficiency": 0.5, "kernel_launch": "4us",
-              "context_memory": "1GiB", "nccl_memory": "256MiB", "allocator_fragmentation": 0.1},
+              "context_memory": "1GiB", "nccl_memory": "256MiB", "allocator_fragmentation": 0.1,
+              "allocator_pool_fragmentation": 0.02},
       "nodes": 1, "gpus_per_node": 8, "intra_node": {"bandwidth": "100GB/s", "latency": "2us"}
     },
     "mesh": {"shard": 8}
@@ -481,25 +482,46 @@ TEST(MemoryReserve, ContextNcclPerCommunicatorAndFragmentation) {
   EXPECT_EQ(memory_reserve_of(parse(j)).fixed_bytes, (int64_t{1} << 30) + 2 * (int64_t{256} << 20));
   j["cluster"]["gpu"]["allocator_fragmentation_at_capacity"] = 0.2;
   coretest::expect_input_error([&] { parse(j); }, "cluster.gpu.allocator_fragmentation_at_capacity");
+  j["cluster"]["gpu"].erase("allocator_fragmentation_at_capacity");
+  // FSDP2 (the default: the optimizer steps over DTensors) takes its typical reserve from the
+  // allocator's pools; FSDP1 (record_stream) from the peak active memory.
+  EXPECT_TRUE(memory_reserve_of(parse(j)).typical_from_pools);
+  EXPECT_DOUBLE_EQ(memory_reserve_of(parse(j)).pool_fragmentation, 0.02);
+  j["policy"]["optimizer_params"] = "fsdp1_flat_params";
+  j["policy"]["bucket_bytes"] = 0;
+  EXPECT_FALSE(memory_reserve_of(parse(j)).typical_from_pools);
 }
 
 // The typical reserve while it fits; capped at the GPU, with cache flushes, while only the least
 // reserve (the at-capacity fragmentation) fits; the least reserve when even that does not.
 TEST(MemoryReserve, TypicalReserveCappedAtCapacityWhileTheLeastFits) {
   const MemoryReserve r{100, 0.25, 0.05};
-  ReservedEstimate e = estimate_reserved(r, 1000, 2000);  // typical 1350, least 1150
+  ReservedEstimate e = estimate_reserved(r, 1000, 1000, 2000);  // typical 1350, least 1150
   EXPECT_EQ(e.peak_reserved_bytes, 1350);
   EXPECT_EQ(e.min_reserved_bytes, 1150);
   EXPECT_EQ(e.allocator_reserved_bytes, 1250);  // without the context and NCCL buffers
   EXPECT_FALSE(e.cache_flushes);
-  e = estimate_reserved(r, 1000, 1200);
+  e = estimate_reserved(r, 1000, 1000, 1200);
   EXPECT_EQ(e.peak_reserved_bytes, 1200);
   EXPECT_EQ(e.min_reserved_bytes, 1150);
   EXPECT_EQ(e.allocator_reserved_bytes, 1100);  // the allocator fills what the fixed part leaves
   EXPECT_TRUE(e.cache_flushes);
-  e = estimate_reserved(r, 1000, 1100);
+  e = estimate_reserved(r, 1000, 1000, 1100);
   EXPECT_EQ(e.peak_reserved_bytes, 1150);
   EXPECT_FALSE(e.cache_flushes);
+}
+
+// With room, FSDP2's allocator keeps each stream's pool at its own peak: the typical reserve grows
+// with their sum, while the least (it flushes its cache at capacity) follows the allocated peak.
+// FSDP1's typical reserve ignores the pools.
+TEST(MemoryReserve, Fsdp2sTypicalReserveIsThePoolsPeaksSum) {
+  const MemoryReserve pools{100, 0.25, 0.05, 0.25, true};
+  const ReservedEstimate e = estimate_reserved(pools, 1000, 1600, 5000);
+  EXPECT_EQ(e.peak_reserved_bytes, 2100);  // 1600 x 1.25 + 100
+  EXPECT_EQ(e.min_reserved_bytes, 1150);
+  EXPECT_EQ(estimate_reserved(MemoryReserve{100, 0.25, 0.05}, 1000, 1600, 5000).peak_reserved_bytes, 1350);
+  // A within-pool fragmentation below the at-capacity one never puts the typical under the least.
+  EXPECT_EQ(estimate_reserved(MemoryReserve{100, 0.25, 0.05, 0.01, true}, 1000, 1000, 5000).peak_reserved_bytes, 1150);
 }
 
 }  // namespace

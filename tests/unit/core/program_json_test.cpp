@@ -60,6 +60,7 @@ Program sample_program() {
   free.kind = OpKind::Free;
   free.memory = MemoryKind::UnshardedParams;
   free.set_bytes(256);
+  free.pool = StreamId::AllGather;  // released on the compute stream into the all-gather stream's pool
   free.phase = Phase::Finalize;
   p.set_name(free, "free u1");
   const std::vector<TensorSlice> slices{{1, 0, 16}, {2, 0, 16}};
@@ -125,8 +126,31 @@ TEST(ProgramJson, RoundTripKeepsEveryField) {
   EXPECT_TRUE(back.ops[2].recompute);
   EXPECT_DOUBLE_EQ(back.ops[2].compute_us(), 12.5);
   EXPECT_EQ(back.ops[3].memory, MemoryKind::UnshardedParams);
+  EXPECT_EQ(back.ops[3].pool, StreamId::AllGather);
   EXPECT_EQ(back.params[0].shard_numel, 250);
 }
+
+// A free's allocator pool: written for allocs and frees; a Program written before it existed
+// reads as the op's own stream; an alloc's is its own stream, or the file is refused.
+TEST(ProgramJson, AFreesPoolDefaultsToItsStreamAndAnAllocsIsItsOwn) {
+  json j = program_to_json(sample_program());
+  json& free = j["ops"][3];
+  EXPECT_EQ(free["pool"], "all_gather");
+  EXPECT_FALSE(j["ops"][2].contains("pool"));  // a compute op has none
+  free.erase("pool");
+  EXPECT_EQ(program_from_json(j).ops[3].pool, StreamId::Compute);
+  json alloc = free;
+  alloc["kind"] = "alloc";
+  alloc["pool"] = "reduce_scatter";
+  j["ops"][3] = alloc;
+  try {
+    program_from_json(j);
+    FAIL() << "an alloc in another stream's pool was read";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where(), "ops[3].pool");
+  }
+}
+
 
 TEST(ProgramJson, BadFilesNameTheJsonPath) {
   json good = program_to_json(sample_program());
@@ -327,6 +351,14 @@ TEST(TimelineJson, TheMeasuredAllocatorPeaksRoundTripAndAreOptional) {
   } catch (const InputError& e) {
     EXPECT_EQ(e.where(), "allocator_measured.peak_reserved_bytes");
   }
+}
+
+// The predicted allocator pools' sum round-trips and is optional (timelines before 2026-11-27).
+TEST(TimelineJson, ThePoolPeaksRoundTripAndAreOptional) {
+  Timeline t = sample_timeline();
+  EXPECT_FALSE(timeline_from_json(timeline_to_json(t)).allocator_pool_peaks_bytes.has_value());
+  t.allocator_pool_peaks_bytes = 1234;
+  EXPECT_EQ(timeline_from_json(json::parse(timeline_to_json(t).dump())).allocator_pool_peaks_bytes, 1234);
 }
 
 // Timelines written before the workload and the memory reserve existed still read: throughput

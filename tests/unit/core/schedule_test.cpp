@@ -880,6 +880,49 @@ TEST(Schedule, ABlocksGradientsAreAllocatedWhenItsBackwardEnds) {
   EXPECT_LT(grads[1], rs);
 }
 
+// Every free returns its bytes to the pool its alloc drew from (the stream the alloc was issued
+// on, docs/program.md): in issue order, no pool's live bytes go negative and every pool ends the
+// step where it began, whatever the policy moves between streams.
+TEST(Schedule, EveryFreeReturnsItsBytesToItsAllocsPool) {
+  std::vector<std::pair<std::string, Scenario>> cases;
+  cases.emplace_back("fsdp", make_scenario(4));
+  cases.emplace_back("hsdp", make_scenario(4, 2, 2));
+  Scenario s = make_scenario(4);
+  s.policy.comm_fusion = false;
+  cases.emplace_back("unfused", s);
+  s = make_scenario(4);
+  s.policy.zero_copy = true;
+  s.policy.param_dtype = s.policy.master_dtype;  // the all-gather lands in the parameters
+  cases.emplace_back("zero-copy", s);
+  s = make_scenario(4);
+  s.policy.reshard_after_forward = {ReshardAfterForward::Mode::Partial, 2};
+  cases.emplace_back("reshard to 2", s);
+  s = make_scenario(4);
+  s.policy.bucket_bytes = 6144;
+  cases.emplace_back("byte buckets", s);
+  s = make_scenario(4, 2, 2);
+  s.policy.micro_batches = 3;
+  s.policy.grad_sync = GradSync::Last;
+  cases.emplace_back("grad sync last", s);
+  for (const auto& [name, scenario] : cases) {
+    const Program p = schedule(scenario);
+    std::array<int64_t, kNumStreams> live{};
+    std::set<StreamId> pools;
+    for (const Op& op : p.ops) {
+      if (op.kind == OpKind::Alloc) {
+        EXPECT_EQ(op.pool, op.stream) << name << ": " << p.name(op);
+        live[static_cast<size_t>(op.pool)] += op.bytes();
+        pools.insert(op.pool);
+      } else if (op.kind == OpKind::Free) {
+        live[static_cast<size_t>(op.pool)] -= op.bytes();
+        EXPECT_GE(live[static_cast<size_t>(op.pool)], 0) << name << ": " << p.name(op);
+      }
+    }
+    for (int k = 0; k < kNumStreams; ++k) EXPECT_EQ(live[static_cast<size_t>(k)], 0) << name << ": pool " << k;
+    EXPECT_GE(pools.size(), 2u) << name;  // the compute stream's and at least one collective stream's
+  }
+}
+
 // The root is gathered in the model's pre-forward, whichever units hold it: an explicit root
 // unit that is not first is gathered before the first unit, and freed after its backward.
 TEST(Schedule, TheRootIsGatheredBeforeTheFirstUnitWhereverItsUnitsAre) {

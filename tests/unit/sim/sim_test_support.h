@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <string>
 #include <utility>
+#include <optional>
 #include <vector>
 
 #include "core/program.h"
@@ -67,11 +68,14 @@ class ProgramBuilder {
   int alloc(int64_t bytes, StreamId stream, std::vector<int> deps = {}) {
     Op& op = add(OpKind::Alloc, stream, std::move(deps));
     op.set_bytes(bytes);
+    op.pool = stream;
     return p_.id_of(op);
   }
-  int free(int64_t bytes, StreamId stream, std::vector<int> deps = {}) {
+  // `pool`: the stream its alloc was issued on (default: this free's own).
+  int free(int64_t bytes, StreamId stream, std::vector<int> deps = {}, std::optional<StreamId> pool = std::nullopt) {
     Op& op = add(OpKind::Free, stream, std::move(deps));
     op.set_bytes(bytes);
+    op.pool = pool.value_or(stream);
     return p_.id_of(op);
   }
   Op& last() { return p_.ops.back(); }

@@ -331,6 +331,26 @@ TEST(Simulator, MemoryChangesWhenTheHostIssuesAllocAndFreeNotWhenTheirStreamsRea
   EXPECT_DOUBLE_EQ(at(t, a0).issue_us, 0);
 }
 
+// The caching allocator keeps a freed block for the stream that allocated it: the pools' peaks,
+// summed, are what it reserves with room to spare. Here the copy-in stream's 300 bytes, once
+// freed, cannot serve the compute stream's later 350.
+TEST(Simulator, EachAllocatorPoolKeepsItsOwnPeak) {
+  ProgramBuilder b;
+  b.program().static_memory_bytes = 1000;  // the first stream's pool
+  b.alloc(400, StreamId::Compute);
+  b.free(400, StreamId::Compute);
+  b.alloc(300, StreamId::CopyIn);
+  b.free(300, StreamId::Compute, {}, StreamId::CopyIn);  // released on another stream, into its own pool
+  b.alloc(350, StreamId::Compute);
+  b.free(350, StreamId::Compute);
+  const Timeline t = simulate(test_scenario(), b.program());
+  ASSERT_TRUE(t.allocator_pool_peaks_bytes.has_value());
+  EXPECT_EQ(*t.allocator_pool_peaks_bytes, 1400 + 300);
+  const Metrics m = compute_metrics(t);
+  EXPECT_EQ(m.peak_memory_bytes, 1400);
+  EXPECT_EQ(m.allocator_pool_peaks_bytes, 1700);
+}
+
 TEST(SimulatorDeathTest, FreeingMoreThanIsLiveAbortsLoudly) {
   ProgramBuilder b;
   b.alloc(100, StreamId::Compute);
