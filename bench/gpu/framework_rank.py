@@ -84,6 +84,13 @@ CONFIGS = {
     "heldout-fsdp_step-70b-shape-2-layers-none-hsdp2x16": ("fsdp_step", "llama3-70b-shape-2-layers-none", 32, 1, 1, 4096, "none"),
     "heldout-fsdp_step-8b-shape-16-layers-hsdp2x8-b2-ga2": ("fsdp_step", "llama3-8b-shape-16-layers-full", 16, 2, 2, 4096, "full"),
     "heldout-fsdp_step-3b-shape-24-layers-hsdp2x16-ga2": ("fsdp_step", "llama3-3b-shape-24-layers-full", 32, 1, 2, 8192, "full"),
+    # Held out for the reserved estimate from the allocator's per-stream pools (bench/gpu/
+    # fit_reserved.py, 2026-11-27): predicted (bench/gpu/h200_reserved_heldout_predicted.jsonl)
+    # and committed before their first run, allocated and reserved both.
+    "heldout2-fsdp_step-70b-shape-5-layers-hsdp2x16": ("fsdp_step", "llama3-70b-shape-5-layers-full", 32, 1, 1, 8192, "full"),
+    "heldout2-fsdp_step-13b-shape-10-layers-fsdp16-b2-ga2": ("fsdp_step", "llama3-13b-shape-10-layers-full", 16, 2, 2, 4096, "full"),
+    "heldout2-fsdp_step-8b-shape-8-layers-none-hsdp2x4": ("fsdp_step", "llama3-8b-shape-8-layers-none", 8, 1, 1, 4096, "none"),
+    "heldout2-fsdp_step-1b-none-hsdp2x4-b4": ("fsdp_step", "llama-1b-none", 8, 4, 1, 2048, "none"),
 }
 # Configurations whose mesh has a replicate dimension (HSDP): {row id: replicate size}; the shard
 # size is the world size over it.
@@ -95,6 +102,10 @@ FSDP_STEP_SHAPES = {
     for n, ac in ((2, "none"), (3, "none"), (4, "full"), (6, "full"), (8, "full"))
 }
 FSDP_STEP_SHAPES["llama3-3b-shape-24-layers-full"] = ("llama3-3b-shape-24-layers-full", 24, 3072, 8192, 24, 8, 128256, 8192, 1, "full")
+FSDP_STEP_SHAPES["llama3-70b-shape-5-layers-full"] = ("llama3-70b-shape-5-layers-full", 5, 8192, 28672, 64, 8, 128256, 8192, 1, "full")
+# KempnerForge's 13B layer (kempnerforge.json's shape) in fsdp_step.py's model.
+FSDP_STEP_SHAPES["llama3-13b-shape-10-layers-full"] = ("llama3-13b-shape-10-layers-full", 10, 5120, 17920, 40, 8, 128256, 4096, 1, "full")
+FSDP_STEP_SHAPES["llama3-8b-shape-8-layers-none"] = ("llama3-8b-shape-8-layers-none", 8, 4096, 14336, 32, 8, 128256, 4096, 1, "none")
 # The published row each held-out configuration is predicted from (with its file's rules), and
 # what differs. KempnerForge's runs here are eager, so their norms are the eager fp32 ones.
 PUBLISHED_FILES = ("kempnerforge.json", "torchtitan_h100.json")
