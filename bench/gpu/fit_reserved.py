@@ -20,6 +20,9 @@ The rule, written and committed before the fit (2026-11-27):
 - Of the others, in that order, the 1st, 3rd, 5th ... are fit rows and the 2nd, 4th ... check rows.
 - `allocator_pool_fragmentation` = the median over the fit rows of measured / pools - 1. The check
   rows' |error| (median, worst) is reported beside the fit rows'.
+Added after the fit: four configurations predicted with it and committed before their first run
+(h200_reserved_heldout.jsonl; predictions in h200_reserved_heldout_predicted.jsonl), reported as
+held-out rows.
 
   python3 bench/gpu/fit_reserved.py [--binary build/release/cli/shardline]
 """
@@ -42,6 +45,7 @@ import predict as one_gpu  # noqa: E402
 GiB = 2.0 ** 30
 RANK_FILES = ("h200_framework_rank.jsonl", "h200_framework_rank_heldout.jsonl", "h200_kempnerforge_rank.jsonl",
               "h200_hsdp_rank.jsonl", "h200_hsdp_rank_heldout.jsonl")
+HELD_OUT_FILES = ("h200_reserved_heldout.jsonl",)
 
 
 def metrics_of(binary, scenario):
@@ -82,7 +86,7 @@ def evidence(binary):
         rows.append((f"one-GPU {r['name']}", "fsdp_step", r["max_memory_reserved"], r["max_memory_allocated"], m))
     published = {row["id"]: row for row in check.load_independent([os.path.join(ROOT, "bench", "published", f)
                                                                      for f in fr.PUBLISHED_FILES])[0]}
-    for f in RANK_FILES:
+    for f in RANK_FILES + HELD_OUT_FILES:
         for line in open(os.path.join(HERE, f)):
             r = json.loads(line)
             if "max_memory_reserved" not in r or r["name"] not in fr.CONFIGS:
@@ -90,7 +94,8 @@ def evidence(binary):
             if fr.CONFIGS[r["name"]][0] != "fsdp_step" and fr.HELD_OUT.get(r["name"], (r["name"],))[0] not in published:
                 continue  # a smoke test of the method, no published row's scenario
             m = metrics_of(binary, rank_scenario(r["name"], published))
-            rows.append((f"one rank {r['name']}", fr.CONFIGS[r["name"]][0], r["max_memory_reserved"], r["max_memory_allocated"], m))
+            role = "held-out" if f in HELD_OUT_FILES else fr.CONFIGS[r["name"]][0]
+            rows.append((f"one rank {r['name']}", role, r["max_memory_reserved"], r["max_memory_allocated"], m))
     return rows
 
 
@@ -99,11 +104,14 @@ def main():
     ap.add_argument("--binary", default=os.path.join(ROOT, "build/release/cli/shardline"))
     args = ap.parse_args()
     rows = evidence(args.binary)
-    fit, check_rows, reported = [], [], []
+    fit, check_rows, reported, held_out = [], [], [], []
     k = 0
     for row in rows:
         if row[1] == "kempnerforge":
             reported.append(row)
+            continue
+        if row[1] == "held-out":
+            held_out.append(row)
             continue
         (fit if k % 2 == 0 else check_rows).append(row)
         k += 1
@@ -111,7 +119,7 @@ def main():
     f = statistics.median(ratio(r) for r in fit)
     print(f"allocator_pool_fragmentation = median over {len(fit)} fit rows of measured / pools - 1 = {f:.4f}")
     print(f"{'run':<62} {'role':<8} {'measured':>9} {'pools':>8} {'x(1+f)':>8} {'error':>7}   {'allocated x1.26':>15}")
-    for role, group in (("fit", fit), ("check", check_rows), ("reported", reported)):
+    for role, group in (("fit", fit), ("check", check_rows), ("held-out", held_out), ("reported", reported)):
         errors = []
         for name, _, reserved, allocated, m in group:
             pools = m["allocator_pool_peaks_bytes"]
