@@ -296,9 +296,9 @@ Metrics StepAccumulator::finish(const Timeline& t, std::optional<int64_t> peak_m
   m.memory_recorded = peak_memory_bytes.has_value();
   m.peak_memory_bytes = peak_memory_bytes.value_or(0);
   if (m.memory_recorded) {
-    const ReservedEstimate reserved = estimate_reserved(t.memory_reserve, m.peak_memory_bytes,
-                                                        t.allocator_pool_peaks_bytes.value_or(m.peak_memory_bytes), t.memory_capacity_bytes);
     m.allocator_pool_peaks_bytes = t.allocator_pool_peaks_bytes.value_or(m.peak_memory_bytes);
+    const ReservedEstimate reserved =
+        estimate_reserved(t.memory_reserve, m.peak_memory_bytes, m.allocator_pool_peaks_bytes, t.memory_capacity_bytes);
     m.peak_reserved_bytes = reserved.peak_reserved_bytes;
     m.min_reserved_bytes = reserved.min_reserved_bytes;
     m.peak_allocator_reserved_bytes = reserved.allocator_reserved_bytes;

@@ -30,9 +30,7 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
-import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -49,30 +47,10 @@ HELD_OUT_FILES = ("h200_reserved_heldout.jsonl",)
 
 
 def metrics_of(binary, scenario):
-    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
-        json.dump(scenario, f)
-        path = f.name
-    try:
-        out = subprocess.run([binary, "simulate", path, "--json"], capture_output=True, text=True)
-        if out.returncode != 0:
-            sys.exit(f"{scenario.get('name')}: {out.stderr.strip()}")
-        j = json.loads(out.stdout)
-        return j.get("metrics", j)
-    finally:
-        os.unlink(path)
-
-
-def rank_scenario(name, published):
-    """The scenario framework_rank.py --predict simulates for a one-rank run."""
-    if fr.CONFIGS[name][0] == "fsdp_step":
-        return fr.fsdp_step_rank_scenario(name)
-    template, changes = fr.HELD_OUT.get(name, (name, None))
-    row = published[template]
-    if changes is not None:
-        row = dict(row, id=name, **{k: v for k, v in changes.items() if k != "architecture"})
-        row["architecture"] = dict(row.get("architecture", {}), **changes.get("architecture", {}))
-        row["gpus_per_node"] = min(row["gpus"], row.get("gpus_per_node", 8))
-    return check.scenario_of(row, None)
+    m = one_gpu.simulate(binary, scenario)
+    if "error" in m:
+        sys.exit(f"{scenario.get('name')}: {m['error']}")
+    return m
 
 
 def evidence(binary):
@@ -93,7 +71,7 @@ def evidence(binary):
                 continue
             if fr.CONFIGS[r["name"]][0] != "fsdp_step" and fr.HELD_OUT.get(r["name"], (r["name"],))[0] not in published:
                 continue  # a smoke test of the method, no published row's scenario
-            m = metrics_of(binary, rank_scenario(r["name"], published))
+            m = metrics_of(binary, fr.rank_scenario(r["name"], published))
             role = "held-out" if f in HELD_OUT_FILES else fr.CONFIGS[r["name"]][0]
             rows.append((f"one rank {r['name']}", role, r["max_memory_reserved"], r["max_memory_allocated"], m))
     return rows

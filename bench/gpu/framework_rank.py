@@ -409,6 +409,24 @@ def fsdp_step_rank_scenario(name):
     return scenario
 
 
+def rank_scenario(name, published):
+    """The scenario of a one-rank configuration: fsdp_step.py's model (fsdp_step_rank_scenario), or
+    a published row's as bench/published/check.py makes it (`published`: {row id: row}), a
+    held-out one's from its template row with its changes (HELD_OUT)."""
+    if CONFIGS[name][0] == "fsdp_step":
+        return fsdp_step_rank_scenario(name)
+    published_dir = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "published")
+    sys.path.insert(0, published_dir)
+    import check
+    template, changes = HELD_OUT.get(name, (name, None))
+    row = published[template]
+    if changes is not None:
+        row = dict(row, id=name, **{k: v for k, v in changes.items() if k != "architecture"})
+        row["architecture"] = dict(row.get("architecture", {}), **changes.get("architecture", {}))
+        row["gpus_per_node"] = min(row["gpus"], row.get("gpus_per_node", 8))
+    return check.scenario_of(row, None)
+
+
 def predict_fsdp_step_rank(binary, name):
     """shardline's metrics for a configuration of fsdp_step.py's model (fsdp_step_rank_scenario),
     and the peak of its Program in issue order: static memory plus each alloc and free marker as
@@ -439,7 +457,9 @@ def predict(args):
     bench/published/check.py makes it, a held-out one's from its template row with its changes."""
     published = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "published")
     sys.path.insert(0, published)
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import check
+    import predict as one_gpu
     rows = {row["id"]: row for row in check.load_independent([os.path.join(published, f) for f in PUBLISHED_FILES])[0]}
     names = args.only.split(",") if args.only else [n for n in CONFIGS if n in rows or n in HELD_OUT]
     measured, failed = {}, []
@@ -453,13 +473,7 @@ def predict(args):
         if CONFIGS[name][0] == "fsdp_step":
             m, issue_order_peak = predict_fsdp_step_rank(args.binary, name)
         else:
-            template, changes = HELD_OUT.get(name, (name, None))
-            row = rows[template]
-            if changes is not None:
-                row = dict(row, id=name, **{k: v for k, v in changes.items() if k != "architecture"})
-                row["architecture"] = dict(row.get("architecture", {}), **changes.get("architecture", {}))
-                row["gpus_per_node"] = min(row["gpus"], row.get("gpus_per_node", 8))
-            m = check.simulate(args.binary, row, None, [])
+            m = one_gpu.simulate(args.binary, rank_scenario(name, rows))
         if "error" in m:
             sys.exit(f"{name}: {m['error']}")
         out = {"name": name, "predicted_peak_allocated_gib": m["peak_memory_bytes"] / GiB,
