@@ -34,21 +34,31 @@ struct Saved {
 
 }  // namespace
 
+int64_t norm_saved_input_bytes(const TransformerSpec& t, int e, int64_t tokens) {
+  return (t.norm_impl == NormImpl::EagerFp32 ? 4 + e : e) * tokens * t.hidden;
+}
+
+int64_t norm_stats_bytes(const TransformerSpec& t, int64_t tokens) { return (t.norm == NormKind::LayerNorm ? 8 : 4) * tokens; }
+
+int64_t norm_saved_bytes(const TransformerSpec& t, int e, int64_t tokens) {
+  return norm_saved_input_bytes(t, e, tokens) + e * tokens * t.hidden + norm_stats_bytes(t, tokens);
+}
+
 BlockBackwardMemory block_backward_memory(const TransformerSpec& t, int e, Checkpointing mode) {
   const int64_t T = t.seq_len * t.micro_batch_size;
   const int64_t h = t.hidden, kv = t.kv_dim(), f = t.ffn_hidden, a = t.heads;
   const int64_t Th = e * T * h, Tkv = e * T * kv, Tf = e * T * f;
   const bool swiglu = t.mlp == MlpKind::SwiGlu;
   const bool eager_norm = t.norm_impl == NormImpl::EagerFp32;
-  const int64_t stats = (t.norm == NormKind::LayerNorm ? 8 : 4) * T;
+  const int64_t stats = norm_stats_bytes(t, T);
   const int64_t mask = t.dropout > 0 ? T * h : 0;  // one byte per element
 
-  // What the forward saves with no checkpointing (core/transformer.cpp's list). A fused norm saves
-  // its input, the block input x (attention norm) or the residual x2 (MLP norm); an eager fp32 norm
-  // saves an fp32 copy and the 16-bit normalized input in its place.
-  Saved x{Th}, n1_in{eager_norm ? (4 + e) * T * h : 0}, stats1{stats}, y1{Th};
+  // What the forward saves with no checkpointing (docs/compute-model.md's list). A norm's saved
+  // input (norm_saved_input_bytes) is, fused, the block input x itself (attention norm: `x` here)
+  // or the residual x2 (MLP norm).
+  Saved x{Th}, n1_in{eager_norm ? norm_saved_input_bytes(t, e, T) : 0}, stats1{stats}, y1{Th};
   Saved q{Th}, k{Tkv}, v{Tkv}, o{Th}, lse{4 * T * a}, attention_mask{mask};
-  Saved n2_in{eager_norm ? (4 + e) * T * h : Th}, stats2{stats}, y2{Th}, mlp_mask{mask};
+  Saved n2_in{norm_saved_input_bytes(t, e, T)}, stats2{stats}, y2{Th}, mlp_mask{mask};
   Saved gate{Tf}, up{swiglu ? Tf : 0}, act{Tf}, product{swiglu ? Tf : 0};  // GELU: up in `gate`, GELU(up) in `act`
   Saved* const none_saved[] = {&n1_in, &stats1, &y1, &q, &k, &v, &o, &lse, &attention_mask,
                                &n2_in, &stats2, &y2, &mlp_mask, &gate, &up, &act, &product};

@@ -25,4 +25,13 @@ struct BlockBackwardMemory {
 // `e`: the width of activations and of the weight gradients autograd makes (policy.param_dtype).
 BlockBackwardMemory block_backward_memory(const TransformerSpec& t, int e, Checkpointing mode);
 
+// What a norm over `tokens` rows keeps for backward. Its input: fused, the input itself (e bytes an
+// element); eager fp32 (NormImpl::EagerFp32), in its place the fp32 copy (which pow and the
+// multiply by 1/rms save) and the 16-bit normalized input before the weight (which the multiply
+// by the weight saves). Its per-row statistics, fp32: LayerNorm mean and 1/std, RMSNorm 1/rms.
+int64_t norm_saved_input_bytes(const TransformerSpec& t, int e, int64_t tokens);
+int64_t norm_stats_bytes(const TransformerSpec& t, int64_t tokens);
+// Both, with its output (the next layer's input, which that layer saves): a head norm's share.
+int64_t norm_saved_bytes(const TransformerSpec& t, int e, int64_t tokens);
+
 }  // namespace shardline

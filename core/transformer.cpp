@@ -8,20 +8,6 @@
 namespace shardline {
 namespace {
 
-// Bytes of the per-row statistics a norm saves (fp32): LayerNorm mean and 1/std, RMSNorm 1/rms.
-int64_t norm_stats_bytes(const TransformerSpec& t, int64_t tokens) {
-  return (t.norm == NormKind::LayerNorm ? 8 : 4) * tokens;
-}
-
-// What a norm over `tokens` rows keeps for backward, with its output (the next layer's input,
-// which that layer saves): fused, its input and output; eager fp32 (NormImpl::EagerFp32), the
-// fp32 copy of its input (which pow and the multiply by 1/rms save) in place of the input, and
-// the 16-bit normalized input before the weight (which the multiply by the weight saves).
-int64_t norm_saved_bytes(const TransformerSpec& t, int e, int64_t tokens) {
-  const int64_t per_element = t.norm_impl == NormImpl::EagerFp32 ? 4 + 2 * e : 2 * e;
-  return per_element * tokens * t.hidden + norm_stats_bytes(t, tokens);
-}
-
 std::vector<TensorSpec> block_tensors(const TransformerSpec& t) {
   const int64_t h = t.hidden, kv = t.kv_dim(), f = t.ffn_hidden;
   std::vector<TensorSpec> ts = {
