@@ -66,9 +66,15 @@ Workload workload_of(const Scenario& s) {
     double model = 0, recompute = 0;
     bool known = true;
     for (const UnitSpec& u : s.model.units) {
-      // Measured times without FLOPs leave the model's FLOPs unknown; a unit timed by a profile
-      // (calibrate --from-trace) keeps the FLOPs it states.
-      if ((u.forward_time_us || u.backward_time_us) && u.forward_flops == 0 && u.backward_flops == 0) known = false;
+      // A pass given as a time without FLOPs leaves the model's FLOPs unknown (a partial sum would
+      // report too low an MFU); a unit timed by a profile (calibrate --from-trace) keeps the FLOPs
+      // it states. A time of zero is no work, so it knows its FLOPs: none.
+      const auto timed_without_flops = [](const std::optional<double>& time_us, double flops) {
+        return time_us && *time_us > 0 && flops == 0;
+      };
+      if (timed_without_flops(u.forward_time_us, u.forward_flops) || timed_without_flops(u.backward_time_us, u.backward_flops)) {
+        known = false;
+      }
       model += u.forward_flops + u.backward_flops;
       if (u.recompute_forward) recompute += u.forward_flops;
     }

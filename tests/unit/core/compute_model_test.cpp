@@ -471,6 +471,22 @@ TEST(Workload, TokensFlopsAndPeakFollowTheDocumentedFormulas) {
   EXPECT_DOUBLE_EQ(workload_of(parse(units)).tokens_per_step, 0);  // unknown
 }
 
+TEST(Workload, AUnitWithOnePassGivenAsATimeLeavesTheModelFlopsUnknown) {
+  // A partial sum (the forward's FLOPs without the timed backward's) would report too low an MFU.
+  json units = scenario_json();
+  units["model"] = json::parse(R"({"units": [{"name": "a", "params": 1000, "forward_flops": 1e9},
+                                              {"name": "b", "params": 1000, "forward_flops": 1e9, "backward_time": "2ms"}],
+                                   "seq_len": 512, "micro_batch_size": 4})");
+  Workload w = workload_of(parse(units));
+  EXPECT_DOUBLE_EQ(w.model_flops_per_step, 0);  // unknown
+  EXPECT_DOUBLE_EQ(w.hardware_flops_per_step, 0);
+  EXPECT_DOUBLE_EQ(w.tokens_per_step, 512.0 * 4 * 8);  // tokens do not need FLOPs
+  // A backward of zero time is no work: the FLOPs are known (the forward's only).
+  units["model"]["units"][1]["backward_time"] = "0ms";
+  w = workload_of(parse(units));
+  EXPECT_DOUBLE_EQ(w.model_flops_per_step, (1e9 + 2e9 + 1e9) * 8);
+}
+
 TEST(MemoryReserve, ContextNcclPerCommunicatorAndFragmentation) {
   json j = scenario_json();
   const MemoryReserve fsdp = memory_reserve_of(parse(j));
