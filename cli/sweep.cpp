@@ -49,7 +49,9 @@ class Progress {
       const int decile = total ? static_cast<int>(10 * done / total) : 10;
       if (decile > last_decile_) {
         last_decile_ = decile;
-        std::fprintf(stderr, "%s: %zu/%zu points (%d%%), %.1fs\n", label_.c_str(), done, total, decile * 10, secs);
+        // The line at each tenth says the share done, not the tenth it passed (2/3 is 66%, not 60%).
+        std::fprintf(stderr, "%s: %zu/%zu points (%d%%), %.1fs\n", label_.c_str(), done, total,
+                     total ? static_cast<int>(100 * done / total) : 100, secs);
       }
     }
   }
@@ -94,6 +96,7 @@ int run_sweep_command(const std::vector<std::string>& args) {
   // The flag stands for the key.
   if (cli.given("memory-margin")) apply_overrides(base, {"run.memory_margin=" + nlohmann::json(margin).dump()});
   std::vector<SweepAxis> axes;
+  for (const auto& v : vary) check_vary_paths(base, parse_vary_paths(v));  // a misspelled path before its values
   for (const auto& v : vary) axes.push_back(parse_vary(v));
   for (size_t a = 0; a < axes.size(); ++a)
     for (size_t b = 0; b < a; ++b)

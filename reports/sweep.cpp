@@ -80,7 +80,18 @@ int64_t parse_size(const std::string& path, const std::string& text) {
 double parse_endpoint(const std::string& path, const std::string& text, bool bytes) {
   if (bytes) return static_cast<double>(parse_size(path, text));
   auto n = parse_number(text);
-  if (!n) vary_error(path, "range endpoint \"" + text + "\" is not a number");
+  if (!n) {
+    bool is_size = false;
+    try {
+      parse_bytes(text, path);
+      is_size = true;
+    } catch (const InputError&) {
+    }
+    vary_error(path, "range endpoint \"" + text + "\" is not a number" +
+                         (is_size ? std::string("; a range of sizes needs a path that ends in _bytes, so list this one's values "
+                                                "instead (e.g. 40GiB,80GiB)")
+                                  : std::string()));
+  }
   return *n;
 }
 
@@ -177,17 +188,23 @@ std::vector<std::string> expand_vary_values(const std::string& path, const std::
   return out;
 }
 
-SweepAxis parse_vary(const std::string& spec) {
+std::vector<std::string> parse_vary_paths(const std::string& spec) {
   const size_t eq = spec.find('=');
   if (eq == std::string::npos || eq == 0)
     throw InputError("--vary", "\"" + spec + "\" is not PATH=VALUES (e.g. policy.bucket_bytes=1MiB..512MiB:x2)");
-  SweepAxis axis;
+  std::vector<std::string> paths;
   for (const auto& p : split(trim(spec.substr(0, eq)), '/')) {
     const std::string path = trim(p);
     if (path.empty()) throw InputError("--vary", "\"" + spec + "\" has an empty path");
-    axis.paths.push_back(path);
+    paths.push_back(path);
   }
-  const std::string expr = spec.substr(eq + 1);
+  return paths;
+}
+
+SweepAxis parse_vary(const std::string& spec) {
+  SweepAxis axis;
+  axis.paths = parse_vary_paths(spec);
+  const std::string expr = spec.substr(spec.find('=') + 1);
   if (axis.paths.size() == 1) {
     for (auto& v : expand_vary_values(axis.paths[0], expr)) axis.values.push_back({std::move(v)});
     return axis;

@@ -35,6 +35,9 @@ bool path_takes_bytes(const std::string& path);
 // the path on an empty range (a > b), a step that never advances (:x1, :+0), or bad numbers.
 std::vector<std::string> expand_vary_values(const std::string& path, const std::string& expr);
 
+// The path(s) of one --vary argument, before its values are read: "P1/P2=..." gives {P1, P2}.
+std::vector<std::string> parse_vary_paths(const std::string& spec);
+
 // Parses one --vary argument "PATH=EXPR" or "P1/P2=v1/v2,w1/w2" (joint axis, lists only).
 SweepAxis parse_vary(const std::string& spec);
 

@@ -24,21 +24,30 @@
 
 namespace shardline {
 
-void validate_vary_paths(const nlohmann::json& base_json, const std::vector<SweepAxis>& axes) {
-  for (const auto& axis : axes) {
-    for (size_t p = 0; p < axis.paths.size(); ++p) {
-      for (const auto& tuple : axis.values) {
-        nlohmann::json copy = base_json;
-        const std::string ov = axis.paths[p] + "=" + tuple[p];
-        try {
-          apply_overrides(copy, {ov});
-        } catch (const InputError& e) {
-          // apply_overrides speaks of --set, which the user did not give: the sentence names the path.
-          throw InputError("--vary", e.where() == "--set" ? e.sentence() : axis.paths[p] + ": " + e.what());
-        }
-      }
-    }
+namespace {
+
+// Applies path=value to a copy of the base JSON; apply_overrides speaks of --set, which the user did
+// not give, so its refusal is said of --vary (its sentence names the path).
+void try_vary_override(const nlohmann::json& base_json, const std::string& path, const std::string& value) {
+  nlohmann::json copy = base_json;
+  try {
+    apply_overrides(copy, {path + "=" + value});
+  } catch (const InputError& e) {
+    throw InputError("--vary", e.where() == "--set" ? e.sentence() : path + ": " + e.what());
   }
+}
+
+}  // namespace
+
+void check_vary_paths(const nlohmann::json& base_json, const std::vector<std::string>& paths) {
+  // apply_overrides checks the path, not the value's type: any value stands in.
+  for (const auto& path : paths) try_vary_override(base_json, path, "0");
+}
+
+void validate_vary_paths(const nlohmann::json& base_json, const std::vector<SweepAxis>& axes) {
+  for (const auto& axis : axes)
+    for (size_t p = 0; p < axis.paths.size(); ++p)
+      for (const auto& tuple : axis.values) try_vary_override(base_json, axis.paths[p], tuple[p]);
 }
 
 void check_base_scenario(const nlohmann::json& base_json, const std::string& base_dir, const std::vector<SweepAxis>& axes,

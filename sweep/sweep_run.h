@@ -13,6 +13,11 @@
 
 namespace shardline {
 
+// Checks each path against the base JSON as apply_overrides would (an unknown key gets its
+// suggestion), before any value is read, so a misspelled path is named as such and not as a value
+// the path's type cannot take. Throws InputError("--vary", ...).
+void check_vary_paths(const nlohmann::json& base_json, const std::vector<std::string>& paths);
+
 // Applies every value of every axis to a copy of the base JSON with apply_overrides; an unknown
 // path or a value it rejects throws InputError("--vary", ...) naming the path.
 void validate_vary_paths(const nlohmann::json& base_json, const std::vector<SweepAxis>& axes);

@@ -279,6 +279,15 @@ TEST_F(SweepCli, BadVaryExitsTwoNamingFlagAndPath) {
   EXPECT_NE(r.err.find("policy.bucket_bytez"), std::string::npos) << r.err;
   EXPECT_EQ(r.err.find("--set"), std::string::npos) << r.err;  // the user gave --vary, not --set
   EXPECT_NE(r.err.find("did you mean"), std::string::npos) << r.err;
+  // A range on a misspelled path is the misspelling first: before, the sizes were read as the
+  // numbers a path not ending in _bytes takes, and refused as "not a number".
+  r = run(base + "--vary policy.bucket_bytez=1MiB..4MiB:x2");
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("did you mean \"bucket_bytes\""), std::string::npos) << r.err;
+  // A size range on a path that takes no sizes says how to give them.
+  r = run(base + "--vary cluster.gpu.memory=40GiB..160GiB:x2");
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("a range of sizes needs a path that ends in _bytes"), std::string::npos) << r.err;
   r = run(base + "--vary policy.bucket_bytes=512MiB..1MiB:x2");
   EXPECT_EQ(r.code, 2) << r.err;
   EXPECT_NE(r.err.find("--vary"), std::string::npos) << r.err;
