@@ -193,6 +193,11 @@ double number_in(const nlohmann::json& j, const char* key, const std::string& wh
 
 ClusterProfile profile_from_json(const nlohmann::json& j) {
   if (!j.is_object()) throw InputError("profile", "expected a JSON object");
+  // A file with no format at all is most likely another kind of file (a scenario, a timeline):
+  // say what a profile is rather than which of its keys is missing.
+  if (!j.contains("format"))
+    throw InputError("profile.format", "missing: this is not a cluster profile; expected the profile.json that "
+                                       "`shardline calibrate` writes (\"format\": \"shardline-profile-1\")");
   if (get<std::string>(j, "format", "profile") != "shardline-profile-1")
     throw InputError("profile.format", "expected \"shardline-profile-1\"");
   ClusterProfile p;

@@ -1,6 +1,7 @@
 #include "core/scenario_parse.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -765,8 +766,17 @@ PolicySpec parse_policy(const json& j, const json& sch, const MeshSpec& mesh, si
   if (const json* v = o.opt("bucket_bytes")) {
     if (v->is_string() && v->get<std::string>() == "unit") {
       p.bucket_bytes = 0;
-    } else if (v->is_string() || v->is_number()) {
+    } else if (v->is_number()) {
       p.bucket_bytes = as_size(*v, o.at("bucket_bytes"));
+    } else if (v->is_string()) {
+      try {
+        p.bucket_bytes = as_size(*v, o.at("bucket_bytes"));
+      } catch (const InputError& e) {  // the size's own sentence, and the key's other value
+        std::string lower = v->get<std::string>();
+        for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        throw InputError(e.where(), lower == "unit" ? e.sentence() + "; did you mean \"unit\" (one bucket per unit)?"
+                                                    : e.sentence() + "; or \"unit\" / 0 for one bucket per unit");
+      }
     } else {
       type_error(*v, o.at("bucket_bytes"), "a size such as \"64MiB\", or \"unit\" / 0 for one bucket per unit");
     }
@@ -928,10 +938,14 @@ Spread parse_spread(const Obj& c) {
   const json& cv = c.req("cv", "the coefficient of variation, e.g. 0.05");
   out.cv = as_number(cv, c.at("cv"));
   const bool uniform = out.distribution == JitterDistribution::Uniform;
-  const double max_cv = uniform ? kMaxUniformCv : 2.0;
+  const bool normal = out.distribution == JitterDistribution::Normal;
+  const double max_cv = uniform ? kMaxUniformCv : normal ? kMaxNormalCv : 2.0;
   if (!(out.cv >= 0 && out.cv <= max_cv))
     throw InputError(c.at("cv"), show(cv) + " is out of range; expected a coefficient of variation in [0, " + number_text(max_cv) + "]" +
-                                     (uniform ? " for a uniform distribution" : ""));
+                                     (uniform ? " for a uniform distribution"
+                                      : normal ? " for a normal distribution, whose clamp at 0.1 would raise the mean above 1; "
+                                                 "lognormal takes up to 2"
+                                               : ""));
   return out;
 }
 

@@ -224,11 +224,12 @@ InputError too_many_ops(const Scenario& s, double ops, double ops_one_micro_batc
                            limit + " shardline schedules (about 100 bytes of memory each while simulated); ";
   // One micro-batch may fit by the estimate (a lower bound) and still not: with buckets, larger
   // buckets are the other way out, and both are said.
+  const std::string buckets_now = s.policy.bucket_bytes > 0 ? "now " + format_bytes(s.policy.bucket_bytes) : "";
   if (s.policy.micro_batches > 1 && ops_one_micro_batch <= static_cast<double>(kMaxProgramOps))
-    return InputError("policy.micro_batches",
-                      what + "use fewer micro-batches" + (s.policy.bucket_bytes > 0 ? " or larger buckets (policy.bucket_bytes)" : ""));
+    return InputError("policy.micro_batches", what + "use fewer micro-batches (now " + std::to_string(s.policy.micro_batches) + ")" +
+                                                  (s.policy.bucket_bytes > 0 ? " or larger buckets (policy.bucket_bytes, " + buckets_now + ")" : ""));
   const std::string key = size_key_of_one_micro_batch(s);
-  return InputError(key, what + (key == "policy.bucket_bytes" ? "use larger buckets" : "use fewer units"));
+  return InputError(key, what + (key == "policy.bucket_bytes" ? "use larger buckets (" + buckets_now + ")" : "use fewer units"));
 }
 
 // Emits ops into a Program, tracking per-stream state: the last op on each stream and the

@@ -221,6 +221,14 @@ TEST(Profile, BadFilesNameThePath) {
       EXPECT_EQ(e.where(), std::string("profile.") + key);
     }
   }
+  // A file with no format at all (a scenario given as --profile) is said to be no profile.
+  try {
+    profile_from_json(nlohmann::json{{"name", "a scenario"}, {"model", nlohmann::json::object()}});
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where(), "profile.format");
+    EXPECT_NE(std::string(e.what()).find("this is not a cluster profile"), std::string::npos) << e.what();
+  }
   j = profile_to_json(ClusterProfile{"mpi", "", "", {}, 1e9});
   j["event_latency_us"] = -1;
   try {

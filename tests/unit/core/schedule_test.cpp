@@ -556,7 +556,7 @@ TEST(Schedule, BucketingWithoutFusionIsAnInputError) {
 TEST(Schedule, ProgramsOverTheOpLimitAreAnInputError) {
   Scenario s = make_scenario(4, 4, 1, int64_t{1} << 24);  // 25 M shard-local elements per rank
   s.policy.bucket_bytes = 16;                              // one element per bucket
-  coretest::expect_input_error([&] { schedule(s); }, "policy.bucket_bytes", {"use larger buckets"});
+  coretest::expect_input_error([&] { schedule(s); }, "policy.bucket_bytes", {"use larger buckets (now 16 B)"});
   s.policy.bucket_bytes = int64_t{64} << 20;  // the same model in 64 MiB buckets is fine
   EXPECT_LT(static_cast<int64_t>(schedule(s).ops.size()), kMaxProgramOps);
 }
@@ -575,7 +575,9 @@ TEST(Schedule, TooManyMicroBatchesAreRefusedBeforeBuildingNamingTheKey) {
   // "use fewer micro-batches" alone into a second refusal).
   s.policy.micro_batches = 1'000'000'000;
   s.policy.bucket_bytes = 4096;
-  coretest::expect_input_error([&] { schedule(s); }, "policy.micro_batches", {"use fewer micro-batches or larger buckets (policy.bucket_bytes)"});
+  // The values the refusal is about are said beside their keys.
+  coretest::expect_input_error([&] { schedule(s); }, "policy.micro_batches",
+                               {"use fewer micro-batches (now 1000000000) or larger buckets (policy.bucket_bytes, now 4.0 KiB)"});
 }
 
 // Inputs each in range can still ask for a unit that computes for years; refused, naming the model.
