@@ -90,7 +90,7 @@ EveryRankRun simulate_every_rank(const Scenario& scenario, const Program& progra
   };
   EveryRankRun run;
   run.timeline = simulate(scenario, program, options);
-  run.summary = summarize_ranks(report, run.timeline, symmetric_step_us, variation.compute_factor);
+  run.summary = summarize_ranks(report, run.timeline, symmetric_step_us, variation.compute_factor, variation.bandwidth_factor);
   return run;
 }
 

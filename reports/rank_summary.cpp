@@ -44,7 +44,7 @@ nlohmann::json spread_json(const RankSpread& s) {
 }  // namespace
 
 RankSummary summarize_ranks(const RankReport& report, const Timeline& timeline, double symmetric_step_us,
-                            const std::vector<double>& compute_factors) {
+                            const std::vector<double>& compute_factors, const std::vector<double>& link_factors) {
   RankSummary s;
   s.ranks = static_cast<int>(report.ranks.size());
   std::vector<double> step, exposed, wait;
@@ -59,6 +59,8 @@ RankSummary summarize_ranks(const RankReport& report, const Timeline& timeline, 
   s.wait_by_rank_us = wait;
   s.compute_factor = spread_of(compute_factors);
   s.compute_factor_ranks = static_cast<int>(compute_factors.size());
+  s.link_factor = spread_of(link_factors);
+  s.link_factor_ranks = static_cast<int>(link_factors.size());
   s.symmetric_step_us = symmetric_step_us;
   s.straggler_cost = symmetric_step_us > 0 ? s.step_us.max / symmetric_step_us : 1.0;
   const auto op_name = [&](int op) {
@@ -101,12 +103,13 @@ std::string rank_summary_text(const RankSummary& s) {
   out += spread_line("  exposed comm           ", s.exposed_comm_us);
   out += spread_line("  waiting in collectives ", s.collective_wait_us);
   char line[200];
-  if (s.compute_factor_ranks > 0) {
-    const RankSpread& f = s.compute_factor;
-    std::snprintf(line, sizeof line, "  compute factor         min %.3f (rank %d), p10 %.3f, median %.3f, p90 %.3f, max %.3f (rank %d)\n", f.min,
+  const auto factor_line = [&](const char* what, const RankSpread& f) {
+    std::snprintf(line, sizeof line, "  %-22s min %.3f (rank %d), p10 %.3f, median %.3f, p90 %.3f, max %.3f (rank %d)\n", what, f.min,
                   f.min_rank, f.p10, f.median, f.p90, f.max, f.max_rank);
     out += line;
-  }
+  };
+  if (s.compute_factor_ranks > 0) factor_line("compute factor", s.compute_factor);
+  if (s.link_factor_ranks > 0) factor_line("link bandwidth factor", s.link_factor);
   std::snprintf(line, sizeof line, "  straggler cost         %.3f  (slowest step %s / %s without variation)\n", s.straggler_cost,
                 format_time_us(s.step_us.max).c_str(), format_time_us(s.symmetric_step_us).c_str());
   out += line;
@@ -163,6 +166,7 @@ nlohmann::json rank_summary_to_json(const RankSummary& s) {
                       {"straggler_cost", s.straggler_cost},
                       {"total_wait_us", s.total_wait_us}};
   j["compute_factor"] = s.compute_factor_ranks > 0 ? spread_json(s.compute_factor) : nlohmann::json(nullptr);
+  j["link_factor"] = s.link_factor_ranks > 0 ? spread_json(s.link_factor) : nlohmann::json(nullptr);
   j["critical_path"] = s.path_rank < 0 ? nlohmann::json(nullptr)
                                         : nlohmann::json{{"rank", s.path_rank},
                                                          {"rank_us", s.path_rank_us},

@@ -28,6 +28,10 @@ struct RankSummary {
   // spread), where the variation gives one; compute_factor_ranks 0: none.
   RankSpread compute_factor;
   int compute_factor_ranks = 0;
+  // Each rank's link bandwidth factor (its slow_links entries multiplied), where the variation
+  // has slow links; link_factor_ranks 0: none.
+  RankSpread link_factor;
+  int link_factor_ranks = 0;
   std::vector<double> wait_by_rank_us;  // that waiting, rank by rank
   double symmetric_step_us = 0;   // the same Program with no variation
   double straggler_cost = 1;      // step_us.max / symmetric_step_us
@@ -49,9 +53,10 @@ struct RankSummary {
 };
 
 // `timeline` names the ops; `symmetric_step_us` is the step of the same scenario without variation;
-// `compute_factors`: each rank's compute factor, or empty where the variation sets none.
+// `compute_factors` / `link_factors`: each rank's compute / link bandwidth factor, or empty where
+// the variation sets none.
 RankSummary summarize_ranks(const RankReport& report, const Timeline& timeline, double symmetric_step_us,
-                            const std::vector<double>& compute_factors = {});
+                            const std::vector<double>& compute_factors = {}, const std::vector<double>& link_factors = {});
 // The ranks worth a trace: rank 0, the slowest and the fastest.
 std::vector<int> ranks_that_matter(const RankSummary& summary);
 

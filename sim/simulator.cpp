@@ -22,6 +22,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <algorithm>
 #include <memory>
 #include <string>
@@ -213,7 +214,8 @@ class Simulation {
   }
   // The critical path, walked back from the end of the slowest rank: on a rank, back to the
   // latest collective it waited in (before that time), then over to the member it waited for,
-  // from the moment it arrived; until a rank that waited for nobody. Needs every rank's spans.
+  // from the moment it arrived (or finished its part of a phase: a slow link); until a rank that
+  // waited for nobody. Needs every rank's spans.
   std::vector<PathSegment> critical_path() const {
     std::vector<PathSegment> path;
     if (spans_.empty() || syncs_.empty()) return path;
@@ -222,10 +224,21 @@ class Simulation {
     for (size_t k = 1; k < ranks_.size(); ++k)
       if (ranks_[k].stats.step_us > ranks_[static_cast<size_t>(r)].stats.step_us) r = static_cast<int>(k);
     double t = ranks_[static_cast<size_t>(r)].stats.step_us;
-    // Per rank visited: the collectives it waited in, (sync time, op), ascending.
-    std::unordered_map<int, std::vector<std::pair<double, int>>> waits;
+    struct Wait {
+      double sync_us;  // when the wait ended
+      int op;
+      int last_rank;   // the member waited for
+      double wait_us;  // how long this rank waited
+      bool operator<(const Wait& o) const { return sync_us != o.sync_us ? sync_us < o.sync_us : op < o.op; }
+    };
+    // Per rank visited: the collectives it waited in, ascending.
+    std::unordered_map<int, std::vector<Wait>> waits;
     int held_up_op = -1;
     double held_up_wait = 0;
+    // At the slowest rank's end a wait may end exactly then: the last phase of its last collective,
+    // held by another member's slow link. The path crosses there without a stretch on this rank;
+    // every later lookup is strict, so the walk always moves back.
+    bool at_end = true;
     while (true) {
       auto [it, fresh] = waits.try_emplace(r);
       if (fresh) {
@@ -233,30 +246,34 @@ class Simulation {
           if (!is_collective(program_.ops[op].kind)) continue;
           const GroupInfo& g = program_.group_of(program_.ops[op]);
           if (g.size <= 1) continue;
-          const auto s = syncs_.find(static_cast<uint64_t>(op) * static_cast<uint64_t>(program_.world_size) +
-                                     static_cast<uint64_t>(g.color(r)));
+          const uint64_t key = static_cast<uint64_t>(op) * static_cast<uint64_t>(program_.world_size) + static_cast<uint64_t>(g.color(r));
+          const auto s = syncs_.find(key);
           if (s == syncs_.end()) continue;
           const double arrived = spans_[(static_cast<size_t>(r) * n + op) * 2];
-          if (arrived < s->second.sync_us) it->second.emplace_back(s->second.sync_us, static_cast<int>(op));
+          if (arrived < s->second.sync_us)
+            it->second.push_back(Wait{s->second.sync_us, static_cast<int>(op), s->second.last_rank, s->second.sync_us - arrived});
+          const auto phases = phase_syncs_.find(key);
+          if (phases == phase_syncs_.end()) continue;
+          for (const PhaseSync& ph : phases->second)
+            if (ph.last_rank != r) it->second.push_back(Wait{ph.sync_us, static_cast<int>(op), ph.last_rank, ph.least_wait_us});
         }
         std::sort(it->second.begin(), it->second.end());
       }
       // The latest wait that ended before t (strictly, so the walk always moves back).
       const auto& list = it->second;
-      auto w = std::lower_bound(list.begin(), list.end(), std::pair<double, int>{t, -1});
+      auto w = at_end ? std::upper_bound(list.begin(), list.end(), Wait{t, std::numeric_limits<int>::max(), -1, 0})
+                      : std::lower_bound(list.begin(), list.end(), Wait{t, -1, -1, 0});
+      at_end = false;
       if (w == list.begin()) {
         path.push_back(PathSegment{r, 0.0, t, held_up_op, held_up_wait});
         break;
       }
       --w;
-      const auto& [sync_us, op] = *w;
-      path.push_back(PathSegment{r, sync_us, t, held_up_op, held_up_wait});
-      const GroupInfo& g = program_.group_of(program_.ops[static_cast<size_t>(op)]);
-      const SyncRecord& rec = syncs_.at(static_cast<uint64_t>(op) * static_cast<uint64_t>(program_.world_size) + static_cast<uint64_t>(g.color(r)));
-      held_up_op = op;
-      held_up_wait = sync_us - spans_[(static_cast<size_t>(r) * n + static_cast<size_t>(op)) * 2];
-      r = rec.last_rank;
-      t = sync_us;
+      if (w->sync_us < t) path.push_back(PathSegment{r, w->sync_us, t, held_up_op, held_up_wait});
+      held_up_op = w->op;
+      held_up_wait = w->wait_us;
+      r = w->last_rank;
+      t = w->sync_us;
     }
     std::reverse(path.begin(), path.end());
     return path;
@@ -458,6 +475,23 @@ class Simulation {
     if (in.plan.count == 0 && !rc.own_instance) instances_.erase(key);
   }
 
+  // For the critical path: a phase that one member finished last, after every other member (a
+  // slow link), is a wait on that member, as an arrival is. A phase two or more members finished
+  // last together was held up by no single rank, and is not kept. Called before account_waiting,
+  // which clears the ready times.
+  void record_phase_sync(const CollectiveInstance& in, uint64_t key, double now, int last_rank) {
+    double latest_waiting = -1;  // the latest a waiting member was ready: its wait is the least
+    int finished_now = 0;
+    for (const auto& [rank, at] : in.ready_at) {
+      if (now > at) {
+        latest_waiting = std::max(latest_waiting, at);
+      } else {
+        ++finished_now;
+      }
+    }
+    if (finished_now == 1 && latest_waiting >= 0) phase_syncs_[key].push_back(PhaseSync{now, last_rank, now - latest_waiting});
+  }
+
   // Members that were ready before `now` waited inside the collective for the last one to get
   // there (or to finish the phase).
   void account_waiting(CollectiveInstance& in, double now, int op) {
@@ -525,6 +559,7 @@ class Simulation {
     if (in.members > 1) in.ready_at.emplace_back(rank_index(r), now);
     if (++in.done_in_phase < in.members) return;
     in.done_in_phase = 0;
+    if (!spans_.empty() && in.members > 1) record_phase_sync(in, key, now, rank_index(r));
     account_waiting(in, now, op);
     bool last_phase = false;
     for_each_member(in, rank_index(r), [&](RankState& m) {
@@ -605,6 +640,12 @@ class Simulation {
     int last_rank = -1;  // that member
   };
   std::unordered_map<uint64_t, SyncRecord> syncs_;  // every span kept: per collective instance
+  struct PhaseSync {
+    double sync_us = 0;       // when the last member finished the phase
+    int last_rank = -1;       // that member, who finished after every other one
+    double least_wait_us = 0; // the shortest wait of the others (each waited at least this)
+  };
+  std::unordered_map<uint64_t, std::vector<PhaseSync>> phase_syncs_;  // every span kept: per instance
   std::vector<double> wait_at_op_;     // per op: waiting at it, summed over members and instances
 };
 

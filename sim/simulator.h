@@ -33,8 +33,10 @@ struct RankStats {
 };
 
 // A stretch of the critical path on one rank, [from_us, to_us]. `held_up_op`: the collective
-// at whose start the path leaves this rank for a member that waited for it (this rank arrived
-// last), and that member's wait there; -1 for the last stretch (the slowest rank's end).
+// where the path leaves this rank for a member that waited for it (this rank arrived last, or
+// finished a phase of it last), and that member's wait there; -1 for the last stretch when it
+// ends on the slowest rank's own work (a slow link that held the last collective's last phase
+// makes the last stretch that link's rank's, leaving at that collective).
 struct PathSegment {
   int rank = 0;
   double from_us = 0, to_us = 0;
@@ -47,7 +49,8 @@ struct RankReport {
   std::vector<RankStats> ranks;
   // The critical path in time order: walked back from the end of the slowest rank (the lowest on
   // ties), on each rank back to the latest collective it waited in, then over to the member that
-  // arrived last there, until a rank that waited for nobody. Kept only when the simulator keeps
+  // arrived last there (or finished a phase last, after all the others), until a rank that waited
+  // for nobody. Kept only when the simulator keeps
   // every rank's spans (choose_timeline_ranks); else empty.
   std::vector<PathSegment> critical_path;
   // Per op: the waiting at that collective, summed over members and groups.

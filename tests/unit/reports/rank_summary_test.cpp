@@ -67,6 +67,20 @@ TEST(RankSummary, ComputeFactorsAreSpreadWhereTheVariationGivesThem) {
   const RankSummary none = summarize_ranks(four_ranks(), Timeline{}, 120.0);
   EXPECT_EQ(rank_summary_text(none).find("compute factor"), std::string::npos);
   EXPECT_TRUE(rank_summary_to_json(none).at("compute_factor").is_null());
+  EXPECT_EQ(rank_summary_text(none).find("link bandwidth factor"), std::string::npos);
+  EXPECT_TRUE(rank_summary_to_json(none).at("link_factor").is_null());
+}
+
+// Slow links are named the same way: the rank with the thinnest link is the minimum.
+TEST(RankSummary, LinkFactorsAreSpreadWhereTheVariationHasSlowLinks) {
+  const RankSummary s = summarize_ranks(four_ranks(), Timeline{}, 120.0, {}, {1, 1, 1, 0.25});
+  EXPECT_EQ(s.compute_factor_ranks, 0);
+  EXPECT_EQ(s.link_factor_ranks, 4);
+  EXPECT_NE(rank_summary_text(s).find("  link bandwidth factor  min 0.250 (rank 3), p10 0.475, median 1.000, p90 1.000, max 1.000 (rank 0)\n"),
+            std::string::npos)
+      << rank_summary_text(s);
+  EXPECT_EQ(rank_summary_to_json(s).at("link_factor").at("min_rank"), 3);
+  EXPECT_TRUE(rank_summary_to_json(s).at("compute_factor").is_null());
 }
 
 // The report's heat strip: a cell per rank, the one that waited most the darkest red.

@@ -161,6 +161,44 @@ TEST(EveryRank, ASlowLinkSlowsEveryMemberOfItsCollectives) {
   EXPECT_GT(report.ranks[0].collective_wait_us, 0.0);  // waited for rank 5 inside the phases
 }
 
+// A slow link holds its collectives up inside their phases, after everyone arrived: the path
+// must run on that rank (an audit found it on rank 0 for the whole step, the slow rank named
+// nowhere). Here the step ends with the shard group's reduce-scatter, whose last phase rank 5's
+// link holds: the slowest ranks (0..7, tied: rank 0) all waited for it, so the whole path is
+// rank 5's, leaving it at that reduce-scatter, where rank 0 waited.
+TEST(EveryRank, TheCriticalPathRunsOnTheRankWhoseSlowLinkHeldThePhases) {
+  ProgramBuilder b;
+  const int c0 = b.compute(100);
+  const int ag = b.collective(OpKind::AllGather, 8 << 20, CommGroup::Shard, 8, {c0});
+  const int c1 = b.compute(100, {ag});
+  const int rs = b.collective(OpKind::ReduceScatter, 8 << 20, CommGroup::Shard, 8, {c1});
+  const Program p = b.program();
+  RankVariation v;
+  v.bandwidth_factor.assign(16, 1.0);
+  v.bandwidth_factor[5] = 0.25;
+  RankReport report;
+  SimOptions o = every_rank(&report, &v);
+  o.choose_timeline_ranks = [](const RankReport&) { return std::vector<int>{0}; };
+  simulate(test_scenario(), p, o);
+  ASSERT_EQ(report.critical_path.size(), 1u);
+  const PathSegment& only = report.critical_path.front();
+  EXPECT_EQ(only.rank, 5);
+  EXPECT_DOUBLE_EQ(only.from_us, 0.0);
+  EXPECT_DOUBLE_EQ(only.to_us, report.ranks[0].step_us);  // the slowest step, whole
+  EXPECT_EQ(only.held_up_op, rs);
+  EXPECT_GT(only.held_up_wait_us, 0.0);
+  EXPECT_DOUBLE_EQ(report.ranks[5].collective_wait_us, 0.0);  // it waited for nobody
+  EXPECT_GT(report.ranks[0].collective_wait_us, 0.0);
+  // Without variation nobody holds a phase: the path is the slowest rank's (rank 0's) own.
+  RankReport symmetric;
+  SimOptions plain = every_rank(&symmetric);
+  plain.choose_timeline_ranks = [](const RankReport&) { return std::vector<int>{0}; };
+  simulate(test_scenario(), p, plain);
+  ASSERT_EQ(symmetric.critical_path.size(), 1u);
+  EXPECT_EQ(symmetric.critical_path.front().rank, 0);
+  EXPECT_EQ(symmetric.critical_path.front().held_up_op, -1);
+}
+
 TEST(EveryRank, ChoosesWhichRanksTheTimelineKeeps) {
   const Program p = hsdp_program();
   SimOptions o = every_rank();
