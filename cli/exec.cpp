@@ -8,7 +8,6 @@
 #include <fstream>
 #include <iostream>
 #include <sstream>
-#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -104,6 +103,7 @@ int run_exec(const std::vector<std::string>& args) {
   // With variation injected, how many ranks share this host's processors (the note below).
   // Collective; the variation, and so the condition, is the same on every rank.
   const int ranks_on_host = opt.compute_factor ? exec::mpi_local_ranks(MPI_COMM_WORLD) : 0;
+  const int cores_on_host = opt.compute_factor ? exec::mpi_local_cores(MPI_COMM_WORLD) : 0;
   exec::ExecResult r;
   try {
     r = exec::execute(program, backend, opt);
@@ -135,9 +135,10 @@ int run_exec(const std::vector<std::string>& args) {
       head << "; buffers " << r.bytes_per_rank / (1024 * 1024) << " MiB per rank\n";
       if (opt.compute_factor) {
         head << "variation injected: compute stand-ins slowed per rank and op (the stragglers, rank compute spread and jitter of the scenario and of --straggler / --jitter)\n";
-        const unsigned processors = std::thread::hardware_concurrency();
-        if (processors > 0 && ranks_on_host > static_cast<int>(processors))
-          head << "ranks share cores (" << ranks_on_host << " ranks on " << processors << " processors of this host): a slowed "
+        // The processors the ranks may run on (their affinity: mpirun's binding, a taskset around
+        // the launch), not the host's count.
+        if (ranks_on_host > cores_on_host)
+          head << "ranks share cores (" << ranks_on_host << " ranks on " << cores_on_host << " processors of this host): a slowed "
                << "rank's longer compute stand-ins leave its core to the ranks beside it, which the simulator, with a core per "
                << "rank, does not model: measured straggler costs come out lower than predicted (docs/exec.md, Binding)\n";
       }

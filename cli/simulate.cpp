@@ -90,10 +90,19 @@ int run_simulate(const std::vector<std::string>& args) {
     const size_t varied = varied_ranks(scenario, kMaxVariedRanksKept).size();
     const int64_t kept = keep_all ? scenario.mesh.world() : 3 + static_cast<int64_t>(varied + keep_ranks.size());
     const int64_t intervals = std::min<int64_t>(kept, scenario.mesh.world()) * static_cast<int64_t>(program.ops.size());
+    // Named after what the user gave: the ranks --trace-ranks adds, else --out, whose automatic
+    // ranks (counted at most, before the run says which they are) are what is too many.
+    const bool listed = cli.given("trace-ranks");
     if (intervals > 3 * kMaxOutputOps)
-      throw InputError("--trace-ranks", "keeps " + std::to_string(std::min<int64_t>(kept, scenario.mesh.world())) + " ranks x " +
-                                            std::to_string(program.ops.size()) + " ops in the timeline and trace written by --out; at most " +
-                                            std::to_string(3 * kMaxOutputOps) + " op intervals are written: keep fewer ranks, or leave out --out");
+      throw InputError(listed ? "--trace-ranks" : "--out",
+                       "keeps " + (listed ? std::string() : std::string("up to ")) +
+                           std::to_string(std::min<int64_t>(kept, scenario.mesh.world())) + " ranks" +
+                           (listed ? std::string()
+                                   : std::string(" (rank 0, the slowest, the fastest and the ") + std::to_string(varied) +
+                                         " ranks the variation names, kept by themselves)") +
+                           " x " + std::to_string(program.ops.size()) + " ops in the timeline and trace written by --out; at most " +
+                           std::to_string(3 * kMaxOutputOps) + " op intervals are written: " +
+                           (listed ? "keep fewer ranks, or leave out --out" : "name fewer ranks in the variation, or leave out --out"));
   }
   SimOptions options;
   if (profile) options.profile = &*profile;

@@ -47,7 +47,7 @@ int run_validate(const std::vector<std::string>& args) {
   int np = 0, repetitions = 10, passes = kValidatePasses, iterations = kValidateIterations, warmup = -1;
   double tolerance = 0.10;
   bool no_drift_check = false;
-  CommandLine cli("shardline validate SCENARIO --np N [--profile P] [--out DIR] [--tolerance 0.10] [flags]");
+  CommandLine cli("shardline validate SCENARIO [--np N] [--profile P] [--out DIR] [--tolerance 0.10] [flags]");
   cli.add_scenario("scenarios/host-tiny-fsdp.json");
   cli.flags()("np", po::value(&np), "ranks for calibrate and exec (default: the scenario's mesh size)")
       ("profile", po::value(&profile_path), "a calibrated profile; without it, calibrate first (written to DIR/profile.json)")
@@ -79,6 +79,11 @@ int run_validate(const std::vector<std::string>& args) {
   if (cli.given("out") && out_dir.empty()) throw InputError("--out", "give a folder");
 
   const Scenario scenario = cli.load_scenario();
+  // exec plays stragglers and jitter but cannot slow a real link: the prediction would hold what
+  // the measured run cannot, and the comparison would judge the model on a difference of inputs.
+  if (!scenario.variation.slow_links.empty())
+    throw InputError("variation.slow_links", "validate compares the prediction with a real run, and exec cannot slow a real "
+                                             "link: leave the slow links out to validate, or simulate them alone");
   const Program program = schedule(scenario);
   const int world = scenario.mesh.world();
   if (np == 0) np = world;

@@ -68,5 +68,9 @@ double rank_compute_spread_factor(const VariationSpec& v, int rank);
 inline constexpr double kMinJitterFactor = 0.1;
 // The largest cv a uniform jitter may have (its factor 1 +- cv * sqrt(3) stays > 0).
 inline constexpr double kMaxUniformCv = 0.57;
+// The largest cv a normal jitter may have: the clamp at kMinJitterFactor raises the mean by
+// cv x (phi(a) - a x Q(a)), a = 0.9 / cv: 0.7% at 0.5, 10% at 1, 43% at 2, where a "straggler
+// cost" would mostly be the larger mean. Wider spreads are lognormal's (mean 1 at any cv).
+inline constexpr double kMaxNormalCv = 0.5;
 
 }  // namespace shardline

@@ -189,8 +189,10 @@ MeasuredSpread measured_spread(const Timeline& measured, double predicted_step_u
   // The median of an even count is the lower middle: the reported iteration's step (exec reports
   // that one, median_step_iteration), so the step row and this line state the same number.
   s.median_us = steps.empty() ? 0 : steps[static_cast<size_t>(median_step_iteration(steps))];
-  s.p10_us = quantile(steps, 0.1);
-  s.p90_us = quantile(steps, 0.9);
+  // Interpolated, and never past the median: with two iterations the interpolated p10 lies above
+  // the lower middle, and a band that leaves out its own median reads as a contradiction.
+  s.p10_us = std::min(quantile(steps, 0.1), s.median_us);
+  s.p90_us = std::max(quantile(steps, 0.9), s.median_us);
   s.median_error = s.median_us > 0 ? (predicted_step_us - s.median_us) / s.median_us : 0;
   // Inside up to rounding: a timeline's times pass through text and microsecond arithmetic, and
   // an imported one through the profiler's whole nanoseconds, so a prediction equal to the

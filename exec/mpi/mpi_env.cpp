@@ -1,10 +1,14 @@
 #include "exec/mpi/mpi_env.h"
 
+#include <sched.h>
+
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <stdexcept>
 #include <thread>
+#include <vector>
 
 #include "core/error.h"
 
@@ -54,6 +58,23 @@ int mpi_local_ranks(MPI_Comm comm) {
   MPI_Comm_size(local, &n);
   MPI_Comm_free(&local);
   return n;
+}
+
+int mpi_local_cores(MPI_Comm comm) {
+  MPI_Comm local;
+  MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local);
+  int n = 1;
+  MPI_Comm_size(local, &n);
+  cpu_set_t own;
+  CPU_ZERO(&own);
+  if (::sched_getaffinity(0, sizeof own, &own) != 0) CPU_SET(0, &own);  // unknown: counts as one core
+  std::vector<cpu_set_t> all(static_cast<size_t>(n));
+  MPI_Allgather(&own, sizeof own, MPI_BYTE, all.data(), sizeof own, MPI_BYTE, local);
+  MPI_Comm_free(&local);
+  cpu_set_t any;
+  CPU_ZERO(&any);
+  for (cpu_set_t& set : all) CPU_OR(&any, &any, &set);
+  return std::max(1, CPU_COUNT(&any));
 }
 
 int mpi_poll_us_from_env() {

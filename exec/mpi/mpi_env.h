@@ -16,6 +16,9 @@ void mpi_finalize();
 std::string mpi_error_string(int rc);
 // Number of ranks of `comm` on this node (MPI_COMM_TYPE_SHARED).
 int mpi_local_ranks(MPI_Comm comm);
+// Number of processors the ranks of `comm` on this node may run on: the union of their affinity
+// masks (what mpirun's binding and a taskset around the launch leave them). Collective over comm.
+int mpi_local_cores(MPI_Comm comm);
 
 // How a thread waits for a nonblocking MPI request: MPI_Test, and between tests a sleep of
 // `poll_us` microseconds (0: sched_yield, < 0: spin). A spinning waiter (what Open MPI's

@@ -225,8 +225,9 @@ TEST_F(CompareCli, ValidateJudgesTheMachinesDriftAgainstTheTolerance) {
 }
 
 // An injected straggler on ranks that share cores is measured with a lower cost than a simulator
-// with a core per rank predicts (docs/exec.md, Binding): exec says so, exactly when this host has
-// fewer processors than the run has ranks.
+// with a core per rank predicts (docs/exec.md, Binding): exec says so, exactly when the ranks, as
+// mpirun bound them, run on fewer processors than the run has ranks. mpirun binds over the host's
+// processors (a taskset around the launch does not hold it), so this host's count says which.
 TEST_F(CompareCli, ExecSaysWhenInjectedVariationRunsOnSharedCores) {
   const clitest::Result r = run("exec " + clitest::scenario("host-tiny-fsdp.json") +
                        " --np 4 --set mesh.shard=4 --set cluster.gpus_per_node=4 --straggler 1=1.5 --iterations 1 --warmup 0 --no-verify");

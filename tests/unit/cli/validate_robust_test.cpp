@@ -57,7 +57,10 @@ TEST_F(ValidateRobustCli, BadFlagsAreOneMessageBeforeMpirun) {
            {" --profile " + (dir_ / "nccl-profile.json").string() + " --repetitions 3", "--repetitions: calibrate measures nothing with --profile"},
            {" --profile " + (dir_ / "nccl-profile.json").string() + " --passes 3", "--passes: calibrate measures nothing with --profile"},
            {" --profile " + (dir_ / "nccl-profile.json").string() + " --no-drift-check", "--no-drift-check: calibrate measures nothing with --profile"},
-           {" --profile " + (dir_ / "nccl-profile.json").string(), "was calibrated with --backend nccl, and validate measures with --backend mpi"}}) {
+           {" --profile " + (dir_ / "nccl-profile.json").string(), "was calibrated with --backend nccl, and validate measures with --backend mpi"},
+           // exec cannot slow a real link: a prediction with one would be judged against a run without.
+           {" --set 'variation.slow_links=[{\"rank\": 1, \"bandwidth_factor\": 0.5}]'",
+            "variation.slow_links: validate compares the prediction with a real run, and exec cannot slow a real link"}}) {
     const auto r = run("validate " + s + out + args);
     EXPECT_EQ(r.code, 2) << args << "\n" << r.err;
     EXPECT_NE(r.err.find(expected), std::string::npos) << args << ": " << r.err;

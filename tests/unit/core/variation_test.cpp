@@ -76,6 +76,27 @@ TEST(Variation, JitterHasMeanOneAndTheAskedSpread) {
   }
 }
 
+// A normal jitter is clamped at 0.1, which raises its mean; its cv is held to where that stays
+// under 1% (0.7% at 0.5), and a wider one is refused, naming lognormal, whose mean stays 1.
+TEST(Variation, NormalJitterKeepsItsMeanNearOneWithinItsRange) {
+  VariationSpec v;
+  v.jitter = {JitterDistribution::Normal, kMaxNormalCv};
+  v.seed = 3;
+  double sum = 0;
+  const int n = 400000;
+  for (int i = 0; i < n; ++i) sum += compute_jitter_factor(v, i % 64, i / 64 % 8, i / 512);
+  EXPECT_NEAR(sum / n, 1.0072, 0.003);  // the clamp's lift at cv 0.5: 0.5 x (phi(1.8) - 1.8 Q(1.8))
+  try {
+    parse_scenario(hsdp_with(json::parse(R"({"compute_jitter": {"distribution": "normal", "cv": 0.6}})")));
+    ADD_FAILURE() << "a normal jitter of cv 0.6 was accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where(), "variation.compute_jitter.cv");
+    EXPECT_NE(std::string(e.what()).find("[0, 0.5] for a normal distribution"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("lognormal takes up to 2"), std::string::npos) << e.what();
+  }
+  EXPECT_NO_THROW(parse_scenario(hsdp_with(json::parse(R"({"compute_jitter": {"distribution": "lognormal", "cv": 0.6}})"))));
+}
+
 TEST(Variation, DrawsDependOnlyOnSeedRankIterationAndOp) {
   VariationSpec v;
   v.jitter.cv = 0.1;
