@@ -61,10 +61,11 @@ int calibrate_from_run(const std::string& dir, const std::string& out) {
   const std::string timeline_path = (std::filesystem::path(dir) / "timeline.json").string();
   if (!std::filesystem::is_regular_file(timeline_path))
     throw InputError("--from-trace", "\"" + dir + "\" has no timeline.json: give the --out folder of `shardline import --scenario`");
+  const std::string summary_path = (std::filesystem::path(dir) / "summary.json").string();
+  check_output_file(out, "--out", {timeline_path, summary_path});  // not over the run it reads
   const Timeline timeline = timeline_from_json(load_json_file(timeline_path, timeline_path, kMaxOutputJsonBytes));
   // The GPUs' names from import's summary.json, when there.
   std::string machine = "the measured run in " + dir;
-  const std::string summary_path = (std::filesystem::path(dir) / "summary.json").string();
   if (std::filesystem::is_regular_file(summary_path)) {
     const nlohmann::json summary = load_json_file(summary_path, summary_path, kMaxInputJsonBytes);
     if (summary.is_array() && !summary.empty() && summary[0].is_object() && summary[0].value("device", "") != "")

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
@@ -21,16 +22,6 @@ namespace fs = std::filesystem;
 
 namespace shardline::cli {
 namespace {
-
-// --html's own checks, made before anything is recorded: a run that appends a record and then
-// fails to write the page would leave a record that a second attempt duplicates.
-void check_html_target(const std::string& html) {
-  const fs::path target(html);
-  std::error_code ec;
-  if (fs::is_directory(target, ec)) throw InputError("--html", "\"" + html + "\" is a folder; expected a file name");
-  const fs::path folder = target.has_parent_path() ? target.parent_path() : fs::path(".");
-  if (!fs::is_directory(folder, ec)) throw InputError("--html", "the folder \"" + folder.string() + "\" does not exist");
-}
 
 // `git rev-parse HEAD` in the current directory; empty when git or a repository is missing.
 std::string git_head() {
@@ -70,8 +61,16 @@ int run_track(const std::vector<std::string>& args) {
   if (history.empty()) throw InputError("--history", "is required");
   if (cli.given("commit") && commit.empty()) throw InputError("--commit", "is empty; give the commit to record, or leave the flag out for git's HEAD");
   if (metrics_path.empty() && html.empty()) throw InputError("METRICS", "give a metrics file to record, or --html OUT to render");
-  if (!html.empty()) check_html_target(html);
+  // Before anything is appended: the history must not be recorded into and then fail to render,
+  // nor be overwritten by the page.
+  if (!html.empty()) check_output_file(html, "--html", {history, metrics_path});
 
+  std::optional<HistoryRecord> recorded;
+  const auto report_recorded = [&] {
+    if (recorded)
+      std::cout << "recorded " << recorded->scenario << " (" << recorded->backend << ", " << recorded->commit.substr(0, 12) << ") in "
+                << history << "\n";
+  };
   if (!metrics_path.empty()) {
     fs::path file = metrics_path;
     if (fs::is_directory(file)) file /= "metrics.json";
@@ -94,13 +93,20 @@ int run_track(const std::vector<std::string>& args) {
     rec.commit = commit.empty() ? git_head() : commit;
     if (rec.commit.empty()) throw InputError("--commit", "not in a git repository (git rev-parse HEAD failed); give --commit");
     rec.time_utc = utc_now_iso8601();
-    append_history(history, rec);
-    std::cout << "recorded " << rec.scenario << " (" << rec.backend << ", " << rec.commit.substr(0, 12) << ") in " << history << "\n";
+    recorded = std::move(rec);
   }
+  // The page first, with the new record, and the record appended after: a page that cannot be
+  // written leaves the history as it was, so a second attempt records the run once.
   if (!html.empty()) {
-    const auto records = read_history(history);
+    std::vector<HistoryRecord> records = metrics_path.empty() || fs::exists(history) ? read_history(history) : std::vector<HistoryRecord>{};
+    if (recorded) records.push_back(*recorded);
     write_file_atomically(html, history_html(records), "--html");
+    if (recorded) append_history(history, *recorded);
+    report_recorded();
     std::cout << "wrote " << html << " (" << records.size() << (records.size() == 1 ? " record" : " records") << ")\n";
+  } else if (recorded) {
+    append_history(history, *recorded);
+    report_recorded();
   }
   return 0;
 }

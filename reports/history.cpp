@@ -13,6 +13,7 @@
 #include "core/error.h"
 #include "core/json_fields.h"
 #include "core/json_load.h"
+#include "core/timeline.h"
 #include "core/units.h"
 #include "reports/svg_chart.h"
 
@@ -78,6 +79,8 @@ std::vector<HistoryRecord> read_history(const std::string& path) {
       r.commit = json_fields::get_string(j, "commit", "");
       r.time_utc = json_fields::get_string(j, "time", "");
       r.backend = json_fields::get_string(j, "backend", "");
+      if (!is_backend_name(r.backend))  // track --backend refuses the same value
+        throw InputError("backend", nlohmann::json(r.backend).dump() + " is not a backend; expected sim, mpi or nccl");
       r.metrics = metrics_from_json(json_fields::member(j, "metrics", ""));
       out.push_back(std::move(r));
     } catch (const InputError& e) {

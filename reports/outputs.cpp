@@ -129,7 +129,12 @@ std::string summary_table(const Scenario& scenario, const Timeline& timeline, co
            "model FLOPs / (" + gpus + " x " + format_tflops(w.peak_flops_per_gpu / 1e12) + " TFLOP/s dense peak)");
   rate_row("HFU", tp.hfu, format_utilisation, ThroughputValue::Hfu, "the same with the recomputed FLOPs");
 
-  if (!m.memory_recorded) {
+  if (!m.memory_recorded && timeline.allocator_measured) {
+    // An imported run: the allocator's own peaks, from the trace; no markers to simulate from.
+    out += printf_line("%-20s allocated %s, reserved %s  %s", "peak memory", format_bytes(timeline.allocator_measured->peak_allocated_bytes).c_str(),
+                       format_bytes(timeline.allocator_measured->peak_reserved_bytes).c_str(),
+                       "measured by the run's caching allocator (the timeline holds no memory markers)");
+  } else if (!m.memory_recorded) {
     out += printf_line("%-20s %12s  %s", "peak memory", "-", "not recorded by this timeline");
   } else {
     const int64_t limit = static_cast<int64_t>(static_cast<double>(m.memory_capacity_bytes) * (1.0 - timeline.memory_margin));
@@ -341,15 +346,25 @@ void write_output_folder(const std::string& dir, const std::vector<OutputFile>& 
   fs::remove_all(tmp, ec);  // the old versions set aside, when an existing folder was updated
 }
 
-void check_output_file(const std::string& path, const std::string& flag) {
+void check_output_file(const std::string& path, const std::string& flag, const std::vector<std::string>& inputs) {
   const fs::path target(path);
   std::error_code ec;
   if (path.empty()) throw InputError(flag, "give a file name");
   if (fs::is_directory(target, ec)) throw InputError(flag, "\"" + path + "\" is a folder; expected a file name");
   const fs::path parent = target.has_parent_path() ? target.parent_path() : fs::path(".");
+  if (fs::exists(parent, ec) && !fs::is_directory(parent, ec))
+    throw InputError(flag, "cannot write \"" + path + "\": " + parent.string() + " is a file, not a folder");
   if (!fs::is_directory(parent, ec)) throw InputError(flag, "cannot write \"" + path + "\": the folder " + parent.string() + " does not exist");
   // The file is written beside its name and renamed over it: the folder must take new files.
   if (::access(parent.c_str(), W_OK | X_OK) != 0) throw InputError(flag, "cannot write \"" + path + "\": " + std::strerror(errno));
+  const fs::path full = fs::weakly_canonical(fs::absolute(target, ec), ec);
+  for (const std::string& input : inputs) {
+    if (input.empty()) continue;
+    std::error_code in_ec;
+    if (fs::weakly_canonical(fs::absolute(input, in_ec), in_ec) == full)
+      throw InputError(flag, "\"" + path + "\" is also this command's input \"" + input + "\": writing it would destroy what it reads; "
+                                                                                      "give another file");
+  }
 }
 
 void write_file_atomically(const std::string& path, const std::string& text, const std::string& flag) {

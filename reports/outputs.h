@@ -47,9 +47,10 @@ std::filesystem::path checked_output_folder(const std::string& dir, const std::s
 
 // The file `path` names, checked as write_file_atomically will need it, before the work that
 // ends by writing it: InputError(flag) for a folder, a missing parent folder, or a parent folder
-// this process cannot write in. Creates nothing (an empty file left behind by a failed run would
-// read as a malformed profile later).
-void check_output_file(const std::string& path, const std::string& flag);
+// this process cannot write in, or a file among `inputs` (the command's own input, which writing
+// would destroy: `track --html` naming its --history). Creates nothing (an empty file left behind
+// by a failed run would read as a malformed profile later).
+void check_output_file(const std::string& path, const std::string& flag, const std::vector<std::string>& inputs = {});
 
 // One file written beside `path` and renamed over it: readers see the old file or the new one,
 // never a half-written one. Errors name `flag`.

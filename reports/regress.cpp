@@ -32,12 +32,20 @@ std::map<std::string, std::string> metrics_files(const fs::path& dir, const char
   std::error_code ec;
   fs::directory_iterator it(dir, ec);
   if (ec) throw InputError(flag, "cannot list \"" + dir.string() + "\": " + ec.message());
+  // Two files of one name (NAME.json and NAME/metrics.json) would be judged by whichever the
+  // folder listed last: refused, naming both.
+  const auto add = [&](const std::string& name, const std::string& file) {
+    const auto [at, fresh] = out.emplace(name, file);
+    if (!fresh)
+      throw InputError(flag, "\"" + at->second + "\" and \"" + file + "\" are both the metrics of \"" + name +
+                                 "\": keep one of them in " + dir.string());
+  };
   for (const auto& entry : it) {
     const fs::path p = entry.path();
     if (entry.is_regular_file() && p.extension() == ".json") {
-      out[p.stem().string()] = p.string();
+      add(p.stem().string(), p.string());
     } else if (entry.is_directory() && fs::is_regular_file(p / "metrics.json")) {
-      out[p.filename().string()] = (p / "metrics.json").string();
+      add(p.filename().string(), (p / "metrics.json").string());
     }
   }
   return out;
@@ -47,8 +55,12 @@ std::string pct(double base, double cur) {
   if (base == 0) return cur == 0 ? "+0.00%" : "n/a";
   char buf[32];
   std::snprintf(buf, sizeof buf, "%+.2f%%", 100.0 * (cur - base) / base);
-  return buf;
+  return std::string(buf) == "-0.00%" ? "+0.00%" : buf;  // a change that rounds away has no sign
 }
+
+// `better` is past `worse` by more than rounding (a time through text and nanoseconds moves by
+// about 1e-9 of itself): what "improved" needs, so that an exact round trip reads "ok".
+bool beyond_rounding(double better, double worse) { return worse - better > 1e-9 * std::max(std::abs(better), std::abs(worse)); }
 
 // A difference that rounds to zero prints as "+0 ns", not "-0 ns".
 std::string signed_us(double d) {
@@ -81,11 +93,24 @@ std::string pad(const std::string& s, size_t w) { return s.size() >= w ? s : s +
 Metrics read_metrics_file(const std::string& path) {
   const nlohmann::json j = read_json_file(path);
   const nlohmann::json& m = j.is_object() && j.contains("metrics") && j["metrics"].is_object() ? j["metrics"] : j;
+  Metrics metrics;
   try {
-    return metrics_from_json(m);
+    metrics = metrics_from_json(m);
   } catch (const InputError& e) {
     throw InputError(path, std::string("is not a metrics file: ") + e.what());
   }
+  // The work per step is read back as tokens/s x step time, a whole number of tokens in any file
+  // shardline wrote. A step time edited apart from its throughput would read as other work, and
+  // the step time would go unjudged (a hand-made slower baseline passed that way).
+  if (const std::optional<double> tokens = tokens_per_step(metrics); tokens && *tokens > 0 &&
+                                                                     std::abs(*tokens - std::round(*tokens)) > 1e-6 * *tokens) {
+    char text[64];
+    std::snprintf(text, sizeof text, "%.3f", *tokens);
+    throw InputError(path, std::string("throughput.tokens_per_s x step_time_us is ") + text +
+                               " tokens per step, not a whole number: the step time and the throughput disagree (edited apart?); "
+                               "correct both, or remove \"throughput\"");
+  }
+  return metrics;
 }
 
 bool tokens_per_step_changed(const Metrics& baseline, const Metrics& current) {
@@ -142,11 +167,12 @@ std::string RegressEntry::status() const {
     return "REGRESSED (" + why + ")";
   }
   const Metrics &b = *baseline, &c = *current;
-  const bool faster = judged_on_throughput ? *c.throughput.tokens_per_s_per_gpu > *b.throughput.tokens_per_s_per_gpu
-                                           : c.step_time_us < b.step_time_us;
-  const bool less_memory = !judged_on_throughput && b.memory_recorded && c.memory_recorded && c.peak_memory_bytes < b.peak_memory_bytes;
+  const bool faster = judged_on_throughput ? beyond_rounding(-*c.throughput.tokens_per_s_per_gpu, -*b.throughput.tokens_per_s_per_gpu)
+                                           : beyond_rounding(c.step_time_us, b.step_time_us);
+  const bool less_memory = !judged_on_throughput && b.memory_recorded && c.memory_recorded &&
+                           beyond_rounding(static_cast<double>(c.peak_memory_bytes), static_cast<double>(b.peak_memory_bytes));
   const bool fits_now = b.memory_recorded && c.memory_recorded && !b.fits_memory && c.fits_memory;
-  if (faster || c.overlap_efficiency > b.overlap_efficiency || less_memory || fits_now) return "improved";
+  if (faster || beyond_rounding(-c.overlap_efficiency, -b.overlap_efficiency) || less_memory || fits_now) return "improved";
   return "ok";
 }
 

@@ -133,6 +133,45 @@ TEST_F(RegressRobustCli, ABaselineUnderAFileExitsTwo) {
   EXPECT_NE(err_.find("cannot create the folder"), std::string::npos) << err_;
 }
 
+// --html naming the history file itself once overwrote the history with the page (exit 0).
+TEST_F(TrackRobustCli, AnHtmlPathThatIsTheHistoryExitsTwoAndLeavesItAlone) {
+  write("run/metrics.json", metrics(1000, 100, 0.9));
+  ASSERT_EQ(run("track run --history h.jsonl --commit abc --backend sim").code, 0) << err_;
+  const std::string before = slurp(dir_ / "h.jsonl");
+  expect_error(run("track run --history h.jsonl --commit def --backend sim --html ./h.jsonl"), "shardline track: error: --html: ");
+  EXPECT_NE(err_.find("is also this command's input"), std::string::npos) << err_;
+  EXPECT_EQ(slurp(dir_ / "h.jsonl"), before);
+  // A history record of a backend track would refuse is named by its line.
+  write("h.jsonl", before + R"({"scenario": "a", "commit": "c", "time": "t", "backend": "tpu", "metrics": )" +
+                       metrics(1000, 100, 0.9).dump() + "}\n");
+  expect_error(run("track --history h.jsonl --html t.html"), "shardline track: error: h.jsonl:2: ");
+  EXPECT_NE(err_.find("\"tpu\" is not a backend"), std::string::npos) << err_;
+}
+
+// A step time edited apart from its throughput read as other work, and the step went unjudged: a
+// hand-made slower baseline passed. tokens/s x step is a whole number in any file shardline wrote.
+TEST_F(RegressRobustCli, AStepTimeThatDisagreesWithItsThroughputExitsTwo) {
+  nlohmann::json m = metrics(1000, 100, 0.9);
+  m["throughput"] = {{"samples_per_s", nullptr}, {"tokens_per_s", 1024.0 / 1e-3}, {"tokens_per_s_per_gpu", 512.0 / 1e-3},
+                     {"model_tflops_per_gpu", nullptr}, {"mfu", nullptr}, {"hfu", nullptr}};
+  write("cur.json", m);
+  m["step_time_us"] = 980.0;  // "a faster baseline", throughput left as it was
+  write("base.json", m);
+  expect_error(run("regress --baseline base.json --current cur.json"), "shardline regress: error: base.json: ");
+  EXPECT_NE(err_.find("1003.520 tokens per step, not a whole number"), std::string::npos) << err_;
+  EXPECT_EQ(run("regress --baseline cur.json --current cur.json").code, 0) << err_;
+  EXPECT_NE(out_.find(" ok"), std::string::npos) << out_;  // the same file: ok, not "improved" by rounding
+}
+
+// A folder holding NAME.json and NAME/metrics.json was judged by whichever it listed last.
+TEST_F(RegressRobustCli, TwoMetricsOfOneNameInAFolderExitTwo) {
+  write("base/a.json", metrics(1000, 100, 0.9));
+  write("cur/a.json", metrics(1500, 100, 0.9));
+  write("cur/a/metrics.json", metrics(1000, 100, 0.9));
+  expect_error(run("regress --baseline base --current cur"), "shardline regress: error: --current: ");
+  EXPECT_NE(err_.find("are both the metrics of \"a\""), std::string::npos) << err_;
+}
+
 TEST_F(TrackRobustCli, AHistoryThatIsAFolderExitsTwo) {
   fs::create_directories(dir_ / "hist");
   expect_error(run("track --history hist --html trend.html"), "shardline track: error: --history: ");
