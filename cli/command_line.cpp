@@ -161,6 +161,7 @@ Parsed CommandLine::parse(const std::vector<std::string>& args, bool show_help) 
   }
   if (takes_scenario_ && scenario_path_.empty())
     throw InputError("SCENARIO", "give a scenario JSON file" + (scenario_example_.empty() ? "" : ", e.g. " + scenario_example_));
+  if (given("scenario") && scenario_path_.empty()) throw InputError("--scenario", "is empty; give a scenario JSON file");
   return Parsed::run;
 }
 

@@ -146,6 +146,7 @@ int run_import(const std::vector<std::string>& args) {
   if (cli.given("steps")) std::tie(options.first_step, options.last_step) = parse_steps(steps_text);
   const bool json = cli.given("json");
 
+  if (cli.given("out") && out_dir.empty()) throw InputError("--out", "give a folder");
   if (!out_dir.empty()) {  // before the traces are read, not after
     checked_output_folder(out_dir, "--out");
     check_inputs_outside_outputs(paths, out_dir);

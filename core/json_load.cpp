@@ -179,8 +179,12 @@ json load_json_file(const std::string& path, const std::string& where, int64_t m
   std::stringstream buffer;
   buffer << in.rdbuf();
   if (in.bad()) throw InputError(where, "reading \"" + path + "\" failed");
+  const std::string text = buffer.str();
+  // gzip's magic bytes: a compressed file (a profiler trace) where plain JSON is read.
+  if (text.size() >= 2 && static_cast<unsigned char>(text[0]) == 0x1f && static_cast<unsigned char>(text[1]) == 0x8b)
+    throw InputError(where, "\"" + path + "\" is gzip-compressed (a profiler trace, for `shardline import`?); expected a plain JSON file");
   try {
-    return parse_checked(buffer.str(), where, max_bytes <= kMaxInputJsonBytes);
+    return parse_checked(text, where, max_bytes <= kMaxInputJsonBytes);
   } catch (const InputError& e) {
     // Name the file when `where` does not already (a flag, or a folder of several files).
     if (where == path) throw;

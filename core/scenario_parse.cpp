@@ -985,7 +985,26 @@ bool is_index(const std::string& s) {
 
 }  // namespace
 
-nlohmann::json load_scenario_json(const std::string& path) { return load_json_file(path, path, kMaxInputJsonBytes); }
+nlohmann::json load_scenario_json(const std::string& path) {
+  json j = load_json_file(path, path, kMaxInputJsonBytes);
+  // Another kind of file given as a scenario (a timeline, metrics, a profile): said as such,
+  // naming the file, instead of the first of its keys the scenario schema does not know. Only
+  // where the file has no "model" and a key no scenario has, which the parse refuses anyway.
+  if (j.is_object() && !j.contains("model")) {
+    const json& top = schema();
+    std::vector<std::string> foreign;
+    for (const auto& [key, value] : j.items())
+      if (!top.contains(key)) foreign.push_back("\"" + key + "\"");
+    if (!foreign.empty()) {
+      if (foreign.size() > 4) foreign.resize(4), foreign.back() = "...";
+      std::string keys;
+      for (const auto& k : foreign) keys += (keys.empty() ? "" : ", ") + k;
+      throw InputError(path, "is not a scenario: it has no \"model\" and has keys no scenario has (" + keys +
+                                 "); a scenario JSON has \"model\", \"cluster\" and \"mesh\" (docs/scenario.md)");
+    }
+  }
+  return j;
+}
 
 void apply_overrides(nlohmann::json& scenario_json, const std::vector<std::string>& overrides) {
   for (const std::string& item : overrides) {

@@ -99,10 +99,37 @@ TEST_F(ImportCli, CalibrateFromTraceRefusesMeasuringFlagsAndAFolderWithoutATimel
   expect_one_error_line(run("calibrate --from-trace run --out p.json --np 2"), "--np: measures nothing with --from-trace");
   expect_one_error_line(run("calibrate --from-trace run --out p.json --passes 3"), "--passes: measures nothing with --from-trace");
   expect_one_error_line(run("calibrate --from-trace traces --out p.json"), "--from-trace: \"traces\" has no timeline.json");
+  // The profile written over the run it is fitted on (exit 0, the timeline lost, before).
+  const std::string timeline = slurp(dir_ / "run" / "timeline.json");
+  expect_one_error_line(run("calibrate --from-trace run --out run/timeline.json"), "--out: \"run/timeline.json\" is also this command's input");
+  EXPECT_EQ(slurp(dir_ / "run" / "timeline.json"), timeline);
   const Result ok = run("calibrate --from-trace run --out p.json");
   ASSERT_EQ(ok.code, 0) << ok.err;
   EXPECT_NE(ok.out.find("all_gather over 2 ranks"), std::string::npos) << ok.out;
   EXPECT_TRUE(fs::exists(dir_ / "p.json"));
+  // The imported run's own peaks are what its summary states, not "not recorded".
+  const Result table = run("import traces/rank-0.json.gz traces/rank-1.json.gz --scenario " + scenario("host-tiny-fsdp.json"));
+  ASSERT_EQ(table.code, 0) << table.err;
+  EXPECT_EQ(table.out.find("not recorded by this timeline"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("measured by the run's caching allocator"), std::string::npos) << table.out;
+  // A profile whose measured units match no unit of the scenario times nothing, and says so.
+  nlohmann::json renamed = nlohmann::json::parse(slurp(dir_ / "p.json"));
+  ASSERT_FALSE(renamed["units"].empty());
+  for (nlohmann::json& u : renamed["units"]) u["name"] = "renamed." + u["name"].get<std::string>();
+  write_text("p2.json", renamed.dump());
+  const Result other = run("simulate " + scenario("host-tiny-fsdp.json") + " --profile p2.json");
+  ASSERT_EQ(other.code, 0) << other.err;
+  EXPECT_NE(other.err.find("simulate: 0 of "), std::string::npos) << other.err;
+  EXPECT_NE(other.err.find("match no unit of the scenario, and time nothing"), std::string::npos) << other.err;
+}
+
+// Other kinds of file given where a scenario goes are said to be what they are, naming the file.
+TEST_F(ImportCli, AFileThatIsNoScenarioIsNamedAsSuch) {
+  generate_fsdp_traces();
+  expect_one_error_line(run("simulate sim/timeline.json"), "sim/timeline.json: is not a scenario: it has no \"model\"");
+  expect_one_error_line(run("import traces/rank-0.json.gz traces/rank-1.json.gz --scenario traces/rank-0.json.gz"), "is gzip-compressed");
+  expect_one_error_line(run("import traces/rank-0.json.gz traces/rank-1.json.gz --scenario ''"), "--scenario: is empty");
+  expect_one_error_line(run("import traces/rank-0.json.gz --out ''"), "--out: give a folder");
 }
 
 TEST_F(ImportCli, RefusesARankCountThatIsNotTheMesh) {

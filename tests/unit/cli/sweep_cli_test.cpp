@@ -152,14 +152,22 @@ TEST_F(SweepCli, BadObjectiveExitsTwoBeforeAnythingRuns) {
   EXPECT_FALSE(fs::exists(dir_ / "o"));
 }
 
-// A base scenario no configuration can fix (here an unknown key: a metrics file given as the
-// scenario): exit 2 with the reason, nothing written, not a folder of rows that all say it.
+// A base scenario no configuration can fix (here an unknown key no axis varies): exit 2 with the
+// reason, nothing written, not a folder of rows that all say it.
 TEST_F(SweepCli, ABaseScenarioEveryConfigurationRefusesExitsTwo) {
-  write_text("base.json", "{\"backward_us\": 5}");
-  const Result r = run("sweep base.json --vary policy.bucket_bytes=1MiB,2MiB --out o");
+  nlohmann::json base = nlohmann::json::parse(slurp(scenario("host-tiny-fsdp.json")));
+  base["backward_us"] = 5;
+  write_text("base.json", base.dump());
+  Result r = run("sweep base.json --vary policy.bucket_bytes=1MiB,2MiB --out o");
   EXPECT_EQ(r.code, 2) << r.out << r.err;
   EXPECT_NE(r.err.find("every configuration of the sweep would be refused"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("backward_us: unknown key"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(dir_ / "o"));
+  // A file of another kind (metrics given as the scenario) is said to be no scenario, at once.
+  write_text("base.json", "{\"backward_us\": 5}");
+  r = run("sweep base.json --vary policy.bucket_bytes=1MiB,2MiB --out o");
+  EXPECT_EQ(r.code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("base.json: is not a scenario"), std::string::npos) << r.err;
   EXPECT_FALSE(fs::exists(dir_ / "o"));
 }
 
