@@ -528,8 +528,7 @@ ImportResult map_traces_to_program(const std::vector<KinetoTrace>& traces, const
   std::vector<std::map<std::string, StepTally>> tallies(traces.size());  // per rank, per step
   std::vector<std::map<std::string, std::optional<AllocatorPeaks>>> allocator(traces.size());  // per rank, per step
   for (size_t r = 0; r < traces.size(); ++r) {
-    if (traces[r].gpu.empty())
-      throw InputError(traces[r].path, "has no GPU kernels, memcpys or memsets: profile with ProfilerActivity.CUDA to import it");
+    require_gpu_activity(traces[r]);
     RankMapper mapper(traces[r], program, seqs, static_cast<int>(r), report);
     for (const auto& [fqn, count] : mapper.unknown_units())
       report.unmatched_steps.push_back("rank " + std::to_string(r) + ": " + std::to_string(count) + " FSDP windows of module \"" + fqn +

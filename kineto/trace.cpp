@@ -6,6 +6,8 @@
 #include <string>
 #include <utility>
 
+#include "core/error.h"
+
 namespace shardline::kineto {
 namespace {
 
@@ -63,6 +65,18 @@ CommKind comm_kind_from_collective_name(std::string_view name) {
   if (n.find("reducescatter") != std::string::npos) return CommKind::ReduceScatter;
   if (n.find("allreduce") != std::string::npos) return CommKind::AllReduce;
   return CommKind::Other;
+}
+
+void require_gpu_activity(const KinetoTrace& trace) {
+  if (!trace.gpu.empty()) return;
+  int64_t dropped = 0;
+  for (const auto& [why, count] : trace.skipped_by_category)
+    if (why.find("dropped") != std::string::npos) dropped += count;
+  if (dropped > 0)
+    throw InputError(trace.path, "keeps no GPU activity: its " + std::to_string(dropped) +
+                                     " GPU activities were all dropped as ones the profiler could not time (ts 0 and dur 0, or a "
+                                     "negative dur)");
+  throw InputError(trace.path, "has no GPU kernels, memcpys or memsets: profile with ProfilerActivity.CUDA to import it");
 }
 
 }  // namespace shardline::kineto

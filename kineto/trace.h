@@ -111,4 +111,8 @@ bool is_nccl_kernel_name(std::string_view name);
 CommKind comm_kind_from_kernel_name(std::string_view name);
 CommKind comm_kind_from_collective_name(std::string_view name);
 
+// Throws InputError(trace.path) when the trace kept no GPU activity: profiled without CUDA, or
+// every activity dropped as one the profiler could not time (said with their count).
+void require_gpu_activity(const KinetoTrace& trace);
+
 }  // namespace shardline::kineto

@@ -84,6 +84,7 @@ struct PendingEvent {
   CollectiveInfo collective;
   std::string ranks_text;
   std::string bad_ts, bad_dur;  // why "ts" / "dur" is no time ("" when fine or absent)
+  std::string bad_count;        // why a message size or "Group size" is no count ("" when fine)
 
   void reset() {
     ph.clear();
@@ -101,6 +102,7 @@ struct PendingEvent {
     ranks_text.clear();
     bad_ts.clear();
     bad_dur.clear();
+    bad_count.clear();
   }
 };
 
@@ -153,10 +155,14 @@ class TraceSax {
       const double rounded = std::round(v);
       if (rounded == v) return integer(static_cast<int64_t>(rounded));
     }
+    if (count_key()) ev_.bad_count = "\"" + key_ + "\" is " + text + ", not a whole number";
+    if (rank_key()) return refuse_rank(text + ", not a whole number");
     return scalar_done();
   }
   bool string(std::string& v) {
     not_a_time("the string \"" + v.substr(0, 40) + "\"");
+    if (count_key()) ev_.bad_count = "\"" + key_ + "\" is the string \"" + v.substr(0, 40) + "\", not a number";
+    if (rank_key()) return refuse_rank("the string \"" + v.substr(0, 40) + "\", not a number");
     switch (top()) {
       case Ctx::Event:
         if (key_ == "ph") ev_.ph = v;
@@ -260,6 +266,16 @@ class TraceSax {
   }
   // Whether the value being read is an event's "ts" or "dur".
   bool time_key() const { return !stack_.empty() && top() == Ctx::Event && (key_ == "ts" || key_ == "dur"); }
+  // Whether it is a collective's message size or group size (a count), or the trace's rank.
+  bool count_key() const {
+    return !stack_.empty() && top() == Ctx::Args && (key_ == "In msg nelems" || key_ == "Out msg nelems" || key_ == "Group size");
+  }
+  bool rank_key() const { return !stack_.empty() && top() == Ctx::DistInfo && key_ == "rank"; }
+  // A distributedInfo.rank that is no rank: the trace cannot be put in its place among the ranks.
+  bool refuse_rank(const std::string& what) {
+    error_ = "distributedInfo.rank is " + what + "; expected the rank's number (0 or more)";
+    return false;
+  }
   // An event's "ts" or "dur" that is no number (`what`: "null", "the string \"12\"", ...).
   void not_a_time(const std::string& what) {
     if (!time_key()) return;
@@ -304,11 +320,15 @@ class TraceSax {
         else if (key_ == "In msg nelems") ev_.collective.in_nelems = v;
         else if (key_ == "Out msg nelems") ev_.collective.out_nelems = v;
         else if (key_ == "Group size") ev_.collective.group_size = v;
+        if ((key_ == "In msg nelems" || key_ == "Out msg nelems") && v < 0)
+          ev_.bad_count = "\"" + key_ + "\" is " + std::to_string(v) + ", negative";
+        if (key_ == "Group size" && v < 1) ev_.bad_count = "\"Group size\" is " + std::to_string(v) + ", not a group of ranks";
         break;
       case Ctx::RanksArray:
         if (v >= 0 && v < (int64_t{1} << 30)) ev_.collective.group_ranks.push_back(static_cast<int>(v));
         break;
       case Ctx::DistInfo:
+        if (key_ == "rank" && v < 0) return refuse_rank(std::to_string(v) + ", negative");
         if (key_ == "rank") t_.rank = static_cast<int>(std::clamp<int64_t>(v, -1, 1 << 30));
         else if (key_ == "world_size") t_.world_size = static_cast<int>(std::clamp<int64_t>(v, -1, 1 << 30));
         break;
@@ -376,6 +396,11 @@ class TraceSax {
       a.name = intern(ev_.name);
       a.kind = cat == "kernel" ? ActivityKind::Kernel : cat == "gpu_memcpy" ? ActivityKind::Memcpy : ActivityKind::Memset;
       if (a.kind == ActivityKind::Kernel && is_nccl_kernel_name(ev_.name)) {
+        if (!ev_.bad_count.empty()) {  // corrupt, not absent: a size check skipped would pass it
+          const std::string name = ev_.name.size() > 60 ? ev_.name.substr(0, 57) + "..." : ev_.name;
+          error_ = "traceEvents[" + std::to_string(index) + "] (kernel \"" + name + "\"): " + ev_.bad_count + " (a corrupt trace)";
+          return false;
+        }
         CollectiveInfo info = std::move(ev_.collective);
         if (!ev_.ranks_text.empty()) info.group_ranks = parse_rank_list(ev_.ranks_text);
         // The profiler shortens long rank lists ("[0, 8, 16, ..., 120, ...]"): expanded once the

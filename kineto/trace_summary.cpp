@@ -21,8 +21,7 @@ double us(int64_t ns) { return static_cast<double>(ns) / 1000.0; }
 }  // namespace
 
 TraceSummary summarize_trace(const KinetoTrace& trace) {
-  if (trace.gpu.empty())
-    throw InputError(trace.path, "has no GPU kernels, memcpys or memsets: profile with ProfilerActivity.CUDA to import it");
+  require_gpu_activity(trace);
   TraceSummary s;
   s.path = trace.path;
   s.rank = trace.rank;

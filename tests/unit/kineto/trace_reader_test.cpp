@@ -12,6 +12,8 @@
 #include <fstream>
 #include <map>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -325,6 +327,38 @@ TEST(TraceReader, AGroupSizeBeyondTheWorldIsRefusedNotExpanded) {
   const KinetoTrace t = read_trace(path);
   std::remove(path.c_str());
   EXPECT_EQ(t.collective_of(t.gpu[1])->group_ranks, (std::vector<int>{0, 1}));
+}
+
+// A collective's size fields and the trace's rank that cannot be counts (negative, zero ranks,
+// fractions, strings) were once read as absent: "sizes not checked", exit 0, or "has no rank".
+// Refused, naming the file, the event and the value as written.
+TEST(TraceReader, CorruptCountsAndRanksAreRefusedNotReadAsAbsent) {
+  const std::string path = temp_path("counts.json");
+  const std::string world2 = R"("distributedInfo": {"rank": 0, "world_size": 2}, )";
+  for (const auto& [nccl, expected] : std::vector<std::pair<std::string, std::string>>{
+           {R"("Out msg nelems": -131072, "Group size": 2)", "\"Out msg nelems\" is -131072, negative"},
+           {R"("Out msg nelems": 131072.5, "Group size": 2)", "\"Out msg nelems\" is 131072.5, not a whole number"},
+           {R"("Out msg nelems": "131072", "Group size": 2)", "\"Out msg nelems\" is the string \"131072\", not a number"},
+           {R"("Group size": 0)", "\"Group size\" is 0, not a group of ranks"},
+           {R"("Group size": -3)", "\"Group size\" is -3, not a group of ranks"}}) {
+    write_text(path, one_step_trace(world2, R"("ts": 1020, "dur": 100)", nccl));
+    const std::string e = read_error(path);
+    EXPECT_NE(e.find(path), std::string::npos) << e;
+    EXPECT_NE(e.find("traceEvents[3]"), std::string::npos) << nccl << ": " << e;
+    EXPECT_NE(e.find(expected), std::string::npos) << nccl << ": " << e;
+  }
+  for (const auto& [rank, expected] : std::vector<std::pair<std::string, std::string>>{
+           {"-1", "distributedInfo.rank is -1, negative"}, {R"("1")", "distributedInfo.rank is the string \"1\", not a number"},
+           {"1.5", "distributedInfo.rank is 1.5, not a whole number"}}) {
+    write_text(path, one_step_trace(R"("distributedInfo": {"rank": )" + rank + R"(, "world_size": 2}, )", R"("ts": 1020, "dur": 100)",
+                                    R"("Group size": 2)"));
+    EXPECT_NE(read_error(path).find(expected), std::string::npos) << rank << ": " << read_error(path);
+  }
+  // The same fields as counts are read.
+  write_text(path, one_step_trace(world2, R"("ts": 1020, "dur": 100)", R"("Out msg nelems": 1024.0, "Group size": 2)"));
+  const KinetoTrace t = read_trace(path);
+  std::remove(path.c_str());
+  EXPECT_EQ(t.collective_of(t.gpu[1])->out_nelems, 1024);
 }
 
 // A time that cannot be one (out of range, negative, not a number, missing) on an event the
