@@ -176,7 +176,10 @@ class RankMapper {
       });
       window_reach_[tid] = reach(list);
     }
-    memory_ = t.memory;
+    // The markers are the GPU's: a host allocation of the same size ("Device Type" 0) must not
+    // place one. An event that names no device (older profilers) is kept.
+    for (const MemoryEvent& e : t.memory)
+      if (e.device_type < 0 || e.device_type == MemoryEvent::kCudaDeviceType) memory_.push_back(e);
     gpu_allocator_ = gpu_allocator_events(t.memory);
     std::stable_sort(memory_.begin(), memory_.end(), [](const MemoryEvent& a, const MemoryEvent& b) { return a.ts_ns < b.ts_ns; });
     by_step_.resize(steps_.size());

@@ -92,6 +92,28 @@ TEST_F(ImportCli, AStepMissingACollectiveOnOneRankIsLeftOutAndNamed) {
   EXPECT_EQ(nlohmann::json::parse(slurp(dir_ / "imported" / "timeline.json"))["iterations"], 1);
 }
 
+// A marker is placed only at a GPU [memory] event: the same sizes allocated on the host ("Device
+// Type" 0) once placed every marker of rank 1.
+TEST_F(ImportCli, HostMemoryEventsPlaceNoMarkers) {
+  ASSERT_EQ(run("simulate " + scenario("host-tiny-fsdp.json") + " --ranks all --trace-ranks all --out sim").code, 0) << err_;
+  const std::string cmd = "cd " + dir_.string() + " && python3 " + SHARDLINE_SOURCE_DIR + "/scripts/fsdp2-trace sim --out traces --plain";
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  std::string text = slurp(dir_ / "traces" / "rank-1.json");
+  size_t changed = 0;
+  for (size_t at = text.find("\"Device Type\": 1"); at != std::string::npos; at = text.find("\"Device Type\": 1", at)) {
+    text.replace(at, 16, "\"Device Type\": 0");
+    ++changed;
+  }
+  ASSERT_GT(changed, 0u);
+  write_text("traces/rank-1.json", text);
+  const Result r = run("import traces/rank-0.json traces/rank-1.json --scenario " + scenario("host-tiny-fsdp.json") + " --out imported");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto report = nlohmann::json::parse(slurp(dir_ / "imported" / "import.json"));
+  // Rank 0's markers at their events, rank 1's by stream order: half each.
+  EXPECT_GT(report["markers_from_memory_events"].get<int64_t>(), 0);
+  EXPECT_EQ(report["markers_from_memory_events"], report["markers_from_stream_order"]) << report.dump();
+}
+
 TEST_F(ImportCli, CalibrateFromTraceRefusesMeasuringFlagsAndAFolderWithoutATimeline) {
   generate_fsdp_traces();
   ASSERT_EQ(run("import traces/rank-0.json.gz traces/rank-1.json.gz --scenario " + scenario("host-tiny-fsdp.json") + " --out run").code, 0);
