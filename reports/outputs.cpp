@@ -357,11 +357,17 @@ void check_output_file(const std::string& path, const std::string& flag, const s
   if (!fs::is_directory(parent, ec)) throw InputError(flag, "cannot write \"" + path + "\": the folder " + parent.string() + " does not exist");
   // The file is written beside its name and renamed over it: the folder must take new files.
   if (::access(parent.c_str(), W_OK | X_OK) != 0) throw InputError(flag, "cannot write \"" + path + "\": " + std::strerror(errno));
-  const fs::path full = fs::weakly_canonical(fs::absolute(target, ec), ec);
+  // The file written is the name in its folder (write_file_atomically renames over the name: a
+  // symlink there is replaced, not followed), so the folder is resolved and the name kept; an
+  // input is the file its path leads to. A path that cannot be resolved is not compared.
+  const fs::path folder = fs::canonical(parent, ec);
+  if (ec) return;
+  const fs::path written = folder / target.filename();
   for (const std::string& input : inputs) {
     if (input.empty()) continue;
     std::error_code in_ec;
-    if (fs::weakly_canonical(fs::absolute(input, in_ec), in_ec) == full)
+    const fs::path read = fs::weakly_canonical(fs::absolute(input, in_ec), in_ec);
+    if (!in_ec && read == written)
       throw InputError(flag, "\"" + path + "\" is also this command's input \"" + input + "\": writing it would destroy what it reads; "
                                                                                       "give another file");
   }

@@ -100,10 +100,12 @@ Metrics read_metrics_file(const std::string& path) {
     throw InputError(path, std::string("is not a metrics file: ") + e.what());
   }
   // The work per step is read back as tokens/s x step time, a whole number of tokens in any file
-  // shardline wrote. A step time edited apart from its throughput would read as other work, and
-  // the step time would go unjudged (a hand-made slower baseline passed that way).
-  if (const std::optional<double> tokens = tokens_per_step(metrics); tokens && *tokens > 0 &&
-                                                                     std::abs(*tokens - std::round(*tokens)) > 1e-6 * *tokens) {
+  // shardline wrote (to about 1e-16 of itself). A step time edited apart from its throughput would
+  // read as other work, and the step time would go unjudged (a hand-made slower baseline passed
+  // that way). The tolerance is absolute: a relative one would pass anything at a million tokens.
+  // An edit that happens to give a whole number (a doubled step) is not caught.
+  if (const std::optional<double> tokens = tokens_per_step(metrics);
+      tokens && *tokens > 0 && std::abs(*tokens - std::round(*tokens)) > std::max(1e-6, 1e-12 * *tokens)) {
     char text[64];
     std::snprintf(text, sizeof text, "%.3f", *tokens);
     throw InputError(path, std::string("throughput.tokens_per_s x step_time_us is ") + text +
@@ -319,7 +321,14 @@ std::vector<std::string> update_baseline(const std::string& baseline, const std:
   const auto files = metrics_files(current, "--current");
   // Every file checked before any is written: a bad one leaves the baseline as it was.
   for (const auto& entry : files) read_metrics_file(entry.second);
-  for (const auto& [name, path] : files) copy_metrics(path, fs::path(baseline) / (name + ".json"));
+  // A baseline already kept as NAME/metrics.json is updated there: a NAME.json beside it would
+  // make the folder one that regress refuses (two metrics of one name).
+  const std::map<std::string, std::string> existing =
+      fs::is_directory(baseline) ? metrics_files(baseline, "--baseline") : std::map<std::string, std::string>{};
+  for (const auto& [name, path] : files) {
+    const auto kept = existing.find(name);
+    copy_metrics(path, kept != existing.end() ? fs::path(kept->second) : fs::path(baseline) / (name + ".json"));
+  }
   return written;
 }
 

@@ -475,21 +475,16 @@ class Simulation {
     if (in.plan.count == 0 && !rc.own_instance) instances_.erase(key);
   }
 
-  // For the critical path: a phase that one member finished last, after every other member (a
-  // slow link), is a wait on that member, as an arrival is. A phase two or more members finished
-  // last together was held up by no single rank, and is not kept. Called before account_waiting,
-  // which clears the ready times.
+  // For the critical path: a phase that some member waited in for others to finish (a slow link)
+  // is a wait on the member that finished it last, as an arrival is a wait on the last to arrive.
+  // When several finished last together (a node's slow links), that is the one whose finish
+  // completed the phase, as at an arrival. Called before account_waiting, which clears the ready
+  // times.
   void record_phase_sync(const CollectiveInstance& in, uint64_t key, double now, int last_rank) {
     double latest_waiting = -1;  // the latest a waiting member was ready: its wait is the least
-    int finished_now = 0;
-    for (const auto& [rank, at] : in.ready_at) {
-      if (now > at) {
-        latest_waiting = std::max(latest_waiting, at);
-      } else {
-        ++finished_now;
-      }
-    }
-    if (finished_now == 1 && latest_waiting >= 0) phase_syncs_[key].push_back(PhaseSync{now, last_rank, now - latest_waiting});
+    for (const auto& [rank, at] : in.ready_at)
+      if (now > at) latest_waiting = std::max(latest_waiting, at);
+    if (latest_waiting >= 0) phase_syncs_[key].push_back(PhaseSync{now, last_rank, now - latest_waiting});
   }
 
   // Members that were ready before `now` waited inside the collective for the last one to get
@@ -642,7 +637,7 @@ class Simulation {
   std::unordered_map<uint64_t, SyncRecord> syncs_;  // every span kept: per collective instance
   struct PhaseSync {
     double sync_us = 0;       // when the last member finished the phase
-    int last_rank = -1;       // that member, who finished after every other one
+    int last_rank = -1;       // the member whose finish completed it (one of the last)
     double least_wait_us = 0; // the shortest wait of the others (each waited at least this)
   };
   std::unordered_map<uint64_t, std::vector<PhaseSync>> phase_syncs_;  // every span kept: per instance

@@ -34,7 +34,8 @@ struct RankStats {
 
 // A stretch of the critical path on one rank, [from_us, to_us]. `held_up_op`: the collective
 // where the path leaves this rank for a member that waited for it (this rank arrived last, or
-// finished a phase of it last), and that member's wait there; -1 for the last stretch when it
+// finished a phase of it last), and that member's wait there (at a phase: the shortest wait of
+// the members that waited); -1 for the last stretch when it
 // ends on the slowest rank's own work (a slow link that held the last collective's last phase
 // makes the last stretch that link's rank's, leaving at that collective).
 struct PathSegment {
@@ -49,7 +50,7 @@ struct RankReport {
   std::vector<RankStats> ranks;
   // The critical path in time order: walked back from the end of the slowest rank (the lowest on
   // ties), on each rank back to the latest collective it waited in, then over to the member that
-  // arrived last there (or finished a phase last, after all the others), until a rank that waited
+  // arrived last there (or finished a phase last, while others waited), until a rank that waited
   // for nobody. Kept only when the simulator keeps
   // every rank's spans (choose_timeline_ranks); else empty.
   std::vector<PathSegment> critical_path;

@@ -141,6 +141,13 @@ TEST_F(TrackRobustCli, AnHtmlPathThatIsTheHistoryExitsTwoAndLeavesItAlone) {
   expect_error(run("track run --history h.jsonl --commit def --backend sim --html ./h.jsonl"), "shardline track: error: --html: ");
   EXPECT_NE(err_.find("is also this command's input"), std::string::npos) << err_;
   EXPECT_EQ(slurp(dir_ / "h.jsonl"), before);
+  // Nor the metrics file a run folder stands for (the folder is resolved first).
+  expect_error(run("track run --history h.jsonl --commit def --backend sim --html run/metrics.json"), "shardline track: error: --html: ");
+  EXPECT_EQ(slurp(dir_ / "h.jsonl"), before);
+  // A symlink named as the page is replaced, not followed: the history it points to stays whole.
+  fs::create_symlink("h.jsonl", dir_ / "link.html");
+  ASSERT_EQ(run("track --history h.jsonl --html link.html").code, 0) << err_;
+  EXPECT_EQ(slurp(dir_ / "h.jsonl"), before);
   // A history record of a backend track would refuse is named by its line.
   write("h.jsonl", before + R"({"scenario": "a", "commit": "c", "time": "t", "backend": "tpu", "metrics": )" +
                        metrics(1000, 100, 0.9).dump() + "}\n");
@@ -159,8 +166,25 @@ TEST_F(RegressRobustCli, AStepTimeThatDisagreesWithItsThroughputExitsTwo) {
   write("base.json", m);
   expect_error(run("regress --baseline base.json --current cur.json"), "shardline regress: error: base.json: ");
   EXPECT_NE(err_.find("1003.520 tokens per step, not a whole number"), std::string::npos) << err_;
-  EXPECT_EQ(run("regress --baseline cur.json --current cur.json").code, 0) << err_;
-  EXPECT_NE(out_.find(" ok"), std::string::npos) << out_;  // the same file: ok, not "improved" by rounding
+  // At a real step's million tokens too (a relative tolerance once passed anything there).
+  m["throughput"]["tokens_per_s"] = 1048576.0 / 1e-3;
+  m["step_time_us"] = 950.0;
+  write("base.json", m);
+  expect_error(run("regress --baseline base.json --current cur.json"), "shardline regress: error: base.json: ");
+  EXPECT_NE(err_.find("996147.200 tokens per step"), std::string::npos) << err_;
+}
+
+// A difference of rounding (a time through text and nanoseconds) is "ok" with "+0.00%", not
+// "improved" with "-0.00%".
+TEST_F(RegressRobustCli, ARoundingDifferenceIsOkNotImproved) {
+  write("base.json", metrics(1000, 100, 0.9));
+  write("cur.json", metrics(1000 * (1 - 1e-12), 100, 0.9));
+  ASSERT_EQ(run("regress --baseline base.json --current cur.json").code, 0) << err_;
+  EXPECT_EQ(out_.find("improved"), std::string::npos) << out_;
+  EXPECT_EQ(out_.find("-0.00%"), std::string::npos) << out_;
+  write("cur.json", metrics(990, 100, 0.9));  // a real improvement still says so
+  ASSERT_EQ(run("regress --baseline base.json --current cur.json").code, 0) << err_;
+  EXPECT_NE(out_.find("improved"), std::string::npos) << out_;
 }
 
 // A folder holding NAME.json and NAME/metrics.json was judged by whichever it listed last.
@@ -170,6 +194,15 @@ TEST_F(RegressRobustCli, TwoMetricsOfOneNameInAFolderExitTwo) {
   write("cur/a/metrics.json", metrics(1000, 100, 0.9));
   expect_error(run("regress --baseline base --current cur"), "shardline regress: error: --current: ");
   EXPECT_NE(err_.find("are both the metrics of \"a\""), std::string::npos) << err_;
+  // --update-baseline keeps a baseline where it is kept (NAME/metrics.json), not beside it.
+  fs::remove_all(dir_ / "base");
+  fs::remove(dir_ / "cur" / "a" / "metrics.json");
+  fs::remove(dir_ / "cur" / "a");
+  write("base/a/metrics.json", metrics(1000, 100, 0.9));
+  ASSERT_EQ(run("regress --baseline base --current cur --update-baseline").code, 0) << err_;
+  EXPECT_FALSE(fs::exists(dir_ / "base" / "a.json"));
+  EXPECT_EQ(nlohmann::json::parse(slurp(dir_ / "base" / "a" / "metrics.json"))["step_time_us"], 1500);
+  EXPECT_EQ(run("regress --baseline base --current cur").code, 0) << err_;
 }
 
 TEST_F(TrackRobustCli, AHistoryThatIsAFolderExitsTwo) {

@@ -189,6 +189,17 @@ TEST(EveryRank, TheCriticalPathRunsOnTheRankWhoseSlowLinkHeldThePhases) {
   EXPECT_GT(only.held_up_wait_us, 0.0);
   EXPECT_DOUBLE_EQ(report.ranks[5].collective_wait_us, 0.0);  // it waited for nobody
   EXPECT_GT(report.ranks[0].collective_wait_us, 0.0);
+  // Two slow links that finish each phase together (a node's, in effect) are followed too: the
+  // path runs on one of them, not on rank 0 that waited for both (an audit's node-wide slow link).
+  v.bandwidth_factor[6] = 0.25;
+  RankReport two;
+  SimOptions o2 = every_rank(&two, &v);
+  o2.choose_timeline_ranks = [](const RankReport&) { return std::vector<int>{0}; };
+  simulate(test_scenario(), p, o2);
+  ASSERT_FALSE(two.critical_path.empty());
+  const int on = two.critical_path.back().rank;
+  EXPECT_TRUE(on == 5 || on == 6) << on;
+  EXPECT_EQ(two.critical_path.back().held_up_op, rs);
   // Without variation nobody holds a phase: the path is the slowest rank's (rank 0's) own.
   RankReport symmetric;
   SimOptions plain = every_rank(&symmetric);
