@@ -72,21 +72,17 @@ int run_simulate(const std::vector<std::string>& args) {
   if (!profile_path.empty()) {
     profile.emplace(load_profile(profile_path));
     // A profile fitted on a real run (calibrate --from-trace) also times the units it measured.
-    const int timed = apply_unit_times(scenario, *profile);
+    std::vector<std::string> unmatched;
+    const int timed = apply_unit_times(scenario, *profile, &unmatched);
     if (timed > 0 || !profile->units.empty())
       std::cerr << "simulate: " << timed << " of " << scenario.model.units.size() << " units timed by the profile's measurements\n";
     // Measured units that time nothing (another scenario's, a renamed unit) are said, not dropped.
-    std::string unmatched;
-    int unmatched_count = 0;
-    for (const UnitTimes& u : profile->units) {
-      bool found = false;
-      for (const UnitSpec& unit : scenario.model.units) found = found || unit.name == u.name;
-      if (found) continue;
-      if (++unmatched_count <= 4) unmatched += (unmatched.empty() ? "\"" : ", \"") + u.name + "\"";
+    if (!unmatched.empty()) {
+      std::string names;
+      for (size_t k = 0; k < std::min<size_t>(unmatched.size(), 4); ++k) names += (k ? ", \"" : "\"") + unmatched[k] + "\"";
+      std::cerr << "simulate: " << unmatched.size() << " of the profile's " << profile->units.size() << " measured units (" << names
+                << (unmatched.size() > 4 ? ", ..." : "") << ") match no unit of the scenario, and time nothing\n";
     }
-    if (unmatched_count > 0)
-      std::cerr << "simulate: " << unmatched_count << " of the profile's " << profile->units.size() << " measured units (" << unmatched
-                << (unmatched_count > 4 ? ", ..." : "") << ") match no unit of the scenario, and time nothing\n";
   }
   if (!cli.given("ranks")) ranks_mode = scenario.variation.empty() ? "one" : "all";
   const bool every_rank = ranks_mode == "all";

@@ -63,7 +63,10 @@ int run_track(const std::vector<std::string>& args) {
   if (metrics_path.empty() && html.empty()) throw InputError("METRICS", "give a metrics file to record, or --html OUT to render");
   // Before anything is appended: the history must not be recorded into and then fail to render,
   // nor be overwritten by the page.
-  if (!html.empty()) check_output_file(html, "--html", {history, metrics_path});
+  // The metrics file as it will be read (a run folder's metrics.json), so that --html cannot name it.
+  fs::path metrics_file = metrics_path;
+  if (!metrics_path.empty() && fs::is_directory(metrics_file)) metrics_file /= "metrics.json";
+  if (!html.empty()) check_output_file(html, "--html", {history, metrics_file.string()});
 
   std::optional<HistoryRecord> recorded;
   const auto report_recorded = [&] {
@@ -72,8 +75,7 @@ int run_track(const std::vector<std::string>& args) {
                 << history << "\n";
   };
   if (!metrics_path.empty()) {
-    fs::path file = metrics_path;
-    if (fs::is_directory(file)) file /= "metrics.json";
+    const fs::path& file = metrics_file;
     if (!fs::exists(file)) throw InputError("METRICS", "\"" + file.string() + "\" does not exist");
     HistoryRecord rec;
     rec.metrics = read_metrics_file(file.string());

@@ -236,7 +236,10 @@ Program program_from_json(const json& j) {
       const TensorSlice& sl = op_slices[s];
       const std::string spath = jf::index_path(jf::join_path(path, "slices"), s);
       if (sl.param < 0 || sl.param >= num_params) throw InputError(jf::join_path(spath, "param"), "param index " + std::to_string(sl.param) + " is not in [0, " + std::to_string(num_params) + ")");
-      if (sl.shard_offset + sl.shard_numel > p.params[sl.param].shard_numel) throw InputError(spath, "slice runs past the end of the shard of " + p.params[sl.param].name);
+      // offset + numel may pass int64 (2^63 - 1 and 1 wrapped negative and were taken): compare
+      // without the sum (both are >= 0, checked where they are read).
+      if (sl.shard_offset > p.params[sl.param].shard_numel || sl.shard_numel > p.params[sl.param].shard_numel - sl.shard_offset)
+        throw InputError(spath, "slice runs past the end of the shard of " + p.params[sl.param].name);
     }
     // Ops of one bucket list the same slices: keep one copy of a list its predecessor shares.
     const SliceList& last_range = p.slice_list_ranges[last_list];

@@ -989,8 +989,9 @@ nlohmann::json load_scenario_json(const std::string& path) {
   json j = load_json_file(path, path, kMaxInputJsonBytes);
   // Another kind of file given as a scenario (a timeline, metrics, a profile): said as such,
   // naming the file, instead of the first of its keys the scenario schema does not know. Only
-  // where the file has no "model" and a key no scenario has, which the parse refuses anyway.
-  if (j.is_object() && !j.contains("model")) {
+  // where the file has none of a scenario's "model", "cluster" and "mesh" and a key no scenario
+  // has, which the parse refuses anyway (a scenario with "modle" keeps its "did you mean").
+  if (j.is_object() && !j.contains("model") && !j.contains("cluster") && !j.contains("mesh")) {
     const json& top = schema();
     std::vector<std::string> foreign;
     for (const auto& [key, value] : j.items())
@@ -999,7 +1000,7 @@ nlohmann::json load_scenario_json(const std::string& path) {
       if (foreign.size() > 4) foreign.resize(4), foreign.back() = "...";
       std::string keys;
       for (const auto& k : foreign) keys += (keys.empty() ? "" : ", ") + k;
-      throw InputError(path, "is not a scenario: it has no \"model\" and has keys no scenario has (" + keys +
+      throw InputError(path, "is not a scenario: it has no \"model\", \"cluster\" or \"mesh\" and has keys no scenario has (" + keys +
                                  "); a scenario JSON has \"model\", \"cluster\" and \"mesh\" (docs/scenario.md)");
     }
   }

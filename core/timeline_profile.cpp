@@ -126,17 +126,23 @@ ClusterProfile profile_from_timeline(const Timeline& t, const std::string& machi
   return p;
 }
 
-int apply_unit_times(Scenario& scenario, const ClusterProfile& profile) {
+int apply_unit_times(Scenario& scenario, const ClusterProfile& profile, std::vector<std::string>* unmatched) {
   int applied = 0;
+  std::vector<bool> used(profile.units.size(), false);
   for (UnitSpec& unit : scenario.model.units) {
-    for (const UnitTimes& u : profile.units) {
+    for (size_t k = 0; k < profile.units.size(); ++k) {
+      const UnitTimes& u = profile.units[k];
       if (u.name != unit.name) continue;
       unit.forward_time_us = u.forward_us;
       unit.backward_time_us = u.backward_us;
+      used[k] = true;
       ++applied;
       break;
     }
   }
+  if (unmatched != nullptr)
+    for (size_t k = 0; k < profile.units.size(); ++k)
+      if (!used[k]) unmatched->push_back(profile.units[k].name);
   return applied;
 }
 

@@ -19,7 +19,8 @@ namespace shardline {
 ClusterProfile profile_from_timeline(const Timeline& timeline, const std::string& machine);
 
 // Puts the profile's measured unit times in place of the scenario's compute model for every
-// unit of the same name; returns how many units got them.
-int apply_unit_times(Scenario& scenario, const ClusterProfile& profile);
+// unit of the same name; returns how many units got them. `unmatched` (optional) receives the
+// names of the profile's units that match no unit of the scenario, in the profile's order.
+int apply_unit_times(Scenario& scenario, const ClusterProfile& profile, std::vector<std::string>* unmatched = nullptr);
 
 }  // namespace shardline

@@ -69,10 +69,7 @@ CommKind comm_kind_from_collective_name(std::string_view name) {
 
 void require_gpu_activity(const KinetoTrace& trace) {
   if (!trace.gpu.empty()) return;
-  int64_t dropped = 0;
-  for (const auto& [why, count] : trace.skipped_by_category)
-    if (why.find("dropped") != std::string::npos) dropped += count;
-  if (dropped > 0)
+  if (const int64_t dropped = trace.dropped_gpu_activities; dropped > 0)
     throw InputError(trace.path, "keeps no GPU activity: its " + std::to_string(dropped) +
                                      " GPU activities were all dropped as ones the profiler could not time (ts 0 and dur 0, or a "
                                      "negative dur)");

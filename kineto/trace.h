@@ -96,6 +96,7 @@ struct KinetoTrace {
   int64_t events = 0;              // every entry of traceEvents
   // Events not kept above, by "cat" (or "ph=<ph>" without one): read, counted, not used.
   std::map<std::string, int64_t> skipped_by_category;
+  int64_t dropped_gpu_activities = 0;  // of those, GPU activities the profiler could not time
 
   const std::string& name_of(const GpuActivity& a) const { return names[static_cast<size_t>(a.name)]; }
   const std::string& name_of(const CpuRange& r) const { return names[static_cast<size_t>(r.name)]; }

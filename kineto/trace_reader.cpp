@@ -133,11 +133,11 @@ class TraceSax {
 
   bool null() {
     not_a_time("null");
-    return scalar_done();
+    return not_a_count("null") && scalar_done();
   }
   bool boolean(bool v) {
     not_a_time(v ? "true" : "false");
-    return scalar_done();
+    return not_a_count(v ? "true" : "false") && scalar_done();
   }
   bool number_integer(json::number_integer_t v) { return integer(static_cast<int64_t>(v)); }
   bool number_unsigned(json::number_unsigned_t v) {
@@ -155,14 +155,12 @@ class TraceSax {
       const double rounded = std::round(v);
       if (rounded == v) return integer(static_cast<int64_t>(rounded));
     }
-    if (count_key()) ev_.bad_count = "\"" + key_ + "\" is " + text + ", not a whole number";
-    if (rank_key()) return refuse_rank(text + ", not a whole number");
-    return scalar_done();
+    const std::string why = text + (std::isfinite(v) && std::abs(v) < 9e18 ? ", not a whole number" : ", out of range");
+    return not_a_count(why) && scalar_done();
   }
   bool string(std::string& v) {
     not_a_time("the string \"" + v.substr(0, 40) + "\"");
-    if (count_key()) ev_.bad_count = "\"" + key_ + "\" is the string \"" + v.substr(0, 40) + "\", not a number";
-    if (rank_key()) return refuse_rank("the string \"" + v.substr(0, 40) + "\", not a number");
+    if (!not_a_count("the string \"" + v.substr(0, 40) + "\", not a number")) return false;
     switch (top()) {
       case Ctx::Event:
         if (key_ == "ph") ev_.ph = v;
@@ -276,6 +274,14 @@ class TraceSax {
     error_ = "distributedInfo.rank is " + what + "; expected the rank's number (0 or more)";
     return false;
   }
+  // A value that is no count (`what`: "null", "the string \"2\", not a number", "1.5, not a whole
+  // number") where a count is read: a collective's size fields are kept to refuse at the event's
+  // end (only a kind the import maps needs them), a rank is refused at once (false stops the parse).
+  bool not_a_count(const std::string& what) {
+    if (count_key()) ev_.bad_count = "\"" + key_ + "\" is " + what;
+    if (rank_key()) return refuse_rank(what);
+    return true;
+  }
   // An event's "ts" or "dur" that is no number (`what`: "null", "the string \"12\"", ...).
   void not_a_time(const std::string& what) {
     if (!time_key()) return;
@@ -375,6 +381,7 @@ class TraceSax {
     // (dur_ns is only ever set from a number: a negative one is such a "dur".)
     if (gpu && ev_.has_ts && ev_.has_dur && ev_.bad_ts.empty() && ((ev_.ts_ns == 0 && ev_.dur_ns == 0 && ev_.bad_dur.empty()) || ev_.dur_ns < 0)) {
       skip(std::string(cat) + (ev_.dur_ns < 0 ? " (negative dur, dropped)" : " (ts 0 and dur 0, dropped)"));
+      ++t_.dropped_gpu_activities;
       return true;
     }
     if (gpu || launch || range || memory) {
@@ -396,11 +403,6 @@ class TraceSax {
       a.name = intern(ev_.name);
       a.kind = cat == "kernel" ? ActivityKind::Kernel : cat == "gpu_memcpy" ? ActivityKind::Memcpy : ActivityKind::Memset;
       if (a.kind == ActivityKind::Kernel && is_nccl_kernel_name(ev_.name)) {
-        if (!ev_.bad_count.empty()) {  // corrupt, not absent: a size check skipped would pass it
-          const std::string name = ev_.name.size() > 60 ? ev_.name.substr(0, 57) + "..." : ev_.name;
-          error_ = "traceEvents[" + std::to_string(index) + "] (kernel \"" + name + "\"): " + ev_.bad_count + " (a corrupt trace)";
-          return false;
-        }
         CollectiveInfo info = std::move(ev_.collective);
         if (!ev_.ranks_text.empty()) info.group_ranks = parse_rank_list(ev_.ranks_text);
         // The profiler shortens long rank lists ("[0, 8, 16, ..., 120, ...]"): expanded once the
@@ -412,6 +414,13 @@ class TraceSax {
           info.kind = comm_kind_from_kernel_name(ev_.name);
           const size_t u = ev_.name.find('_');
           info.name = ev_.name.substr(u + 1, ev_.name.find_first_of("_(", u + 1) - u - 1);
+        }
+        // Corrupt, not absent, on a collective the import maps: a size check skipped would pass
+        // it. (Another kind's fields, a broadcast's, are not read.)
+        if (!ev_.bad_count.empty() && info.kind != CommKind::Other) {
+          const std::string name = ev_.name.size() > 60 ? ev_.name.substr(0, 57) + "..." : ev_.name;
+          error_ = "traceEvents[" + std::to_string(index) + "] (kernel \"" + name + "\"): " + ev_.bad_count + " (a corrupt trace)";
+          return false;
         }
         a.collective = static_cast<int>(t_.collectives.size());
         t_.collectives.push_back(std::move(info));

@@ -51,26 +51,35 @@ std::string mpi_error_string(int rc) {
   return std::string(text, len);
 }
 
-int mpi_local_ranks(MPI_Comm comm) {
-  MPI_Comm local;
-  MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local);
-  int n = 1;
-  MPI_Comm_size(local, &n);
-  MPI_Comm_free(&local);
-  return n;
-}
+namespace {
+
+// The ranks of `comm` on this node (MPI_COMM_TYPE_SHARED), freed when it goes.
+struct NodeComm {
+  MPI_Comm comm = MPI_COMM_NULL;
+  int size = 1;
+  explicit NodeComm(MPI_Comm of) {
+    MPI_Comm_split_type(of, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &comm);
+    MPI_Comm_size(comm, &size);
+  }
+  ~NodeComm() { MPI_Comm_free(&comm); }
+  NodeComm(const NodeComm&) = delete;
+  NodeComm& operator=(const NodeComm&) = delete;
+};
+
+}  // namespace
+
+int mpi_local_ranks(MPI_Comm comm) { return NodeComm(comm).size; }
 
 int mpi_local_cores(MPI_Comm comm) {
-  MPI_Comm local;
-  MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local);
-  int n = 1;
-  MPI_Comm_size(local, &n);
+  const NodeComm node(comm);
   cpu_set_t own;
   CPU_ZERO(&own);
-  if (::sched_getaffinity(0, sizeof own, &own) != 0) CPU_SET(0, &own);  // unknown: counts as one core
-  std::vector<cpu_set_t> all(static_cast<size_t>(n));
-  MPI_Allgather(&own, sizeof own, MPI_BYTE, all.data(), sizeof own, MPI_BYTE, local);
-  MPI_Comm_free(&local);
+  // A mask that cannot be read (a host with more processors than cpu_set_t holds) counts as every
+  // processor: no "ranks share cores" note is better than a false one.
+  if (::sched_getaffinity(0, sizeof own, &own) != 0)
+    for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) CPU_SET(cpu, &own);
+  std::vector<cpu_set_t> all(static_cast<size_t>(node.size));
+  MPI_Allgather(&own, sizeof own, MPI_BYTE, all.data(), sizeof own, MPI_BYTE, node.comm);
   cpu_set_t any;
   CPU_ZERO(&any);
   for (cpu_set_t& set : all) CPU_OR(&any, &any, &set);

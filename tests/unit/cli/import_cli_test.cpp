@@ -149,6 +149,12 @@ TEST_F(ImportCli, CalibrateFromTraceRefusesMeasuringFlagsAndAFolderWithoutATimel
 TEST_F(ImportCli, AFileThatIsNoScenarioIsNamedAsSuch) {
   generate_fsdp_traces();
   expect_one_error_line(run("simulate sim/timeline.json"), "sim/timeline.json: is not a scenario: it has no \"model\"");
+  // A scenario with a misspelled key keeps its suggestion.
+  nlohmann::json typo = nlohmann::json::parse(slurp(scenario("host-tiny-fsdp.json")));
+  typo["modle"] = typo["model"];
+  typo.erase("model");
+  write_text("typo.json", typo.dump());
+  expect_one_error_line(run("simulate typo.json"), "did you mean \"model\"");
   expect_one_error_line(run("import traces/rank-0.json.gz traces/rank-1.json.gz --scenario traces/rank-0.json.gz"), "is gzip-compressed");
   expect_one_error_line(run("import traces/rank-0.json.gz traces/rank-1.json.gz --scenario ''"), "--scenario: is empty");
   expect_one_error_line(run("import traces/rank-0.json.gz --out ''"), "--out: give a folder");

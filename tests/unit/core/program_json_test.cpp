@@ -1,6 +1,7 @@
 // program.json and timeline.json: round trips, the text listing, and errors that name the path.
 #include "core/program_json.h"
 
+#include <cstdint>
 #include <sstream>
 
 #include <gtest/gtest.h>
@@ -171,6 +172,14 @@ TEST(ProgramJson, BadFilesNameTheJsonPath) {
   EXPECT_EQ(error_path([&] { program_from_json(j); }), "ops[0].slices[1].param");
   j = good;
   j["ops"][0]["slices"][1]["shard_numel"] = 17;  // the shard has 16 elements
+  EXPECT_EQ(error_path([&] { program_from_json(j); }), "ops[0].slices[1]");
+  // An offset whose sum with the count wraps int64 negative was taken (an audit's 2^63 - 1 and 1).
+  j = good;
+  j["ops"][0]["slices"][1]["shard_offset"] = INT64_MAX;
+  j["ops"][0]["slices"][1]["shard_numel"] = 1;
+  EXPECT_EQ(error_path([&] { program_from_json(j); }), "ops[0].slices[1]");
+  j["ops"][0]["slices"][1]["shard_offset"] = int64_t{1} << 62;
+  j["ops"][0]["slices"][1]["shard_numel"] = int64_t{1} << 62;
   EXPECT_EQ(error_path([&] { program_from_json(j); }), "ops[0].slices[1]");
   j = good;
   j["ops"][2]["microbatch"] = 2;

@@ -647,7 +647,7 @@ TEST(Policy, ValuesAndDefaults) {
   EXPECT_EQ(parse_scenario(j).policy.reshard_after_forward.mode, ReshardAfterForward::Mode::Keep);
   j["policy"] = {{"bucket_bytes", "unit"}};
   EXPECT_EQ(parse_scenario(j).policy.bucket_bytes, 0);
-  // A string that is no size names the key's other value too, and "Unit" is taken for "unit".
+  // A string that is no size names the key's other value too, and "Unit" is refused suggesting "unit".
   j["policy"] = {{"bucket_bytes", "Unit"}};
   expect_bad(j, "policy.bucket_bytes", {"is not a valid size", "did you mean \"unit\" (one bucket per unit)?"});
   j["policy"] = {{"bucket_bytes", "64QB"}};

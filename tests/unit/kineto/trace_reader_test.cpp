@@ -340,7 +340,8 @@ TEST(TraceReader, CorruptCountsAndRanksAreRefusedNotReadAsAbsent) {
            {R"("Out msg nelems": 131072.5, "Group size": 2)", "\"Out msg nelems\" is 131072.5, not a whole number"},
            {R"("Out msg nelems": "131072", "Group size": 2)", "\"Out msg nelems\" is the string \"131072\", not a number"},
            {R"("Group size": 0)", "\"Group size\" is 0, not a group of ranks"},
-           {R"("Group size": -3)", "\"Group size\" is -3, not a group of ranks"}}) {
+           {R"("Group size": -3)", "\"Group size\" is -3, not a group of ranks"},
+           {R"("Group size": null)", "\"Group size\" is null"}}) {
     write_text(path, one_step_trace(world2, R"("ts": 1020, "dur": 100)", nccl));
     const std::string e = read_error(path);
     EXPECT_NE(e.find(path), std::string::npos) << e;
@@ -357,8 +358,15 @@ TEST(TraceReader, CorruptCountsAndRanksAreRefusedNotReadAsAbsent) {
   // The same fields as counts are read.
   write_text(path, one_step_trace(world2, R"("ts": 1020, "dur": 100)", R"("Out msg nelems": 1024.0, "Group size": 2)"));
   const KinetoTrace t = read_trace(path);
-  std::remove(path.c_str());
   EXPECT_EQ(t.collective_of(t.gpu[1])->out_nelems, 1024);
+  // A kind the import does not map (a broadcast) is not refused for fields it never reads.
+  std::string broadcast = one_step_trace(world2, R"("ts": 1020, "dur": 100)", R"("Group size": -3)");
+  for (const auto& [from, to] : {std::pair<std::string, std::string>{"AllReduce_Sum_f32", "Broadcast_RING_LL"},
+                                 std::pair<std::string, std::string>{"\"allreduce\"", "\"broadcast\""}})
+    broadcast.replace(broadcast.find(from), from.size(), to);
+  write_text(path, broadcast);
+  EXPECT_EQ(read_error(path), "");
+  std::remove(path.c_str());
 }
 
 // A time that cannot be one (out of range, negative, not a number, missing) on an event the
