@@ -18,7 +18,7 @@ all its rounds' iterations (an iteration's step: its slowest rank's first issue 
 costs is printed beside it.
 
   bench/accuracy.py [--binary build/release/cli/shardline] [--out out/accuracy]
-                    [--iterations 10] [--repetitions 10] [--passes 3] [--straggler-rounds 6] [--quick]
+                    [--iterations 10] [--warmup 2] [--repetitions 10] [--passes 3] [--straggler-rounds 6] [--quick]
 
 Nothing here is asserted: it measures. Timing is only meaningful on an otherwise idle machine.
 """
@@ -82,7 +82,7 @@ def main():
     ap.add_argument("--passes", type=int, default=3, help="calibrate: whole calibrations, medians kept (as validate)")
     ap.add_argument("--straggler-rounds", type=int, default=6,
                     help="alternating symmetric / straggler runs per straggler row, iterations pooled")
-    ap.add_argument("--quick", action="store_true", help="FSDP 2 ranks only, 3 iterations, 1 straggler round (a smoke run)")
+    ap.add_argument("--quick", action="store_true", help="FSDP 2 ranks only, 3 iterations, 1 straggler round (a smoke run; overrides --iterations and --straggler-rounds)")
     args = ap.parse_args()
     if not os.access(args.binary, os.X_OK):
         sys.exit(f"accuracy: no shardline binary at {args.binary} (build it, or pass --binary)")

@@ -15,6 +15,7 @@ one other op there. docs/exec.md ("Binding") has a table made with it. Standard 
 import argparse
 import json
 import os
+import signal
 import statistics
 from collections import defaultdict
 
@@ -27,13 +28,25 @@ def main():
     ap.add_argument("validate_out")
     ap.add_argument("--skip-iterations", type=int, default=0, help="leave out the first K measured iterations")
     a = ap.parse_args()
-    with open(os.path.join(a.validate_out, "profile.json")) as f:
-        profile = json.load(f)
-    with open(os.path.join(a.validate_out, "measured", "program.json")) as f:
-        ops = json.load(f)["ops"]
-    with open(os.path.join(a.validate_out, "measured", "timeline.json")) as f:
-        timeline = json.load(f)
+    if a.skip_iterations < 0:
+        ap.error("--skip-iterations must be at least 0")
+
+    def load(*parts):
+        path = os.path.join(a.validate_out, *parts)
+        try:
+            with open(path) as f:
+                return json.load(f)
+        except OSError as e:
+            ap.error(f"{path}: {e.strerror} (expected the --out folder of `shardline validate`)")
+        except ValueError as e:
+            ap.error(f"{path} is not JSON ({e})")
+
+    profile = load("profile.json")
+    ops = load("measured", "program.json")["ops"]
+    timeline = load("measured", "timeline.json")
     bandwidth = profile["copy_bandwidth_bytes_per_s"]
+    if not bandwidth > 0:  # 0: not measured (a zero-copy calibration), so no calibrated copy time
+        ap.error(f"{a.validate_out}/profile.json measured no copy bandwidth (copy_bandwidth_bytes_per_s 0): nothing to hold the copies to")
     latency = profile.get("copy_latency_us", 0.0)
 
     by_iteration = defaultdict(list)  # iteration -> [(op, rank, start, end)] of copies and collectives
@@ -66,4 +79,5 @@ def main():
 
 
 if __name__ == "__main__":
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `| head` ends the table quietly
     main()

@@ -1,6 +1,6 @@
 // `shardline schedule SCENARIO [--set path=value ...] [--json]`: prints the shared scheduler's
 // Program, one line per op (id, stream, kind, name, unit, bucket, bytes, group, deps), or as JSON
-// (the program.json that sim and exec read).
+// (the program.json that simulate and exec write beside their timelines, and compare reads back).
 #include <iostream>
 
 #include <nlohmann/json.hpp>

@@ -43,6 +43,7 @@ published.gpu_heldout_memory).
 """
 import argparse
 import collections
+import importlib.util
 import json
 import os
 import subprocess
@@ -501,7 +502,7 @@ def predict(args):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--kf-root", default="", help="a KempnerForge checkout at 01b461a (its rows)")
     ap.add_argument("--tt-root", default="", help="a torchtitan checkout at 9dec370 (its rows)")
     ap.add_argument("--out", help="JSON lines, one per configuration (required unless --predict)")
@@ -523,10 +524,22 @@ def main():
     if args.child_out:
         run_child(args)
         return
+    unknown = [n for n in args.only.split(",") if n and n not in CONFIGS] if args.only else []
+    if unknown:
+        ap.error(f"--only: no configuration {unknown[0]!r}; expected some of: {', '.join(CONFIGS)}")
+    if args.out and not os.path.isdir(os.path.dirname(os.path.abspath(args.out))):
+        ap.error(f"--out {args.out}: the folder {os.path.dirname(os.path.abspath(args.out))} does not exist")
     if args.predict:
+        if not (os.path.isfile(args.binary) and os.access(args.binary, os.X_OK)):
+            ap.error(f"--binary {args.binary}: no shardline binary there")
+        for path in args.measured:
+            if not os.path.isfile(path):
+                ap.error(f"--measured {path}: no such file")
         sys.exit(predict(args))
     if not args.out:
         sys.exit("--out is required")
+    if importlib.util.find_spec("torch") is None:
+        ap.error("the runs need PyTorch (and a GPU); without them, --predict")
     # The flag each framework's checkout comes from (fsdp_step.py is in this repository: none).
     roots = {"kempnerforge": ("--kf-root", args.kf_root), "torchtitan": ("--tt-root", args.tt_root)}
 
@@ -536,6 +549,7 @@ def main():
         return flag if flag and not root else None
 
     names = args.only.split(",") if args.only else [n for n in CONFIGS if not missing_checkout(n)]
+    failed = []
     for name in names:
         if flag := missing_checkout(name):
             sys.exit(f"{name}: needs {flag}")
@@ -560,8 +574,12 @@ def main():
         else:
             row = {"name": name, "error": error}
             print(f"{name}: {error}", flush=True)
+            failed.append(name)
         with open(args.out, "a") as f:
             f.write(json.dumps(row) + "\n")
+    # Every configuration's row is written, failed ones with their error; the exit says whether any failed.
+    if failed:
+        sys.exit(f"framework_rank.py: {len(failed)} of {len(names)} configurations failed: {', '.join(failed)}")
 
 
 if __name__ == "__main__":

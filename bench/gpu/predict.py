@@ -129,10 +129,12 @@ def predict_before(args):
     print(f"predicted before measuring, preset {args.preset}, optimizer {args.optimizer}")
     print(f"{'configuration':<32} {'step (ms)':>10} {'tokens/s':>9} {'allocated GiB':>14} {'reserved GiB':>13} {'needed GiB':>11}")
     saved = []
+    failed = 0
     for cfg in configs():
         m = simulate(args.binary, scenario_of(dict(cfg, optimizer=args.optimizer), args.preset), args.set)
         if "error" in m:
             print(f"{cfg['name']:<32} simulate failed: {m['error']}")
+            failed += 1
             continue
         row = {"name": cfg["name"], "preset": args.preset, "optimizer": args.optimizer,
                "step_ms": m["step_time_us"] / 1000.0, "tokens_per_s": m["throughput"]["tokens_per_s"],
@@ -143,6 +145,9 @@ def predict_before(args):
         print(f"{cfg['name']:<32} {row['step_ms']:10.1f} {row['tokens_per_s']:9.0f} {row['peak_memory_bytes'] / GiB:14.1f} "
               f"{row['peak_reserved_bytes'] / GiB:13.1f} {row['min_reserved_bytes'] / GiB:11.1f}"
               + ("" if row["fits"] else "  does not fit") + ("  (flushes)" if row["allocator_cache_flushes"] else ""))
+    if failed:  # predictions that are not all there are not saved as the record of a run to come
+        print(f"predict.py: {failed} configuration(s) failed to simulate; nothing saved", file=sys.stderr)
+        return 1
     if args.save:
         with open(args.save, "w") as f:
             for row in saved:
@@ -163,13 +168,23 @@ def main():
     ap.add_argument("--optimizer", choices=["foreach", "fused"], default="foreach", help="with --before")
     ap.add_argument("--save", default="", help="with --before: write the predictions here (JSON lines)")
     args = ap.parse_args()
+    if not (os.path.isfile(args.binary) and os.access(args.binary, os.X_OK)):
+        ap.error(f"--binary {args.binary}: no shardline binary there (build it, or give its path)")
+    if args.save and not os.path.isdir(os.path.dirname(os.path.abspath(args.save))):
+        ap.error(f"--save {args.save}: the folder {os.path.dirname(os.path.abspath(args.save))} does not exist")
     if args.before:
         if args.results:
             ap.error("--before predicts without a measurement: give no results file")
         return predict_before(args)
     if not args.results:
         ap.error("a results file, or --before")
-    rows = [json.loads(line) for line in open(args.results) if line.strip()]
+    try:
+        with open(args.results) as f:
+            rows = [json.loads(line) for line in f if line.strip()]
+    except OSError as e:
+        ap.error(f"{args.results}: {e.strerror}")
+    except ValueError as e:
+        ap.error(f"{args.results}: not JSON lines ({e})")
     if args.gate is not None:
         errors = step_errors(rows[1:], args.preset, args.set, args.binary)
         fit, check = mean_abs_log_error(errors, True), mean_abs_log_error(errors, False)
@@ -182,6 +197,7 @@ def main():
     print(f"{'configuration':<32} {'step pred/meas (ms)':>20} {'error':>7}  {'allocated pred/meas GiB':>24}  "
           f"{'reserved pred/meas GiB':>23}  {'needed':>6}  {'meas reserved/active-1':>22}")
     retries = own_alloc_retries(rows[1:])
+    failed = 0
     for r in rows[1:]:
         if "error" in r:
             print(f"{r['name']:<32} measured run failed: {r['error']}")
@@ -189,6 +205,7 @@ def main():
         m = simulate(args.binary, scenario_of(r, args.preset), args.set)
         if "error" in m:
             print(f"{r['name']:<32} simulate failed: {m['error']}")
+            failed += 1
             continue
         pred_ms = m["step_time_us"] / 1000.0
         meas_ms = r["step_ms_median"]
@@ -199,6 +216,7 @@ def main():
               f"{m['min_reserved_bytes'] / GiB:6.1f}  {frag:22.3f}"
               + ("  (flushes predicted)" if m.get("allocator_cache_flushes") else "")
               + (f"  (alloc retries measured: {retries[r['name']]})" if retries[r["name"]] else ""))
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

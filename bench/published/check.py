@@ -317,8 +317,13 @@ def memory_text(results):
 
 
 def load(path):
-    with open(path) as f:
-        return json.load(f)
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except OSError as e:
+        sys.exit(f"check.py: cannot read {path}: {e.strerror}")
+    except ValueError as e:
+        sys.exit(f"check.py: {path} is not JSON: {e}")
 
 
 def checkpointing(row):
@@ -373,9 +378,18 @@ def main():
     # The gate judges the check and the independent rows and every run's fit: all rows.
     if args.gate and (args.table or args.min_gpus or args.rows != "all"):
         ap.error("--gate judges every row; it does not take --table, --min-gpus or --rows other than all")
-    if not os.access(args.binary, os.X_OK):
+    if not (os.path.isfile(args.binary) and os.access(args.binary, os.X_OK)):
         print(f"check.py: no shardline binary at {args.binary}", file=sys.stderr)
         return 2
+    if args.jobs < 1:
+        ap.error("--jobs must be at least 1")
+    if args.min_gpus < 0:
+        ap.error("--min-gpus must be at least 0")
+    for item in args.set:
+        if "=" not in item or item.startswith("="):
+            ap.error(f"--set {item!r} is not PATH=VALUE")
+    if args.json and not os.path.isdir(os.path.dirname(os.path.abspath(args.json))):
+        ap.error(f"--json {args.json}: the folder {os.path.dirname(os.path.abspath(args.json))} does not exist")
     data = load(args.runs)
     independent_rows, out_of_memory = load_independent(args.independent or INDEPENDENT)
     rows = [r for r in data["rows"] + independent_rows if (args.rows == "all" or r["split"] == args.rows)
@@ -383,6 +397,12 @@ def main():
     if not rows:
         ap.error("no row matches --rows, --table and --min-gpus")
     results = evaluate(args.binary, rows, data["models"], args.set, args.jobs)
+    # Every row refused for one reason (an unknown --set path, a binary that does not run) is one
+    # error, not a table of them with NaN summaries and exit 0.
+    errors = {r.get("error") for r in results}
+    if len(errors) == 1 and None not in errors:
+        print(f"check.py: every row failed: {errors.pop()}", file=sys.stderr)
+        return 2
     print(table_text(results))
     print()
     # The fit, check and independent rows, and the independent rows of each source apart.
