@@ -171,8 +171,8 @@ std::string RegressEntry::status() const {
   const Metrics &b = *baseline, &c = *current;
   const bool faster = judged_on_throughput ? beyond_rounding(-*c.throughput.tokens_per_s_per_gpu, -*b.throughput.tokens_per_s_per_gpu)
                                            : beyond_rounding(c.step_time_us, b.step_time_us);
-  const bool less_memory = !judged_on_throughput && b.memory_recorded && c.memory_recorded &&
-                           beyond_rounding(static_cast<double>(c.peak_memory_bytes), static_cast<double>(b.peak_memory_bytes));
+  // Bytes are whole numbers, exact through JSON: any drop is one.
+  const bool less_memory = !judged_on_throughput && b.memory_recorded && c.memory_recorded && c.peak_memory_bytes < b.peak_memory_bytes;
   const bool fits_now = b.memory_recorded && c.memory_recorded && !b.fits_memory && c.fits_memory;
   if (faster || beyond_rounding(-c.overlap_efficiency, -b.overlap_efficiency) || less_memory || fits_now) return "improved";
   return "ok";
