@@ -96,6 +96,8 @@ void check_op_contract(const Program& p, const Op& op, const std::string& path) 
                                                                              : "an all-gather reduces nothing: \"none\""));
   } else if (op.reduction != Reduction::None) {
     throw InputError(jf::join_path(path, "reduction"), "only collectives reduce: \"none\"");
+  } else if (op.group != CommGroup::None) {
+    throw InputError(jf::join_path(path, "group"), "only collectives run over a group: \"none\"");
   }
   const int nbuf = static_cast<int>(p.buffers.size());
   for (auto [key, b] : {std::pair{"src_buffer", op.src_buffer}, std::pair{"dst_buffer", op.dst_buffer}})
@@ -125,6 +127,9 @@ void check_op_contract(const Program& p, const Op& op, const std::string& path) 
   } else if (op.link != -1) {
     throw InputError(lpath, "only copies link to a collective: -1");
   }
+  // A copy moves its collective's elements: the same dtype (the bytes of both are counted in it).
+  if ((op.kind == OpKind::CopyIn || op.kind == OpKind::CopyOut) && op.dtype != p.ops[op.link].dtype)
+    throw InputError(jf::join_path(path, "dtype"), "a copy has its collective's dtype (op " + std::to_string(op.link) + ")");
   if (!is_collective(op.kind) && op.kind != OpKind::CopyIn && op.kind != OpKind::CopyOut &&
       (op.src_buffer != -1 || op.dst_buffer != -1))
     throw InputError(jf::join_path(path, "src_buffer"), "only collectives and copies move data: -1");
@@ -205,6 +210,7 @@ Program program_from_json(const json& j) {
     info.shard_numel = jf::get_int(params[i], "shard_numel", path);
     if (info.unit < 0 || info.unit >= num_units) throw InputError(jf::join_path(path, "unit"), "unit index " + std::to_string(info.unit) + " is not in [0, " + std::to_string(num_units) + ")");
     if (info.numel < 0 || info.shard_numel < 0) throw InputError(path, "numel and shard_numel must be >= 0");
+    if (info.shard_numel > info.numel) throw InputError(jf::join_path(path, "shard_numel"), "a shard holds at most the parameter's numel");
     p.params.push_back(std::move(info));
   }
   const int num_params = static_cast<int>(p.params.size());

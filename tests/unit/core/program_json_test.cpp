@@ -181,6 +181,19 @@ TEST(ProgramJson, BadFilesNameTheJsonPath) {
   j["ops"][0]["slices"][1]["shard_offset"] = int64_t{1} << 62;
   j["ops"][0]["slices"][1]["shard_numel"] = int64_t{1} << 62;
   EXPECT_EQ(error_path([&] { program_from_json(j); }), "ops[0].slices[1]");
+  // What the field table says and the reader now holds to (an audit found them accepted): only
+  // collectives name a group, a copy has its collective's dtype, a shard is no larger than its
+  // parameter.
+  j = good;
+  j["ops"][0]["group"] = "shard";
+  j["ops"][0]["group_size"] = j["groups"][1]["size"];  // the shard group's own size: only the group is wrong
+  EXPECT_EQ(error_path([&] { program_from_json(j); }), "ops[0].group");
+  j = good;
+  j["ops"][0]["dtype"] = j["ops"][0]["dtype"] == "fp32" ? "bf16" : "fp32";
+  EXPECT_EQ(error_path([&] { program_from_json(j); }), "ops[0].dtype");
+  j = good;
+  j["params"][0]["shard_numel"] = j["params"][0]["numel"].get<int64_t>() + 1;
+  EXPECT_EQ(error_path([&] { program_from_json(j); }), "params[0].shard_numel");
   j = good;
   j["ops"][2]["microbatch"] = 2;
   EXPECT_EQ(error_path([&] { program_from_json(j); }), "ops[2].microbatch");
