@@ -48,9 +48,13 @@ std::string html_report(const Scenario& scenario, const Timeline& timeline, cons
                     std::to_string(window.iteration);
     body += svg_legend() + "\n<div class=\"scroll\">" + svg_timeline(timeline, window, shared_axis({window}), options) + "</div>\n";
     body += "<p class=\"note\">Hover a rectangle for the op, its unit, bucket, bytes and duration. Ops narrower than half a "
-            "pixel are merged into grey rectangles. Memory: live (allocated) bytes on rank 0; dashed red: capacity, dotted "
-            "orange: capacity less the margin. The fit verdict in the summary judges the reserve needed (allocated plus "
-            "the allocator's fragmentation at capacity, context and NCCL buffers), which lies at or above this curve.</p>\n";
+            "pixel are merged into grey rectangles.";
+    // The memory panel's key only where the drawing has one (a measured run has no memory samples).
+    if (!timeline.memory.empty())
+      body += " Memory: live (allocated) bytes on rank 0; dashed red: capacity, dotted "
+              "orange: capacity less the margin. The fit verdict in the summary judges the reserve needed (allocated plus "
+              "the allocator's fragmentation at capacity, context and NCCL buffers), which lies at or above this curve.";
+    body += "</p>\n";
   }
   body += kernel_breakdown_html(scenario, unit_breakdowns(scenario));
   return html_page("shardline: " + scenario.name, body);

@@ -1,8 +1,10 @@
 #include "reports/trace.h"
 
+#include <algorithm>
 #include <functional>
 #include <set>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -49,6 +51,20 @@ void for_each_trace_event(const Timeline& t, const std::vector<UnitCompute>* ker
     }
   }
 
+  // A measured run's iterations each count from their own start (exec's barrier, a profiler
+  // step): laid one after another on the trace's clock, as they ran, or a viewer would stack
+  // them at the same timestamps and mis-nest their slices. Iteration k starts where iteration
+  // k - 1 ended, plus a gap of a tenth of that iteration.
+  std::vector<double> iteration_end(static_cast<size_t>(std::max(t.iterations, 1)), 0.0);
+  for (const OpInterval& iv : t.intervals)
+    if (iv.iteration >= 0 && static_cast<size_t>(iv.iteration) < iteration_end.size())
+      iteration_end[static_cast<size_t>(iv.iteration)] = std::max(iteration_end[static_cast<size_t>(iv.iteration)], iv.end_us);
+  std::vector<double> offset(iteration_end.size(), 0.0);
+  for (size_t k = 1; k < offset.size(); ++k) offset[k] = offset[k - 1] + iteration_end[k - 1] * 1.1;
+  const auto shifted = [&](const OpInterval& iv, double us) {
+    return iv.iteration >= 0 && static_cast<size_t>(iv.iteration) < offset.size() ? us + offset[static_cast<size_t>(iv.iteration)] : us;
+  };
+
   for (const OpInterval& iv : t.intervals) {
     const Op& op = t.ops.at(iv.op);
     const std::string name = t.name(op);
@@ -69,7 +85,7 @@ void for_each_trace_event(const Timeline& t, const std::vector<UnitCompute>* ker
                       {"cat", op_kind_name(op.kind)},
                       {"pid", iv.rank},
                       {"tid", static_cast<int>(op.stream)},
-                      {"ts", iv.start_us},
+                      {"ts", shifted(iv, iv.start_us)},
                       {"dur", iv.end_us - iv.start_us},
                       {"args", std::move(args)}});
     if (has_issue) {
@@ -79,7 +95,7 @@ void for_each_trace_event(const Timeline& t, const std::vector<UnitCompute>* ker
                         {"cat", "issue"},
                         {"pid", iv.rank},
                         {"tid", kTraceHostTid},
-                        {"ts", iv.issue_us},
+                        {"ts", shifted(iv, iv.issue_us)},
                         {"args", {{"op", iv.op}, {"iteration", iv.iteration}}}});
     }
   }

@@ -49,6 +49,12 @@ TEST(HtmlReport, IsSelfContainedWithOneLanePerStreamAndATitlePerOp) {
   EXPECT_NE(html.find("<polyline"), std::string::npos);
   EXPECT_NE(html.find("class=\"capacity\""), std::string::npos);
   EXPECT_NE(html.find("two units &lt;on&gt; one &amp; only node"), std::string::npos);  // escaped
+  EXPECT_NE(html.find("Memory: live (allocated) bytes"), std::string::npos);
+  // A timeline without memory samples (a measured run) draws no memory panel, and its note says nothing of one.
+  t.memory.clear();
+  const std::string measured = html_report(tiny_scenario(), t, compute_metrics(t));
+  EXPECT_EQ(measured.find("<polyline"), std::string::npos);
+  EXPECT_EQ(measured.find("Memory: live"), std::string::npos);
 }
 
 TEST(HtmlReport, OpTitleNamesUnitBucketBytesAndDuration) {

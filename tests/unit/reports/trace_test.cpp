@@ -2,6 +2,7 @@
 // event per interval, a memory counter.
 #include "reports/trace.h"
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -60,6 +61,29 @@ TEST(Trace, HasOneCompleteEventPerIntervalOnItsRankAndStream) {
     EXPECT_EQ(args.at("bytes"), op.bytes());
     EXPECT_EQ(args.at("microbatch"), op.microbatch);
     EXPECT_EQ(args.at("phase"), phase_name(op.phase));
+  }
+}
+
+// A measured run's iterations each count from their own start; on the trace they follow one
+// another (an audit found exec's five iterations stacked at the same timestamps, mis-nested).
+TEST(Trace, IterationsFollowOneAnotherOnTheTracesClock) {
+  Timeline t = tiny_timeline();
+  t.memory.clear();
+  const size_t one = t.intervals.size();
+  double end0 = 0;
+  for (const OpInterval& iv : t.intervals) end0 = std::max(end0, iv.end_us);
+  for (size_t i = 0; i < one; ++i) {
+    OpInterval again = t.intervals[i];
+    again.iteration = 1;
+    t.intervals.push_back(again);
+  }
+  t.iterations = 2;
+  const std::vector<json> xs = events_with(json::parse(trace_to_json(t).dump()), "X");
+  ASSERT_EQ(xs.size(), 2 * one);
+  for (size_t i = 0; i < one; ++i) {
+    EXPECT_DOUBLE_EQ(xs[i].at("ts").get<double>(), t.intervals[i].start_us);  // the first as it was
+    EXPECT_DOUBLE_EQ(xs[one + i].at("ts").get<double>(), t.intervals[i].start_us + 1.1 * end0);
+    EXPECT_GE(xs[one + i].at("ts").get<double>(), end0);
   }
 }
 
