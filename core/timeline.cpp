@@ -147,9 +147,13 @@ json timeline_to_json(const Timeline& t) {
   for (const OpInterval& iv : t.intervals) intervals.push_back(json::array({iv.op, iv.rank, iv.iteration, iv.issue_us, iv.start_us, iv.end_us}));
   j["intervals"] = std::move(intervals);
   j["memory_fields"] = kMemoryFields;
-  json memory = json::array();
-  for (const MemorySample& m : t.memory) memory.push_back(json::array({m.time_us, m.bytes}));
-  j["memory"] = std::move(memory);
+  const auto rows = [](const std::vector<MemorySample>& samples) {
+    json out = json::array();
+    for (const MemorySample& m : samples) out.push_back(json::array({m.time_us, m.bytes}));
+    return out;
+  };
+  j["memory"] = rows(t.memory);
+  if (!t.memory_by_stream.empty()) j["memory_by_stream"] = rows(t.memory_by_stream);
   if (t.allocator_measured) j["allocator_measured"] = allocator_peaks_to_json(*t.allocator_measured);
   if (t.allocator_pool_peaks_bytes) j["allocator_pool_peaks_bytes"] = *t.allocator_pool_peaks_bytes;
   return j;
@@ -278,19 +282,23 @@ Timeline timeline_from_json(const json& j) {
 
   const json& mfields = jf::member(j, "memory_fields", "");
   if (mfields != json(kMemoryFields)) throw InputError("memory_fields", "expected " + json(kMemoryFields).dump() + ", found " + mfields.dump());
-  const json& memory = jf::require_array(jf::member(j, "memory", ""), "memory");
-  t.memory.reserve(memory.size());
-  for (size_t i = 0; i < memory.size(); ++i) {
-    const std::string path = jf::index_path("memory", i);
-    const json& row = jf::require_array(memory[i], path);
-    if (row.size() != 2) throw InputError(path, "expected 2 values (time_us, bytes), found " + std::to_string(row.size()));
-    MemorySample s;
-    s.time_us = jf::as_number(row[0], jf::index_path(path, 0));
-    s.bytes = jf::as_int(row[1], jf::index_path(path, 1));
-    if (s.bytes < 0) throw InputError(jf::index_path(path, 1), "live bytes must be >= 0");
-    if (!t.memory.empty() && s.time_us < t.memory.back().time_us) throw InputError(jf::index_path(path, 0), "memory samples must be in time order");
-    t.memory.push_back(s);
-  }
+  const auto read_samples = [&](const char* key, std::vector<MemorySample>& out) {
+    const json& memory = jf::require_array(jf::member(j, key, ""), key);
+    out.reserve(memory.size());
+    for (size_t i = 0; i < memory.size(); ++i) {
+      const std::string path = jf::index_path(key, i);
+      const json& row = jf::require_array(memory[i], path);
+      if (row.size() != 2) throw InputError(path, "expected 2 values (time_us, bytes), found " + std::to_string(row.size()));
+      MemorySample s;
+      s.time_us = jf::as_number(row[0], jf::index_path(path, 0));
+      s.bytes = jf::as_int(row[1], jf::index_path(path, 1));
+      if (s.bytes < 0) throw InputError(jf::index_path(path, 1), "live bytes must be >= 0");
+      if (!out.empty() && s.time_us < out.back().time_us) throw InputError(jf::index_path(path, 0), "memory samples must be in time order");
+      out.push_back(s);
+    }
+  };
+  read_samples("memory", t.memory);
+  if (j.contains("memory_by_stream")) read_samples("memory_by_stream", t.memory_by_stream);  // optional
   return t;
 }
 

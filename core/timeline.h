@@ -74,6 +74,11 @@ struct Timeline {
   std::array<int, kNumCommGroups> group_sizes{1, 1, 1, 1};  // ranks in each CommGroup's group
   HugePageVector<OpInterval> intervals;
   std::vector<MemorySample> memory;   // in time order
+  // Predicted, where memory is counted in the host's order (FSDP2, the caching allocator's): the
+  // same live bytes with each alloc and free applied when its stream reaches it, in time order,
+  // for drawing over the streams (the host issues a whole step in its first moments, so `memory`
+  // has no shape on the step's clock). The peak is `memory`'s. Empty otherwise.
+  std::vector<MemorySample> memory_by_stream;
   std::optional<AllocatorPeaks> allocator_measured;  // a measured run's allocator figures, when known
   // Predicted: the sum over the caching allocator's pools (one per stream) of the most each held
   // at once (sim/memory.h), the base of the typical reserve; unknown: the allocated peak's.

@@ -51,9 +51,14 @@ std::string html_report(const Scenario& scenario, const Timeline& timeline, cons
             "pixel are merged into grey rectangles.";
     // The memory panel's key only where the drawing has one (a measured run has no memory samples).
     if (!timeline.memory.empty())
-      body += " Memory: live (allocated) bytes on rank 0; dashed red: capacity, dotted "
-              "orange: capacity less the margin. The fit verdict in the summary judges the reserve needed (allocated plus "
-              "the allocator's fragmentation at capacity, context and NCCL buffers), which lies at or above this curve.";
+      body += std::string(" Memory: live (allocated) bytes on rank 0") +
+              (timeline.memory_by_stream.empty()
+                   ? ""
+                   : " as the streams reach each alloc and free (the summary's peak counts them in the order the host "
+                     "issues them, as PyTorch's caching allocator does, and can lie above this curve; hover it for both)") +
+              "; dashed red: capacity, dotted orange: capacity less the margin. The fit verdict in the summary judges the "
+              "reserve needed (allocated plus the allocator's fragmentation at capacity, context and NCCL buffers), which "
+              "lies at or above the peak.";
     body += "</p>\n";
   }
   body += kernel_breakdown_html(scenario, unit_breakdowns(scenario));

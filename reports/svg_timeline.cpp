@@ -231,7 +231,7 @@ void draw_lane(std::string& out, const Timeline& t, int stream, const std::vecto
 // The polyline points of live bytes over the window as a step curve. Samples in the same pixel
 // column keep the column's entry level, its maximum and its exit level, so peaks survive
 // decimation.
-std::string memory_curve_points(const Timeline& t, const TimelineLayout& L, double top_bytes) {
+std::string memory_curve_points(const std::vector<MemorySample>& samples, const TimelineLayout& L, double top_bytes) {
   auto y_of = [&](int64_t bytes) { return L.y_of_bytes(static_cast<double>(bytes), top_bytes); };
   std::string points;
   int64_t level = 0;
@@ -245,7 +245,7 @@ std::string memory_curve_points(const Timeline& t, const TimelineLayout& L, doub
     emit(col, col_max);
     emit(col, col_last);
   };
-  for (const MemorySample& m : t.memory) {
+  for (const MemorySample& m : samples) {
     const double x = L.x_of(m.time_us);
     if (x < L.left) {
       level = m.bytes;
@@ -275,19 +275,28 @@ std::string memory_curve_points(const Timeline& t, const TimelineLayout& L, doub
 }
 
 // Memory: live bytes as a step curve, scaled to max(peak, capacity), with the capacity line
-// and the capacity less the margin.
+// and the capacity less the margin. Where memory is counted in the host's order the curve is the
+// same bytes as the streams reach each alloc and free (memory_by_stream: the host issues the step
+// in its first moments), and its title gives the host-order peak the summary states beside its own.
 void draw_memory_panel(std::string& out, const Timeline& t, const TimelineLayout& L) {
   const double mem_top = L.mem_top, mem_h = L.mem_h, left = L.left, plot_w = L.plot_w;
-  int64_t peak = 0;
+  const bool by_stream = !t.memory_by_stream.empty();
+  const std::vector<MemorySample>& drawn = by_stream ? t.memory_by_stream : t.memory;
+  int64_t peak = 0, drawn_peak = 0;
   for (const MemorySample& m : t.memory) peak = std::max(peak, m.bytes);
-  const double top_bytes = static_cast<double>(std::max<int64_t>({peak, t.memory_capacity_bytes, 1}));
+  for (const MemorySample& m : drawn) drawn_peak = std::max(drawn_peak, m.bytes);
+  const double top_bytes = static_cast<double>(std::max<int64_t>({peak, drawn_peak, t.memory_capacity_bytes, 1}));
   out += "<g class=\"memory\">";
   out += "<rect x=\"" + num(left) + "\" y=\"" + num(mem_top) + "\" width=\"" + num(plot_w) + "\" height=\"" + num(mem_h) + "\" fill=\"#fafafa\" stroke=\"#ddd\"/>";
   out += "<text x=\"" + num(left - 6) + "\" y=\"" + num(mem_top + 12) + "\" text-anchor=\"end\">memory</text>";
   out += "<text x=\"" + num(left - 6) + "\" y=\"" + num(mem_top + 26) + "\" text-anchor=\"end\">" + html_escape(format_bytes(static_cast<int64_t>(top_bytes))) + "</text>";
   const double x_end = left + plot_w;
-  out += "<polyline fill=\"none\" stroke=\"#2a6fb0\" stroke-width=\"1.2\" points=\"" + memory_curve_points(t, L, top_bytes) + "\"><title>live bytes (rank 0), peak " +
-         html_escape(format_bytes(peak)) + "</title></polyline>";
+  const std::string title =
+      by_stream ? "live bytes (rank 0) as the streams reach each alloc and free, peak " + format_bytes(drawn_peak) +
+                      "; in the order the host issues them (the caching allocator's, the summary's), peak " + format_bytes(peak)
+                : "live bytes (rank 0), peak " + format_bytes(peak);
+  out += "<polyline fill=\"none\" stroke=\"#2a6fb0\" stroke-width=\"1.2\" points=\"" + memory_curve_points(drawn, L, top_bytes) +
+         "\"><title>" + html_escape(title) + "</title></polyline>";
   if (t.memory_capacity_bytes > 0) {
     const double cy = L.y_of_bytes(static_cast<double>(t.memory_capacity_bytes), top_bytes);
     out += "<line class=\"capacity\" x1=\"" + num(left) + "\" y1=\"" + num(cy) + "\" x2=\"" + num(x_end) + "\" y2=\"" + num(cy) +

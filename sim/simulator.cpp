@@ -143,7 +143,8 @@ class Simulation {
         step_(step),
         plan_(program),
         host_(program, scenario.cluster.launch_overhead_us),
-        memory_(program.static_memory_bytes, 0, step == nullptr) {
+        memory_(program.static_memory_bytes, 0, step == nullptr),
+        stream_memory_(program.static_memory_bytes, 0, step == nullptr && !program.memory_follows_streams) {
     if (step_ != nullptr && (ranks != 1 || every_span || !recorded_ranks.empty())) broken("metrics as ops end are kept for one rank only", -1);
     const std::array<double, sim::kNumLinkClasses> capacity{cost_->link_bandwidth_bytes_per_s(sim::LinkClass::IntraNode),
                                                             cost_->link_bandwidth_bytes_per_s(sim::LinkClass::InterNode)};
@@ -161,6 +162,7 @@ class Simulation {
     }
     const size_t n = program.ops.size();
     memory_.reserve(memory_markers);  // rank 0's memory samples: one per alloc/free, allocated once
+    if (!program.memory_follows_streams) stream_memory_.reserve(memory_markers);
     if (every_span) {
       // Every rank's start and end of every op, 16 bytes each: the Timeline's ranks are chosen
       // after the run, once the slowest and the fastest are known.
@@ -204,6 +206,7 @@ class Simulation {
   }
   uint64_t events_processed() const { return engine_.events_processed(); }
   std::vector<MemorySample> take_memory() { return memory_.take_samples(); }
+  std::vector<MemorySample> take_memory_by_stream() { return stream_memory_.take_samples(); }
   int64_t peak_memory_bytes() const { return memory_.peak_bytes(); }
   int64_t pool_peaks_bytes() const { return memory_.pool_peaks_bytes(); }
   std::vector<RankStats> rank_stats() const {
@@ -377,11 +380,11 @@ class Simulation {
     const int rank = rank_index(r);
     switch (op.kind) {
       case OpKind::Alloc:  // counted when issued (kHostIssue), unless memory follows the streams
-        if (rank == 0 && program_.memory_follows_streams) memory_.alloc(now, op.bytes(), static_cast<int>(op.pool));
+        if (rank == 0) (program_.memory_follows_streams ? memory_ : stream_memory_).alloc(now, op.bytes(), static_cast<int>(op.pool));
         schedule(now, kOpDone, rank, id);
         break;
       case OpKind::Free:
-        if (rank == 0 && program_.memory_follows_streams) memory_.free(now, op.bytes(), static_cast<int>(op.pool));
+        if (rank == 0) (program_.memory_follows_streams ? memory_ : stream_memory_).free(now, op.bytes(), static_cast<int>(op.pool));
         schedule(now, kOpDone, rank, id);
         break;
       case OpKind::CopyIn:
@@ -625,6 +628,7 @@ class Simulation {
   sim::Engine engine_;
   sim::HostThread host_;
   sim::MemoryTracker memory_;  // rank 0's
+  sim::MemoryTracker stream_memory_;  // rank 0's, as its streams reach the markers (drawn only)
   std::vector<RankState> ranks_;
   std::unordered_map<uint64_t, CollectiveInstance> instances_;
   HugePageVector<OpInterval> intervals_;  // per recorded rank, every op
@@ -755,6 +759,7 @@ Timeline simulate_program(const Scenario& given, const Program& program, const S
   }
   t.intervals = std::move(intervals);
   t.memory = sim.take_memory();
+  if (!program.memory_follows_streams) t.memory_by_stream = sim.take_memory_by_stream();
   if (consumed != nullptr) set_timeline_ops(t, std::move(*consumed));
   else set_timeline_ops(t, program);
   return t;

@@ -356,6 +356,24 @@ TEST(TimelineJson, RoundTripKeepsEveryField) {
 
 // An imported run's allocator figures round-trip; timelines without them read as unknown, and a
 // negative figure is refused at its path.
+// The drawn series (live bytes as the streams reach the markers) round-trips, and a file
+// without it (a measured run, an older timeline) reads with none.
+TEST(TimelineJson, TheMemoryByStreamRoundTripsAndIsOptional) {
+  Timeline t = sample_timeline();
+  json plain = timeline_to_json(t);
+  EXPECT_FALSE(plain.contains("memory_by_stream"));
+  EXPECT_TRUE(timeline_from_json(plain).memory_by_stream.empty());
+  t.memory_by_stream = {{0, 100}, {7.5, 400}};
+  const json j = timeline_to_json(t);
+  const Timeline back = timeline_from_json(json::parse(j.dump()));
+  ASSERT_EQ(back.memory_by_stream.size(), 2u);
+  EXPECT_DOUBLE_EQ(back.memory_by_stream[1].time_us, 7.5);
+  EXPECT_EQ(back.memory_by_stream[1].bytes, 400);
+  json bad = j;
+  bad["memory_by_stream"][1][0] = -1;  // out of time order
+  EXPECT_EQ(error_path([&] { timeline_from_json(bad); }), "memory_by_stream[1][0]");
+}
+
 TEST(TimelineJson, TheMeasuredAllocatorPeaksRoundTripAndAreOptional) {
   Timeline t = sample_timeline();
   EXPECT_FALSE(timeline_to_json(t).contains("allocator_measured"));

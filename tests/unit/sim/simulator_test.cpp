@@ -329,6 +329,16 @@ TEST(Simulator, MemoryChangesWhenTheHostIssuesAllocAndFreeNotWhenTheirStreamsRea
   EXPECT_EQ(samples, expected);
   EXPECT_EQ(peak, 1700);
   EXPECT_DOUBLE_EQ(at(t, a0).issue_us, 0);
+  // For drawing on the step's clock (the host issued everything by 2 us): the same changes as the
+  // streams reach them. The peak the metrics state stays the host order's.
+  std::vector<std::pair<double, int64_t>> drawn;
+  for (const MemorySample& m : t.memory_by_stream) drawn.emplace_back(m.time_us, m.bytes);
+  const std::vector<std::pair<double, int64_t>> by_stream{{0, 1000}, {0, 1400}, {6, 1700}, {10, 1300}, {10, 1000}};
+  EXPECT_EQ(drawn, by_stream);
+  EXPECT_EQ(compute_metrics(t).peak_memory_bytes, 1700);
+  // A Program whose memory follows the streams (FSDP1) has one series, drawn as it is.
+  b.program().memory_follows_streams = true;
+  EXPECT_TRUE(simulate(s, b.program()).memory_by_stream.empty());
 }
 
 // The caching allocator keeps a freed block for the stream that allocated it: the pools' peaks,
