@@ -210,6 +210,10 @@ Scenario CommandLine::load_scenario() const {
       char* end = nullptr;
       const double factor = std::strtod(factor_text.c_str(), &end);  // 1e999: inf, refused below
       const bool not_finite_word = !factor_text.empty() && *end == '\0' && !std::isfinite(factor);
+      // A signed factor is a number, only not one in range: said as such (the scenario's range).
+      if (all_digits(rank_text) && factor_text.size() > 1 && (factor_text[0] == '-' || factor_text[0] == '+') &&
+          plain_decimal(factor_text.substr(1)))
+        throw InputError("--straggler", "\"" + s + "\": the factor must be a number in [0.001, 1000], written without a sign");
       if (!all_digits(rank_text) || !(plain_decimal(factor_text) || not_finite_word))
         throw InputError("--straggler", "\"" + s + "\" is not RANK=FACTOR, e.g. 3=1.5 (rank 3 computes 50% slower)");
       if (rank_text.size() > 9) throw InputError("--straggler", "\"" + s + "\": rank " + rank_text + " is out of range");

@@ -4,6 +4,7 @@
 // the measured timeline, metrics, trace and report like `simulate`. With --np N (and not
 // already under mpirun) it launches mpirun itself, waits for it, and names a rank that died
 // without a report.
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -129,7 +130,9 @@ int run_exec(const std::vector<std::string>& args) {
            << timeline.reported_iteration << " (median step)\n";
       head << "step times (us):";
       for (double s : r.step_times_us) head << " " << static_cast<int64_t>(s);
-      head << "\nclock alignment error <= " << r.clock_error_us << " us; data check: ";
+      char clock[32];
+      std::snprintf(clock, sizeof clock, "%.3g", r.clock_error_us);  // a bound, not six digits of noise
+      head << "\nclock alignment error <= " << clock << " us; data check: ";
       if (r.verified) head << "passed (" << r.elements_checked << " elements on all ranks)";
       else head << "skipped (--no-verify)";
       head << "; buffers " << r.bytes_per_rank / (1024 * 1024) << " MiB per rank\n";

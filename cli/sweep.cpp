@@ -188,8 +188,9 @@ int run_sweep_command(const std::vector<std::string>& args) {
     if (!r.valid) ++invalid;
     else if (!r.fits_memory) ++over;
   }
-  std::cout << "sweep: " << result.rows.size() << " configurations, " << over << " exceed GPU memory, " << invalid
-            << " invalid; Pareto front " << result.pareto.size() << " points\n";
+  std::cout << "sweep: " << result.rows.size() << (result.rows.size() == 1 ? " configuration, " : " configurations, ") << over
+            << (over == 1 ? " exceeds" : " exceed") << " GPU memory, " << invalid << " invalid; Pareto front " << result.pareto.size()
+            << (result.pareto.size() == 1 ? " point\n" : " points\n");
   // The first few invalid reasons, so a bad grid is obvious without opening the files.
   size_t shown = 0;
   for (const auto& r : result.rows) {

@@ -193,7 +193,8 @@ std::string line_plots(const SweepResult& res, const std::vector<std::string>& p
       const SweepRow& r = res.rows[off_axis[k]];
       note += (k ? "; " : "") + html_escape(settings(r, paths)) + ": " + html_escape(axis.text(r)) + ", overlap efficiency " + efficiency_text(r);
     }
-    if (off_axis.size() > shown) note += "; and " + std::to_string(off_axis.size() - shown) + " more rows in sweep.csv";
+    if (off_axis.size() > shown)
+      note += "; and " + std::to_string(off_axis.size() - shown) + (off_axis.size() - shown == 1 ? " more row" : " more rows") + " in sweep.csv";
     note += ".</p>\n";
   }
   return render_svg_chart(step) + note + render_svg_chart(eff) + note;

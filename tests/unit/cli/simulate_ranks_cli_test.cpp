@@ -199,6 +199,7 @@ TEST_F(SimulateRanksCli, BadVariationFlagsExitTwoNamingTheFlag) {
                       {"--straggler +1=1.5", "--straggler: \"+1=1.5\" is not RANK=FACTOR"},
                       {"--straggler ' 1=1.5'", "--straggler: \" 1=1.5\" is not RANK=FACTOR"},
                       {"--straggler 1=1.5.2", "--straggler: \"1=1.5.2\" is not RANK=FACTOR"},
+                      {"--straggler 0=-1", "--straggler: \"0=-1\": the factor must be a number in [0.001, 1000], written without a sign"},
                       {"--straggler 99999999999=1.5", "--straggler: \"99999999999=1.5\": rank 99999999999 is out of range"},
                       // A seed with nothing to seed.
                       {"--straggler 1=1.5 --seed 3", "--seed: seeds the draws of a jitter or a rank compute spread, and neither is asked for"}});
