@@ -209,7 +209,14 @@ std::string pareto_plot(const SweepResult& res, const std::vector<std::string>& 
                                                                                                  : std::string("step time")) +
             " (Pareto front marked)";
   c.x_label = axis.label;
-  c.y_label = "reserve needed (GiB)";
+  // GiB, or MiB where every configuration needs less than a GiB (a host scenario's tens of MiB
+  // read as ticks of 0.034 GiB).
+  int64_t most_needed = 0;
+  for (const auto& r : res.rows)
+    if (r.valid) most_needed = std::max(most_needed, r.metrics.min_reserved_bytes);
+  const bool in_mib = most_needed < (int64_t{1} << 30);
+  const double unit_bytes = in_mib ? kGiB / 1024.0 : kGiB;
+  c.y_label = in_mib ? "reserve needed (MiB)" : "reserve needed (GiB)";
   ChartSeries fit, tight, over, front;
   fit.name = "fits with margin";
   tight.name = "fits, inside the margin";
@@ -228,13 +235,13 @@ std::string pareto_plot(const SweepResult& res, const std::vector<std::string>& 
     capacity = std::max(capacity, r.metrics.memory_capacity_bytes);
     ChartSeries& s = !r.fits_memory ? over : (r.fits_with_margin ? fit : tight);
     s.x.push_back(axis.value(r));
-    s.y.push_back(static_cast<double>(r.metrics.min_reserved_bytes) / kGiB);
+    s.y.push_back(static_cast<double>(r.metrics.min_reserved_bytes) / unit_bytes);
     s.titles.push_back(title(r));
   }
   for (size_t i : res.pareto) {
     const auto& r = res.rows[i];
     front.x.push_back(axis.value(r));
-    front.y.push_back(static_cast<double>(r.metrics.min_reserved_bytes) / kGiB);
+    front.y.push_back(static_cast<double>(r.metrics.min_reserved_bytes) / unit_bytes);
     front.titles.push_back("Pareto: " + title(r));
   }
   for (auto* s : {&fit, &tight, &over, &front})
@@ -255,7 +262,7 @@ std::string pareto_plot(const SweepResult& res, const std::vector<std::string>& 
     for (const int64_t cap : capacities) list += (list.empty() ? "" : ", ") + format_bytes(cap);
     c.note = "GPU memory per configuration: " + list;
   } else if (capacity > 0 && max_peak * 4 >= capacity) {
-    c.y_reference = static_cast<double>(capacity) / kGiB;
+    c.y_reference = static_cast<double>(capacity) / unit_bytes;
     c.y_reference_label = "GPU memory " + format_bytes(capacity);
   } else if (capacity > 0) {
     c.note = "GPU memory " + format_bytes(capacity);

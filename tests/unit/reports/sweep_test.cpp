@@ -544,6 +544,26 @@ TEST(SweepOutput, RowsWhoseXIsAWordAreNamedUnderThePlots) {
       << html.substr(0, 4000);
 }
 
+// Needs under a GiB are plotted in MiB (a host scenario's 34-43 MiB read as ticks of 0.034 GiB);
+// a GPU's stay in GiB.
+TEST(SweepOutput, TheMemoryPlotsUnitFollowsTheSizes) {
+  SweepResult res;
+  res.scenario = "s";
+  res.axes = {SweepAxis{{"policy.bucket_bytes"}, {{"1048576"}, {"4194304"}}}};
+  for (size_t i = 0; i < 2; ++i) {
+    SweepRow r = row(i, 100.0 + static_cast<double>(i), (34 + 9 * static_cast<int64_t>(i)) << 20, int64_t{2} << 30);
+    r.values = {res.axes[0].values[i][0]};
+    mark_memory_fit(r, 0.1);
+    res.rows.push_back(r);
+  }
+  res.ranked_by = resolve_objective(res.rows, SweepObjective::StepTime);
+  EXPECT_NE(sweep_html(res).find("reserve needed (MiB)"), std::string::npos);
+  for (SweepRow& r : res.rows) r.metrics.min_reserved_bytes = r.metrics.peak_reserved_bytes = r.metrics.peak_memory_bytes = int64_t{3} << 30;
+  const std::string gib = sweep_html(res);
+  EXPECT_NE(gib.find("reserve needed (GiB)"), std::string::npos);
+  EXPECT_EQ(gib.find("reserve needed (MiB)"), std::string::npos);
+}
+
 // The charts' bold titles in `html`.
 std::vector<std::string> chart_titles(const std::string& html) {
   std::vector<std::string> out;
