@@ -55,7 +55,7 @@ std::string html_report(const Scenario& scenario, const Timeline& timeline, cons
               (timeline.memory_by_stream.empty()
                    ? ""
                    : " as the streams reach each alloc and free (the summary's peak counts them in the order the host "
-                     "issues them, as PyTorch's caching allocator does, and can lie above this curve; hover it for both)") +
+                     "issues them, as PyTorch's caching allocator does, and can differ from this curve's; hover it for both)") +
               "; dashed red: capacity, dotted orange: capacity less the margin. The fit verdict in the summary judges the "
               "reserve needed (allocated plus the allocator's fragmentation at capacity, context and NCCL buffers), which "
               "lies at or above the peak.";
