@@ -136,8 +136,10 @@ std::string render_svg_chart(const Chart& chart) {
     return svg.str();
   }
   if (ymin > 0 && ymin < 0.5 * ymax) ymin = 0;  // anchor at zero when it costs little
-  if (ymax == ymin) {
-    const double pad = ymax == 0 ? 1 : std::abs(ymax) * 0.05;
+  if (ymax == 0 && ymin == 0) {
+    ymax = 1;  // every value 0 (an efficiency nowhere above it): [0, 1], not an axis of negative values
+  } else if (ymax == ymin) {
+    const double pad = std::abs(ymax) * 0.05;
     ymin -= pad;
     ymax += pad;
   } else {

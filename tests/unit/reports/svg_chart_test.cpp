@@ -153,6 +153,20 @@ TEST(SvgChartTicks, IntegerXIsTickedAtWholeNumbersOnly) {
   EXPECT_EQ(x_ticks(c), (std::vector<std::string>{"2", "3", "4"}));
 }
 
+// Every value 0 (an overlap efficiency nowhere above it) spans [0, 1]: the axis once ran from -1,
+// ticking values no series can have (an audit).
+TEST(SvgChartTicks, AllZeroValuesSpanZeroToOne) {
+  Chart c = chart_with({"all"});
+  c.series[0].y = {0, 0, 0};
+  const std::string svg = render_svg_chart(c);
+  std::vector<double> ticks;
+  const std::regex re("text-anchor=\"end\">(-?[0-9.]+)</text>");
+  for (auto it = std::sregex_iterator(svg.begin(), svg.end(), re); it != std::sregex_iterator(); ++it) ticks.push_back(std::stod((*it)[1]));
+  ASSERT_FALSE(ticks.empty()) << svg.substr(0, 2000);
+  EXPECT_EQ(*std::min_element(ticks.begin(), ticks.end()), 0.0);
+  EXPECT_EQ(*std::max_element(ticks.begin(), ticks.end()), 1.0);
+}
+
 TEST(SvgChartLegend, OneSeriesHasNoLegendAndKeepsItsSize) {
   const std::string svg = render_svg_chart(chart_with({"all"}));
   EXPECT_TRUE(legend_labels(svg).empty());
