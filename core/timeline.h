@@ -79,6 +79,8 @@ struct Timeline {
   // for drawing over the streams (the host issues a whole step in its first moments, so `memory`
   // has no shape on the step's clock). The peak is `memory`'s. Empty otherwise.
   std::vector<MemorySample> memory_by_stream;
+  // The series drawn on the step's clock (the report's memory panel, the trace's counter).
+  const std::vector<MemorySample>& drawn_memory() const { return memory_by_stream.empty() ? memory : memory_by_stream; }
   std::optional<AllocatorPeaks> allocator_measured;  // a measured run's allocator figures, when known
   // Predicted: the sum over the caching allocator's pools (one per stream) of the most each held
   // at once (sim/memory.h), the base of the typical reserve; unknown: the allocated peak's.

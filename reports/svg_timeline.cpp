@@ -281,7 +281,7 @@ std::string memory_curve_points(const std::vector<MemorySample>& samples, const 
 void draw_memory_panel(std::string& out, const Timeline& t, const TimelineLayout& L) {
   const double mem_top = L.mem_top, mem_h = L.mem_h, left = L.left, plot_w = L.plot_w;
   const bool by_stream = !t.memory_by_stream.empty();
-  const std::vector<MemorySample>& drawn = by_stream ? t.memory_by_stream : t.memory;
+  const std::vector<MemorySample>& drawn = t.drawn_memory();
   int64_t peak = 0, drawn_peak = 0;
   for (const MemorySample& m : t.memory) peak = std::max(peak, m.bytes);
   for (const MemorySample& m : drawn) drawn_peak = std::max(drawn_peak, m.bytes);

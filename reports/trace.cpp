@@ -104,7 +104,7 @@ void for_each_trace_event(const Timeline& t, const std::vector<UnitCompute>* ker
 
   // On the step's clock: the samples as the streams reach the markers where the host issues them
   // all at the start (Timeline::memory_by_stream).
-  for (const MemorySample& m : t.memory_by_stream.empty() ? t.memory : t.memory_by_stream)
+  for (const MemorySample& m : t.drawn_memory())
     emit(json{{"ph", "C"}, {"name", "memory"}, {"pid", 0}, {"ts", m.time_us}, {"args", {{"live_bytes", m.bytes}}}});
 }
 

@@ -144,7 +144,8 @@ class Simulation {
         plan_(program),
         host_(program, scenario.cluster.launch_overhead_us),
         memory_(program.static_memory_bytes, 0, step == nullptr),
-        stream_memory_(program.static_memory_bytes, 0, step == nullptr && !program.memory_follows_streams) {
+        stream_memory_(program.static_memory_bytes, 0, true),
+        draw_memory_by_stream_(step == nullptr && !program.memory_follows_streams) {
     if (step_ != nullptr && (ranks != 1 || every_span || !recorded_ranks.empty())) broken("metrics as ops end are kept for one rank only", -1);
     const std::array<double, sim::kNumLinkClasses> capacity{cost_->link_bandwidth_bytes_per_s(sim::LinkClass::IntraNode),
                                                             cost_->link_bandwidth_bytes_per_s(sim::LinkClass::InterNode)};
@@ -162,7 +163,7 @@ class Simulation {
     }
     const size_t n = program.ops.size();
     memory_.reserve(memory_markers);  // rank 0's memory samples: one per alloc/free, allocated once
-    if (!program.memory_follows_streams) stream_memory_.reserve(memory_markers);
+    if (draw_memory_by_stream_) stream_memory_.reserve(memory_markers);
     if (every_span) {
       // Every rank's start and end of every op, 16 bytes each: the Timeline's ranks are chosen
       // after the run, once the slowest and the fastest are known.
@@ -380,11 +381,13 @@ class Simulation {
     const int rank = rank_index(r);
     switch (op.kind) {
       case OpKind::Alloc:  // counted when issued (kHostIssue), unless memory follows the streams
-        if (rank == 0) (program_.memory_follows_streams ? memory_ : stream_memory_).alloc(now, op.bytes(), static_cast<int>(op.pool));
+        if (rank == 0 && program_.memory_follows_streams) memory_.alloc(now, op.bytes(), static_cast<int>(op.pool));
+        if (rank == 0 && draw_memory_by_stream_) stream_memory_.alloc(now, op.bytes(), static_cast<int>(op.pool));
         schedule(now, kOpDone, rank, id);
         break;
       case OpKind::Free:
-        if (rank == 0) (program_.memory_follows_streams ? memory_ : stream_memory_).free(now, op.bytes(), static_cast<int>(op.pool));
+        if (rank == 0 && program_.memory_follows_streams) memory_.free(now, op.bytes(), static_cast<int>(op.pool));
+        if (rank == 0 && draw_memory_by_stream_) stream_memory_.free(now, op.bytes(), static_cast<int>(op.pool));
         schedule(now, kOpDone, rank, id);
         break;
       case OpKind::CopyIn:
@@ -629,6 +632,7 @@ class Simulation {
   sim::HostThread host_;
   sim::MemoryTracker memory_;  // rank 0's
   sim::MemoryTracker stream_memory_;  // rank 0's, as its streams reach the markers (drawn only)
+  const bool draw_memory_by_stream_;  // a Timeline is made and memory is counted in host order
   std::vector<RankState> ranks_;
   std::unordered_map<uint64_t, CollectiveInstance> instances_;
   HugePageVector<OpInterval> intervals_;  // per recorded rank, every op
