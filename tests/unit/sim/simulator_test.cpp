@@ -319,6 +319,7 @@ TEST(Simulator, MemoryChangesWhenTheHostIssuesAllocAndFreeNotWhenTheirStreamsRea
   EXPECT_DOUBLE_EQ(at(t, a1).start_us, 6);  // behind the 5 us copy
   EXPECT_DOUBLE_EQ(at(t, f0).issue_us, 2);
   EXPECT_DOUBLE_EQ(at(t, f0).start_us, 10);  // behind the 10 us compute
+  EXPECT_DOUBLE_EQ(at(t, f1).start_us, 10);  // its dependency, the free behind the compute
   std::vector<std::pair<double, int64_t>> samples;
   int64_t peak = 0;
   for (const MemorySample& m : t.memory) {
