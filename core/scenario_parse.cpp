@@ -1,7 +1,6 @@
 #include "core/scenario_parse.h"
 
 #include <algorithm>
-#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -772,10 +771,9 @@ PolicySpec parse_policy(const json& j, const json& sch, const MeshSpec& mesh, si
       try {
         p.bucket_bytes = as_size(*v, o.at("bucket_bytes"));
       } catch (const InputError& e) {  // the size's own sentence, and the key's other value
-        std::string lower = v->get<std::string>();
-        for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-        throw InputError(e.where(), lower == "unit" ? e.sentence() + "; did you mean \"unit\" (one bucket per unit)?"
-                                                    : e.sentence() + "; or \"unit\" / 0 for one bucket per unit");
+        throw InputError(e.where(), closest_match(v->get<std::string>(), {"unit"}) == "unit"
+                                        ? e.sentence() + "; did you mean \"unit\" (one bucket per unit)?"
+                                        : e.sentence() + "; or \"unit\" / 0 for one bucket per unit");
       }
     } else {
       type_error(*v, o.at("bucket_bytes"), "a size such as \"64MiB\", or \"unit\" / 0 for one bucket per unit");
