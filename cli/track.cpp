@@ -97,13 +97,16 @@ int run_track(const std::vector<std::string>& args) {
     rec.time_utc = utc_now_iso8601();
     recorded = std::move(rec);
   }
-  // The page first, with the new record, and the record appended after: a page that cannot be
-  // written leaves the history as it was, so a second attempt records the run once.
+  // The page is written beside its place first, the record appended next, and only then does the
+  // page replace the old one: a page that cannot be written leaves the history as it was (so a
+  // second attempt records the run once), and a record that cannot be appended leaves the old
+  // page, so the page never shows a record the history lacks.
   if (!html.empty()) {
     std::vector<HistoryRecord> records = metrics_path.empty() || fs::exists(history) ? read_history(history) : std::vector<HistoryRecord>{};
     if (recorded) records.push_back(*recorded);
-    write_file_atomically(html, history_html(records), "--html");
-    if (recorded) append_history(history, *recorded);
+    write_file_atomically(html, history_html(records), "--html", [&] {
+      if (recorded) append_history(history, *recorded);
+    });
     report_recorded();
     std::cout << "wrote " << html << " (" << records.size() << (records.size() == 1 ? " record" : " records") << ")\n";
   } else if (recorded) {

@@ -511,8 +511,11 @@ std::string comparison_table(const Comparison& c) {
       << "\n";
   o << "\nops that disagree most (start / duration, predicted vs measured, us):\n";
   if (c.worst.empty()) o << "  none: every op starts and ends as predicted\n";
+  // The name column is as wide as the longest name shown, so long unit names keep the columns aligned.
+  size_t name_width = 18;
+  for (const auto& w : c.worst) name_width = std::max(name_width, w.name.size() + 1);
   for (const auto& w : c.worst)
-    o << "  " << pad('#' + std::to_string(w.op), 7) << pad(w.name, 18) << pad(std::string(op_kind_name(w.kind)), 15)
+    o << "  " << pad('#' + std::to_string(w.op), 7) << pad(w.name, name_width) << pad(std::string(op_kind_name(w.kind)), 15)
       << "start " << us(w.predicted_start_us) << " / " << us(w.measured_start_us) << "  dur "
       << us(w.predicted_duration_us) << " / " << us(w.measured_duration_us) << "\n";
   return o.str();

@@ -373,13 +373,15 @@ void check_output_file(const std::string& path, const std::string& flag, const s
   }
 }
 
-void write_file_atomically(const std::string& path, const std::string& text, const std::string& flag) {
+void write_file_atomically(const std::string& path, const std::string& text, const std::string& flag,
+                           const std::function<void()>& before_replacing) {
   const fs::path target(path);
   std::error_code ec;
   if (fs::is_directory(target, ec)) throw InputError(flag, "\"" + path + "\" is a folder; expected a file name");
   const fs::path tmp = temporary_sibling(target);
   try {
     write_file(tmp, text, flag);
+    if (before_replacing) before_replacing();
     fs::rename(tmp, target);
   } catch (const fs::filesystem_error& e) {
     fs::remove(tmp, ec);

@@ -53,8 +53,10 @@ std::filesystem::path checked_output_folder(const std::string& dir, const std::s
 void check_output_file(const std::string& path, const std::string& flag, const std::vector<std::string>& inputs = {});
 
 // One file written beside `path` and renamed over it: readers see the old file or the new one,
-// never a half-written one. Errors name `flag`.
-void write_file_atomically(const std::string& path, const std::string& text, const std::string& flag);
+// never a half-written one. Errors name `flag`. `before_replacing`, when given, runs once the new
+// file is written and before it replaces the old: if it throws, the old file stays as it was.
+void write_file_atomically(const std::string& path, const std::string& text, const std::string& flag,
+                           const std::function<void()>& before_replacing = {});
 
 // What a failed exec leaves in its output folder, per rank (cli/exec.cpp): its partial timeline
 // and its message. A later run's outputs replace them (write_run_outputs); compare notes them.

@@ -18,7 +18,9 @@ against peak allocated.
 --gate exits 1 when the check rows, or the independent rows, miss a gated target (GATED below), a run (of any split) is
 predicted not to fit, a published run that ran out of memory (an independent file's `out_of_memory`) is
 predicted to fit, a memory figure is missed by more than MEMORY_GATE (a peak reserved figure: the
-fragmentation it implies is outside FRAGMENTATION_EVIDENCE), or a row fails to simulate; CTest runs it that way. --set applies a scenario override to every row (e.g. to try a GPU
+fragmentation it implies is outside FRAGMENTATION_EVIDENCE), or a row fails to simulate; CTest runs it that way.
+Without --gate, a row that fails to simulate still makes the exit status 1 (after the table, with the
+first row's error); every row failing for one reason is exit 2. --set applies a scenario override to every row (e.g. to try a GPU
 parameter); bench/published/fit.py uses it. --table (runs.json's `table`, repeatable) and
 --min-gpus look at a part of the rows, e.g. one cluster's multi-node rows; the summaries then
 describe that part only, so they do not combine with --gate, nor does --rows other than all. Each summary also gives the mean
@@ -462,6 +464,14 @@ def main():
                   file=sys.stderr)
             return 1
         print("gate: passed")
+    # Some rows failed (all failing for one reason is caught above): the table is printed, and the
+    # run still says so and exits 1, so a script or a user does not read a partial table as passed.
+    failed_rows = [r for r in results + oom if "error" in r]
+    if failed_rows:
+        first = failed_rows[0]
+        print(f"check.py: {len(failed_rows)} of {len(results) + len(oom)} rows failed to simulate "
+              f"(first: {first['id']}: {first['error']})", file=sys.stderr)
+        return 1
     return 0
 
 

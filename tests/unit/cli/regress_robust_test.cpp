@@ -115,6 +115,21 @@ TEST_F(TrackRobustCli, AnHtmlPathInAMissingFolderExitsTwoAndRecordsNothing) {
   EXPECT_NE(out_.find("(1 record)"), std::string::npos) << out_;
 }
 
+// A record that cannot be appended (the history's folder is missing) leaves the page as it was:
+// the page never shows a record that the history lacks.
+TEST_F(TrackRobustCli, AHistoryThatCannotBeAppendedToLeavesThePageAsItWas) {
+  write("run/metrics.json", metrics(1000, 100, 0.9));
+  write("t.html", std::string("the old page\n"));
+  expect_error(run("track run --history no/such/folder/h.jsonl --commit abc --backend sim --html t.html"),
+               "shardline track: error: --history: ");
+  EXPECT_EQ(slurp(dir_ / "t.html"), "the old page\n");
+  EXPECT_FALSE(fs::exists(dir_ / "no"));
+  std::vector<std::string> left;
+  for (const auto& entry : fs::directory_iterator(dir_)) left.push_back(entry.path().filename().string());
+  std::sort(left.begin(), left.end());
+  EXPECT_EQ(left, (std::vector<std::string>{"run", "stderr", "stdout", "t.html"}));  // no temporary page (the fixture keeps stdout, stderr)
+}
+
 // A timeline.json beside the metrics that cannot be read is named, not reported missing.
 TEST_F(TrackRobustCli, AMalformedTimelineBesideTheMetricsIsNamed) {
   write("run/metrics.json", metrics(1000, 100, 0.9));

@@ -295,6 +295,26 @@ TEST(Compare, WorstOpsByLargestStartOrEndDisagreement) {
   }
 }
 
+// An op name wider than the name column widens the column: every listed op's "start" begins at
+// the same place, so a long unit name does not push its row's numbers out of line.
+TEST(Compare, LongOpNamesKeepTheWorstOpsColumnsAligned) {
+  Comparison c = compare_timelines(predicted(), measured());
+  ASSERT_GE(c.worst.size(), 2u);
+  c.worst[0].name = "bwd model.layers.31.self_attention.core";
+  const std::string table = comparison_table(c);
+  const size_t list = table.find("ops that disagree most");
+  ASSERT_NE(list, std::string::npos);
+  std::vector<size_t> columns;
+  size_t line = table.find('\n', list) + 1;
+  while (line < table.size() && table.compare(line, 3, "  #") == 0) {
+    const size_t end = table.find('\n', line);
+    columns.push_back(table.find("start ", line) - line);
+    line = end + 1;
+  }
+  ASSERT_EQ(columns.size(), c.worst.size()) << table;
+  for (size_t col : columns) EXPECT_EQ(col, columns.front()) << table;
+}
+
 // A timeline compared with itself has no op that disagrees: the list is empty, not ten ops at 0
 // (an audit found compare listing them as "ops that disagree most").
 TEST(Compare, OpsThatAgreeExactlyAreNotListedAsDisagreeing) {
