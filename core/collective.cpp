@@ -1,6 +1,6 @@
 #include "core/collective.h"
+#include "core/invariant.h"
 
-#include <cassert>
 
 namespace shardline {
 
@@ -13,7 +13,7 @@ int64_t CollectiveTraits::output_bytes(int64_t size_bytes, int n) const {
 }
 
 double CollectiveTraits::busbw_factor(int n) const {
-  assert(n >= 1);
+  SHARDLINE_CHECK(n >= 1, "a collective over fewer than one rank");
   const double ring = static_cast<double>(n - 1) / n;
   return kind == CollectiveKind::AllReduce ? 2.0 * ring : ring;
 }

@@ -2,9 +2,9 @@
 
 #include <algorithm>
 #include <array>
-#include <cassert>
 
 #include "core/error.h"
+#include "core/invariant.h"
 
 namespace shardline {
 
@@ -56,7 +56,7 @@ double total_us(const std::vector<TimedKernel>& kernels) {
 }
 
 UnitCompute unit_compute(const Scenario& s, const UnitSpec& unit) {
-  assert(unit.part != TransformerPart::None && s.model.transformer);
+  SHARDLINE_CHECK(unit.part != TransformerPart::None && s.model.transformer, "a transformer unit timed without its part or the transformer shorthand");
   const UnitKernels kernels =
       transformer_unit_kernels(*s.model.transformer, unit.part, dtype_bytes(s.policy.param_dtype), unit.checkpointing);
   const double peak = peak_flops_per_s(s);

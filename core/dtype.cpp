@@ -2,6 +2,7 @@
 
 #include "core/error.h"
 #include "core/suggest.h"
+#include "core/invariant.h"
 
 namespace shardline {
 
@@ -22,7 +23,7 @@ std::string_view dtype_name(DType dtype) {
     case DType::fp16: return "fp16";
     case DType::fp8: return "fp8";
   }
-  return "?";
+  SHARDLINE_UNREACHABLE("an enum value outside its type");
 }
 
 DType parse_dtype(std::string_view name, const std::string& where) {

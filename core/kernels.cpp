@@ -1,7 +1,7 @@
 #include "core/kernels.h"
+#include "core/invariant.h"
 
 #include <algorithm>
-#include <cassert>
 #include <cstdlib>
 
 namespace shardline {
@@ -206,7 +206,7 @@ void head_backward(KernelList& k, const TransformerSpec& t, const Shape& s) {
 }  // namespace
 
 double causal_attention_fraction(int64_t seq_len) {
-  assert(seq_len > 0);
+  SHARDLINE_CHECK(seq_len > 0, "a sequence length that is not positive (the parser refuses it)");
   return std::min(1.0, 0.5 * (1.0 + 128.0 / D(seq_len)));
 }
 

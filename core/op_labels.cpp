@@ -1,6 +1,6 @@
 #include "core/op_labels.h"
+#include "core/invariant.h"
 
-#include <cassert>
 
 namespace shardline {
 
@@ -14,7 +14,7 @@ int OpLabels::add(std::string_view text) {
 
 std::string OpLabels::name(int label, int number, bool whole, int microbatch) const {
   if (label < 0) return {};
-  assert(static_cast<size_t>(label) < texts_.size() && "op label outside the label table");
+  SHARDLINE_CHECK(static_cast<size_t>(label) < texts_.size(), "op label outside the label table");
   std::string name = texts_[static_cast<size_t>(label)];
   if (number >= 0) name += std::to_string(number);
   if (!whole) name += " mb" + std::to_string(microbatch);

@@ -1,7 +1,6 @@
 #include "core/profile.h"
 
 #include <algorithm>
-#include <cassert>
 #include <cmath>
 #include <ctime>
 #include <fstream>
@@ -13,17 +12,18 @@
 #include "core/json_load.h"
 #include "core/statistics.h"
 #include "core/units.h"
+#include "core/invariant.h"
 
 namespace shardline {
 
 AlphaBeta fit_alpha_beta(const std::vector<int64_t>& sizes_bytes, const std::vector<double>& times_us) {
-  assert(sizes_bytes.size() == times_us.size() && sizes_bytes.size() >= 2);
+  SHARDLINE_CHECK(sizes_bytes.size() == times_us.size() && sizes_bytes.size() >= 2, "alpha-beta fit: one time per size, and two sizes at least");
   // Minimize sum w (alpha + beta S - t)^2 with w = 1/t^2: 2x2 normal equations.
   double sw = 0, sws = 0, swss = 0, swt = 0, swst = 0;
   for (size_t i = 0; i < sizes_bytes.size(); ++i) {
     const double s = static_cast<double>(sizes_bytes[i]);
     const double t = times_us[i];
-    assert(t > 0);
+    SHARDLINE_CHECK(t > 0, "alpha-beta fit: a time that is not positive");
     const double w = 1.0 / (t * t);
     sw += w;
     sws += w * s;
@@ -32,7 +32,7 @@ AlphaBeta fit_alpha_beta(const std::vector<int64_t>& sizes_bytes, const std::vec
     swst += w * s * t;
   }
   const double det = sw * swss - sws * sws;
-  assert(det > 0 && "alpha-beta fit needs at least two distinct sizes");
+  SHARDLINE_CHECK(det > 0, "alpha-beta fit needs at least two distinct sizes");
   AlphaBeta fit;
   fit.beta_us_per_byte = (sw * swst - sws * swt) / det;
   fit.alpha_us = (swt - fit.beta_us_per_byte * sws) / sw;
@@ -40,7 +40,7 @@ AlphaBeta fit_alpha_beta(const std::vector<int64_t>& sizes_bytes, const std::vec
 }
 
 double CollectiveTable::time_us(int64_t size_bytes) const {
-  assert(!sizes_bytes.empty() && sizes_bytes.size() == times_us.size());
+  SHARDLINE_CHECK(!sizes_bytes.empty() && sizes_bytes.size() == times_us.size(), "a collective table without one time per size");
   if (size_bytes < sizes_bytes.front() || size_bytes > sizes_bytes.back() || sizes_bytes.size() == 1) {
     return std::max(0.0, fit.alpha_us + fit.beta_us_per_byte * static_cast<double>(size_bytes));
   }

@@ -1,6 +1,6 @@
 #include "core/program.h"
+#include "core/invariant.h"
 
-#include <cassert>
 #include <cstdint>
 
 namespace shardline {
@@ -16,7 +16,7 @@ std::string_view op_kind_name(OpKind k) {
     case OpKind::Alloc: return "alloc";
     case OpKind::Free: return "free";
   }
-  return "?";
+  SHARDLINE_UNREACHABLE("an enum value outside its type");
 }
 
 std::string_view stream_name(StreamId s) {
@@ -27,7 +27,7 @@ std::string_view stream_name(StreamId s) {
     case StreamId::ReduceScatter: return "reduce_scatter";
     case StreamId::AllReduce: return "all_reduce";
   }
-  return "?";
+  SHARDLINE_UNREACHABLE("an enum value outside its type");
 }
 
 std::string_view phase_name(Phase p) {
@@ -36,7 +36,7 @@ std::string_view phase_name(Phase p) {
     case Phase::Backward: return "backward";
     case Phase::Finalize: return "finalize";
   }
-  return "?";
+  SHARDLINE_UNREACHABLE("an enum value outside its type");
 }
 
 std::string_view comm_group_name(CommGroup g) {
@@ -46,7 +46,7 @@ std::string_view comm_group_name(CommGroup g) {
     case CommGroup::Replicate: return "replicate";
     case CommGroup::Reshard: return "reshard";
   }
-  return "?";
+  SHARDLINE_UNREACHABLE("an enum value outside its type");
 }
 
 std::string_view memory_kind_name(MemoryKind m) {
@@ -61,7 +61,7 @@ std::string_view memory_kind_name(MemoryKind m) {
     case MemoryKind::ShardedGrads: return "sharded_grads";
     case MemoryKind::OptimizerTemporary: return "optimizer_temporary";
   }
-  return "?";
+  SHARDLINE_UNREACHABLE("an enum value outside its type");
 }
 
 std::string_view reduction_name(Reduction r) {
@@ -70,7 +70,7 @@ std::string_view reduction_name(Reduction r) {
     case Reduction::Sum: return "sum";
     case Reduction::Avg: return "avg";
   }
-  return "?";
+  SHARDLINE_UNREACHABLE("an enum value outside its type");
 }
 
 std::string_view buffer_init_name(BufferInit i) {
@@ -79,26 +79,26 @@ std::string_view buffer_init_name(BufferInit i) {
     case BufferInit::Shared: return "shared";
     case BufferInit::PerRank: return "per_rank";
   }
-  return "?";
+  SHARDLINE_UNREACHABLE("an enum value outside its type");
 }
 
 uint32_t Program::add_slices(std::span<const TensorSlice> slices) {
   if (slices.empty()) return 0;
-  assert(slice_lists.size() + slices.size() < UINT32_MAX && "slice pool overflow");
+  SHARDLINE_CHECK(slice_lists.size() + slices.size() < UINT32_MAX, "slice pool overflow");
   const SliceList range{static_cast<uint32_t>(slice_lists.size()), static_cast<uint32_t>(slices.size())};
   slice_lists.insert(slice_lists.end(), slices.begin(), slices.end());
   return add_slice_range(range);
 }
 
 uint32_t Program::add_slice_range(SliceList range) {
-  assert(range.begin + static_cast<uint64_t>(range.count) <= slice_lists.size() && "a slice range outside the pool");
-  assert(slice_list_ranges.size() < UINT32_MAX && "slice range overflow");
+  SHARDLINE_CHECK(range.begin + static_cast<uint64_t>(range.count) <= slice_lists.size(), "a slice range outside the pool");
+  SHARDLINE_CHECK(slice_list_ranges.size() < UINT32_MAX, "slice range overflow");
   slice_list_ranges.push_back(range);
   return static_cast<uint32_t>(slice_list_ranges.size() - 1);
 }
 
 int Program::append_op(Op op, std::span<const int> deps) {
-  assert(dep_ids.size() + deps.size() < UINT32_MAX && "dependency pool overflow");
+  SHARDLINE_CHECK(dep_ids.size() + deps.size() < UINT32_MAX, "dependency pool overflow");
   op.deps_begin = static_cast<uint32_t>(dep_ids.size());
   dep_ids.insert(dep_ids.end(), deps.begin(), deps.end());
   ops.push_back(std::move(op));
@@ -115,7 +115,7 @@ bool is_collective(OpKind k) {
 }
 
 CollectiveKind collective_kind(OpKind k) {
-  assert(is_collective(k) && "collective_kind() of a non-collective op");
+  SHARDLINE_CHECK(is_collective(k), "collective_kind() of a non-collective op");
   if (k == OpKind::AllGather) return CollectiveKind::AllGather;
   if (k == OpKind::ReduceScatter) return CollectiveKind::ReduceScatter;
   return CollectiveKind::AllReduce;

@@ -8,7 +8,6 @@
 // and each collective's reduction.
 #pragma once
 #include <bit>
-#include <cassert>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -19,6 +18,7 @@
 #include "core/dtype.h"
 #include "core/huge_page_vector.h"
 #include "core/op_labels.h"
+#include "core/invariant.h"
 
 namespace shardline {
 
@@ -111,11 +111,11 @@ struct Op {
   double compute_us() const { return kind == OpKind::Compute ? std::bit_cast<double>(amount_) : 0.0; }
   // Each sets the one amount the op's kind reads (set the kind first).
   void set_bytes(int64_t bytes) {
-    assert(kind != OpKind::Compute && "a compute op moves no bytes");
+    SHARDLINE_CHECK(kind != OpKind::Compute, "a compute op moves no bytes");
     amount_ = std::bit_cast<uint64_t>(bytes);
   }
   void set_compute_us(double us) {
-    assert(kind == OpKind::Compute && "only a compute op has a compute time");
+    SHARDLINE_CHECK(kind == OpKind::Compute, "only a compute op has a compute time");
     amount_ = std::bit_cast<uint64_t>(us);
   }
 
@@ -129,7 +129,7 @@ static_assert(static_cast<int>(MemoryKind::OptimizerTemporary) < 16, "Op's 4-bit
 
 // The index of `op` in `ops`: its id. `op` must be an element of `ops`, not a copy.
 inline int op_index(std::span<const Op> ops, const Op& op) {
-  assert(!ops.empty() && &op >= ops.data() && &op < ops.data() + ops.size() && "op_index of an op outside the array");
+  SHARDLINE_CHECK(!ops.empty() && &op >= ops.data() && &op < ops.data() + ops.size(), "op_index of an op outside the array");
   return static_cast<int>(&op - ops.data());
 }
 

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <array>
-#include <cassert>
 #include <cstdio>
 #include <map>
 #include <numeric>
@@ -14,6 +13,7 @@
 
 #include "core/error.h"
 #include "core/units.h"
+#include "core/invariant.h"
 
 namespace shardline {
 
@@ -152,7 +152,7 @@ std::vector<Bucket> pack_buckets(const Scenario& s, Program& p, const std::vecto
     start(b);
   };
   auto add_to = [&](Bucket& b, const TensorSlice& slice, int unit) {
-    assert(p.slice_lists.size() + 1 < UINT32_MAX && "slice pool overflow");
+    SHARDLINE_CHECK(p.slice_lists.size() + 1 < UINT32_MAX, "slice pool overflow");
     p.slice_lists.push_back(slice);
     ++b.list.count;
     b.shard_elems += slice.shard_numel;
@@ -252,7 +252,7 @@ class Emitter {
     deps_.erase(std::remove_if(deps_.begin(), deps_.end(),
                                [&](int d) { return d < 0 || (d <= prev && p_.ops[d].stream == op.stream); }),
                 deps_.end());
-    for ([[maybe_unused]] int d : deps_) assert(d < id && "dependency on a later op");
+    for (int d : deps_) SHARDLINE_CHECK(d < id, "dependency on a later op");
     // The estimate before building is a lower bound; the Program itself stops at the limit too.
     if (static_cast<int64_t>(p_.ops.size()) >= kMaxProgramOps) {
       const double ops = static_cast<double>(kMaxProgramOps);
@@ -501,8 +501,7 @@ class Scheduler {
       case MemoryKind::OptimizerTemporary:
         return StreamId::Compute;
       default:
-        assert(false && "a free of this memory kind names its pool");
-        return StreamId::Compute;
+        SHARDLINE_UNREACHABLE("a free of this memory kind names its pool");
     }
   }
   int64_t bucket_bytes(const Bucket& b, DType dtype, int group_size) const {

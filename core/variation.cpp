@@ -1,4 +1,5 @@
 #include "core/variation.h"
+#include "core/invariant.h"
 
 #include <algorithm>
 #include <cmath>
@@ -61,7 +62,7 @@ std::string_view jitter_distribution_name(JitterDistribution d) {
     case JitterDistribution::Normal: return "normal";
     case JitterDistribution::Uniform: return "uniform";
   }
-  return "?";
+  SHARDLINE_UNREACHABLE("an enum value outside its type");
 }
 
 bool RankSelector::contains(int rank, int shard, int gpus_per_node) const {

@@ -1,6 +1,6 @@
 #include "exec/payload.h"
+#include "core/invariant.h"
 
-#include <cassert>
 #include <cmath>
 #include <cstring>
 
@@ -59,7 +59,7 @@ void encode_value(void* p, int width, double value) {
       return;
     }
   }
-  assert(false && "payload width must be 1, 2 or 4");
+  SHARDLINE_UNREACHABLE("payload width must be 1, 2 or 4");
 }
 
 double decode_value(const void* p, int width) {
@@ -80,8 +80,7 @@ double decode_value(const void* p, int width) {
       return i;
     }
   }
-  assert(false && "payload width must be 1, 2 or 4");
-  return 0;
+  SHARDLINE_UNREACHABLE("payload width must be 1, 2 or 4");
 }
 
 void add_values(void* inout, const void* in, int64_t count, int width) {

@@ -1,7 +1,6 @@
 #include "exec/plan.h"
 
 #include <algorithm>
-#include <cassert>
 #include <cstring>
 #include <map>
 #include <set>
@@ -12,6 +11,7 @@
 
 #include "core/error.h"
 #include "exec/payload.h"
+#include "core/invariant.h"
 
 namespace shardline::exec {
 namespace {
@@ -378,7 +378,7 @@ void* location_ptr(const Plan& plan, const Location& l, int width) {
   unsigned char* base = nullptr;
   if (l.store >= 0) base = static_cast<unsigned char*>(plan.stores[l.store].data);
   else base = static_cast<unsigned char*>(l.out ? plan.ops[l.op].out_buf : plan.ops[l.op].in_buf);
-  assert(base && "plan location resolved before allocation");
+  SHARDLINE_CHECK(base, "plan location resolved before allocation");
   return base + l.element * width;
 }
 
@@ -426,7 +426,7 @@ class RepeatedValue {
     encode_value(host_.data(), width, value);
   }
   const unsigned char* at_least(int64_t bytes) {
-    assert(bytes % width_ == 0 && "op buffers hold whole elements");
+    SHARDLINE_CHECK(bytes % width_ == 0, "op buffers hold whole elements");
     int64_t filled = static_cast<int64_t>(host_.size());
     if (filled >= bytes) return host_.data();
     host_.resize(static_cast<size_t>(std::max(bytes, 2 * filled)));

@@ -1,11 +1,11 @@
 #include "kineto/program_mapping.h"
 
 #include <algorithm>
-#include <cassert>
 #include <cmath>
 #include <set>
 #include <type_traits>
 #include <sstream>
+#include <map>
 #include <unordered_map>
 
 #include <nlohmann/json.hpp>
@@ -14,6 +14,7 @@
 #include "core/units.h"
 #include "kineto/allocator_peaks.h"
 #include "kineto/launch_index.h"
+#include "core/invariant.h"
 
 namespace shardline::kineto {
 namespace {
@@ -87,7 +88,7 @@ std::string describe(const Program& p, const SeqKey& k) {
       return std::string(comm_kind_name(static_cast<CommKind>(k.a))) + "s over " + p.groups[static_cast<size_t>(k.b)].name + "(" +
              std::to_string(p.groups[static_cast<size_t>(k.b)].size) + ")";
   }
-  return "?";
+  SHARDLINE_UNREACHABLE("an enum value outside its type");
 }
 
 CommKind comm_kind_of(OpKind k) {
@@ -375,7 +376,7 @@ class RankMapper {
   // Per module FQN, in time order: each pre_forward closed by the next post_forward, each
   // pre_backward by the next post_backward_*.
   void build_windows(const std::vector<FsdpRange>& list) {
-    std::unordered_map<std::string, std::vector<const FsdpRange*>> by_fqn;
+    std::map<std::string, std::vector<const FsdpRange*>> by_fqn;  // ordered: windows added in one order on every run
     for (const FsdpRange& r : list)
       if (!r.fqn.empty() || r.label.rfind("FSDP::pre_", 0) == 0) by_fqn[r.fqn].push_back(&r);
     for (const auto& [fqn, ranges] : by_fqn) {
@@ -569,7 +570,7 @@ ImportResult map_traces_to_program(const std::vector<KinetoTrace>& traces, const
   report.matched_steps = static_cast<int>(report.steps.size());
   const std::string how_many = "the traces match " + std::to_string(report.matched_steps) + " profiler steps";
   if (options.first_step > 0) {
-    assert(options.last_step >= options.first_step);
+    SHARDLINE_CHECK(options.last_step >= options.first_step, "the steps asked for end before they begin");
     if (options.last_step > report.matched_steps)
       throw InputError("--steps", std::to_string(options.first_step) + ".." + std::to_string(options.last_step) + " ends beyond the steps: " +
                                       how_many + " on every rank");

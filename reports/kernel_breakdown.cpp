@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "reports/svg_timeline.h"
+#include "core/invariant.h"
 
 namespace shardline {
 
@@ -18,7 +19,7 @@ const char* kind_name(KernelKind k) {
     case KernelKind::Attention: return "attention";
     case KernelKind::Memory: return "memory";
   }
-  return "?";
+  SHARDLINE_UNREACHABLE("an enum value outside its type");
 }
 
 std::string fmt(const char* format, double v) {

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cassert>
 #include <cerrno>
 #include <csignal>
 #include <cstdlib>
@@ -25,6 +24,7 @@
 #include "reports/html.h"
 #include "reports/throughput_text.h"
 #include "reports/trace.h"
+#include "core/invariant.h"
 
 namespace shardline {
 
@@ -55,7 +55,7 @@ std::string reshard_text(const ReshardAfterForward& r) {
     case ReshardAfterForward::Mode::Keep: return "false";
     case ReshardAfterForward::Mode::Partial: return std::to_string(r.group_size);
   }
-  return "?";
+  SHARDLINE_UNREACHABLE("an enum value outside its type");
 }
 
 const KindStats& stats_of(const Metrics& m, OpKind kind) {
@@ -218,7 +218,7 @@ void copy_path(char (&dst)[4096], const fs::path& p, const std::string& flag) {
 class CleanupOnSignal {
  public:
   CleanupOnSignal(const fs::path& tmp, const std::vector<std::string>& names, const std::string& flag) {
-    assert(names.size() <= PendingOutput::kMaxFiles && "more output files than the signal clean-up holds");
+    SHARDLINE_CHECK(names.size() <= PendingOutput::kMaxFiles, "more output files than the signal clean-up holds");
     copy_path(g_pending.tmp_dir, tmp, flag);
     g_pending.files = static_cast<int>(names.size());
     for (size_t i = 0; i < names.size(); ++i) copy_path(g_pending.tmp_files[i], tmp / names[i], flag);

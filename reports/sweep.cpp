@@ -2,7 +2,6 @@
 #include "reports/sweep.h"
 
 #include <algorithm>
-#include <cassert>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -16,6 +15,7 @@
 #include "core/error.h"
 #include "core/units.h"
 #include "reports/throughput_text.h"
+#include "core/invariant.h"
 
 namespace shardline {
 namespace {
@@ -236,7 +236,7 @@ std::vector<std::string> sweep_paths(const std::vector<SweepAxis>& axes) {
 size_t grid_size(const std::vector<SweepAxis>& axes, size_t max_points) {
   size_t n = 1;
   for (const auto& a : axes) {
-    assert(!a.values.empty());
+    SHARDLINE_CHECK(!a.values.empty(), "a varied path without values");
     if (n > max_points / a.values.size())
       throw InputError("--vary", "the grid has more than " + std::to_string(max_points) + " points");
     n *= a.values.size();
@@ -251,7 +251,7 @@ std::vector<size_t> grid_coordinates(const std::vector<SweepAxis>& axes, size_t 
     coords[i] = index % axes[i].values.size();
     index /= axes[i].values.size();
   }
-  assert(index == 0 && "grid index out of range");
+  SHARDLINE_CHECK(index == 0, "grid index out of range");
   return coords;
 }
 
@@ -289,7 +289,7 @@ std::string_view sweep_objective_name(SweepObjective objective) {
     case SweepObjective::StepTime: return "step_time";
     case SweepObjective::Memory: return "memory";
   }
-  return "?";
+  SHARDLINE_UNREACHABLE("an enum value outside its type");
 }
 
 RankedBy resolve_objective(const std::vector<SweepRow>& rows, SweepObjective requested) {
@@ -316,7 +316,7 @@ double objective_value(const SweepRow& row, SweepObjective objective) {
     case SweepObjective::StepTime: return row.metrics.step_time_us;
     case SweepObjective::Memory: return static_cast<double>(row.metrics.min_reserved_bytes);
   }
-  return 0;
+  SHARDLINE_UNREACHABLE("an enum value outside its type");
 }
 
 namespace {
@@ -570,7 +570,7 @@ Recommendation recommend(const std::vector<SweepRow>& rows, const std::vector<st
 }
 
 nlohmann::json sweep_row_to_json(const SweepRow& row, const std::vector<std::string>& paths) {
-  assert(row.values.size() == paths.size());
+  SHARDLINE_CHECK(row.values.size() == paths.size(), "a sweep row without one value per varied path");
   nlohmann::json settings = nlohmann::json::object();
   for (size_t i = 0; i < paths.size(); ++i) {
     auto parsed = nlohmann::json::parse(row.values[i], nullptr, /*allow_exceptions=*/false);
@@ -623,7 +623,7 @@ std::string csv_cell(const std::string& s) {
 std::string num(double v) {
   char buf[64];
   auto [ptr, ec] = std::to_chars(buf, buf + sizeof buf, v);
-  assert(ec == std::errc());
+  SHARDLINE_CHECK(ec == std::errc(), "a number that does not fit its text buffer");
   return std::string(buf, ptr);
 }
 
