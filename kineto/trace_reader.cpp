@@ -9,6 +9,7 @@
 #include <thread>
 #include <filesystem>
 #include <istream>
+#include <optional>
 #include <streambuf>
 #include <string_view>
 #include <unordered_map>
@@ -106,13 +107,15 @@ struct PendingEvent {
   }
 };
 
-std::vector<int> parse_rank_list(std::string_view text) {
+// The numbers of a "Process Group Ranks" text ("[0, 8, 16, ..., 120, ...]": the profiler's
+// separators and shortening marks are not numbers); nullopt when one is no rank (kMaxWorldRanks or more).
+std::optional<std::vector<int>> parse_rank_list(std::string_view text) {
   std::vector<int> ranks;
   int64_t value = -1;
   for (char c : text) {
     if (c >= '0' && c <= '9') {
       value = (value < 0 ? 0 : value * 10) + (c - '0');
-      if (value > (int64_t{1} << 30)) return {};
+      if (value >= kMaxWorldRanks) return std::nullopt;
     } else if (value >= 0) {
       ranks.push_back(static_cast<int>(value));
       value = -1;
@@ -331,12 +334,20 @@ class TraceSax {
         if (key_ == "Group size" && v < 1) ev_.bad_count = "\"Group size\" is " + std::to_string(v) + ", not a group of ranks";
         break;
       case Ctx::RanksArray:
-        if (v >= 0 && v < (int64_t{1} << 30)) ev_.collective.group_ranks.push_back(static_cast<int>(v));
+        if (v >= 0 && v < kMaxWorldRanks) ev_.collective.group_ranks.push_back(static_cast<int>(v));
+        else ev_.bad_count = "\"Process Group Ranks\" holds " + std::to_string(v) + ", not a rank (0 to " + std::to_string(kMaxWorldRanks - 1) + ")";
         break;
       case Ctx::DistInfo:
         if (key_ == "rank" && v < 0) return refuse_rank(std::to_string(v) + ", negative");
         if (key_ == "rank") t_.rank = static_cast<int>(std::clamp<int64_t>(v, -1, 1 << 30));
-        else if (key_ == "world_size") t_.world_size = static_cast<int>(std::clamp<int64_t>(v, -1, 1 << 30));
+        else if (key_ == "world_size") {
+          if (v < 1 || v > kMaxWorldRanks) {
+            error_ = "distributedInfo.world_size is " + std::to_string(v) + "; expected the number of ranks (1 to " +
+                     std::to_string(kMaxWorldRanks) + ")";
+            return false;
+          }
+          t_.world_size = static_cast<int>(v);
+        }
         break;
       default: break;
     }
@@ -404,7 +415,11 @@ class TraceSax {
       a.kind = cat == "kernel" ? ActivityKind::Kernel : cat == "gpu_memcpy" ? ActivityKind::Memcpy : ActivityKind::Memset;
       if (a.kind == ActivityKind::Kernel && is_nccl_kernel_name(ev_.name)) {
         CollectiveInfo info = std::move(ev_.collective);
-        if (!ev_.ranks_text.empty()) info.group_ranks = parse_rank_list(ev_.ranks_text);
+        if (!ev_.ranks_text.empty()) {
+          std::optional<std::vector<int>> ranks = parse_rank_list(ev_.ranks_text);
+          if (ranks) info.group_ranks = std::move(*ranks);
+          else ev_.bad_count = "\"Process Group Ranks\" holds a number above " + std::to_string(kMaxWorldRanks - 1) + ", not a rank";
+        }
         // The profiler shortens long rank lists ("[0, 8, 16, ..., 120, ...]"): expanded once the
         // world size is known (finish()).
         if (ev_.ranks_text.find("...") != std::string::npos) shortened_.push_back(t_.collectives.size());

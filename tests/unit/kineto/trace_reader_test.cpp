@@ -341,7 +341,11 @@ TEST(TraceReader, CorruptCountsAndRanksAreRefusedNotReadAsAbsent) {
            {R"("Out msg nelems": "131072", "Group size": 2)", "\"Out msg nelems\" is the string \"131072\", not a number"},
            {R"("Group size": 0)", "\"Group size\" is 0, not a group of ranks"},
            {R"("Group size": -3)", "\"Group size\" is -3, not a group of ranks"},
-           {R"("Group size": null)", "\"Group size\" is null"}}) {
+           {R"("Group size": null)", "\"Group size\" is null"},
+           // Ranks that are none, once dropped from the list (an array) or emptying it (text).
+           {R"("Group size": 2, "Process Group Ranks": [0, 2000000])", "\"Process Group Ranks\" holds 2000000, not a rank"},
+           {R"("Group size": 2, "Process Group Ranks": [0, -1])", "\"Process Group Ranks\" holds -1, not a rank"},
+           {R"("Group size": 2, "Process Group Ranks": "[0, 99999999999]")", "\"Process Group Ranks\" holds a number above 1048575"}}) {
     write_text(path, one_step_trace(world2, R"("ts": 1020, "dur": 100)", nccl));
     const std::string e = read_error(path);
     EXPECT_NE(e.find(path), std::string::npos) << e;
@@ -354,6 +358,14 @@ TEST(TraceReader, CorruptCountsAndRanksAreRefusedNotReadAsAbsent) {
     write_text(path, one_step_trace(R"("distributedInfo": {"rank": )" + rank + R"(, "world_size": 2}, )", R"("ts": 1020, "dur": 100)",
                                     R"("Group size": 2)"));
     EXPECT_NE(read_error(path).find(expected), std::string::npos) << rank << ": " << read_error(path);
+  }
+  // A world size that is no number of ranks was once clamped and read as "unknown".
+  for (const std::string world : {"0", "-2", "2000000"}) {
+    write_text(path, one_step_trace(R"("distributedInfo": {"rank": 0, "world_size": )" + world + "}, ", R"("ts": 1020, "dur": 100)",
+                                    R"("Group size": 2)"));
+    EXPECT_NE(read_error(path).find("distributedInfo.world_size is " + world + "; expected the number of ranks (1 to 1048576)"),
+              std::string::npos)
+        << world << ": " << read_error(path);
   }
   // The same fields as counts are read.
   write_text(path, one_step_trace(world2, R"("ts": 1020, "dur": 100)", R"("Out msg nelems": 1024.0, "Group size": 2)"));
