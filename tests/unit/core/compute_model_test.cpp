@@ -410,6 +410,7 @@ TEST(Schedule, ATransformerStepEndsWithClippingThenTheOptimizerStepOnTheComputeS
   int last_rs = -1;
   for (const Op& op : p.ops)
     if (op.kind == OpKind::ReduceScatter) last_rs = p.id_of(op);
+  ASSERT_GE(last_rs, 0);
   EXPECT_LT(last_rs, p.id_of(clip));
 }
 

@@ -142,6 +142,9 @@ TEST(Schedule, UnfusedAllGathersAreBoundedLikeFusedOnes) {
   Scenario s = make_scenario(6);
   s.policy.comm_fusion = false;
   const Program p = schedule(s);
+  // Every unit gathers in forward and (resharded after forward) again in backward.
+  ASSERT_GE(ops_of(p, OpKind::AllGather, Phase::Forward).size(), 6u);
+  ASSERT_GE(ops_of(p, OpKind::AllGather, Phase::Backward).size(), 6u);
   for (const Op* ag : ops_of(p, OpKind::AllGather, Phase::Forward))
     if (ag->unit >= 3) EXPECT_TRUE(happens_before(p, p.id_of(*compute_of(p, ag->unit - 3, Phase::Forward)), p.id_of(*ag))) << p.name(*ag);
   for (const Op* ag : ops_of(p, OpKind::AllGather, Phase::Backward))
@@ -156,6 +159,7 @@ TEST(Schedule, ForwardPrefetchOffSerializesAllGatherAfterPreviousCompute) {
   s.policy.forward_prefetch = 0;
   const Program p = schedule(s);
   const auto ags = ops_of(p, OpKind::AllGather);
+  ASSERT_GE(ags.size(), 4u);
   for (int i = 0; i + 1 < 4; ++i)
     EXPECT_TRUE(happens_before(p, p.id_of(*compute_of(p, i, Phase::Forward)), p.id_of(*ags[i + 1]))) << i;
 }
@@ -189,6 +193,7 @@ TEST(Schedule, ReshardAfterForwardIntGathersOverTheSmallerGroupInBackward) {
   s.policy.reshard_after_forward = {ReshardAfterForward::Mode::Partial, 2};
   const Program p = schedule(s);
   EXPECT_EQ(p.groups[static_cast<int>(CommGroup::Reshard)].size, 2);
+  ASSERT_EQ(ops_of(p, OpKind::AllGather, Phase::Backward).size(), 4u);
   for (const Op* ag : ops_of(p, OpKind::AllGather, Phase::Backward)) {
     EXPECT_EQ(ag->group, CommGroup::Reshard);
     EXPECT_EQ(p.group_size(*ag), 2);
@@ -199,6 +204,7 @@ TEST(Schedule, ReshardAfterForwardIntGathersOverTheSmallerGroupInBackward) {
   for (const Op* ag : ops_of(p, OpKind::AllGather, Phase::Forward)) EXPECT_EQ(p.group_size(*ag), 8);
   // The backward gather reads the 1/k copy made on the compute stream after forward: it waits
   // for that copy (FSDP2's reshard-after-forward event), never gathering from a copy not yet made.
+  int resharded_copies = 0;
   for (const Op& op : p.ops) {
     if (op.kind != OpKind::Alloc || p.name(op).rfind("alloc resharded", 0) != 0) continue;
     // "alloc resharded b2 mb0" is bucket 2's copy; its backward gather is "ag b2 mb0".
@@ -208,7 +214,9 @@ TEST(Schedule, ReshardAfterForwardIntGathersOverTheSmallerGroupInBackward) {
       if (p.name(*ag) == "ag " + bucket_and_mb) gather = ag;
     ASSERT_NE(gather, nullptr) << p.name(op);
     EXPECT_TRUE(happens_before(p, p.id_of(op), p.id_of(*gather))) << p.name(op);
+    ++resharded_copies;
   }
+  EXPECT_EQ(resharded_copies, 4);  // one per unit's bucket
 }
 
 TEST(Schedule, BackwardRunsInReversePostForwardOrderWithDefaultPrefetch) {
@@ -229,6 +237,7 @@ TEST(Schedule, BackwardPrefetchOffWaitsForCurrentBackwardCompute) {
   Scenario s = make_scenario(4);
   s.policy.backward_prefetch = 0;
   const Program p = schedule(s);
+  ASSERT_EQ(ops_of(p, OpKind::AllGather, Phase::Backward).size(), 4u);
   for (const Op* ag : ops_of(p, OpKind::AllGather, Phase::Backward)) {
     if (ag->unit == 3) continue;
     EXPECT_TRUE(happens_before(p, p.id_of(*compute_of(p, ag->unit + 1, Phase::Backward)), p.id_of(*ag)));
@@ -237,6 +246,7 @@ TEST(Schedule, BackwardPrefetchOffWaitsForCurrentBackwardCompute) {
 
 TEST(Schedule, ReduceScatterCannotStartBeforeItsBackwardEnds) {
   const Program p = schedule(make_scenario(4));
+  ASSERT_EQ(ops_of(p, OpKind::ReduceScatter, Phase::Backward).size(), 4u);
   for (const Op* rs : ops_of(p, OpKind::ReduceScatter, Phase::Backward)) {
     EXPECT_EQ(rs->stream, StreamId::ReduceScatter);
     EXPECT_EQ(rs->bytes(), 4 * (256 + 128) * 4);  // reduce dtype fp32
@@ -709,6 +719,7 @@ TEST(Schedule, FinalizeWaitsForEveryPostReduceEvent) {
   const Op& last = p.ops.back();
   EXPECT_EQ(last.phase, Phase::Finalize);
   EXPECT_EQ(last.stream, StreamId::Compute);
+  ASSERT_FALSE(ops_of(p, OpKind::AllReduce, Phase::Backward).empty());
   for (const Op* ar : ops_of(p, OpKind::AllReduce, Phase::Backward)) EXPECT_TRUE(happens_before(p, p.id_of(*ar), p.id_of(last)));
 }
 
