@@ -67,6 +67,7 @@ int64_t as_int(const json& value, const std::string& path) {
   if (value.is_number_float()) {
     double d = value.get<double>();
     if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 9.0e18) return static_cast<int64_t>(d);
+    if (std::isfinite(d) && d == std::floor(d)) throw InputError(path, "integer " + value.dump() + " is out of range");
   }
   throw InputError(path, "expected an integer, found " + describe(value));
 }

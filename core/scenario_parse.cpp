@@ -127,6 +127,9 @@ int64_t as_int64(const json& v, const std::string& path, int64_t min_value) {
   } else if (v.is_number_float() && std::isfinite(v.get<double>()) && v.get<double>() == std::floor(v.get<double>()) &&
              std::fabs(v.get<double>()) < 9e18) {
     n = static_cast<int64_t>(v.get<double>());
+  } else if (v.is_number_float() && std::isfinite(v.get<double>()) && v.get<double>() == std::floor(v.get<double>())) {
+    // A whole number written as a float (1e30, or an integer beyond 2^64 that the parser read so).
+    type_error(v, path, "an integer of at most 9223372036854775807 (2^63 - 1)");
   } else {
     type_error(v, path, "an integer");
   }
@@ -377,13 +380,15 @@ TransformerSpec parse_transformer(const json& j, const std::string& path, const 
     const double h = static_cast<double>(t.hidden), f = static_cast<double>(t.ffn_hidden);
     const double kv = static_cast<double>(t.kv_heads) * h / static_cast<double>(t.heads);
     const double block = 2 * h * h + 2 * h * kv + 3 * h * f + 4 * h + 2 * f;
-    const double params = static_cast<double>(t.layers) * block + 2 * static_cast<double>(t.vocab) * h +
-                          static_cast<double>(t.seq_len) * h;
+    const bool learned = t.position == PositionKind::Learned;  // only learned positions are parameters (seq_len x hidden)
+    const double params = static_cast<double>(t.layers) * block + (t.tied_embeddings ? 1 : 2) * static_cast<double>(t.vocab) * h +
+                          (learned ? static_cast<double>(t.seq_len) * h : 0.0);
     if (!(params <= 1e16)) {
       char n[32];
       std::snprintf(n, sizeof n, "%.3g", params);
       throw InputError(path, std::string("this shape has about ") + n +
-                                 " parameters, beyond the 1e16 shardline can count in bytes; check layers, hidden, ffn_hidden and vocab");
+                                 " parameters, beyond the 1e16 shardline can count in bytes; check layers, hidden, ffn_hidden, vocab" +
+                                 (learned ? " and seq_len (learned positions)" : ""));
     }
   }
   // Shapes the modelled kernels do not run: RoPE rotates pairs of a head's dimensions, and

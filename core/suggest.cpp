@@ -73,9 +73,14 @@ std::string closest_match(std::string_view word_as_given, const std::vector<std:
   for (const auto& c_as_given : candidates) {
     const std::string c = lower(c_as_given);
     int d = edit_distance(word, c);
-    // A truncated or extended name ("h100-sxm" for "h100-sxm-dgx") is a plausible typo too.
+    // A truncated or extended name ("h100-sxm" for "h100-sxm-dgx"), or the last part of one
+    // ("complex" for "eager_complex"), is a plausible typo too.
+    const auto ends_with = [](const std::string& s, const std::string& tail) {
+      return s.size() > tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+    };
     const bool prefix = word.size() >= 3 && (c.rfind(word, 0) == 0 || word.rfind(c, 0) == 0);
-    if (prefix) d = std::min(d, limit);
+    const bool suffix = word.size() >= 4 && (ends_with(c, word) || ends_with(word, c));
+    if (prefix || suffix) d = std::min(d, limit);
     if (d < best) {
       best = d;
       best_word = c_as_given;

@@ -16,6 +16,7 @@
 #include "core/units.h"
 #include "reports/throughput_text.h"
 #include "core/invariant.h"
+#include "core/suggest.h"
 
 namespace shardline {
 namespace {
@@ -280,7 +281,7 @@ SweepObjective parse_sweep_objective(const std::string& text) {
   if (text == "throughput") return SweepObjective::Throughput;
   if (text == "step_time") return SweepObjective::StepTime;
   if (text == "memory") return SweepObjective::Memory;
-  throw InputError("--objective", "unknown objective \"" + text + "\"; expected throughput, step_time or memory");
+  throw InputError("--objective", "unknown objective \"" + text + "\";" + choice_tail(text, {"throughput", "step_time", "memory"}));
 }
 
 std::string_view sweep_objective_name(SweepObjective objective) {

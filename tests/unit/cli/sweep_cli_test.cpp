@@ -148,7 +148,7 @@ TEST_F(SweepCli, BadObjectiveExitsTwoBeforeAnythingRuns) {
                        (dir_ / "o").string());
   EXPECT_EQ(r.code, 2) << r.out << r.err;
   EXPECT_NE(r.err.find("--objective"), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("expected throughput, step_time or memory"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("expected one of: throughput, step_time, memory."), std::string::npos) << r.err;
   EXPECT_FALSE(fs::exists(dir_ / "o"));
 }
 

@@ -822,6 +822,36 @@ TEST(BadInput, ValuesBeyondAnythingRealNameTheKey) {
              "model.units", {"1e16"});
 }
 
+// The parameter bound counts the parameters the shape has: a position table only with learned
+// positions, the embedding once when the head is tied to it. A huge seq_len with RoPE was once
+// refused as "about 4e16 parameters; check layers, hidden, ffn_hidden and vocab" (an audit).
+TEST(BadInput, TheParameterBoundNamesTheKeysThatMakeTheParameters) {
+  json j = llama(2, 4096, 14336, 32, 8, "none");
+  j["model"]["transformer"]["seq_len"] = int64_t{10'000'000'000'000};
+  expect_bad(j, "model.transformer", {"seq_len x micro_batch_size", "exceed 2^63 bytes"});
+  j["model"]["transformer"]["position"] = "learned";
+  expect_bad(j, "model.transformer", {"about 4.1e+16 parameters", "and seq_len (learned positions)"});
+  // Tied: one vocab x hidden table. 1.2e12 x 4096 is 4.9e15 parameters once, 9.8e15 twice.
+  j = llama(1, 4096, 4096, 32, 32, "none");
+  j["model"]["transformer"]["vocab"] = int64_t{1'400'000'000'000};
+  j["model"]["transformer"]["seq_len"] = 1;
+  expect_bad(j, "model.transformer", {"about 1.15e+16 parameters", "check layers, hidden, ffn_hidden, vocab"});
+  j["model"]["transformer"]["tied_embeddings"] = true;
+  EXPECT_NO_THROW(parse_scenario(j));
+}
+
+// An integer too large for int64 read as a float (1e30, or 2^64 written out) is "too large",
+// as 2^63 is, not "expected an integer, got 1e+30".
+TEST(BadInput, AWholeNumberBeyondInt64SaysItIsTooLarge) {
+  json j = llama(2, 4096, 14336, 32, 8, "none");
+  j["model"]["transformer"]["layers"] = json::parse("1e30");
+  expect_bad(j, "model.transformer.layers", {"expected an integer of at most 9223372036854775807 (2^63 - 1), got 1e+30"});
+  j["model"]["transformer"]["layers"] = json::parse("18446744073709551616");
+  expect_bad(j, "model.transformer.layers", {"an integer of at most 9223372036854775807"});
+  j["model"]["transformer"]["layers"] = 2.5;
+  expect_bad(j, "model.transformer.layers", {"expected an integer, got 2.5"});
+}
+
 TEST(BadInput, WorldSizeMismatchNamesBothValues) {
   json j = tiny();
   j["mesh"] = {{"shard", 4}, {"replicate", 3}};

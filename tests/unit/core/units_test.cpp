@@ -123,6 +123,20 @@ TEST(Suggest, ClosestKnownWord) {
   EXPECT_THAT(suggestion_tail("xyzzy", {"shard", "replicate"}), HasSubstr("shard, replicate"));
 }
 
+// An audit's near misses: the last part of a name finds it ("complex" for "eager_complex"), as
+// its first part does; case is ignored.
+TEST(Suggest, SuffixesFindTheName) {
+  const std::vector<std::string> rope_impls = {"fused", "eager_complex", "eager_rotation"};
+  EXPECT_EQ(closest_match("complex", rope_impls), "eager_complex");
+  EXPECT_EQ(closest_match("rotation", rope_impls), "eager_rotation");
+  const std::vector<std::string> positions = {"rope", "alibi", "learned"};
+  EXPECT_EQ(closest_match("learn", positions), "learned");
+  EXPECT_EQ(closest_match("tope", positions), "rope");
+  EXPECT_EQ(closest_match("ROPE", positions), "rope");
+  EXPECT_EQ(closest_match("alibii", positions), "alibi");
+  EXPECT_EQ(closest_match("THROUGHPUT", {"throughput", "step_time", "memory"}), "throughput");
+}
+
 // Another tool's name for a key finds this project's key, where spelling alone found a different
 // parameter (an audit: "num_heads" got "kv_heads", "memory_bandwidth" got "copy_bandwidth"); the
 // mapping applies only where its key is a candidate.

@@ -235,7 +235,13 @@ TEST(SweepObjectiveFlag, ParsesTheThreeNamesAndRejectsOthers) {
   } catch (const InputError& e) {
     EXPECT_EQ(e.where(), "--objective");
     EXPECT_NE(std::string(e.what()).find("\"tokens\""), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("expected throughput, step_time or memory"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("expected one of: throughput, step_time, memory."), std::string::npos) << e.what();
+  }
+  try {
+    parse_sweep_objective("THROUGHPUT");
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("did you mean \"throughput\"?"), std::string::npos) << e.what();
   }
 }
 
