@@ -445,6 +445,10 @@ std::string why_text(const Metrics& mb, const Metrics& ms, SweepObjective o) {
       } else if (d_step == 0) {
         out << "it ties with the runner-up on step time and is chosen for its lower peak memory (" << peak_b << " vs " << peak_s
             << " reserve needed).";
+      } else if (d_step < 0) {
+        out << "it is within " << percent_text(kNearTie) << " of the runner-up's step time (" << format_time_us(mb.step_time_us)
+            << " vs " << format_time_us(ms.step_time_us) << "), in effect a tie, and is chosen for its lower peak memory ("
+            << peak_b << " vs " << peak_s << " reserve needed).";
       } else if (d_step < kNearTie * ms.step_time_us) {
         out << "it is within " << percent_text(kNearTie) << " of the runner-up's step time (" << format_time_us(mb.step_time_us)
             << " vs " << format_time_us(ms.step_time_us) << "): in effect a tie, and either serves.";
@@ -462,6 +466,10 @@ std::string why_text(const Metrics& mb, const Metrics& ms, SweepObjective o) {
       } else if (tb == ts) {
         out << "it ties with the runner-up on tokens/s per GPU and is chosen for its lower peak memory (" << peak_b << " vs "
             << peak_s << " reserve needed).";
+      } else if (tb < ts) {
+        out << "it is within " << percent_text(kNearTie) << " of the runner-up's tokens/s per GPU (" << format_per_s(tb) << " vs "
+            << format_per_s(ts) << "), in effect a tie, and is chosen for its lower peak memory (" << peak_b << " vs " << peak_s
+            << " reserve needed).";
       } else if (tb < ts * (1 + kNearTie)) {
         out << "it is within " << percent_text(kNearTie) << " of the runner-up's tokens/s per GPU (" << format_per_s(tb) << " vs "
             << format_per_s(ts) << "): in effect a tie, and either serves.";
@@ -491,6 +499,10 @@ std::string why_text(const Metrics& mb, const Metrics& ms, SweepObjective o) {
       } else if (same_peak) {
         out << "it ties with the runner-up on peak memory (" << peak_b << " reserve needed) and is chosen for its shorter step ("
             << format_time_us(mb.step_time_us) << " vs " << format_time_us(ms.step_time_us) << ").";
+      } else if (mb.min_reserved_bytes > ms.min_reserved_bytes) {
+        out << "it is within " << percent_text(kNearTie) << " of the runner-up's reserve needed (" << peak_b << " vs " << peak_s
+            << "), in effect a tie, and is chosen for its shorter step (" << format_time_us(mb.step_time_us) << " vs "
+            << format_time_us(ms.step_time_us) << ").";
       } else {
         out << "it needs " << format_bytes(ms.min_reserved_bytes - mb.min_reserved_bytes) << " less peak memory (reserve needed "
             << peak_b << " vs " << peak_s << "; allocated " << format_bytes(mb.peak_memory_bytes) << " vs "
@@ -525,6 +537,20 @@ Recommendation recommend(const std::vector<SweepRow>& rows, const std::vector<st
     if (sa != sb) return sa < sb;
     return a < b;
   });
+  // Rows within kNearTie of the best on the objective are a tie in effect (the model cannot tell
+  // them apart): of those, the one with the better second key (the lower reserve; for the memory
+  // objective the shorter step) is recommended, and the best by the objective is its runner-up.
+  if (fitting.size() >= 2) {
+    const double best_value = objective_value(rows[fitting[0]], o);
+    const auto near_best = [&](size_t i) {
+      const double v = objective_value(rows[i], o);
+      return o == SweepObjective::Throughput ? v >= best_value * (1 - kNearTie) : v <= best_value * (1 + kNearTie);
+    };
+    size_t pick = 0;
+    for (size_t k = 1; k < fitting.size() && near_best(fitting[k]); ++k)
+      if (secondary_key(rows[fitting[k]], o) < secondary_key(rows[fitting[pick]], o)) pick = k;
+    std::rotate(fitting.begin(), fitting.begin() + static_cast<std::ptrdiff_t>(pick), fitting.begin() + static_cast<std::ptrdiff_t>(pick) + 1);
+  }
   std::ostringstream out;
   char margin[32];
   std::snprintf(margin, sizeof margin, "a %g%%", memory_margin * 100);

@@ -300,6 +300,35 @@ TEST(SweepRecommend, NearTiesAreSaidToBeTies) {
   EXPECT_EQ(rec.text.find("in effect a tie"), std::string::npos) << rec.text;
 }
 
+// A near tie is decided by the second key: an audit's sweep recommended 8,707.82 tokens/s per GPU
+// needing 0.5 GiB more over 8,707.67 ("in effect a tie, and either serves"). Within 0.05% the
+// lower reserve (for the memory objective, the shorter step) wins; beyond it, the objective.
+TEST(SweepRecommend, NearTiesGoToTheLowerReserve) {
+  std::vector<SweepRow> rows = {tp_row(0, 100000, 1000, 600), tp_row(1, 100002, 1000, 500), tp_row(2, 100001, 1000, 550)};
+  for (auto& r : rows) mark_memory_fit(r, 0.1);
+  for (SweepObjective o : {SweepObjective::Throughput, SweepObjective::StepTime}) {
+    const Recommendation rec = recommend(rows, {"x"}, 0.1, resolve_objective(rows, o));
+    ASSERT_EQ(rec.best, std::optional<size_t>(1)) << rec.text;
+    EXPECT_EQ(rec.runner_up, std::optional<size_t>(0)) << rec.text;  // the best by the objective
+    EXPECT_NE(rec.text.find("in effect a tie, and is chosen for its lower peak memory (500 B vs 600 B reserve needed)"),
+              std::string::npos)
+        << rec.text;
+  }
+  rows[1] = tp_row(1, 100100, 1000, 500);  // 0.1% slower: no longer a tie, the faster row wins
+  mark_memory_fit(rows[1], 0.1);
+  const Recommendation rec = recommend(rows, {"x"}, 0.1, resolve_objective(rows, SweepObjective::Throughput));
+  EXPECT_EQ(rec.best, std::optional<size_t>(2)) << rec.text;  // row 2 is within the tie and needs less than row 0
+  // Memory: reserves within 0.05% go to the shorter step.
+  std::vector<SweepRow> mem = {tp_row(0, 200, 1000, 100000), tp_row(1, 100, 1000, 100010)};
+  for (auto& r : mem) {
+    r.metrics.memory_capacity_bytes = 1'000'000;
+    mark_memory_fit(r, 0.1);
+  }
+  const Recommendation m = recommend(mem, {"x"}, 0.1, resolve_objective(mem, SweepObjective::Memory));
+  ASSERT_EQ(m.best, std::optional<size_t>(1)) << m.text;
+  EXPECT_NE(m.text.find("in effect a tie, and is chosen for its shorter step"), std::string::npos) << m.text;
+}
+
 // Same tokens per step (a bucket-size sweep): the throughput gain is the shorter step, and the
 // explanation splits it into compute busy and exposed comm as the step-time objective does.
 TEST(SweepRecommend, ThroughputWithEqualTokensExplainsTheShorterStep) {
