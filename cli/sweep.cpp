@@ -25,6 +25,7 @@
 #include "reports/sweep_html.h"
 #include "sweep/sweep_mpi.h"
 #include "sweep/sweep_run.h"
+#include "core/invariant.h"
 
 namespace fs = std::filesystem;
 
@@ -161,12 +162,16 @@ int run_sweep_command(const std::vector<std::string>& args) {
     const auto all = mpi.gather_to_root(mine_json.dump());
     if (mpi.rank() != 0) return 0;
     result.rows.resize(total);
+    std::vector<bool> filled(total, false);
     for (const auto& text : all)
       for (const auto& j : nlohmann::json::parse(text)) {
         SweepRow r = sweep_row_from_json(j, paths);
         const size_t idx = r.index;
+        SHARDLINE_CHECK(idx < total && !filled[idx], "a gathered sweep row outside the grid, or twice");
+        filled[idx] = true;
         result.rows[idx] = std::move(r);
       }
+    SHARDLINE_CHECK(std::count(filled.begin(), filled.end(), true) == static_cast<std::ptrdiff_t>(total), "a grid point no rank ran");
   } else {
     result.rows = std::move(local);
   }

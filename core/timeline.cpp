@@ -12,6 +12,7 @@
 #include "core/op_json.h"
 #include "core/scenario.h"
 #include "core/units.h"
+#include "core/invariant.h"
 
 namespace shardline {
 
@@ -69,7 +70,9 @@ std::vector<double> iteration_step_times_us(const Timeline& t) {
   const size_t ranks = static_cast<size_t>(std::max(t.ranks, 1));
   std::vector<StepBounds> bounds(static_cast<size_t>(t.iterations) * ranks);  // per (iteration, rank)
   for (const OpInterval& iv : t.intervals) {
-    if (iv.iteration < 0 || iv.iteration >= t.iterations || iv.rank < 0 || static_cast<size_t>(iv.rank) >= ranks) continue;
+    // Loading refuses intervals outside the timeline's iterations and ranks, and the simulator and exec make none.
+    SHARDLINE_CHECK(iv.iteration >= 0 && iv.iteration < t.iterations && iv.rank >= 0 && static_cast<size_t>(iv.rank) < ranks,
+                    "an interval outside the timeline's iterations or ranks");
     StepBounds& b = bounds[static_cast<size_t>(iv.iteration) * ranks + static_cast<size_t>(iv.rank)];
     b.issue(iv.issue_us);
     b.ran(iv.start_us, iv.end_us);
