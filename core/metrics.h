@@ -12,6 +12,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "core/interval_union.h"
 #include "core/timeline.h"
 
 namespace shardline {
@@ -21,32 +22,6 @@ struct KindStats {
   int64_t bytes = 0;
   double busy_us = 0;  // union of this kind's intervals
 };
-
-// The length of a union of [start, end) spans fed in order of start (ties in any order): each
-// piece's length is added once it closes, so the sum depends only on the pieces. `T`: double
-// microseconds, or integer nanoseconds where epoch-scale times must stay exact (kineto/).
-template <typename T>
-class BasicUnionSum {
- public:
-  void add(T start, T end) {
-    if (end <= start) return;
-    if (!open_ || start > cur_end_) {
-      if (open_) total_ += cur_end_ - cur_start_;
-      cur_start_ = start;
-      cur_end_ = end;
-      open_ = true;
-    } else {
-      cur_end_ = std::max(cur_end_, end);
-    }
-  }
-  T result() const { return open_ ? total_ + (cur_end_ - cur_start_) : total_; }
-
- private:
-  T total_ = 0;
-  bool open_ = false;
-  T cur_start_ = 0, cur_end_ = 0;
-};
-using UnionSum = BasicUnionSum<double>;
 
 // What the step achieves (docs/outputs.md "Throughput"; formulas in metrics.cpp). Each value is
 // unknown (nullopt; null in metrics.json) when the timeline's workload lacks what it needs
@@ -139,17 +114,6 @@ struct StepWindow {
   double end_us = 0;
 };
 StepWindow step_window(const Timeline& timeline, int rank = -1, int iteration = -1);
-
-// Union length of [start, end) intervals, in any order: double microseconds, or integer
-// nanoseconds where epoch-scale times must stay exact (kineto/).
-template <typename T>
-T union_length(std::vector<std::pair<T, T>> intervals) {
-  std::sort(intervals.begin(), intervals.end());
-  BasicUnionSum<T> sum;
-  for (const auto& [start, end] : intervals) sum.add(start, end);
-  return sum.result();
-}
-inline double union_length_us(std::vector<std::pair<double, double>> intervals) { return union_length(std::move(intervals)); }
 
 nlohmann::json metrics_to_json(const Metrics& m);
 Metrics metrics_from_json(const nlohmann::json& j);

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/interval_union.h"
 #include "core/metrics.h"
 #include "core/units.h"
 #include "kineto/allocator_peaks.h"
