@@ -5,7 +5,9 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <exception>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <new>
@@ -128,8 +130,16 @@ std::vector<SweepRow> run_sweep_points(const nlohmann::json& base_json, const st
   std::mutex mu;
   std::condition_variable cv;
   int running = jobs;
+  bool all_started = false;  // under mu: every worker thread exists, so points may be evaluated
 
   auto worker = [&] {
+    // No point is evaluated before every thread exists: when the system refuses one (a thread or
+    // memory limit), the started ones leave without having allocated anything, so the refusal is
+    // reported cleanly rather than racing points that run out of memory mid-evaluation.
+    {
+      std::unique_lock<std::mutex> lock(mu);
+      cv.wait(lock, [&] { return all_started || failed.load(); });
+    }
     while (!failed.load(std::memory_order_relaxed)) {
       const size_t k = next.fetch_add(1, std::memory_order_relaxed);
       if (k >= total) break;
@@ -150,28 +160,54 @@ std::vector<SweepRow> run_sweep_points(const nlohmann::json& base_json, const st
 
   std::vector<std::thread> threads;
   threads.reserve(static_cast<size_t>(jobs));
+  // Whatever leaves this function, the started threads are stopped and joined first: a joinable
+  // std::thread destroyed while an exception unwinds aborts the process (an audit saw "terminate
+  // called after throwing an instance of 'std::bad_alloc'" under a memory limit).
+  const auto stop_workers = [&] {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      failed = true;
+    }
+    cv.notify_all();
+  };
+  struct JoinOnExit {
+    std::vector<std::thread>& threads;
+    const std::function<void()> stop;
+    ~JoinOnExit() {
+      if (std::none_of(threads.begin(), threads.end(), [](const std::thread& t) { return t.joinable(); })) return;
+      stop();
+      for (auto& t : threads)
+        if (t.joinable()) t.join();
+    }
+  } join_on_exit{threads, stop_workers};
   for (int t = 0; t < jobs; ++t) {
-    std::string refused;
+    // Why the system refused, kept without allocating: memory may be what ran out.
+    char refused[160] = "";
     try {
       threads.emplace_back(worker);
     } catch (const std::system_error& e) {
-      refused = e.what();
+      std::snprintf(refused, sizeof refused, "%s", e.what());
     } catch (const std::bad_alloc&) {
-      refused = "out of memory for its state";  // std::thread allocates before it creates the thread
+      std::snprintf(refused, sizeof refused, "out of memory for its state");  // std::thread allocates before it creates the thread
     }
-    if (!refused.empty()) {
+    if (refused[0] != '\0') {
       // The system refused another thread (a process or memory limit): stop the started ones
-      // and say which flag asks for fewer. (Unjoined threads would abort the process.)
+      // and say which flag asks for fewer.
       {
         std::lock_guard<std::mutex> lock(mu);
-        failed = true;
         running -= jobs - t;
       }
+      stop_workers();
       for (auto& started : threads) started.join();
       throw InputError("--jobs", "could start only " + std::to_string(t) + " of " + std::to_string(jobs) +
                                      " worker threads (" + refused + "); use fewer --jobs");
     }
   }
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    all_started = true;
+  }
+  cv.notify_all();
   {
     std::unique_lock<std::mutex> lock(mu);
     while (running > 0) {
