@@ -302,8 +302,14 @@ void measure_copy_cost(Bench& bench, int64_t min_bytes, int64_t max_bytes, Clust
   p.copy_latency_us = std::max(0.0, fit.alpha_us);
   p.copy_bandwidth_bytes_per_s = fit.beta_us_per_byte > 0 ? 1e6 / fit.beta_us_per_byte
                                                           : static_cast<double>(copy_sizes.back()) / copy_us.back() * 1e6;
+  // Said when the fit was not used as it came out (docs/calibrate.md, "The α-β fit"): a reader of the
+  // profile otherwise cannot tell a measured 0 us latency from a clamped one.
+  const std::string adjusted = copy_sizes.size() < 2   ? " (one size: latency 0, bandwidth = size / time)"
+                               : fit.beta_us_per_byte <= 0 ? " (the fit's bandwidth was not positive: largest size / its time)"
+                               : fit.alpha_us < 0          ? " (the fit's latency was negative: set to 0)"
+                                                           : "";
   log("copy: latency " + std::to_string(p.copy_latency_us) + " us, " +
-      std::to_string(p.copy_bandwidth_bytes_per_s / 1e9) + " GB/s");
+      std::to_string(p.copy_bandwidth_bytes_per_s / 1e9) + " GB/s" + adjusted);
 }
 
 // Host issue cost per op, as the runner issues one: a cross-stream wait, begin, end.
