@@ -7,7 +7,6 @@
 #include <condition_variable>
 #include <cstdio>
 #include <exception>
-#include <functional>
 #include <mutex>
 #include <optional>
 #include <new>
@@ -161,8 +160,7 @@ std::vector<SweepRow> run_sweep_points(const nlohmann::json& base_json, const st
   std::vector<std::thread> threads;
   threads.reserve(static_cast<size_t>(jobs));
   // Whatever leaves this function, the started threads are stopped and joined first: a joinable
-  // std::thread destroyed while an exception unwinds aborts the process (an audit saw "terminate
-  // called after throwing an instance of 'std::bad_alloc'" under a memory limit).
+  // std::thread destroyed while an exception unwinds would abort the process.
   const auto stop_workers = [&] {
     {
       std::lock_guard<std::mutex> lock(mu);
@@ -172,7 +170,7 @@ std::vector<SweepRow> run_sweep_points(const nlohmann::json& base_json, const st
   };
   struct JoinOnExit {
     std::vector<std::thread>& threads;
-    const std::function<void()> stop;
+    const decltype(stop_workers)& stop;
     ~JoinOnExit() {
       if (std::none_of(threads.begin(), threads.end(), [](const std::thread& t) { return t.joinable(); })) return;
       stop();
