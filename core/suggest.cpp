@@ -62,6 +62,14 @@ const std::vector<std::pair<std::string_view, std::string_view>>& other_tools_na
 
 std::string closest_match(std::string_view word_as_given, const std::vector<std::string>& candidates) {
   const std::string word = lower(word_as_given);
+  // A word that switches a thing off ("none", "off") is no misspelling of an option that is not
+  // it: "none" is two edits from "rope", and "did you mean rope" would be wrong.
+  for (const std::string_view off : {"none", "off", "no", "false", "null", "disabled"})
+    if (word == off) {
+      for (const auto& c : candidates)
+        if (lower(c) == off) return c;
+      return "";
+    }
   for (const auto& [theirs, ours] : other_tools_names()) {
     if (word != theirs) continue;
     for (const auto& c : candidates)

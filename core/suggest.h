@@ -10,7 +10,8 @@ namespace shardline {
 int edit_distance(std::string_view a, std::string_view b);
 
 // The candidate closest to `word`, or "" when none is close enough to be a plausible typo
-// (distance at most max(2, word length / 3), or one is a prefix or a suffix of the other; case is ignored,
+// (distance at most max(2, word length / 3), or one is a prefix or a suffix of the other; never
+// for a word that switches a thing off, "none" or "off", unless it is a candidate; case is ignored,
 // so "MHA" finds "mha"). Ties go to the earlier candidate. A name another tool gives a key
 // (HuggingFace's "num_attention_heads", a spec sheet's "memory_bandwidth") finds the key here
 // ("heads", "hbm_bandwidth") when that is a candidate, before any spelling distance.

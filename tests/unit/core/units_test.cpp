@@ -137,6 +137,17 @@ TEST(Suggest, SuffixesFindTheName) {
   EXPECT_EQ(closest_match("THROUGHPUT", {"throughput", "step_time", "memory"}), "throughput");
 }
 
+// "none" or "off" where the option list has no such word asks for something not offered: no
+// option is suggested (an audit got "position none: did you mean rope?"), and the list follows.
+TEST(Suggest, AWordThatSwitchesOffSuggestsNoOption) {
+  const std::vector<std::string> positions = {"rope", "alibi", "learned"};
+  EXPECT_EQ(closest_match("none", positions), "");
+  EXPECT_EQ(closest_match("Off", positions), "");
+  EXPECT_EQ(choice_tail("none", positions), " expected one of: rope, alibi, learned.");
+  EXPECT_EQ(closest_match("NONE", {"full", "none", "selective"}), "none");  // offered: found
+  EXPECT_EQ(closest_match("nne", {"full", "none", "selective"}), "none");   // a typo of it still is
+}
+
 // Another tool's name for a key finds this project's key, where spelling alone found a different
 // parameter (an audit: "num_heads" got "kv_heads", "memory_bandwidth" got "copy_bandwidth"); the
 // mapping applies only where its key is a candidate.
