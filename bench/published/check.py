@@ -448,17 +448,17 @@ def main():
         with open(args.json, "w") as f:
             json.dump({"summaries": summaries, "targets": TARGETS,
                        "results": [{k: v for k, v in r.items() if k != "row"} for r in results]}, f, indent=1)
+    failed_rows = [r for r in results + oom if "error" in r]
     if args.gate:
         missed = [f"{split} {k}" for split in ("check", "independent") for k in GATED
                   if summaries.get(split) is None or not summaries[split][k] <= TARGETS[k]]
         not_fitting = sum(1 for r in results if r.get("fits") is False)
-        failed = sum(1 for r in results + oom if "error" in r)
         oom_fitting = sum(1 for r in oom if r.get("fits") is True)
         memory_off = [f"{r['id']} {c['measure']} {100 * c['error_rel']:+.1f}%" for r in results
                       for c in r.get("memory_checks", []) if memory_check_off(c) and r["row"].get("memory_gate", True)]
-        if missed or not_fitting or failed or oom_fitting or memory_off:
+        if missed or not_fitting or failed_rows or oom_fitting or memory_off:
             print(f"GATE FAILED: missed {missed or 'no target'}; {not_fitting} runs predicted not to fit; "
-                  f"{oom_fitting} runs that ran out of memory predicted to fit; {failed} failed to simulate; "
+                  f"{oom_fitting} runs that ran out of memory predicted to fit; {len(failed_rows)} failed to simulate; "
                   f"memory figures off by more than {100 * MEMORY_GATE:.0f}% (reserved: fragmentation outside "
                   f"{FRAGMENTATION_EVIDENCE}): {memory_off or 'none'}",
                   file=sys.stderr)
@@ -466,7 +466,6 @@ def main():
         print("gate: passed")
     # Some rows failed (all failing for one reason is caught above): the table is printed, and the
     # run still says so and exits 1, so a script or a user does not read a partial table as passed.
-    failed_rows = [r for r in results + oom if "error" in r]
     if failed_rows:
         first = failed_rows[0]
         print(f"check.py: {len(failed_rows)} of {len(results) + len(oom)} rows failed to simulate "
