@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """A measured FSDP2 training step on this machine's GPU, to hold shardline's GPU predictions
-against: a Llama-shaped decoder (RMSNorm, RoPE, SDPA attention, SwiGLU, untied head) wrapped as
+against: a Llama-shaped decoder (RMSNorm, RoPE, SDPA attention, SwiGLU, untied head; ARCH_CONFIGS:
+GPT-style ones with LayerNorm, GELU, learned positions, a tied head and biases) wrapped as
 torchtitan wrapped it in 2024 (fully_shard on every block, then on the model: the embedding,
 final norm and head are the root), bf16 parameters with fp32 gradient reduction, fp32
 cross-entropy, AdamW and gradient clipping, optionally full activation checkpointing per block.
@@ -12,7 +13,7 @@ the first configuration, or with --only of each one selected (for `shardline imp
 
 Runs on one GPU as a one-rank process group (no launcher needed); needs PyTorch >= 2.6.
   python3 bench/gpu/fsdp_step.py --out results.jsonl [--trace DIR] [--steps 10] [--warmup 3]
-The configurations are CONFIGS below; docs/benchmarks.md ("One-GPU FSDP2 step") has the
+The configurations are CONFIGS and ARCH_CONFIGS below; docs/benchmarks.md ("One-GPU FSDP2 step") has the
 scenario each one becomes and the results.
 """
 import argparse
@@ -52,6 +53,20 @@ CONFIGS = [
     ("llama3-8b-shape-4-layers-none", 4, 4096, 14336, 32, 8, 128256, 2048, 2, "none"),
 ]
 
+# GPT-style decoders (added 2026-11-27, predicted before they were first measured: the first one-GPU
+# steps of the architecture knobs other than Llama's): the fields of CONFIGS, then the architecture
+# as the scenario's keys (model.transformer: mlp, norm, position, bias, tied_embeddings). LayerNorm
+# (F.layer_norm), exact GELU, one fused Wqkv projection, learned positions, the head tied to the
+# embedding, as GPT-2 / MPT lay a block out; MPT's ALiBi is left out (SDPA has no fused kernel for it).
+GPT = {"mlp": "gelu", "norm": "layernorm", "position": "learned", "bias": True, "tied_embeddings": True}
+ARCH_CONFIGS = [
+    ("gpt-1.3b-shape-none", 24, 2048, 8192, 16, 16, 50368, 2048, 4, "none", GPT),
+    ("gpt-760m-shape-seq4096-full", 24, 1536, 6144, 12, 12, 50368, 4096, 4, "full", GPT),
+    ("gpt-350m-shape-hd64-none", 24, 1024, 4096, 16, 16, 50368, 2048, 8, "none", GPT),
+    ("mpt-7b-shape-4-layers-nobias-full", 4, 4096, 16384, 32, 32, 50368, 2048, 4, "full", dict(GPT, bias=False)),
+]
+LLAMA = {"mlp": "swiglu", "norm": "rmsnorm", "position": "rope", "bias": False, "tied_embeddings": False}
+
 
 class RMSNorm(nn.Module):
     def __init__(self, dim, eps=1e-5):
@@ -77,54 +92,91 @@ def apply_rope(x, cos, sin):
     return torch.stack((x1 * c - x2 * s, x1 * s + x2 * c), dim=-1).flatten(-2)
 
 
-class Block(nn.Module):
-    def __init__(self, h, f, heads, kv_heads):
+class LayerNorm(nn.Module):
+    def __init__(self, dim, bias, eps=1e-5):
         super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(dim))
+        self.bias = nn.Parameter(torch.zeros(dim)) if bias else None
+
+    def forward(self, x):
+        return F.layer_norm(x, (x.shape[-1],), self.weight, self.bias, self.eps)
+
+
+class Block(nn.Module):
+    def __init__(self, h, f, heads, kv_heads, arch=None):
+        super().__init__()
+        arch = arch or LLAMA
         self.heads, self.kv_heads, self.head_dim = heads, kv_heads, h // heads
+        self.gelu, self.rope = arch["mlp"] == "gelu", arch["position"] == "rope"
+        bias = arch["bias"]
         kv = kv_heads * self.head_dim
-        self.attention_norm = RMSNorm(h)
-        self.wq = nn.Linear(h, h, bias=False)
-        self.wk = nn.Linear(h, kv, bias=False)
-        self.wv = nn.Linear(h, kv, bias=False)
-        self.wo = nn.Linear(h, h, bias=False)
-        self.ffn_norm = RMSNorm(h)
-        self.w1 = nn.Linear(h, f, bias=False)
-        self.w3 = nn.Linear(h, f, bias=False)
-        self.w2 = nn.Linear(f, h, bias=False)
+
+        def norm():
+            return LayerNorm(h, bias) if arch["norm"] == "layernorm" else RMSNorm(h)
+
+        self.attention_norm = norm()
+        if self.gelu:  # GPT-2 / MPT: one fused Wqkv projection, up and down
+            self.wqkv = nn.Linear(h, h + 2 * kv, bias=bias)
+        else:
+            self.wq = nn.Linear(h, h, bias=bias)
+            self.wk = nn.Linear(h, kv, bias=bias)
+            self.wv = nn.Linear(h, kv, bias=bias)
+        self.wo = nn.Linear(h, h, bias=bias)
+        self.ffn_norm = norm()
+        self.w1 = nn.Linear(h, f, bias=bias)
+        if not self.gelu:
+            self.w3 = nn.Linear(h, f, bias=bias)
+        self.w2 = nn.Linear(f, h, bias=bias)
 
     def forward(self, x, cos, sin):
         b, s, h = x.shape
         y = self.attention_norm(x)
-        q = self.wq(y).view(b, s, self.heads, self.head_dim).transpose(1, 2)
-        k = self.wk(y).view(b, s, self.kv_heads, self.head_dim).transpose(1, 2)
-        v = self.wv(y).view(b, s, self.kv_heads, self.head_dim).transpose(1, 2)
-        q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
-        o = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=self.kv_heads != self.heads)
+        if self.gelu:
+            q, k, v = self.wqkv(y).split([h, self.kv_heads * self.head_dim, self.kv_heads * self.head_dim], dim=-1)
+        else:
+            q, k, v = self.wq(y), self.wk(y), self.wv(y)
+        q = q.view(b, s, self.heads, self.head_dim).transpose(1, 2)
+        k = k.view(b, s, self.kv_heads, self.head_dim).transpose(1, 2)
+        v = v.view(b, s, self.kv_heads, self.head_dim).transpose(1, 2)
+        if self.rope:
+            q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
+        gqa = {"enable_gqa": True} if self.kv_heads != self.heads else {}
+        o = F.scaled_dot_product_attention(q, k, v, is_causal=True, **gqa)
         x = x + self.wo(o.transpose(1, 2).reshape(b, s, h))
         y = self.ffn_norm(x)
+        if self.gelu:
+            return x + self.w2(F.gelu(self.w1(y)))
         return x + self.w2(F.silu(self.w1(y)) * self.w3(y))
 
 
 class Model(nn.Module):
-    def __init__(self, layers, h, f, heads, kv_heads, vocab, seq_len, full_ckpt):
+    def __init__(self, layers, h, f, heads, kv_heads, vocab, seq_len, full_ckpt, arch=None):
         super().__init__()
-        self.full_ckpt = full_ckpt
+        arch = arch or LLAMA
+        self.full_ckpt, self.rope = full_ckpt, arch["position"] == "rope"
         self.tok_embeddings = nn.Embedding(vocab, h)
-        self.layers = nn.ModuleList(Block(h, f, heads, kv_heads) for _ in range(layers))
-        self.norm = RMSNorm(h)
+        self.pos_embeddings = nn.Embedding(seq_len, h) if arch["position"] == "learned" else None
+        self.layers = nn.ModuleList(Block(h, f, heads, kv_heads, arch) for _ in range(layers))
+        self.norm = LayerNorm(h, arch["bias"]) if arch["norm"] == "layernorm" else RMSNorm(h)
         self.output = nn.Linear(h, vocab, bias=False)
+        if arch["tied_embeddings"]:
+            self.output.weight = self.tok_embeddings.weight
         self.head_dim, self.seq_len = h // heads, seq_len
 
     def forward(self, tokens):
-        cos, sin = rope_tables(self.head_dim, tokens.shape[1], tokens.device)
+        cos, sin = rope_tables(self.head_dim, tokens.shape[1], tokens.device) if self.rope else (None, None)
         x = self.tok_embeddings(tokens)
+        if self.pos_embeddings is not None:
+            x = x + self.pos_embeddings(torch.arange(tokens.shape[1], device=tokens.device))
         for layer in self.layers:
             x = checkpoint(layer, x, cos, sin, use_reentrant=False) if self.full_ckpt else layer(x, cos, sin)
         return self.output(self.norm(x))
 
 
 def run_config(cfg, steps, warmup, trace_dir, optimizer="foreach"):
-    name, layers, h, f, heads, kv_heads, vocab, seq, mbs, ckpt = cfg
+    name, layers, h, f, heads, kv_heads, vocab, seq, mbs, ckpt = cfg[:10]
+    arch = cfg[10] if len(cfg) > 10 else LLAMA
     # FSDP modules hold reference cycles: the previous configuration's tensors stay allocated
     # until the cycle collector runs (seen: 3.6 and 7.2 GiB carried into the next one).
     gc.collect()
@@ -133,16 +185,27 @@ def run_config(cfg, steps, warmup, trace_dir, optimizer="foreach"):
     # The allocator's retry count runs from the process start; this configuration's own is the rise.
     retries_at_start = torch.cuda.memory_stats().get("num_alloc_retries", 0)
     torch.manual_seed(0)
-    with torch.device("meta"):
-        model = Model(layers, h, f, heads, kv_heads, vocab, seq, ckpt == "full")
+    # A tied head is built on the GPU (the tie is made in __init__; fully_shard keeps one shared
+    # parameter in the root group); the others on the meta device, materialized after sharding.
+    tied = arch["tied_embeddings"]
+    with torch.device("cuda" if tied else "meta"):
+        model = Model(layers, h, f, heads, kv_heads, vocab, seq, ckpt == "full", arch)
     mp = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
     for layer in model.layers:
         fully_shard(layer, mp_policy=mp)
     fully_shard(model, mp_policy=mp)
-    model.to_empty(device="cuda")
+    if not tied:
+        model.to_empty(device="cuda")
     with torch.no_grad():
-        for p in model.parameters():
-            p.normal_(0.0, 0.02) if p.dim() > 1 else p.fill_(1.0)
+        for pname, p in model.named_parameters():
+            if p.dim() > 1:
+                p.normal_(0.0, 0.02)
+            else:
+                p.fill_(0.0 if pname.endswith("bias") else 1.0)
+    if tied and model.output.weight is not model.tok_embeddings.weight:
+        raise RuntimeError(f"{name}: the head's weight is no longer the embedding's after fully_shard")
+    gc.collect()
+    torch.cuda.empty_cache()
     params = sum(p.numel() for p in model.parameters())
     # torch.optim's default on CUDA tensors is foreach; fused is torchtitan's default.
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.1, **{optimizer: True})
@@ -198,6 +261,7 @@ def run_config(cfg, steps, warmup, trace_dir, optimizer="foreach"):
     result = {
         "name": name, "layers": layers, "hidden": h, "ffn_hidden": f, "heads": heads, "kv_heads": kv_heads,
         "vocab": vocab, "seq_len": seq, "micro_batch_size": mbs, "checkpointing": ckpt, "params": params,
+        "architecture": arch,
         "optimizer": optimizer,
         "steps": steps, "warmup": warmup, "step_ms_median": step_ms, "step_ms_all": times,
         "tokens_per_s": mbs * seq / (step_ms / 1000.0),
@@ -250,7 +314,7 @@ def main():
     print(json.dumps(env), flush=True)
     with open(args.out, "w") as out:
         out.write(json.dumps({"environment": env}) + "\n")
-        for i, cfg in enumerate(CONFIGS):
+        for i, cfg in enumerate(CONFIGS + ARCH_CONFIGS):
             if args.only and cfg[0] not in args.only.split(","):
                 continue
             t0 = time.time()

@@ -2,7 +2,8 @@
 """shardline's prediction beside each measured one-GPU FSDP2 step of bench/gpu/fsdp_step.py.
 
 Each measured row becomes the scenario it describes (scenario_of: the transformer shorthand with
-the row's shape, RMSNorm, RoPE, SwiGLU, untied head, fp32 loss, the root group; the H100 preset
+the row's shape and architecture (rows that name none: RMSNorm, RoPE, SwiGLU, untied head), fp32
+loss, the root group; the H100 preset
 on one GPU, mesh shard 1; bf16 parameters, fp32 reduction, AdamW), is simulated, and printed as
 predicted vs measured step time, tokens/s, peak allocated and peak reserved memory.
 
@@ -29,14 +30,19 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 GiB = 2.0 ** 30
 
 
+# fsdp_step.py's architecture when a row names none (its Llama CONFIGS, rows measured before
+# 2026-11-27): the scenario's model.transformer keys.
+LLAMA = {"mlp": "swiglu", "norm": "rmsnorm", "position": "rope", "bias": False, "tied_embeddings": False}
+
+
 def scenario_of(row, preset):
     return {
         "name": row["name"],
-        "model": {"transformer": {
+        "model": {"transformer": dict({
             "layers": row["layers"], "hidden": row["hidden"], "ffn_hidden": row["ffn_hidden"], "heads": row["heads"],
             "kv_heads": row["kv_heads"], "vocab": row["vocab"], "seq_len": row["seq_len"],
             "micro_batch_size": row["micro_batch_size"], "activation_checkpointing": row["checkpointing"],
-            "tied_embeddings": False, "loss": "fp32"}},
+            "loss": "fp32"}, **row.get("architecture", LLAMA))},
         "cluster": {"preset": preset, "nodes": 1, "gpus_per_node": 1},
         "mesh": {"shard": 1},
         # The row's torch.optim.AdamW implementation (rows without one: foreach, its default);
@@ -70,16 +76,34 @@ CONFIG_FIELDS = ("name", "layers", "hidden", "ffn_hidden", "heads", "kv_heads", 
 
 
 def configs():
-    """fsdp_step.py's CONFIGS, read from its source (it imports PyTorch)."""
+    """fsdp_step.py's CONFIGS, then its ARCH_CONFIGS (CONFIGS' fields and the architecture), read
+    from its source (it imports PyTorch): the architecture dicts are evaluated with the module's
+    own dict constants in scope (GPT, LLAMA)."""
     tree = ast.parse(open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "fsdp_step.py")).read())
+    lists, names = {}, {}
     for node in tree.body:
-        if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "CONFIGS" for t in node.targets):
-            rows = ast.literal_eval(node.value)
-            for c in rows:
-                if len(c) != len(CONFIG_FIELDS):
-                    raise SystemExit(f"fsdp_step.py CONFIGS entry {c!r}: expected {len(CONFIG_FIELDS)} fields ({', '.join(CONFIG_FIELDS)})")
-            return [dict(zip(CONFIG_FIELDS, c)) for c in rows]
-    raise SystemExit("no CONFIGS in fsdp_step.py")
+        if not isinstance(node, ast.Assign) or len(node.targets) != 1 or not isinstance(node.targets[0], ast.Name):
+            continue
+        target = node.targets[0].id
+        if target in ("GPT", "LLAMA"):
+            names[target] = ast.literal_eval(node.value)
+        elif target in ("CONFIGS", "ARCH_CONFIGS"):
+            # dict(GPT, bias=False) and bare GPT inside the list: evaluated with only these names
+            code = compile(ast.Expression(node.value), "fsdp_step.py", "eval")
+            lists[target] = eval(code, {"__builtins__": {}}, dict(names, dict=dict))
+    if "CONFIGS" not in lists:
+        raise SystemExit("no CONFIGS in fsdp_step.py")
+    out = []
+    for key, width in (("CONFIGS", len(CONFIG_FIELDS)), ("ARCH_CONFIGS", len(CONFIG_FIELDS) + 1)):
+        for c in lists.get(key, []):
+            if len(c) != width:
+                raise SystemExit(f"fsdp_step.py {key} entry {c!r}: expected {width} fields ({', '.join(CONFIG_FIELDS)}"
+                                 + (", architecture)" if width > len(CONFIG_FIELDS) else ")"))
+            row = dict(zip(CONFIG_FIELDS, c))
+            if width > len(CONFIG_FIELDS):
+                row["architecture"] = c[-1]
+            out.append(row)
+    return out
 
 
 # The configurations fsdp_step.py had before 2026-11-26's second GPU session: the fit rows of the
