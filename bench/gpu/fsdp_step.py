@@ -26,6 +26,7 @@ import shutil
 import statistics
 import sys
 import time
+import traceback
 
 import torch
 import torch.distributed as dist
@@ -323,6 +324,11 @@ def main():
                 r = run_config(cfg, args.steps, args.warmup, args.trace if traced else "", args.optimizer)
             except torch.OutOfMemoryError as e:
                 r = {"name": cfg[0], "error": "out of memory: " + str(e).splitlines()[0]}
+                torch.cuda.empty_cache()
+            except Exception as e:  # noqa: BLE001 - one configuration's failure is recorded; the others still run
+                traceback.print_exc()
+                r = {"name": cfg[0], "error": f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"}
+                gc.collect()
                 torch.cuda.empty_cache()
             r["wall_s"] = time.time() - t0
             out.write(json.dumps(r) + "\n")
