@@ -111,7 +111,7 @@ def fit_memory_efficiency(steps, preset, f, binary):
     def errors(em):
         key = round(em, 4)
         if key not in cache:
-            cache[key] = predict.step_errors(steps, preset, fixed + [f"cluster.gpu.memory_efficiency={key}"], binary)
+            cache[key] = predict.step_errors(steps, preset, fixed + [f"cluster.gpu.memory_efficiency={key}"], binary)[0]
         return cache[key]
 
     (em,), _ = grid_min(lambda x: predict.mean_abs_log_error(errors(x[0]), True), [(0.2, 1.0)], points=9, rounds=4)

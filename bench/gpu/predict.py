@@ -11,7 +11,9 @@ predicted vs measured step time, tokens/s, peak allocated and peak reserved memo
 
 --set PATH=VALUE applies a scenario override to every row. --gate MAX prints each row's step error
 as fit or check row (FIT_CONFIGS) and exits 1 when the check rows' mean |log(predicted /
-measured)| is above MAX (CTest published.gpu_steps_*, with the -torch2.11 presets).
+measured)| is above MAX (CTest published.gpu_steps_*, with the -torch2.11 presets);
+--memory-gate FRACTION also fails it when a row's peak allocated is missed by more than FRACTION
+(CTest published.gpu_arch_steps_*).
 
 --before predicts fsdp_step.py's CONFIGS without a measurement (read from that file, so no PyTorch
 is needed here), to print and save (--save FILE, JSON lines) the predictions before a run:
@@ -130,9 +132,10 @@ def own_alloc_retries(steps):
 
 
 def step_errors(steps, preset, sets, binary):
-    """{configuration: predicted / measured step - 1} for each step row without allocator retries."""
+    """({configuration: predicted / measured step - 1}, {configuration: predicted / measured peak
+    allocated - 1}) for each step row without allocator retries."""
     retries = own_alloc_retries(steps)
-    errors = {}
+    errors, memory_errors = {}, {}
     for r in steps:
         if "error" in r or retries[r["name"]] > 0:
             continue
@@ -140,7 +143,8 @@ def step_errors(steps, preset, sets, binary):
         if "error" in m:
             raise SystemExit(f"{r['name']}: {m['error']}")
         errors[r["name"]] = m["step_time_us"] / 1000.0 / r["step_ms_median"] - 1
-    return errors
+        memory_errors[r["name"]] = m["peak_memory_bytes"] / r["max_memory_allocated"] - 1
+    return errors, memory_errors
 
 
 def mean_abs_log_error(errors, fit):
@@ -188,6 +192,9 @@ def main():
                     help="a scenario override for every row, e.g. cluster.gpu.gemm_efficiency=0.72")
     ap.add_argument("--gate", type=float, default=None, metavar="MAX",
                     help="exit 1 when the check rows' mean |log(predicted / measured)| step time is above MAX")
+    ap.add_argument("--memory-gate", type=float, default=None, metavar="FRACTION",
+                    help="with --gate: also exit 1 when a row's predicted peak allocated misses the measured one "
+                         "by more than FRACTION (every row, fit or check)")
     ap.add_argument("--before", action="store_true", help="predict fsdp_step.py's CONFIGS before measuring them")
     ap.add_argument("--optimizer", choices=["foreach", "fused"], default="foreach", help="with --before")
     ap.add_argument("--save", default="", help="with --before: write the predictions here (JSON lines)")
@@ -210,12 +217,17 @@ def main():
     except ValueError as e:
         ap.error(f"{args.results}: not JSON lines ({e})")
     if args.gate is not None:
-        errors = step_errors(rows[1:], args.preset, args.set, args.binary)
+        errors, memory_errors = step_errors(rows[1:], args.preset, args.set, args.binary)
         fit, check = mean_abs_log_error(errors, True), mean_abs_log_error(errors, False)
         for name, e in errors.items():
-            print(f"{'fit  ' if name in FIT_CONFIGS else 'check'} {name:<40} {e:+6.1%}")
+            print(f"{'fit  ' if name in FIT_CONFIGS else 'check'} {name:<40} step {e:+6.1%}  peak allocated {memory_errors[name]:+6.1%}")
         print(f"mean |log error|: fit rows {fit:.4f}, check rows {check:.4f} (gate {args.gate})")
-        return 0 if check <= args.gate else 1
+        failed = check > args.gate
+        if args.memory_gate is not None:
+            worst = max(memory_errors, key=lambda n: abs(memory_errors[n]))
+            print(f"peak allocated: worst {worst} {memory_errors[worst]:+.1%} (gate {args.memory_gate:.0%})")
+            failed = failed or abs(memory_errors[worst]) > args.memory_gate
+        return 1 if failed else 0
     env = rows[0].get("environment", {})
     print(f"measured on {env.get('gpu')}, PyTorch {env.get('torch')}, CUDA {env.get('cuda')}, NCCL {env.get('nccl')}")
     print(f"{'configuration':<32} {'step pred/meas (ms)':>20} {'error':>7}  {'allocated pred/meas GiB':>24}  "
