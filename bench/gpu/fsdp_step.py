@@ -29,6 +29,7 @@ import time
 import traceback
 
 import torch
+import torch.profiler
 import torch.distributed as dist
 import torch.nn as nn
 import torch.nn.functional as F
