@@ -40,12 +40,32 @@ FsdpRange split_range(const KinetoTrace& t, const CpuRange& r, int index) {
   return f;
 }
 
-// A unit's forward or backward compute window on one CPU thread.
+// A unit's forward or backward compute window on one CPU thread: from the end of its opening
+// range to the start of its closing one; `open_ns` and `close_end_ns` are the opening range's start
+// and the closing range's end (a root window's parts stop there, docs/import.md).
 struct Window {
   int64_t ts_ns = 0, end_ns = 0;
   Phase phase = Phase::Forward;
   int unit = -1;
+  int64_t open_ns = 0, close_end_ns = 0;
+  // Windows of one group_ns make one op: a root window's part and the loss beside it.
+  int64_t group_ns = 0;
 };
+
+// The root module's window (`fully_shard(model)`: ranges without an FQN) on one CPU thread.
+struct RootWindow {
+  int64_t ts_ns = 0, end_ns = 0;
+  Phase phase = Phase::Forward;
+  int64_t tid = 0;
+  int64_t open_ns = 0, close_end_ns = 0;
+};
+
+// GPU work launched in this range (not in a range nested in it) is a unit's unshard: with one rank
+// FSDP2 gathers nothing and casts each parameter to the compute dtype there.
+bool is_unshard_range(const std::string& label) {
+  return label == "FSDP::pre_forward" || label == "FSDP::pre_backward" || label.rfind("FSDP::forward_prefetch", 0) == 0 ||
+         label.rfind("FSDP::backward_prefetch", 0) == 0;
+}
 
 // The Program's unit for a module FQN: its exact name, or a name the FQN ends with after a dot.
 int unit_of(const Program& p, const std::string& fqn) {
@@ -151,6 +171,7 @@ struct OpTimesNs {
 struct StepTally {
   std::map<std::string, NotInProgram> not_in_program;
   int64_t markers_from_memory_events = 0, markers_from_stream_order = 0, collectives_without_sizes = 0;
+  int64_t ops_without_gpu_work = 0;
 };
 
 // One rank's trace, indexed for the mapping.
@@ -171,6 +192,7 @@ class RankMapper {
       build_windows(list);
       range_reach_[tid] = reach(list);
     }
+    add_root_windows();
     for (auto& [tid, list] : windows_) {
       std::stable_sort(list.begin(), list.end(), [](const Window& a, const Window& b) {
         return a.ts_ns != b.ts_ns ? a.ts_ns < b.ts_ns : a.end_ns > b.end_ns;
@@ -237,7 +259,7 @@ class RankMapper {
         add_to_occurrence(occurrence_groups, occurrence_seq, *r, {Seq::AgCopyIn, 0, 0, 0}, launch, a);
         continue;
       }
-      if (r && r->label == "FSDP::all_gather_copy_out") {
+      if (r && (r->label == "FSDP::all_gather_copy_out" || (p_.world_size == 1 && is_unshard_range(r->label)))) {
         add_to_occurrence(occurrence_groups, occurrence_seq, *r, {Seq::CopyOut, 0, 0, 0}, launch, a);
         continue;
       }
@@ -254,9 +276,9 @@ class RankMapper {
         add_extra(extra, "GPU work outside every FSDP unit window", a);
         continue;
       }
-      Group& g = compute_windows[{static_cast<int>(win->phase), win->unit, win->ts_ns}];
+      Group& g = compute_windows[{static_cast<int>(win->phase), win->unit, win->group_ns}];
       g.add(launch, a);
-      g.order_ns = win->ts_ns;
+      g.order_ns = win->group_ns;
     }
     for (auto& [index, red] : reduces) {
       Group g;
@@ -290,6 +312,9 @@ class RankMapper {
     for (const auto& [key, ops] : seqs_.ops) {
       const auto it = found.find(key);
       const size_t have = it == found.end() ? 0 : it->second.size();
+      // With one rank FSDP2 launches no collective and no all-gather copy-in: those ops are
+      // placed without GPU work (place_markers).
+      if (have == 0 && p_.world_size == 1 && (key.seq == Seq::Collective || key.seq == Seq::AgCopyIn)) continue;
       if (have != ops.size())
         return "the Program has " + std::to_string(ops.size()) + " " + describe(p_, key) + ", the trace " + std::to_string(have);
       for (size_t k = 0; k < ops.size(); ++k) {
@@ -378,7 +403,7 @@ class RankMapper {
   void build_windows(const std::vector<FsdpRange>& list) {
     std::map<std::string, std::vector<const FsdpRange*>> by_fqn;  // ordered: windows added in one order on every run
     for (const FsdpRange& r : list)
-      if (!r.fqn.empty() || r.label.rfind("FSDP::pre_", 0) == 0) by_fqn[r.fqn].push_back(&r);
+      if (!r.fqn.empty() || r.label.rfind("FSDP::pre_", 0) == 0 || r.label.rfind("FSDP::post_", 0) == 0) by_fqn[r.fqn].push_back(&r);
     for (const auto& [fqn, ranges] : by_fqn) {
       const int unit = unit_of(p_, fqn);
       const FsdpRange* open_forward = nullptr;
@@ -400,8 +425,80 @@ class RankMapper {
   }
 
   void add_window(const FsdpRange& open, const FsdpRange& close, Phase phase, int unit) {
-    if (unit >= 0) windows_[open.tid].push_back(Window{open.end_ns, close.ts_ns, phase, unit});
+    if (unit >= 0) windows_[open.tid].push_back(Window{open.end_ns, close.ts_ns, phase, unit, open.ts_ns, close.end_ns, open.end_ns});
+    else if (open.fqn.empty()) root_windows_.push_back(RootWindow{open.end_ns, close.ts_ns, phase, open.tid, open.ts_ns, close.end_ns});
     else ++unknown_units_[open.fqn];
+  }
+
+  // The root module's windows hold its units' compute around the inner units' windows. The root's
+  // units are those no range of the trace names: in each phase, the one the Program runs before
+  // every named unit takes the root window's work before the first inner window, the one it runs
+  // after them the work after the last (the embedding and the head, in forward; the other way
+  // round in backward). Parts no such unit takes stay outside every window. The loss runs between
+  // the root's forward and backward windows: its forward on the forward's thread, its backward on
+  // autograd's thread before the root's pre-backward hook; the Program's head includes it in its
+  // forward and backward, so they take it (when the two threads differ: one thread cannot tell
+  // the two apart).
+  void add_root_windows() {
+    if (root_windows_.empty()) return;
+    std::vector<bool> named(p_.units.size(), false);
+    for (const auto& [tid, list] : ranges_)
+      for (const FsdpRange& r : list)
+        if (const int u = r.fqn.empty() ? -1 : unit_of(p_, r.fqn); u >= 0) named[static_cast<size_t>(u)] = true;
+    struct Ends {
+      int leading = -1, trailing = -1;
+    };
+    std::map<Phase, Ends> ends;
+    for (const Phase phase : {Phase::Forward, Phase::Backward}) {
+      std::vector<int> order;  // units in the order of their first compute of the phase
+      for (const Op& op : p_.ops)
+        if (op.kind == OpKind::Compute && op.phase == phase && op.unit >= 0 && std::find(order.begin(), order.end(), op.unit) == order.end())
+          order.push_back(op.unit);
+      const auto is_named = [&](int u) { return named[static_cast<size_t>(u)]; };
+      const auto first_named = std::find_if(order.begin(), order.end(), is_named);
+      if (first_named == order.end()) {  // no inner unit: one root unit takes the whole window
+        if (order.size() == 1) ends[phase] = Ends{order[0], order[0]};
+        continue;
+      }
+      const auto last_named = std::find_if(order.rbegin(), order.rend(), is_named).base();  // one past it
+      if (first_named - order.begin() == 1) ends[phase].leading = order.front();
+      if (order.end() - last_named == 1) ends[phase].trailing = order.back();
+    }
+    for (const RootWindow& root : root_windows_) {
+      std::vector<Window>& list = windows_[root.tid];
+      int64_t first_open = INT64_MAX, last_close = INT64_MIN;
+      for (const Window& w : list)
+        if (w.phase == root.phase && w.open_ns >= root.ts_ns && w.close_end_ns <= root.end_ns) {
+          first_open = std::min(first_open, w.open_ns);
+          last_close = std::max(last_close, w.close_end_ns);
+        }
+      const Ends e = ends.count(root.phase) ? ends[root.phase] : Ends{};
+      if (first_open == INT64_MAX) {
+        if (e.leading >= 0 && e.leading == e.trailing)
+          list.push_back(Window{root.ts_ns, root.end_ns, root.phase, e.leading, root.ts_ns, root.end_ns, root.ts_ns});
+        else ++unknown_units_[""];
+        continue;
+      }
+      if (e.leading >= 0) list.push_back(Window{root.ts_ns, first_open, root.phase, e.leading, root.ts_ns, first_open, root.ts_ns});
+      if (e.trailing >= 0) list.push_back(Window{last_close, root.end_ns, root.phase, e.trailing, last_close, root.end_ns, root.ts_ns});
+      if (e.leading < 0 && e.trailing < 0) ++unknown_units_[""];
+    }
+    // The loss: each root backward window after the latest root forward window that closed before it.
+    const int head_forward = ends.count(Phase::Forward) ? ends[Phase::Forward].trailing : -1;
+    const int head_backward = ends.count(Phase::Backward) ? ends[Phase::Backward].leading : -1;
+    for (const RootWindow& backward : root_windows_) {
+      if (backward.phase != Phase::Backward) continue;
+      const RootWindow* forward = nullptr;
+      for (const RootWindow& w : root_windows_)
+        if (w.phase == Phase::Forward && w.close_end_ns <= backward.open_ns && (!forward || w.close_end_ns > forward->close_end_ns)) forward = &w;
+      if (!forward || forward->tid == backward.tid) continue;
+      if (head_forward >= 0)
+        windows_[forward->tid].push_back(
+            Window{forward->close_end_ns, backward.open_ns, Phase::Forward, head_forward, forward->close_end_ns, backward.open_ns, forward->ts_ns});
+      if (head_backward >= 0)
+        windows_[backward.tid].push_back(
+            Window{forward->close_end_ns, backward.open_ns, Phase::Backward, head_backward, forward->close_end_ns, backward.open_ns, backward.ts_ns});
+    }
   }
 
   int group_of(const CollectiveInfo& c) const {
@@ -458,6 +555,7 @@ class RankMapper {
   std::vector<ProfilerStepWindow> steps_;
   std::unordered_map<int64_t, std::vector<FsdpRange>> ranges_;
   std::unordered_map<int64_t, std::vector<Window>> windows_;
+  std::vector<RootWindow> root_windows_;
   std::unordered_map<int64_t, std::vector<int64_t>> range_reach_, window_reach_;
   std::vector<MemoryEvent> memory_;  // in time order
   std::vector<MemoryEvent> gpu_allocator_;  // the events with the allocator's totals on the GPU, in time order
@@ -468,7 +566,8 @@ class RankMapper {
 // Alloc / free markers: issued at their [memory] event when there is one (the first of the same
 // signed size not earlier than the previous marker's event), else with the next op that has GPU
 // work; they happen when their stream and their dependencies let them. Events of one time
-// match in any file order.
+// match in any file order. The ops a one-rank run has no GPU work for (its collectives and their
+// all-gather copy-ins, left unmatched by match_step) are placed as markers without an event are.
 void place_markers(const Program& p, const std::vector<MemoryEvent>& memory, double event_latency_us,
                    std::vector<OpTimesNs>& times, StepTally& tally) {
   const int n = static_cast<int>(p.ops.size());
@@ -491,7 +590,15 @@ void place_markers(const Program& p, const std::vector<MemoryEvent>& memory, dou
     const Op& op = p.ops[static_cast<size_t>(i)];
     OpTimesNs& t = times[static_cast<size_t>(i)];
     const bool marker = op.kind == OpKind::Alloc || op.kind == OpKind::Free;
-    if (marker) {
+    if (!marker && t.issue == kNone) {
+      SHARDLINE_CHECK(p.world_size == 1 && (is_collective(op.kind) || op.kind == OpKind::CopyIn),
+                      "only a one-rank run's collectives and all-gather copy-ins go without a match");
+      t.issue = next_issue[static_cast<size_t>(i)] != kNone ? next_issue[static_cast<size_t>(i)] : previous_issue;
+      int64_t at = std::max(t.issue, stream_end[static_cast<size_t>(op.stream)]);
+      for (int d : p.deps(op)) at = std::max(at, times[static_cast<size_t>(d)].end + latency_ns);
+      t.start = t.end = at;
+      ++tally.ops_without_gpu_work;
+    } else if (marker) {
       const int64_t signed_bytes = op.kind == OpKind::Alloc ? op.bytes() : -op.bytes();
       const auto events = events_by_size.find(signed_bytes);
       size_t& j = next_event[signed_bytes];
@@ -546,7 +653,10 @@ ImportResult map_traces_to_program(const std::vector<KinetoTrace>& traces, const
         report.unmatched_steps.push_back("rank " + std::to_string(r) + ", " + name + ": " + why);
         continue;
       }
-      place_markers(program, mapper.memory_in(w), options.event_latency_us, times, tally);
+      // With one rank FSDP2 allocates none of the gather and reduce-scatter buffers the Program's
+      // markers stand for: a [memory] event of the same size is another tensor, so none is used.
+      place_markers(program, program.world_size == 1 ? std::vector<MemoryEvent>{} : mapper.memory_in(w), options.event_latency_us, times,
+                    tally);
       int64_t first = kNone;
       for (const OpTimesNs& t : times) first = first == kNone ? t.issue : std::min(first, t.issue);
       step_start[r][name] = mapper.steps()[w].ts_ns == INT64_MIN ? first : mapper.steps()[w].ts_ns;
@@ -619,6 +729,7 @@ ImportResult map_traces_to_program(const std::vector<KinetoTrace>& traces, const
       report.markers_from_memory_events += tally.markers_from_memory_events;
       report.markers_from_stream_order += tally.markers_from_stream_order;
       report.collectives_without_sizes += tally.collectives_without_sizes;
+      report.ops_without_gpu_work += tally.ops_without_gpu_work;
     }
   }
   t.reported_iteration = median_step_iteration(iteration_step_times_us(t));  // as exec reports its run
@@ -666,6 +777,10 @@ std::string import_report_text(const ImportReport& r) {
   out << "alloc/free markers: " << r.markers_from_memory_events << " at their [memory] event, " << r.markers_from_stream_order
       << " placed by stream order (no matching [memory] event)\n";
   if (r.collectives_without_sizes > 0) out << r.collectives_without_sizes << " NCCL kernels without size metadata: sizes not checked\n";
+  if (r.ops_without_gpu_work > 0)
+    out << r.ops_without_gpu_work
+        << " collectives and all-gather copy-ins of the one-rank run with no GPU work in the trace (FSDP2 launches none on one rank): "
+           "placed at zero length after their dependencies\n";
   if (r.allocator_measured)
     out << "allocator (the reported step's [memory] events, the largest of every rank): peak allocated "
         << format_bytes(r.allocator_measured->peak_allocated_bytes) << ", peak reserved " << format_bytes(r.allocator_measured->peak_reserved_bytes)
@@ -690,6 +805,7 @@ nlohmann::json import_report_to_json(const ImportReport& r) {
   j["markers_from_memory_events"] = r.markers_from_memory_events;
   j["markers_from_stream_order"] = r.markers_from_stream_order;
   j["collectives_without_sizes"] = r.collectives_without_sizes;
+  j["ops_without_gpu_work"] = r.ops_without_gpu_work;
   j["allocator_ranks"] = r.allocator_ranks;
   if (r.allocator_measured) j["allocator_measured"] = allocator_peaks_to_json(*r.allocator_measured);
   return j;

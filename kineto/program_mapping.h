@@ -58,6 +58,9 @@ struct ImportReport {
   int64_t markers_from_memory_events = 0;
   int64_t markers_from_stream_order = 0;
   int64_t collectives_without_sizes = 0;     // NCCL kernels whose size could not be checked
+  // A one-rank run's collectives and all-gather copy-ins (FSDP2 launches no GPU work for them),
+  // placed at zero length after their dependencies, every rank and imported step counted.
+  int64_t ops_without_gpu_work = 0;
   // The reported iteration's allocator figures (Timeline::allocator_measured): ranks whose traces
   // carry them ([memory] events on a CUDA device with "Total Allocated" and "Total Reserved").
   int allocator_ranks = 0;

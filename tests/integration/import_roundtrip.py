@@ -25,6 +25,7 @@ p.add_argument("--work", required=True)
 p.add_argument("--set", action="append", default=[])
 p.add_argument("--plain", action="store_true")
 p.add_argument("--realistic", action="store_true", help="scripts/fsdp2-trace --realistic: extra work the report must count")
+p.add_argument("--root-units", default="", help="scripts/fsdp2-trace --root-units: the root module's units, without an FQN")
 p.add_argument("--reverse-events", action="store_true",
                help="write every trace's events in reverse file order (with --plain): the import must not depend on it")
 p.add_argument("--what-if", help="PATH=VALUE: predicted from the profile, within 3%% of the model the traces came from")
@@ -44,7 +45,8 @@ def run(cmd):
 sim, gen, imp = (os.path.join(a.work, d) for d in ("sim", "traces", "imported"))
 run([a.binary, "simulate", a.scenario, "--ranks", "all", "--trace-ranks", "all", "--out", sim] + sets)
 run([sys.executable, os.path.join(repo, "scripts", "fsdp2-trace"), sim, "--out", gen, "--iterations", "3"]
-    + (["--plain"] if a.plain else []) + (["--realistic"] if a.realistic else []))
+    + (["--plain"] if a.plain else []) + (["--realistic"] if a.realistic else [])
+    + (["--root-units", a.root_units] if a.root_units else []))
 traces = sorted(os.path.join(gen, f) for f in os.listdir(gen) if f.startswith("rank-"))
 
 

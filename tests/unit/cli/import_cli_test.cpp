@@ -6,6 +6,9 @@
 #include <algorithm>
 #include <fstream>
 #include <iterator>
+#include <map>
+#include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -53,6 +56,46 @@ TEST_F(ImportCli, ReadsWhatTheAllocatorHeldFromARealProfiledStep) {
     EXPECT_EQ(step["allocator"]["peak_allocated_bytes"].get<int64_t>(), 25738435584) << step["name"];
     EXPECT_EQ(step["allocator"]["peak_reserved_bytes"].get<int64_t>(), 30362566656) << step["name"];
   }
+}
+
+// A real one-GPU FSDP2 step of the usual wrapping (tests/data/h100/README.md): the root module's
+// ranges carry no FQN, the loss runs between its forward and backward, and with one rank FSDP2
+// launches no collective and no all-gather copy-in. Before, no step matched ("the Program has 1
+// forward compute of embedding mb0, the trace 0"). Now every GPU activity lands in an op: the root
+// window's parts are the embedding's and the head's compute, the loss the head's, the casts the
+// copy-outs; the collectives and gather copy-ins are placed at zero length.
+TEST_F(ImportCli, MapsARealOneGpuStepWithItsRootModuleOntoTheProgram) {
+  const std::string data = std::string(SHARDLINE_SOURCE_DIR) + "/tests/data/h100/";
+  const std::string scenario_path = data + "mpt-7b-shape-4-layers-nobias-full.scenario.json";
+  const Result r = run("import " + data + "fsdp2-mpt-7b-shape-4-layers-nobias-full.json.gz --scenario " + scenario_path + " --out imported");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto report = nlohmann::json::parse(slurp(dir_ / "imported" / "import.json"));
+  EXPECT_EQ(report["steps"], nlohmann::json::array({"ProfilerStep#0", "ProfilerStep#1"}));
+  EXPECT_TRUE(report["unmatched_steps"].empty()) << report.dump(1);
+  EXPECT_TRUE(report["not_in_program"].empty()) << report.dump(1);
+  // Per step: 9 all-gathers and their 9 copy-ins, 5 reduce-scatters.
+  EXPECT_EQ(report["ops_without_gpu_work"].get<int64_t>(), 2 * (9 + 9 + 5));
+  EXPECT_EQ(report["allocator_measured"]["peak_allocated_bytes"].get<int64_t>(), 18322735104);
+  EXPECT_EQ(report["allocator_measured"]["peak_reserved_bytes"].get<int64_t>(), 24847056896);
+  // Every compute op took GPU time in every step, the root's parts included; the head's forward
+  // holds the loss's softmax (2.17 ms) beside its GEMM, so it outlasts a block's forward.
+  const auto timeline = nlohmann::json::parse(slurp(dir_ / "imported" / "timeline.json"));
+  std::map<std::string, std::vector<double>> compute_us;
+  for (const auto& iv : timeline["intervals"]) {
+    const auto& op = timeline["ops"][iv[0].get<size_t>()];
+    if (op["kind"] == "compute") compute_us[op["name"].get<std::string>()].push_back(iv[5].get<double>() - iv[4].get<double>());
+  }
+  ASSERT_EQ(compute_us.size(), 14u);  // forward and backward of 6 units, clipping, the optimizer
+  for (const auto& [name, durations] : compute_us) {
+    ASSERT_EQ(durations.size(), 2u) << name;
+    for (double us : durations) EXPECT_GT(us, 0.0) << name;
+  }
+  for (size_t it = 0; it < 2; ++it) EXPECT_GT(compute_us["fwd norm+output mb0"][it], compute_us["fwd layers.3 mb0"][it] + 2000.0);
+  // And it compares with the prediction, allocator figures included.
+  ASSERT_EQ(run("simulate " + scenario_path + " --out sim").code, 0) << err_;
+  ASSERT_EQ(run("compare sim imported --tolerance 1 --out cmp").code, 0) << out_ << err_;
+  const auto cmp = nlohmann::json::parse(slurp(dir_ / "cmp" / "compare.json"));
+  EXPECT_TRUE(cmp.contains("allocator_memory")) << cmp.dump(1).substr(0, 2000);
 }
 
 TEST_F(ImportCli, WritesTheMeasuredRunOfGeneratedTraces) {
