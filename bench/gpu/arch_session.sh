@@ -8,12 +8,7 @@
 # steps_traced.jsonl, traces/<configuration>.json.gz, kernel_sums.json. A failed part does not stop
 # the next. The predictions made before the first run: bench/gpu/*_predicted_arch*.jsonl.
 #   bash bench/gpu/arch_session.sh [DIR]
-set -uo pipefail
-cd "$(dirname "$0")/../.."
-out=${1:-${OUT:-/tmp/shardline-gpu}}
-mkdir -p "$out"
-export PYTHONUNBUFFERED=1
-nvidia-smi >"$out/smi.txt" 2>&1
+. "$(dirname "$0")/session_start.sh"
 steps=gpt-1.3b-shape-none,gpt-760m-shape-seq4096-full,gpt-350m-shape-hd64-none,mpt-7b-shape-4-layers-nobias-full,llama-1b-none,llama3-8b-shape-4-layers-none
 timeout 200 python3 bench/gpu/fsdp_step.py --optimizer fused --only "$steps" --out "$out/steps_arch.jsonl" \
   || echo "fsdp_step: exit $?"

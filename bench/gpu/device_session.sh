@@ -7,12 +7,7 @@
 # gemm_conditions.jsonl, kernel_sums.json, smi.txt. Each part has its own time limit and a failed
 # part does not stop the next.
 #   bash bench/gpu/device_session.sh [DIR]
-set -uo pipefail
-cd "$(dirname "$0")/../.."
-out=${1:-${OUT:-/tmp/shardline-gpu}}
-mkdir -p "$out"
-export PYTHONUNBUFFERED=1
-nvidia-smi >"$out/smi.txt" 2>&1
+. "$(dirname "$0")/session_start.sh"
 timeout 120 python3 bench/gpu/fsdp_step.py --optimizer fused --out "$out/steps_fused.jsonl" || echo "fsdp_step: exit $?"
 timeout 120 python3 bench/gpu/kernels.py --out "$out/kernels.jsonl" --budget-s 100 || echo "kernels: exit $?"
 timeout 150 python3 bench/gpu/kernels.py --out "$out/kernels_boost.jsonl" --sections gemm,attention --cool-ms 100 \

@@ -9,12 +9,7 @@
 # ROWS (framework_rank.py row ids) and TRACED (fsdp_step.py configurations; empty: none) choose
 # other runs, e.g. the held-out rows predicted in bench/gpu/h200_hsdp_rank_heldout_predicted.jsonl.
 #   [ROWS=id,...] [TRACED=name,...] bash bench/gpu/hsdp_memory_session.sh [DIR]
-set -uo pipefail
-cd "$(dirname "$0")/../.."
-out=${1:-${OUT:-/tmp/shardline-gpu}}
-mkdir -p "$out"
-export PYTHONUNBUFFERED=1
-nvidia-smi >"$out/smi.txt" 2>&1
+. "$(dirname "$0")/session_start.sh"
 rows=${ROWS:-fsdp_step-70b-shape-8-layers-hsdp2x32-ga2,fsdp_step-70b-shape-4-layers-hsdp2x32-ga2,fsdp_step-70b-shape-8-layers-hsdp2x32-ga1}
 traced=${TRACED-llama-1b-none,llama-1b-full}
 timeout 400 python3 bench/gpu/framework_rank.py --out "$out/hsdp_rank.jsonl" --timeout-s 75 --only "$rows" \
