@@ -15,10 +15,13 @@ alike; each run is its own mpirun launch, and on 2 cores a launch of 4 ranks var
 from the next, so rounds are what the measured cost's precision comes from. The measured step of each kind is the median of
 all its rounds' iterations (an iteration's step: its slowest rank's first issue to last end, as
 `exec` defines it), and the cost is the ratio of those two medians. The spread of the per-round
-costs is printed beside it.
+costs is printed beside it. With --straggler-calibration fresh, each straggler row is predicted
+from a calibration taken right before its rounds (validate's order: calibrate, then run), not
+from the one the table used minutes earlier.
 
   bench/accuracy.py [--binary build/release/cli/shardline] [--out out/accuracy]
-                    [--iterations 10] [--warmup 2] [--repetitions 10] [--passes 3] [--straggler-rounds 6] [--quick]
+                    [--iterations 10] [--warmup 2] [--repetitions 10] [--passes 3] [--straggler-rounds 6]
+                    [--straggler-calibration shared|fresh] [--quick]
 
 Nothing here is asserted: it measures. Timing is only meaningful on an otherwise idle machine.
 """
@@ -82,6 +85,9 @@ def main():
     ap.add_argument("--passes", type=int, default=3, help="calibrate: whole calibrations, medians kept (as validate)")
     ap.add_argument("--straggler-rounds", type=int, default=6,
                     help="alternating symmetric / straggler runs per straggler row, iterations pooled")
+    ap.add_argument("--straggler-calibration", choices=["fresh", "shared"], default="shared",
+                    help="fresh: calibrate again right before each straggler row's rounds, as validate calibrates "
+                         "right before its run; shared: predict them from the calibration the table used, minutes before")
     ap.add_argument("--quick", action="store_true", help="FSDP 2 ranks only, 3 iterations, 1 straggler round (a smoke run; overrides --iterations and --straggler-rounds)")
     args = ap.parse_args()
     if not os.access(args.binary, os.X_OK):
@@ -93,12 +99,13 @@ def main():
     if rounds < 1:
         sys.exit("accuracy: --straggler-rounds must be at least 1")
 
-    profiles = {}
-    for np_ in sorted({b[2] for b in base}):
-        prof = os.path.join(args.out, f"profile-{np_}.json")
+    def calibrate(np_, tag):
+        prof = os.path.join(args.out, f"profile-{tag}.json")
         run([args.binary, "calibrate", "--np", str(np_), "--out", prof, "--max-bytes", "16MiB",
-             "--repetitions", str(args.repetitions), "--passes", str(args.passes), "--quiet"], os.path.join(args.out, f"calibrate-{np_}.log"))
-        profiles[np_] = prof
+             "--repetitions", str(args.repetitions), "--passes", str(args.passes), "--quiet"], os.path.join(args.out, f"calibrate-{tag}.log"))
+        return prof
+
+    profiles = {np_: calibrate(np_, str(np_)) for np_ in sorted({b[2] for b in base})}
 
     rows = []
     for label, scenario, np_, sets in base:
@@ -136,11 +143,12 @@ def main():
             flags += ["--set", s]
         scen = os.path.join(ROOT, "scenarios", scenario)
         kinds = (("symmetric", []), ("straggler", ["--straggler", "1=1.5"]))
+        profile = calibrate(np_, f"straggler-{label.replace(' ', '')}") if args.straggler_calibration == "fresh" else profiles[np_]
         predicted, measured, round_medians = {}, {}, {}
         for kind, extra in kinds:
             d = os.path.join(args.out, f"straggler-{label.replace(' ', '')}-{kind}")
             sim_extra = extra + (["--ranks", "all", "--trace-ranks", "all"] if extra else [])
-            run([args.binary, "simulate", scen, *flags, *sim_extra, "--profile", profiles[np_], "--out", d + "/predicted"],
+            run([args.binary, "simulate", scen, *flags, *sim_extra, "--profile", profile, "--out", d + "/predicted"],
                 d + ".simulate.log")
             with open(os.path.join(d, "predicted", "metrics.json")) as f:
                 predicted[kind] = json.load(f)["step_time_us"]
@@ -161,6 +169,7 @@ def main():
         m_sym, m_str = statistics.median(measured["symmetric"]), statistics.median(measured["straggler"])
         round_costs = [b / a for a, b in zip(round_medians["symmetric"], round_medians["straggler"])]
         row = {"name": f"{label}, straggler rank 1 x1.5", "ranks": np_, "rounds": rounds,
+               "calibration": args.straggler_calibration,
                "predicted_step_us": p_str, "measured_step_us": m_str, "step_error": (p_str - m_str) / m_str,
                "predicted_cost": p_str / p_sym, "measured_cost": m_str / m_sym,
                # The symmetric runs of the same rounds against their own prediction: when this is
