@@ -566,7 +566,8 @@ class RankMapper {
 // Alloc / free markers: issued at their [memory] event when there is one (the first of the same
 // signed size not earlier than the previous marker's event), else with the next op that has GPU
 // work; they happen when their stream and their dependencies let them. Events of one time
-// match in any file order. The ops a one-rank run has no GPU work for (its collectives and their
+// match in any file order; an event after the issue of the next op with GPU work is not the
+// marker's (the host allocates and frees in the Program's order). The ops a one-rank run has no GPU work for (its collectives and their
 // all-gather copy-ins, left unmatched by match_step) are placed as markers without an event are.
 void place_markers(const Program& p, const std::vector<MemoryEvent>& memory, double event_latency_us,
                    std::vector<OpTimesNs>& times, StepTally& tally) {
@@ -604,7 +605,11 @@ void place_markers(const Program& p, const std::vector<MemoryEvent>& memory, dou
       size_t& j = next_event[signed_bytes];
       if (events != events_by_size.end())
         while (j < events->second.size() && events->second[j] < last_matched_ns) ++j;
-      if (events != events_by_size.end() && j < events->second.size()) {
+      // The host allocates or frees before it issues the op that follows in the Program: a later
+      // event of the same size is another tensor (taking it would put every later marker, and
+      // what waits on them, after it).
+      const int64_t latest = next_issue[static_cast<size_t>(i)] != kNone ? next_issue[static_cast<size_t>(i)] : INT64_MAX;
+      if (events != events_by_size.end() && j < events->second.size() && events->second[j] <= latest) {
         t.issue = last_matched_ns = events->second[j++];
         ++tally.markers_from_memory_events;
       } else {
@@ -642,8 +647,10 @@ ImportResult map_traces_to_program(const std::vector<KinetoTrace>& traces, const
     require_gpu_activity(traces[r]);
     RankMapper mapper(traces[r], program, seqs, static_cast<int>(r), report);
     for (const auto& [fqn, count] : mapper.unknown_units())
-      report.unmatched_steps.push_back("rank " + std::to_string(r) + ": " + std::to_string(count) + " FSDP windows of module \"" + fqn +
-                                       "\", which names no unit of the scenario");
+      report.unmatched_steps.push_back("rank " + std::to_string(r) + ": " + std::to_string(count) +
+                                       (fqn.empty() ? " FSDP windows of the root module (ranges without an FQN) whose work no unit of the "
+                                                      "scenario takes (its units are the ones no range names, before and after the named ones)"
+                                                    : " FSDP windows of module \"" + fqn + "\", which names no unit of the scenario"));
     for (size_t w = 0; w < mapper.steps().size(); ++w) {
       const std::string& name = mapper.steps()[w].name;
       std::vector<OpTimesNs> times(nops);
@@ -653,10 +660,7 @@ ImportResult map_traces_to_program(const std::vector<KinetoTrace>& traces, const
         report.unmatched_steps.push_back("rank " + std::to_string(r) + ", " + name + ": " + why);
         continue;
       }
-      // With one rank FSDP2 allocates none of the gather and reduce-scatter buffers the Program's
-      // markers stand for: a [memory] event of the same size is another tensor, so none is used.
-      place_markers(program, program.world_size == 1 ? std::vector<MemoryEvent>{} : mapper.memory_in(w), options.event_latency_us, times,
-                    tally);
+      place_markers(program, mapper.memory_in(w), options.event_latency_us, times, tally);
       int64_t first = kNone;
       for (const OpTimesNs& t : times) first = first == kNone ? t.issue : std::min(first, t.issue);
       step_start[r][name] = mapper.steps()[w].ts_ns == INT64_MIN ? first : mapper.steps()[w].ts_ns;

@@ -91,6 +91,24 @@ TEST_F(ImportCli, MapsARealOneGpuStepWithItsRootModuleOntoTheProgram) {
     for (double us : durations) EXPECT_GT(us, 0.0) << name;
   }
   for (size_t it = 0; it < 2; ++it) EXPECT_GT(compute_us["fwd norm+output mb0"][it], compute_us["fwd layers.3 mb0"][it] + 2000.0);
+  // Markers placed at [memory] events stay in the host's order: none on the compute stream starts
+  // after the compute op that follows it there. (An event of the same size 160 ms later, another
+  // tensor, once took the embedding's activation marker and every marker after it.)
+  EXPECT_GT(report["markers_from_memory_events"].get<int64_t>(), 0);
+  const auto& ops = timeline["ops"];
+  std::vector<const nlohmann::json*> by_op_iteration(ops.size() * 2, nullptr);
+  for (const auto& iv : timeline["intervals"]) by_op_iteration[iv[0].get<size_t>() * 2 + iv[2].get<size_t>()] = &iv;
+  for (size_t it = 0; it < 2; ++it) {
+    double next_start = 1e300;
+    for (size_t i = ops.size(); i-- > 0;) {
+      if (ops[i]["stream"] != "compute") continue;
+      const nlohmann::json& iv = *by_op_iteration[i * 2 + it];
+      if (ops[i]["kind"] == "alloc" || ops[i]["kind"] == "free")
+        EXPECT_LE(iv[4].get<double>(), next_start) << ops[i]["name"] << " in iteration " << it;
+      else
+        next_start = iv[4].get<double>();
+    }
+  }
   // And it compares with the prediction, allocator figures included.
   ASSERT_EQ(run("simulate " + scenario_path + " --out sim").code, 0) << err_;
   ASSERT_EQ(run("compare sim imported --tolerance 1 --out cmp").code, 0) << out_ << err_;
