@@ -61,13 +61,18 @@ CONFIGS = [
 # (F.layer_norm), exact GELU, one fused Wqkv projection, learned positions, the head tied to the
 # embedding, as GPT-2 / MPT lay a block out; MPT's ALiBi is left out (SDPA has no fused kernel for it).
 GPT = {"mlp": "gelu", "norm": "layernorm", "position": "learned", "bias": True, "tied_embeddings": True}
+LLAMA = {"mlp": "swiglu", "norm": "rmsnorm", "position": "rope", "bias": False, "tied_embeddings": False}
 ARCH_CONFIGS = [
     ("gpt-1.3b-shape-none", 24, 2048, 8192, 16, 16, 50368, 2048, 4, "none", GPT),
     ("gpt-760m-shape-seq4096-full", 24, 1536, 6144, 12, 12, 50368, 4096, 4, "full", GPT),
     ("gpt-350m-shape-hd64-none", 24, 1024, 4096, 16, 16, 50368, 2048, 8, "none", GPT),
     ("mpt-7b-shape-4-layers-nobias-full", 4, 4096, 16384, 32, 32, 50368, 2048, 4, "full", dict(GPT, bias=False)),
+    # Gradient accumulation (added 2026-11-27, predicted before they first ran): `micro_batches`
+    # forward / backward passes per optimizer step, each reduce-scattered (FSDP2's default), the
+    # same tokens per step as llama-1b-none and gpt-350m-shape-hd64-none.
+    ("llama-1b-none-ga2", 16, 2048, 5632, 16, 16, 32000, 2048, 2, "none", dict(LLAMA, micro_batches=2)),
+    ("gpt-350m-shape-hd64-none-ga2", 24, 1024, 4096, 16, 16, 50368, 2048, 4, "none", dict(GPT, micro_batches=2)),
 ]
-LLAMA = {"mlp": "swiglu", "norm": "rmsnorm", "position": "rope", "bias": False, "tied_embeddings": False}
 
 
 class RMSNorm(nn.Module):
@@ -178,7 +183,9 @@ class Model(nn.Module):
 
 def run_config(cfg, steps, warmup, trace_dir, optimizer="foreach"):
     name, layers, h, f, heads, kv_heads, vocab, seq, mbs, ckpt = cfg[:10]
-    arch = cfg[10] if len(cfg) > 10 else LLAMA
+    extra = cfg[10] if len(cfg) > 10 else LLAMA
+    arch = {k: v for k, v in extra.items() if k != "micro_batches"}
+    micro_batches = extra.get("micro_batches", 1)
     # FSDP modules hold reference cycles: the previous configuration's tensors stay allocated
     # until the cycle collector runs (seen: 3.6 and 7.2 GiB carried into the next one).
     gc.collect()
@@ -211,14 +218,16 @@ def run_config(cfg, steps, warmup, trace_dir, optimizer="foreach"):
     params = sum(p.numel() for p in model.parameters())
     # torch.optim's default on CUDA tensors is foreach; fused is torchtitan's default.
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.1, **{optimizer: True})
-    tokens = torch.randint(0, vocab, (mbs, seq + 1), device="cuda")
-    inputs, labels = tokens[:, :-1].contiguous(), tokens[:, 1:].contiguous()
+    tokens = torch.randint(0, vocab, (micro_batches, mbs, seq + 1), device="cuda")
+    all_inputs, all_labels = tokens[:, :, :-1].contiguous(), tokens[:, :, 1:].contiguous()
+    inputs, labels = all_inputs[0], all_labels[0]  # the phase-by-phase step below runs one micro-batch
 
     def step():
-        logits = model(inputs)
-        loss = F.cross_entropy(logits.float().view(-1, vocab), labels.view(-1))
-        del logits
-        loss.backward()
+        for m in range(micro_batches):  # FSDP2 reduce-scatters after each backward by default
+            logits = model(all_inputs[m])
+            loss = F.cross_entropy(logits.float().view(-1, vocab), all_labels[m].view(-1)) / micro_batches
+            del logits
+            loss.backward()
         # The range names the clipping in a profiler trace, as `shardline import` needs it
         # (docs/import.md); it costs about a microsecond of host time when no profiler runs.
         with torch.profiler.record_function("clip_grad_norm"):
@@ -269,7 +278,8 @@ def run_config(cfg, steps, warmup, trace_dir, optimizer="foreach"):
         "architecture": arch,
         "optimizer": optimizer,
         "steps": steps, "warmup": warmup, "step_ms_median": step_ms, "step_ms_all": times,
-        "tokens_per_s": mbs * seq / (step_ms / 1000.0),
+        "micro_batches": micro_batches,
+        "tokens_per_s": micro_batches * mbs * seq / (step_ms / 1000.0),
         "max_memory_allocated": torch.cuda.max_memory_allocated(),
         "max_memory_reserved": torch.cuda.max_memory_reserved(),
         "active_bytes_peak": stats.get("active_bytes.all.peak"),

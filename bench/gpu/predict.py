@@ -49,7 +49,7 @@ def scenario_of(row, preset):
         "mesh": {"shard": 1},
         # The row's torch.optim.AdamW implementation (rows without one: foreach, its default);
         # fsdp_step.py deletes the logits before backward (`del logits`): output_lifetime loss.
-        "policy": {"param_dtype": "bf16", "reduce_dtype": "fp32", "micro_batches": 1,
+        "policy": {"param_dtype": "bf16", "reduce_dtype": "fp32", "micro_batches": row.get("micro_batches", 1),
                    "optimizer_implementation": row.get("optimizer", "foreach"), "output_lifetime": "loss"},
     }
 
@@ -78,7 +78,8 @@ CONFIG_FIELDS = ("name", "layers", "hidden", "ffn_hidden", "heads", "kv_heads", 
 
 
 def configs():
-    """fsdp_step.py's CONFIGS, then its ARCH_CONFIGS (CONFIGS' fields and the architecture), read
+    """fsdp_step.py's CONFIGS, then its ARCH_CONFIGS (CONFIGS' fields and the architecture, with
+    micro_batches where the step accumulates gradients), read
     from its source (it imports PyTorch): the architecture dicts are evaluated with the module's
     own dict constants in scope (GPT, LLAMA)."""
     tree = ast.parse(open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "fsdp_step.py")).read())
@@ -102,8 +103,9 @@ def configs():
                 raise SystemExit(f"fsdp_step.py {key} entry {c!r}: expected {width} fields ({', '.join(CONFIG_FIELDS)}"
                                  + (", architecture)" if width > len(CONFIG_FIELDS) else ")"))
             row = dict(zip(CONFIG_FIELDS, c))
-            if width > len(CONFIG_FIELDS):
-                row["architecture"] = c[-1]
+            if width > len(CONFIG_FIELDS):  # the architecture, and micro_batches when it accumulates
+                row["architecture"] = {k: v for k, v in c[-1].items() if k != "micro_batches"}
+                row["micro_batches"] = c[-1].get("micro_batches", 1)
             out.append(row)
     return out
 
