@@ -96,6 +96,9 @@ TraceSummary summarize_trace(const KinetoTrace& trace) {
     check_span(o, *x.last_ending, x.last_end_ns - x.first_launch_ns, "ends");
     check_span(o, *x.first_starting, x.first_launch_ns - x.first_start_ns, "starts");
     o.step_time_us = us(x.last_end_ns - x.first_launch_ns);
+    std::vector<std::pair<int64_t, int64_t>> any = x.compute;
+    any.insert(any.end(), x.comm.begin(), x.comm.end());
+    o.gpu_idle_us = std::max(0.0, o.step_time_us - us(union_length(std::move(any))));
     o.compute_busy_us = us(union_length(std::move(x.compute)));
     o.comm_busy_us = us(union_length(std::move(x.comm)));
     for (int k = 0; k < kNumCommKinds; ++k) o.comm_busy_by_kind_us[k] = us(union_length(std::move(x.by_kind[k])));
@@ -117,8 +120,8 @@ std::string summary_text(const TraceSummary& s) {
     out << " " << comm_kind_name(static_cast<CommKind>(k)) << " " << s.collectives_by_kind[k];
   out << " (" << s.collectives_with_metadata << " with collective metadata)\n";
   char line[320];
-  std::snprintf(line, sizeof line, "%-22s %8s %11s %11s %11s %9s %9s %9s %9s %11s %8s %10s %10s\n", "step", "gpu_ops", "step_ms",
-                "compute_ms", "comm_ms", "ag_ms", "rs_ms", "ar_ms", "other_ms", "exposed_ms", "overlap", "alloc_GiB", "resv_GiB");
+  std::snprintf(line, sizeof line, "%-22s %8s %11s %11s %11s %9s %9s %9s %9s %11s %8s %11s %10s %10s\n", "step", "gpu_ops", "step_ms",
+                "compute_ms", "comm_ms", "ag_ms", "rs_ms", "ar_ms", "other_ms", "exposed_ms", "overlap", "gpu_idle_ms", "alloc_GiB", "resv_GiB");
   out << line;
   const auto gib = [](const std::optional<AllocatorPeaks>& a, bool reserved) {
     if (!a) return std::string("-");
@@ -128,13 +131,14 @@ std::string summary_text(const TraceSummary& s) {
   };
   for (const StepSummary& st : s.steps) {
     const auto& k = st.comm_busy_by_kind_us;
-    std::snprintf(line, sizeof line, "%-22s %8d %11.3f %11.3f %11.3f %9.3f %9.3f %9.3f %9.3f %11.3f %8.3f %10s %10s\n", st.name.c_str(),
+    std::snprintf(line, sizeof line, "%-22s %8d %11.3f %11.3f %11.3f %9.3f %9.3f %9.3f %9.3f %11.3f %8.3f %11.3f %10s %10s\n", st.name.c_str(),
                   st.activities, st.step_time_us / 1e3, st.compute_busy_us / 1e3, st.comm_busy_us / 1e3, k[0] / 1e3, k[1] / 1e3,
-                  k[2] / 1e3, k[3] / 1e3, st.exposed_comm_us / 1e3, st.overlap_efficiency, gib(st.allocator, false).c_str(),
-                  gib(st.allocator, true).c_str());
+                  k[2] / 1e3, k[3] / 1e3, st.exposed_comm_us / 1e3, st.overlap_efficiency, st.gpu_idle_us / 1e3,
+                  gib(st.allocator, false).c_str(), gib(st.allocator, true).c_str());
     out << line;
   }
   out << "# ag / rs / ar / other: busy time of NCCL all-gather, reduce-scatter, all-reduce and other kernels (each a union)\n";
+  out << "# gpu_idle: the step's time with no GPU activity at all (where the host issues more slowly than the GPU runs)\n";
   out << "# alloc / resv: the most the caching allocator held allocated and reserved on the GPU in the step (the [memory] events' "
          "totals; - when the trace has none: profile with profile_memory=True)\n";
   if (s.outside_steps > 0) out << "# " << s.outside_steps << " GPU activities were launched outside every ProfilerStep\n";
@@ -178,6 +182,7 @@ nlohmann::json summary_to_json(const TraceSummary& s) {
                       {"comm_busy_us", "union of every NCCL kernel (broadcasts and send/recv included)"},
                       {"step_time_us", "first CPU launch of the step's GPU work to the end of its last GPU activity"},
                       {"exposed_comm_us", "step_time_us - compute_busy_us"},
+                      {"gpu_idle_us", "step_time_us - the union of every GPU activity: time with nothing running on the GPU"},
                       {"allocator", "the largest Total Allocated and Total Reserved of the step's [memory] events on a CUDA device, with the "
                                     "level the step starts at; null when the trace carries none"}};
   j["steps"] = nlohmann::json::array();
@@ -189,6 +194,7 @@ nlohmann::json summary_to_json(const TraceSummary& s) {
                      {"comm_busy_us", st.comm_busy_us},
                      {"exposed_comm_us", st.exposed_comm_us},
                      {"overlap_efficiency", st.overlap_efficiency},
+                     {"gpu_idle_us", st.gpu_idle_us},
                      {"allocator", st.allocator ? allocator_peaks_to_json(*st.allocator) : nlohmann::json(nullptr)}};
     for (int k = 0; k < kNumCommKinds; ++k) {
       const std::string kind(comm_kind_name(static_cast<CommKind>(k)));

@@ -31,6 +31,9 @@ struct StepSummary {
   std::array<double, kNumCommKinds> comm_busy_by_kind_us{};
   std::array<int, kNumCommKinds> collectives_by_kind{};
   double exposed_comm_us = 0;    // step time - compute busy
+  // step time - the union of every GPU activity: time with nothing running on the GPU, which a
+  // host that issues more slowly than the GPU runs leaves (a one-GPU run's exposed comm is all this)
+  double gpu_idle_us = 0;
   double overlap_efficiency = 1; // 1 - exposed / comm busy, clamped to [0, 1]
   // What the caching allocator held over the step's window (kineto/allocator_peaks.h): known when
   // the trace was profiled with profile_memory=True.

@@ -216,6 +216,7 @@ TEST(TraceReader, SummaryAppliesTheProjectMetricsToOneStep) {
   EXPECT_DOUBLE_EQ(st.comm_busy_us, 50.0);
   EXPECT_DOUBLE_EQ(st.exposed_comm_us, 79.5 - 30.0);
   EXPECT_DOUBLE_EQ(st.overlap_efficiency, 1.0 - 49.5 / 50.0);
+  EXPECT_DOUBLE_EQ(st.gpu_idle_us, 79.5 - (190.0 - 120.25));  // before the gemm starts: the launch's lead
   EXPECT_EQ(st.collectives_by_kind[static_cast<int>(CommKind::AllGather)], 1);
 }
 
