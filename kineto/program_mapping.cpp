@@ -567,8 +567,9 @@ class RankMapper {
 // signed size not earlier than the previous marker's event), else with the next op that has GPU
 // work; they happen when their stream and their dependencies let them. Events of one time
 // match in any file order; an event after the issue of the next op with GPU work is not the
-// marker's (the host allocates and frees in the Program's order). The ops a one-rank run has no GPU work for (its collectives and their
-// all-gather copy-ins, left unmatched by match_step) are placed as markers without an event are.
+// marker's (the host allocates and frees in the Program's order). The ops a one-rank run has no
+// GPU work for (its collectives and their all-gather copy-ins, left unmatched by match_step) are
+// placed as markers without an event are.
 void place_markers(const Program& p, const std::vector<MemoryEvent>& memory, double event_latency_us,
                    std::vector<OpTimesNs>& times, StepTally& tally) {
   const int n = static_cast<int>(p.ops.size());
