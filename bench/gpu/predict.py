@@ -205,6 +205,8 @@ def main():
         ap.error(f"--binary {args.binary}: no shardline binary there (build it, or give its path)")
     if args.save and not os.path.isdir(os.path.dirname(os.path.abspath(args.save))):
         ap.error(f"--save {args.save}: the folder {os.path.dirname(os.path.abspath(args.save))} does not exist")
+    if args.memory_gate is not None and args.gate is None:
+        ap.error("--memory-gate goes with --gate MAX")
     if args.before:
         if args.results:
             ap.error("--before predicts without a measurement: give no results file")
