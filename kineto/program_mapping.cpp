@@ -464,14 +464,28 @@ class RankMapper {
       if (first_named - order.begin() == 1) ends[phase].leading = order.front();
       if (order.end() - last_named == 1) ends[phase].trailing = order.back();
     }
+    // The inner windows by thread, in the order they open: a root window looks only at those that
+    // open inside it (a pass over every window for each root window grows with the steps squared).
+    struct Inner {
+      int64_t open_ns = 0, close_end_ns = 0;
+      Phase phase = Phase::Forward;
+    };
+    std::unordered_map<int64_t, std::vector<Inner>> inner;
+    for (const auto& [tid, list] : windows_) {
+      std::vector<Inner>& v = inner[tid];
+      for (const Window& w : list) v.push_back(Inner{w.open_ns, w.close_end_ns, w.phase});
+      std::sort(v.begin(), v.end(), [](const Inner& a, const Inner& b) { return a.open_ns < b.open_ns; });
+    }
     for (const RootWindow& root : root_windows_) {
-      std::vector<Window>& list = windows_[root.tid];
       int64_t first_open = INT64_MAX, last_close = INT64_MIN;
-      for (const Window& w : list)
-        if (w.phase == root.phase && w.open_ns >= root.ts_ns && w.close_end_ns <= root.end_ns) {
-          first_open = std::min(first_open, w.open_ns);
-          last_close = std::max(last_close, w.close_end_ns);
+      const std::vector<Inner>& candidates = inner[root.tid];
+      auto w = std::lower_bound(candidates.begin(), candidates.end(), root.ts_ns, [](const Inner& x, int64_t t) { return x.open_ns < t; });
+      for (; w != candidates.end() && w->open_ns <= root.end_ns; ++w)
+        if (w->phase == root.phase && w->close_end_ns <= root.end_ns) {
+          first_open = std::min(first_open, w->open_ns);
+          last_close = std::max(last_close, w->close_end_ns);
         }
+      std::vector<Window>& list = windows_[root.tid];
       const Ends e = ends.count(root.phase) ? ends[root.phase] : Ends{};
       if (first_open == INT64_MAX) {
         if (e.leading >= 0 && e.leading == e.trailing)
@@ -486,12 +500,17 @@ class RankMapper {
     // The loss: each root backward window after the latest root forward window that closed before it.
     const int head_forward = ends.count(Phase::Forward) ? ends[Phase::Forward].trailing : -1;
     const int head_backward = ends.count(Phase::Backward) ? ends[Phase::Backward].leading : -1;
+    std::vector<const RootWindow*> forwards;  // by the end of their closing range
+    for (const RootWindow& w : root_windows_)
+      if (w.phase == Phase::Forward) forwards.push_back(&w);
+    std::stable_sort(forwards.begin(), forwards.end(), [](const RootWindow* a, const RootWindow* b) { return a->close_end_ns < b->close_end_ns; });
     for (const RootWindow& backward : root_windows_) {
       if (backward.phase != Phase::Backward) continue;
-      const RootWindow* forward = nullptr;
-      for (const RootWindow& w : root_windows_)
-        if (w.phase == Phase::Forward && w.close_end_ns <= backward.open_ns && (!forward || w.close_end_ns > forward->close_end_ns)) forward = &w;
-      if (!forward || forward->tid == backward.tid) continue;
+      const auto after = std::upper_bound(forwards.begin(), forwards.end(), backward.open_ns,
+                                          [](int64_t t, const RootWindow* w) { return t < w->close_end_ns; });
+      if (after == forwards.begin()) continue;
+      const RootWindow* forward = *(after - 1);
+      if (forward->tid == backward.tid) continue;
       if (head_forward >= 0)
         windows_[forward->tid].push_back(
             Window{forward->close_end_ns, backward.open_ns, Phase::Forward, head_forward, forward->close_end_ns, backward.open_ns, forward->ts_ns});
