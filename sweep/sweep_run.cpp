@@ -188,18 +188,11 @@ std::vector<SweepRow> run_sweep_points(const nlohmann::json& base_json, const st
     } catch (const std::bad_alloc&) {
       std::snprintf(refused, sizeof refused, "out of memory for its state");  // std::thread allocates before it creates the thread
     }
-    if (refused[0] != '\0') {
-      // The system refused another thread (a process or memory limit): stop the started ones
-      // and say which flag asks for fewer.
-      {
-        std::lock_guard<std::mutex> lock(mu);
-        running -= jobs - t;
-      }
-      stop_workers();
-      for (auto& started : threads) started.join();
+    // The system refused another thread (a process or memory limit): say which flag asks for
+    // fewer; join_on_exit stops and joins the started ones, which have evaluated nothing.
+    if (refused[0] != '\0')
       throw InputError("--jobs", "could start only " + std::to_string(t) + " of " + std::to_string(jobs) +
                                      " worker threads (" + refused + "); use fewer --jobs");
-    }
   }
   {
     std::lock_guard<std::mutex> lock(mu);
