@@ -21,6 +21,7 @@ is needed here), to print and save (--save FILE, JSON lines) the predictions bef
 """
 import argparse
 import ast
+import functools
 import json
 import math
 import os
@@ -32,19 +33,37 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 GiB = 2.0 ** 30
 
 
-# fsdp_step.py's architecture when a row names none (its Llama CONFIGS, rows measured before
-# 2026-11-27): the scenario's model.transformer keys.
-LLAMA = {"mlp": "swiglu", "norm": "rmsnorm", "position": "rope", "bias": False, "tied_embeddings": False}
+@functools.lru_cache(maxsize=None)
+def fsdp_step_source():
+    """fsdp_step.py's dict constants (GPT, LLAMA) and configuration lists (CONFIGS, ARCH_CONFIGS),
+    read from its source (it imports PyTorch): the lists are evaluated with only those constants
+    and dict() in scope (`dict(GPT, bias=False)`)."""
+    tree = ast.parse(open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "fsdp_step.py")).read())
+    names, lists = {}, {}
+    for node in tree.body:
+        if not isinstance(node, ast.Assign) or len(node.targets) != 1 or not isinstance(node.targets[0], ast.Name):
+            continue
+        target = node.targets[0].id
+        if target in ("GPT", "LLAMA"):
+            names[target] = ast.literal_eval(node.value)
+        elif target in ("CONFIGS", "ARCH_CONFIGS"):
+            code = compile(ast.Expression(node.value), "fsdp_step.py", "eval")
+            lists[target] = eval(code, {"__builtins__": {}}, dict(names, dict=dict))
+    if "CONFIGS" not in lists or "LLAMA" not in names:
+        raise SystemExit("fsdp_step.py: no CONFIGS or no LLAMA")
+    return names, lists
 
 
 def scenario_of(row, preset):
+    # A row that names no architecture is fsdp_step.py's Llama (its CONFIGS; rows measured before 2026-11-27).
+    architecture = row["architecture"] if "architecture" in row else fsdp_step_source()[0]["LLAMA"]
     return {
         "name": row["name"],
         "model": {"transformer": dict({
             "layers": row["layers"], "hidden": row["hidden"], "ffn_hidden": row["ffn_hidden"], "heads": row["heads"],
             "kv_heads": row["kv_heads"], "vocab": row["vocab"], "seq_len": row["seq_len"],
             "micro_batch_size": row["micro_batch_size"], "activation_checkpointing": row["checkpointing"],
-            "loss": "fp32"}, **row.get("architecture", LLAMA))},
+            "loss": "fp32"}, **architecture)},
         "cluster": {"preset": preset, "nodes": 1, "gpus_per_node": 1},
         "mesh": {"shard": 1},
         # The row's torch.optim.AdamW implementation (rows without one: foreach, its default);
@@ -79,23 +98,8 @@ CONFIG_FIELDS = ("name", "layers", "hidden", "ffn_hidden", "heads", "kv_heads", 
 
 def configs():
     """fsdp_step.py's CONFIGS, then its ARCH_CONFIGS (CONFIGS' fields and the architecture, with
-    micro_batches where the step accumulates gradients), read
-    from its source (it imports PyTorch): the architecture dicts are evaluated with the module's
-    own dict constants in scope (GPT, LLAMA)."""
-    tree = ast.parse(open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "fsdp_step.py")).read())
-    lists, names = {}, {}
-    for node in tree.body:
-        if not isinstance(node, ast.Assign) or len(node.targets) != 1 or not isinstance(node.targets[0], ast.Name):
-            continue
-        target = node.targets[0].id
-        if target in ("GPT", "LLAMA"):
-            names[target] = ast.literal_eval(node.value)
-        elif target in ("CONFIGS", "ARCH_CONFIGS"):
-            # dict(GPT, bias=False) and bare GPT inside the list: evaluated with only these names
-            code = compile(ast.Expression(node.value), "fsdp_step.py", "eval")
-            lists[target] = eval(code, {"__builtins__": {}}, dict(names, dict=dict))
-    if "CONFIGS" not in lists:
-        raise SystemExit("no CONFIGS in fsdp_step.py")
+    micro_batches where the step accumulates gradients)."""
+    lists = fsdp_step_source()[1]
     out = []
     for key, width in (("CONFIGS", len(CONFIG_FIELDS)), ("ARCH_CONFIGS", len(CONFIG_FIELDS) + 1)):
         for c in lists.get(key, []):
