@@ -72,6 +72,10 @@ ARCH_CONFIGS = [
     # same tokens per step as llama-1b-none and gpt-350m-shape-hd64-none.
     ("llama-1b-none-ga2", 16, 2048, 5632, 16, 16, 32000, 2048, 2, "none", dict(LLAMA, micro_batches=2)),
     ("gpt-350m-shape-hd64-none-ga2", 24, 1024, 4096, 16, 16, 50368, 2048, 4, "none", dict(GPT, micro_batches=2)),
+    # Four micro-batches (added 2026-11-27, third GPU session, before they first ran): check rows
+    # for a host term, with the tokens of the two above (bench/gpu/host_session.sh).
+    ("llama-1b-none-ga4", 16, 2048, 5632, 16, 16, 32000, 2048, 1, "none", dict(LLAMA, micro_batches=4)),
+    ("gpt-350m-shape-hd64-none-ga4", 24, 1024, 4096, 16, 16, 50368, 2048, 2, "none", dict(GPT, micro_batches=4)),
 ]
 
 
@@ -181,8 +185,49 @@ class Model(nn.Module):
         return self.output(self.norm(x))
 
 
-def run_config(cfg, steps, warmup, trace_dir, optimizer="foreach"):
+def launches_per_phase(step):
+    """GPU activities (kernels, memcpys, memsets) each phase of one step launches: the step run
+    once more under a CUDA-only profiler, stopped and started at each phase's mark, each part's
+    trace counted by category as trace_kernels.py reads them."""
+    from torch.profiler import ProfilerActivity, profile
+    counts, box = {}, {}
+
+    def begin():
+        box["prof"] = profile(activities=[ProfilerActivity.CUDA])
+        box["prof"].__enter__()
+
+    def mark(phase):
+        torch.cuda.synchronize()
+        box["prof"].__exit__(None, None, None)
+        path = f"/tmp/fsdp_step_launches_{os.getpid()}.json"
+        box["prof"].export_chrome_trace(path)
+        with open(path) as f:
+            trace = json.load(f)
+        events = trace["traceEvents"] if isinstance(trace, dict) else trace
+        os.remove(path)
+        mine = counts.setdefault(phase, {})
+        for e in events:
+            if e.get("ph") == "X" and e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset"):
+                mine[e["cat"]] = mine.get(e["cat"], 0) + 1
+        begin()
+
+    torch.cuda.synchronize()
+    begin()
+    step(mark)
+    torch.cuda.synchronize()
+    box["prof"].__exit__(None, None, None)
+    return counts
+
+
+def run_config(cfg, steps, warmup, trace_dir, optimizer="foreach", host_twin_seq=0, layers_override=0, count_launches=False):
     name, layers, h, f, heads, kv_heads, vocab, seq, mbs, ckpt = cfg[:10]
+    # A host twin: the same modules, parameters and launches (to within the position table), over
+    # host_twin_seq tokens of one sample per micro-batch, so that its GPU work is too small to hold
+    # the host up: its host times are the host's own cost of issuing the configuration's step.
+    if layers_override:
+        name, layers = f"{name}-{layers_override}-layers", layers_override
+    if host_twin_seq:
+        name, seq, mbs = f"{name}-host-twin", host_twin_seq, 1
     extra = cfg[10] if len(cfg) > 10 else LLAMA
     arch = {k: v for k, v in extra.items() if k != "micro_batches"}
     micro_batches = extra.get("micro_batches", 1)
@@ -222,18 +267,25 @@ def run_config(cfg, steps, warmup, trace_dir, optimizer="foreach"):
     all_inputs, all_labels = tokens[:, :, :-1].contiguous(), tokens[:, :, 1:].contiguous()
     inputs, labels = all_inputs[0], all_labels[0]  # the phase-by-phase step below runs one micro-batch
 
-    def step():
+    def step(mark=lambda phase: None):
+        # mark(phase) is called as each phase of the step has been issued (host_phases below).
         for m in range(micro_batches):  # FSDP2 reduce-scatters after each backward by default
             logits = model(all_inputs[m])
+            mark("forward")
             loss = F.cross_entropy(logits.float().view(-1, vocab), all_labels[m].view(-1)) / micro_batches
             del logits
+            mark("loss")
             loss.backward()
+            mark("backward")
         # The range names the clipping in a profiler trace, as `shardline import` needs it
         # (docs/import.md); it costs about a microsecond of host time when no profiler runs.
         with torch.profiler.record_function("clip_grad_norm"):
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        mark("clip_grad_norm")
         opt.step()
+        mark("optimizer_step")
         opt.zero_grad(set_to_none=True)
+        mark("zero_grad")
         return loss
 
     for _ in range(warmup):
@@ -262,18 +314,26 @@ def run_config(cfg, steps, warmup, trace_dir, optimizer="foreach"):
     del loss
     torch.cuda.synchronize()
     torch.cuda.reset_peak_memory_stats()
-    times, host_ms = [], []
+    times, host_ms, phase_ms = [], [], []
     for _ in range(steps):
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
         t0 = time.perf_counter()
-        step()
+        marks = []
+        step(lambda phase: marks.append((phase, time.perf_counter())))
         # The host's time to issue the step (nothing in it waits for the GPU unless the launch
         # queue fills): where it is about the step time, the host sets the step.
         host_ms.append(1e3 * (time.perf_counter() - t0))
         end.record()
         torch.cuda.synchronize()
         times.append(start.elapsed_time(end))
+        # The host's time per phase, summed over the micro-batches (perf_counter: well under a
+        # microsecond per mark).
+        this, before = {}, t0
+        for phase_name, t in marks:
+            this[phase_name] = this.get(phase_name, 0.0) + 1e3 * (t - before)
+            before = t
+        phase_ms.append(this)
     stats = torch.cuda.memory_stats()
     step_ms = statistics.median(times)
     result = {
@@ -283,7 +343,9 @@ def run_config(cfg, steps, warmup, trace_dir, optimizer="foreach"):
         "optimizer": optimizer,
         "steps": steps, "warmup": warmup, "step_ms_median": step_ms, "step_ms_all": times,
         "host_issue_ms_median": statistics.median(host_ms),
+        "host_phase_ms_median": {k: statistics.median(p[k] for p in phase_ms) for k in phase_ms[0]},
         "micro_batches": micro_batches,
+        "host_twin_of": cfg[0] if host_twin_seq else None,
         "tokens_per_s": micro_batches * mbs * seq / (step_ms / 1000.0),
         "max_memory_allocated": torch.cuda.max_memory_allocated(),
         "max_memory_reserved": torch.cuda.max_memory_reserved(),
@@ -293,6 +355,12 @@ def run_config(cfg, steps, warmup, trace_dir, optimizer="foreach"):
         "phases": phases,
         "allocated_at_start": allocated_at_start,
     }
+    if count_launches:
+        try:
+            result["launches_per_phase"] = launches_per_phase(step)
+        except Exception as e:  # noqa: BLE001 - the step's own figures above are kept
+            traceback.print_exc()
+            result["launches_error"] = f"{type(e).__name__}: {e}"
     if trace_dir:
         from torch.profiler import ProfilerActivity, profile
         with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], profile_memory=True) as prof:
@@ -322,6 +390,11 @@ def main():
     ap.add_argument("--only", default="", help="comma-separated configuration names")
     ap.add_argument("--optimizer", choices=["foreach", "fused"], default="foreach",
                     help="torch.optim.AdamW's implementation (foreach: its default on CUDA; fused: torchtitan's)")
+    ap.add_argument("--host-twin", type=int, default=0, metavar="SEQ",
+                    help="run each configuration's host twin instead: one sample of SEQ tokens per micro-batch")
+    ap.add_argument("--layers", type=int, default=0, help="run each configuration with this many blocks instead")
+    ap.add_argument("--count-launches", action="store_true",
+                    help="count the GPU activities each phase launches (one more step, profiled)")
     args = ap.parse_args()
     os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
     os.environ.setdefault("MASTER_PORT", "29511")
@@ -340,7 +413,8 @@ def main():
             t0 = time.time()
             try:
                 traced = bool(args.only) or i == 0
-                r = run_config(cfg, args.steps, args.warmup, args.trace if traced else "", args.optimizer)
+                r = run_config(cfg, args.steps, args.warmup, args.trace if traced else "", args.optimizer,
+                               args.host_twin, args.layers, args.count_launches)
             except torch.OutOfMemoryError as e:
                 r = {"name": cfg[0], "error": "out of memory: " + str(e).splitlines()[0]}
                 torch.cuda.empty_cache()
