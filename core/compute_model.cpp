@@ -34,6 +34,7 @@ TimedKernel time_kernel(const Kernel& k, const GpuSpec& gpu, double peak) {
   t.flops = k.flops;
   t.bytes = k.bytes;
   t.memory_bound = memory_us > compute_us;
+  t.launches = k.launches;
   t.time_us = std::max(compute_us, memory_us) + gpu.kernel_launch_us * static_cast<double>(k.launches);
   return t;
 }
@@ -52,6 +53,12 @@ std::vector<TimedKernel> timed(const std::vector<Kernel>& kernels, const GpuSpec
 double total_us(const std::vector<TimedKernel>& kernels) {
   double sum = 0;
   for (const TimedKernel& k : kernels) sum += k.time_us;
+  return sum;
+}
+
+int64_t total_launches(const std::vector<TimedKernel>& kernels) {
+  int64_t sum = 0;
+  for (const TimedKernel& k : kernels) sum += k.launches;
   return sum;
 }
 
@@ -106,7 +113,7 @@ std::vector<UnitComputeTime> unit_compute_us(const Scenario& s) {
     const UnitSpec& unit = s.model.units[u];
     if (unit.part != TransformerPart::None) {
       const UnitCompute c = unit_compute(s, unit);
-      out[u] = {c.forward_us, c.backward_us};
+      out[u] = {c.forward_us, c.backward_us, total_launches(c.forward), total_launches(c.backward)};
     } else {
       out[u] = {forward_compute_us(s, unit), backward_compute_us(s, unit)};
     }
@@ -134,9 +141,10 @@ std::vector<TimedKernel> optimizer_step_compute(const Scenario& s, int64_t shard
                s.cluster.gpu, peak_flops_per_s(s));
 }
 
-std::vector<TimedKernel> grad_clip_compute(const Scenario& s, int64_t shard_params) {
+std::vector<TimedKernel> grad_clip_compute(const Scenario& s, int64_t shard_params, int64_t local_tensors) {
   if (!s.model.transformer) return {};
-  return timed(grad_clip_kernels(shard_params, dtype_bytes(s.policy.master_dtype)), s.cluster.gpu, peak_flops_per_s(s));
+  return timed(grad_clip_kernels(shard_params, dtype_bytes(s.policy.master_dtype), local_tensors), s.cluster.gpu,
+               peak_flops_per_s(s));
 }
 
 }  // namespace shardline

@@ -21,6 +21,7 @@ struct TimedKernel {
   double flops = 0;
   double bytes = 0;
   double time_us = 0;         // roofline + launch
+  int64_t launches = 1;       // kernel launches it takes (Kernel::launches)
   bool memory_bound = false;  // the bytes term was the larger
 };
 
@@ -52,6 +53,8 @@ std::vector<UnitCompute> unit_breakdowns(const Scenario& scenario);
 // scheduler puts on its compute ops. Transformer units of one part are timed once.
 struct UnitComputeTime {
   double forward_us = 0, backward_us = 0;
+  // Kernel launches of each (Kernel::launches summed; explicit units: one each).
+  int64_t forward_launches = 1, backward_launches = 1;
 };
 std::vector<UnitComputeTime> unit_compute_us(const Scenario& scenario);
 
@@ -62,7 +65,8 @@ double backward_compute_us(const Scenario& scenario, const UnitSpec& unit);  // 
 // End-of-step compute of this rank for a transformer shorthand model: AdamW over the local
 // shard and gradient clipping (empty for explicit units).
 std::vector<TimedKernel> optimizer_step_compute(const Scenario& scenario, int64_t shard_params, int64_t local_tensors = 1);
-std::vector<TimedKernel> grad_clip_compute(const Scenario& scenario, int64_t shard_params);
+std::vector<TimedKernel> grad_clip_compute(const Scenario& scenario, int64_t shard_params, int64_t local_tensors = 1);
 double total_us(const std::vector<TimedKernel>& kernels);
+int64_t total_launches(const std::vector<TimedKernel>& kernels);
 
 }  // namespace shardline

@@ -250,6 +250,20 @@ UnitKernels transformer_unit_kernels(const TransformerSpec& t, TransformerPart p
   return out;
 }
 
+int64_t multi_tensor_launches(int64_t elements, int64_t tensors, int lists) {
+  // ATen's multi_tensor_apply (MultiTensorApply.cuh): chunks of 65536 elements, at most 320
+  // blocks (chunks) and depth_to_max_tensors[lists - 1] tensors per launch. Each tensor's last
+  // chunk may be partial, so the chunk count is at least elements / 65536.
+  constexpr int64_t kChunkElements = 65536, kMaxBlocks = 320;
+  constexpr int64_t kMaxTensors[] = {110, 64, 48, 36, 30};
+  SHARDLINE_CHECK(lists >= 1 && lists <= 5, "multi_tensor_apply takes 1 to 5 tensor lists");
+  const int64_t chunks = (elements + kChunkElements - 1) / kChunkElements;
+  const int64_t by_blocks = (chunks + kMaxBlocks - 1) / kMaxBlocks;
+  const int64_t max_tensors = kMaxTensors[lists - 1];
+  const int64_t by_tensors = (tensors + max_tensors - 1) / max_tensors;
+  return std::max<int64_t>(1, std::max(by_blocks, by_tensors));
+}
+
 std::vector<Kernel> optimizer_step_kernels(int64_t shard_params, int master_bytes, int64_t optimizer_bytes_per_param,
                                            OptimizerImplementation implementation, int64_t local_tensors) {
   const double n = D(shard_params), m = D(master_bytes);
@@ -259,6 +273,7 @@ std::vector<Kernel> optimizer_step_kernels(int64_t shard_params, int master_byte
     k.kind = KernelKind::Memory;
     // parameter read + write, gradient read, optimizer state read + write
     k.bytes = n * (3.0 * m + 2.0 * D(optimizer_bytes_per_param));
+    k.launches = multi_tensor_launches(shard_params, local_tensors, 4);  // parameters, gradients, two states
     return {k};
   }
   // torch.optim's _multi_tensor_adam (AdamW) pass by pass, reads and writes per parameter of the
@@ -276,18 +291,21 @@ std::vector<Kernel> optimizer_step_kernels(int64_t shard_params, int master_byte
     k.name = name;
     k.kind = KernelKind::Memory;
     k.bytes = n * bytes_per_param;
-    k.launches = implementation == OptimizerImplementation::ForLoop ? std::max<int64_t>(1, local_tensors) : 1;
+    k.launches = implementation == OptimizerImplementation::ForLoop ? std::max<int64_t>(1, local_tensors)
+                                                                    : multi_tensor_launches(shard_params, local_tensors, 2);
     out.push_back(k);
   }
   return out;
 }
 
-std::vector<Kernel> grad_clip_kernels(int64_t shard_params, int master_bytes) {
+std::vector<Kernel> grad_clip_kernels(int64_t shard_params, int master_bytes, int64_t local_tensors) {
   Kernel norm, scale;
   norm.name = "grad_norm";
   norm.bytes = D(shard_params) * D(master_bytes);
+  norm.launches = multi_tensor_launches(shard_params, local_tensors, 1);  // torch._foreach_norm
   scale.name = "grad_scale";
   scale.bytes = 2.0 * D(shard_params) * D(master_bytes);
+  scale.launches = multi_tensor_launches(shard_params, local_tensors, 1);  // torch._foreach_mul_
   return {norm, scale};
 }
 

@@ -39,15 +39,21 @@ UnitKernels transformer_unit_kernels(const TransformerSpec& t, TransformerPart p
 // triangle plus the diagonal tiles (128 x 128), 0.5 x (1 + 128 / s), at most 1.
 double causal_attention_fraction(int64_t seq_len);
 
+// Launches of one multi-tensor kernel (PyTorch's fused and foreach ops: multi_tensor_apply) over
+// `tensors` tensors of `elements` elements in all, reading and writing `lists` tensor lists: one
+// launch per 320 chunks of 65536 elements, or per depth_to_max_tensors[lists - 1] tensors
+// (110, 64, 48, 36, 30), whichever needs more.
+int64_t multi_tensor_launches(int64_t elements, int64_t tensors, int lists);
+
 // AdamW over this rank's shard of `local_tensors` parameters, as `implementation` runs it: fused,
-// one kernel reading parameter, gradient and both states and writing parameter and states;
-// foreach, torch.optim's seven passes over whole tensor lists (decay, exp_avg, exp_avg_sq,
+// one multi-tensor kernel reading parameter, gradient and both states and writing parameter and
+// states; foreach, torch.optim's seven passes over whole tensor lists (decay, exp_avg, exp_avg_sq,
 // sqrt, div, add eps, update: 80 bytes per fp32 parameter against the fused kernel's 28); for-loop,
-// the same passes launched once per tensor. And gradient-norm clipping (one pass to take the
-// norm, one to scale).
+// the same passes launched once per tensor. And gradient-norm clipping (one foreach pass to take
+// the norm, one to scale).
 std::vector<Kernel> optimizer_step_kernels(int64_t shard_params, int master_bytes, int64_t optimizer_bytes_per_param,
                                            OptimizerImplementation implementation = OptimizerImplementation::Fused,
                                            int64_t local_tensors = 1);
-std::vector<Kernel> grad_clip_kernels(int64_t shard_params, int master_bytes);
+std::vector<Kernel> grad_clip_kernels(int64_t shard_params, int master_bytes, int64_t local_tensors = 1);
 
 }  // namespace shardline

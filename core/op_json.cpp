@@ -94,6 +94,7 @@ json op_to_json(const OpLabels& labels, const Program* program, const Op& op, in
     j["link"] = op.link;
     j["src_buffer"] = op.src_buffer;
     j["dst_buffer"] = op.dst_buffer;
+    j["host_launches"] = program->host_launches[static_cast<size_t>(id)];
   }
   return j;
 }

@@ -101,6 +101,7 @@ int Program::append_op(Op op, std::span<const int> deps) {
   SHARDLINE_CHECK(dep_ids.size() + deps.size() < UINT32_MAX, "dependency pool overflow");
   op.deps_begin = static_cast<uint32_t>(dep_ids.size());
   dep_ids.insert(dep_ids.end(), deps.begin(), deps.end());
+  host_launches.push_back(op.kind == OpKind::Alloc || op.kind == OpKind::Free ? 0u : 1u);
   ops.push_back(std::move(op));
   return static_cast<int>(ops.size() - 1);
 }

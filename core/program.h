@@ -213,6 +213,11 @@ struct Program {
   HugePageVector<TensorSlice> slice_lists;  // every op's slices, a list per range below
   HugePageVector<SliceList> slice_list_ranges{SliceList{}};  // Op::slice_list indexes these; 0: empty
   HugePageVector<int> dep_ids;                // every op's dependencies, in op order (Op::deps_begin)
+  // The GPU activities (kernels, copies, collectives) the host launches to issue each op (index:
+  // op id), what the simulator's host term charges (cluster.host_launch, sim/host.h): 0 for
+  // alloc/free markers and 1 for every other op unless the scheduler counted more (a transformer
+  // unit's kernels, one-rank FSDP2's per-parameter casts). append_op gives the default.
+  HugePageVector<uint32_t> host_launches;
 
   int id_of(const Op& op) const { return op_index(ops, op); }
   const SliceList& slice_list(const Op& op) const { return slice_list_ranges[op.slice_list]; }

@@ -253,6 +253,15 @@ Program program_from_json(const json& j) {
     if (!std::equal(last.begin(), last.end(), op_slices.begin(), op_slices.end())) last_list = p.add_slices(op_slices);
     op.slice_list = last_list;
     p.append_op(op, op_deps);
+    // Optional (files written before it was counted): the kind's default from append_op.
+    if (ops[i].contains("host_launches")) {
+      const int launches = jf::get_int32(ops[i], "host_launches", path);
+      const bool marker = op.kind == OpKind::Alloc || op.kind == OpKind::Free;
+      if (launches < 0 || (marker && launches != 0))
+        throw InputError(jf::join_path(path, "host_launches"),
+                         marker ? "an alloc or free marker launches nothing: must be 0" : "must be >= 0");
+      p.host_launches.back() = static_cast<uint32_t>(launches);
+    }
   }
   for (size_t i = 0; i < p.ops.size(); ++i) check_op_contract(p, p.ops[i], jf::index_path("ops", i));
   return p;

@@ -191,6 +191,9 @@ struct ClusterSpec {
   LinkSpec intra_node;
   LinkSpec inter_node;
   double launch_overhead_us = 5.0;            // host cost to issue one op
+  // Host time per GPU activity launched (Program::host_launches): eager PyTorch's Python,
+  // dispatcher, autograd and CUDA launch per kernel; 0: the host costs launch_overhead_us per op only.
+  double host_launch_us = 0.0;
   double compute_slowdown_during_comm = 1.0;  // compute takes this factor longer while comm runs
   double comm_slowdown_during_compute = 1.0;  // transfers take this factor longer while compute runs
   double event_latency_us = 0.0;     // an event fires -> an op waiting for it can start this much later

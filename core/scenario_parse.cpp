@@ -66,7 +66,7 @@ constexpr const char* kSchema = R"json({
     "nodes": "int", "gpus_per_node": "int",
     "intra_node": {"bandwidth": "rate", "latency": "time"},
     "inter_node": {"bandwidth": "rate", "latency": "time"},
-    "launch_overhead": "time", "compute_slowdown_during_comm": "number", "comm_slowdown_during_compute": "number", "event_latency": "time", "compute_overhead": "time", "hierarchical_collectives": "bool"
+    "launch_overhead": "time", "host_launch": "time", "compute_slowdown_during_comm": "number", "comm_slowdown_during_compute": "number", "event_latency": "time", "compute_overhead": "time", "hierarchical_collectives": "bool"
   },
   "mesh": {"shard": "int", "replicate": "int"},
   "policy": {
@@ -658,6 +658,7 @@ ClusterSpec parse_merged_cluster(const json& merged, const json& sch, const std:
                                              " nodes; expected an object {bandwidth, latency}");
   }
   if (const json* v = o.opt("launch_overhead")) c.launch_overhead_us = as_time_us(*v, o.at("launch_overhead"), kMaxOverheadUs);
+  if (const json* v = o.opt("host_launch")) c.host_launch_us = as_time_us(*v, o.at("host_launch"), kMaxOverheadUs);
   if (const json* v = o.opt("event_latency")) c.event_latency_us = as_time_us(*v, o.at("event_latency"), kMaxOverheadUs);
   if (const json* v = o.opt("compute_overhead")) c.compute_overhead_us = as_time_us(*v, o.at("compute_overhead"), kMaxOverheadUs);
   if (const json* v = o.opt("comm_slowdown_during_compute")) {

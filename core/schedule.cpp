@@ -679,6 +679,11 @@ class Scheduler {
     out.link = ag_op_[b];
     out.dst_buffer = p_.ops[ag_op_[b]].dst_buffer;
     const int copy_out = em_.emit(std::move(out), {ag_op_[b]});
+    // FSDP2 copies an all-gather's output out with one split_with_sizes_copy kernel; on one rank
+    // it gathers nothing and casts each parameter into its unsharded tensor instead (a cast and a
+    // copy per parameter; docs/compute-model.md, "The host").
+    if (s_.mesh.shard == 1 && s_.policy.optimizer_params == OptimizerParams::DTensor)
+      set_host_launches(copy_out, 2 * static_cast<int64_t>(bucket.list.count));
     if (implicit_forward) {
       held_ag_buffer_ = b;
       held_copy_out_ = copy_out;
@@ -734,6 +739,7 @@ class Scheduler {
     op.set_compute_us(backward ? unit_us_[unit].backward_us : unit_us_[unit].forward_us);
     op.recompute = backward && u.recompute_forward;
     last_compute_ = em_.emit(std::move(op));
+    set_host_launches(last_compute_, backward ? unit_us_[unit].backward_launches : unit_us_[unit].forward_launches);
     return last_compute_;
   }
 
@@ -1025,7 +1031,7 @@ class Scheduler {
     int64_t shard_params = 0;
     for (const ParamInfo& param : p_.params) shard_params += param.shard_numel;
     const OptimizerTensors tensors = optimizer_tensors(s_, p_);
-    end_of_step_compute("clip_grad_norm", total_us(grad_clip_compute(s_, shard_params)));
+    end_of_step_compute("clip_grad_norm", grad_clip_compute(s_, shard_params, tensors.count));
     // What the optimizer step allocates beside its states: torch.optim's foreach AdamW computes
     // sqrt(v) for every local parameter at once (one state-sized copy of the shard), the
     // for-loop one parameter at a time, the fused kernel nothing.
@@ -1036,8 +1042,7 @@ class Scheduler {
     const bool with_temporary = s_.model.transformer && temporary > 0;
     if (with_temporary)
       memory_op(OpKind::Alloc, StreamId::Compute, MemoryKind::OptimizerTemporary, temporary, "optimizer temporary");
-    end_of_step_compute("optimizer_step",
-                        total_us(optimizer_step_compute(s_, shard_params, tensors.count)));
+    end_of_step_compute("optimizer_step", optimizer_step_compute(s_, shard_params, tensors.count));
     if (with_temporary)
       memory_op(OpKind::Free, StreamId::Compute, MemoryKind::OptimizerTemporary, temporary, "optimizer temporary");
     // zero_grad(set_to_none=True): the gradient shards go.
@@ -1045,11 +1050,17 @@ class Scheduler {
       memory_op(OpKind::Free, StreamId::Compute, MemoryKind::ShardedGrads, grad_shard_bytes_, "grad_shards");
   }
 
-  void end_of_step_compute(const char* name, double compute_us) {
+  void end_of_step_compute(const char* name, const std::vector<TimedKernel>& kernels) {
     if (!s_.model.transformer) return;
     Op op = make(OpKind::Compute, StreamId::Compute, name);
-    op.set_compute_us(compute_us);
+    op.set_compute_us(total_us(kernels));
     last_compute_ = em_.emit(std::move(op));
+    set_host_launches(last_compute_, total_launches(kernels));
+  }
+
+  void set_host_launches(int op, int64_t launches) {
+    SHARDLINE_CHECK(launches >= 0 && launches <= UINT32_MAX, "an op's launch count outside uint32");
+    p_.host_launches[static_cast<size_t>(op)] = static_cast<uint32_t>(launches);
   }
 
   const Scenario& s_;

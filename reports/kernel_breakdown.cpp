@@ -66,6 +66,7 @@ void for_each_kernel_trace_event(const Timeline& t, const std::vector<UnitComput
                   {"bytes", k.bytes},
                   {"kernel_us", k.time_us},
                   {"memory_bound", k.memory_bound},
+                  {"launches", k.launches},
                   {"op", iv.op}}}});
       at += dur;
     }

@@ -5,20 +5,26 @@
 
 namespace shardline::sim {
 
-double host_issue_cost_us(const Op& op, double launch_overhead_us) {
-  const bool marker = op.kind == OpKind::Alloc || op.kind == OpKind::Free;
-  return marker ? 0.0 : launch_overhead_us;
+HostThread::HostThread(const Program& program, double launch_overhead_us, double host_launch_us)
+    : ops_(program.ops), launches_(program.host_launches), launch_overhead_us_(launch_overhead_us), host_launch_us_(host_launch_us) {
+  if (launches_.size() != ops_.size()) {
+    std::fprintf(stderr, "shardline sim host: %zu host launch counts for %zu ops\n", launches_.size(), ops_.size());
+    std::abort();
+  }
 }
 
-HostThread::HostThread(const Program& program, double launch_overhead_us)
-    : ops_(program.ops), launch_overhead_us_(launch_overhead_us) {}
+double HostThread::issue_cost_us(int id) const {
+  const Op& op = ops_[static_cast<size_t>(id)];
+  const bool marker = op.kind == OpKind::Alloc || op.kind == OpKind::Free;
+  return (marker ? 0.0 : launch_overhead_us_) + launches_us(id);
+}
 
 void HostThread::issue_next() {
   if (next_op() < 0) {
     std::fprintf(stderr, "shardline sim host: issue_next with nothing left to issue\n");
     std::abort();
   }
-  clock_us_ += host_issue_cost_us(ops_[next_], launch_overhead_us_);
+  clock_us_ += issue_cost_us(next_);
   ++next_;
 }
 

@@ -9,6 +9,8 @@
 //   the rank's transfers by comm_slowdown_during_copy while it runs;
 //   Compute: compute_overhead_us + compute_us of work, slowed while collectives are in flight
 //   (sim/compute.h);
+//   a compute or copy op ends no earlier than the host made its last launch (cluster.host_launch
+//   x Program::host_launches after its issue; sim/host.h);
 //   collectives: the cost model's phases, each a latency then a flow on a link (sim/network.h);
 //   while any compute op runs, links (and the copy resource) carry 1 / cluster.comm_slowdown_during_compute
 //   of their capacity (flows are re-rated when the first compute op starts and the last one ends).
@@ -142,7 +144,7 @@ class Simulation {
         variation_(variation),
         step_(step),
         plan_(program),
-        host_(program, scenario.cluster.launch_overhead_us),
+        host_(program, scenario.cluster.launch_overhead_us, scenario.cluster.host_launch_us),
         memory_(program.static_memory_bytes, 0, step == nullptr),
         stream_memory_(program.static_memory_bytes, 0, true),
         draw_memory_by_stream_(step == nullptr && !program.memory_follows_streams) {
@@ -162,6 +164,7 @@ class Simulation {
         ranks_.back().compute_factor = variation_->compute_factor[static_cast<size_t>(r)];
     }
     const size_t n = program.ops.size();
+    if (scenario.cluster.host_launch_us > 0) launches_done_us_.assign(n, 0.0);
     memory_.reserve(memory_markers);  // rank 0's memory samples: one per alloc/free, allocated once
     if (draw_memory_by_stream_) stream_memory_.reserve(memory_markers);
     if (every_span) {
@@ -311,6 +314,7 @@ class Simulation {
         while (host_.next_op() >= 0 && host_.next_issue_us() <= now) {
           const int op = host_.next_op();
           if (!issue_us_.empty()) issue_us_[static_cast<size_t>(op)] = now;
+          if (!launches_done_us_.empty()) launches_done_us_[static_cast<size_t>(op)] = now + host_.launches_us(op);
           if (step_ != nullptr) step_->issue(now);
           for (RankState& each : ranks_)
             if (OpInterval* iv = interval(each, op)) iv->issue_us = now;
@@ -329,12 +333,14 @@ class Simulation {
         return;
       }
       case kOpDone:
+        if (held_by_host(r, e.target)) return;
         start_ready(r, finish_op(r, e.target));
         return;
       case kComputeDone: {
         if (!r.compute.is_current(e.target, e.version)) return;  // re-rated since
         r.compute.finish(e.target);
         if (r.compute.running_count() == 0) set_compute_running(r, false);
+        if (held_by_host(r, e.target)) return;
         start_ready(r, finish_op(r, e.target));
         return;
       }
@@ -360,6 +366,19 @@ class Simulation {
       default:
         broken("unknown event kind", e.target);
     }
+  }
+
+  // A compute or copy op whose work is done before the host has made its last launch
+  // (sim/host.h) ends then (its kernels run as they are launched): its end is rescheduled
+  // (kOpDone) and true returned.
+  bool held_by_host(RankState& r, int id) {
+    if (launches_done_us_.empty()) return false;
+    const Op& op = program_.ops[id];
+    if (op.kind != OpKind::Compute && op.kind != OpKind::CopyIn && op.kind != OpKind::CopyOut) return false;
+    const double done = launches_done_us_[static_cast<size_t>(id)];
+    if (!(engine_.now_us() < done)) return false;
+    schedule(done, kOpDone, rank_index(r), id);
+    return true;
   }
 
   // Starts the ready head of each stream in `streams` (a bit per stream), in stream order.
@@ -637,6 +656,7 @@ class Simulation {
   std::unordered_map<uint64_t, CollectiveInstance> instances_;
   HugePageVector<OpInterval> intervals_;  // per recorded rank, every op
   HugePageVector<double> issue_us_;    // every span kept: each op's issue time (the same on every rank)
+  HugePageVector<double> launches_done_us_;  // cluster.host_launch > 0: when the host made each op's last launch
   HugePageVector<double> spans_;       //   and each rank's start and end of it
   struct SyncRecord {
     double sync_us = 0;  // when the last member arrived and data began to move
@@ -686,7 +706,8 @@ Timeline simulate_program(const Scenario& given, const Program& program, const S
                           std::pair{"cluster.comm_slowdown_during_compute", scenario.cluster.comm_slowdown_during_compute}})
     if (!(f >= 1.0) || !std::isfinite(f)) throw InputError(where, "the slow-down factor must be a finite number >= 1");
   for (auto [where, t] : {std::pair{"cluster.event_latency", scenario.cluster.event_latency_us},
-                          std::pair{"cluster.compute_overhead", scenario.cluster.compute_overhead_us}})
+                          std::pair{"cluster.compute_overhead", scenario.cluster.compute_overhead_us},
+                          std::pair{"cluster.host_launch", scenario.cluster.host_launch_us}})
     if (!(t >= 0) || !std::isfinite(t)) throw InputError(where, "must be a finite time >= 0");
   if (scenario.cluster.gpus_per_node < 1) throw InputError("cluster.gpus_per_node", "must be at least 1");
   if (program.groups.empty()) throw InputError("groups", "the program needs its group table");

@@ -165,6 +165,13 @@ TEST_F(SimulateCli, EventLatencyAndComputeOverheadLengthenTheStep) {
   expect_input_error("simulate " + scenario("host-tiny-fsdp.json") + " --set cluster.event_latency=-1us", "cluster.event_latency");
   expect_input_error("simulate " + scenario("host-tiny-fsdp.json") + " --set cluster.comm_slowdown_during_compute=0.5",
                      "cluster.comm_slowdown_during_compute");
+  // cluster.host_launch: a host that takes 20 ms per launch sets every one of the 12 compute ops'
+  // end (one launch each, explicit units) and the copies' ops: the step is at least 12 x 20 ms.
+  EXPECT_GE(metrics(" --set cluster.host_launch=20ms")["step_time_us"].get<double>(), 12 * 20000.0);
+  expect_input_error("simulate " + scenario("host-tiny-fsdp.json") + " --set cluster.host_launch=-1us", "cluster.host_launch");
+  // A misspelt key names itself and suggests the closest.
+  expect_input_error("simulate " + scenario("host-tiny-fsdp.json") + " --set cluster.host_lanch=1us", "cluster.host_lanch");
+  expect_input_error("simulate " + scenario("host-tiny-fsdp.json") + " --set cluster.host_lanch=1us", "host_launch");
 }
 
 TEST_F(SimulateCli, MissingScenarioFileExits2NamingIt) {

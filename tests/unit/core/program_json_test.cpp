@@ -131,6 +131,29 @@ TEST(ProgramJson, RoundTripKeepsEveryField) {
   EXPECT_EQ(back.params[0].shard_numel, 250);
 }
 
+// Each op's launches (the host term's count) round-trip; a Program written before they were
+// counted reads with the kind's default (markers 0, every other op 1); a marker that launches
+// something, or a negative count, is refused naming the field.
+TEST(ProgramJson, HostLaunchesRoundTripDefaultByKindAndAreChecked) {
+  Program p = sample_program();
+  p.host_launches[2] = 37;
+  json j = program_to_json(p);
+  EXPECT_EQ(j["ops"][2]["host_launches"], 37);
+  EXPECT_EQ(j["ops"][3]["host_launches"], 0);
+  EXPECT_EQ(program_from_json(json::parse(j.dump())).host_launches[2], 37u);
+  json old = j;
+  for (json& op : old["ops"]) op.erase("host_launches");
+  const Program defaults = program_from_json(old);
+  EXPECT_EQ(std::vector<uint32_t>(defaults.host_launches.begin(), defaults.host_launches.end()),
+            (std::vector<uint32_t>{1, 1, 1, 0}));
+  json bad = j;
+  bad["ops"][3]["host_launches"] = 2;  // the free marker
+  EXPECT_EQ(error_path([&] { program_from_json(bad); }), "ops[3].host_launches");
+  bad = j;
+  bad["ops"][2]["host_launches"] = -1;
+  EXPECT_EQ(error_path([&] { program_from_json(bad); }), "ops[2].host_launches");
+}
+
 // A free's allocator pool: written for allocs and frees; a Program written before it existed
 // reads as the op's own stream; an alloc's is its own stream, or the file is refused.
 TEST(ProgramJson, AFreesPoolDefaultsToItsStreamAndAnAllocsIsItsOwn) {

@@ -130,6 +130,53 @@ TEST(Simulator, HostRunsAheadOfABusyGpu) {
   }
 }
 
+// cluster.host_launch: the host pays it per launch an op makes (Program::host_launches), and an
+// op whose GPU work is shorter than its launches ends when the host has made the last one.
+TEST(Simulator, HostPaysEachLaunchAndAnOpEndsNoEarlierThanItsLastLaunch) {
+  Scenario s = test_scenario();
+  s.cluster.launch_overhead_us = 1.0;
+  s.cluster.host_launch_us = 10.0;
+  ProgramBuilder b;
+  const int many = b.compute(5);       // 4 launches: the host takes 1 + 40 us, the GPU 5
+  const int marker = b.alloc(16, StreamId::Compute);
+  const int long_op = b.compute(100);  // 1 launch
+  const int copy = b.copy_out(1);      // 3 launches, a 1-byte copy
+  b.program().host_launches[static_cast<size_t>(many)] = 4;
+  b.program().host_launches[static_cast<size_t>(copy)] = 3;
+  EXPECT_EQ(b.program().host_launches[static_cast<size_t>(marker)], 0u) << "markers launch nothing";
+  EXPECT_EQ(b.program().host_launches[static_cast<size_t>(long_op)], 1u) << "one launch unless counted";
+  const Timeline t = simulate(s, b.program());
+  EXPECT_DOUBLE_EQ(at(t, many).start_us, 0.0);
+  EXPECT_DOUBLE_EQ(at(t, many).end_us, 40.0) << "its last launch is made 4 x 10 us after its issue";
+  EXPECT_DOUBLE_EQ(at(t, marker).issue_us, 41.0);
+  EXPECT_DOUBLE_EQ(at(t, long_op).issue_us, 41.0);
+  EXPECT_DOUBLE_EQ(at(t, long_op).end_us, 141.0) << "GPU-bound: its work sets its end";
+  EXPECT_DOUBLE_EQ(at(t, copy).issue_us, 52.0);
+  EXPECT_DOUBLE_EQ(at(t, copy).start_us, 141.0);
+  EXPECT_NEAR(at(t, copy).end_us, 141.0, 1e-3) << "its launches (52 + 30 us) were made long before";
+
+  // Without the host term the same Program is today's: one launch overhead per op.
+  s.cluster.host_launch_us = 0.0;
+  const Timeline plain = simulate(s, b.program());
+  EXPECT_DOUBLE_EQ(at(plain, many).end_us, 5.0);
+  EXPECT_DOUBLE_EQ(at(plain, long_op).issue_us, 1.0);
+}
+
+TEST(Simulator, AHostBoundStepIsTheHostsIssueTime) {
+  Scenario s = test_scenario();
+  s.cluster.launch_overhead_us = 0.0;
+  s.cluster.host_launch_us = 50.0;
+  ProgramBuilder b;
+  for (int k = 0; k < 10; ++k) {
+    const int op = b.compute(20);  // 20 us of GPU work in 3 launches: 150 us of host time
+    b.program().host_launches[static_cast<size_t>(op)] = 3;
+  }
+  const Timeline t = simulate(s, b.program());
+  EXPECT_DOUBLE_EQ(compute_metrics(t).step_time_us, 10 * 150.0);
+  s.cluster.host_launch_us = 1.0;  // GPU-bound again
+  EXPECT_DOUBLE_EQ(compute_metrics(simulate(s, b.program())).step_time_us, 10 * 20.0);
+}
+
 class LoneCollective : public ::testing::TestWithParam<OpKind> {};
 
 TEST_P(LoneCollective, ReproducesRingTimeOnTheIntraNodeLink) {
