@@ -8,8 +8,12 @@ cross-entropy, AdamW and gradient clipping, optionally full activation checkpoin
 
 For each configuration it prints and writes (JSON lines, --out) the median step time over the
 measured steps, tokens/s, and the CUDA caching allocator's peaks after warm-up: allocated, active,
-reserved, and its alloc retries. --trace DIR writes a torch.profiler trace of two more steps of
-the first configuration, or with --only of each one selected (for `shardline import`).
+reserved, and its alloc retries, and the host's time to issue the step and each phase of it.
+--trace DIR writes a torch.profiler trace of two more steps of the first configuration, or with
+--only of each one selected (for `shardline import`). --count-launches counts the GPU activities
+each phase launches (one more step, profiled); --host-twin SEQ runs each configuration's host twin
+(one sample of SEQ tokens per micro-batch: the host's own cost, for `cluster.host_launch`;
+bench/gpu/fit_host.py); --layers N runs it with N blocks.
 
 Runs on one GPU as a one-rank process group (no launcher needed); needs PyTorch >= 2.6.
   python3 bench/gpu/fsdp_step.py --out results.jsonl [--trace DIR] [--steps 10] [--warmup 3]
