@@ -359,6 +359,7 @@ class Simulation {
           phase_done(r, op);
         } else {  // a copy flow (CostModel::copy_link_bytes)
           if (--r.copy_flows == 0) set_copy_running(r, false);
+          if (held_by_host(r, op)) return;
           start_ready(r, finish_op(r, op));
         }
         return;
