@@ -216,7 +216,8 @@ struct Program {
   // The GPU activities (kernels, copies, collectives) the host launches to issue each op (index:
   // op id), what the simulator's host term charges (cluster.host_launch, sim/host.h): 0 for
   // alloc/free markers and 1 for every other op unless the scheduler counted more (a transformer
-  // unit's kernels, one-rank FSDP2's per-parameter casts). append_op gives the default.
+  // unit's kernels, the end-of-step ops' multi-tensor launches, one-rank FSDP2's per-parameter
+  // casts). append_op gives the default.
   HugePageVector<uint32_t> host_launches;
 
   int id_of(const Op& op) const { return op_index(ops, op); }

@@ -325,6 +325,7 @@ class Scheduler {
     const size_t expected = expected_op_count(gathers, syncs);
     p_.ops.reserve(expected);
     p_.dep_ids.reserve(expected * 3 / 4);  // about 0.4-0.6 dependencies per op
+    p_.host_launches.reserve(expected);
     ag_of_unit_.assign(U, {});
     for (int b = 0; b < static_cast<int>(ag_.size()); ++b)
       for (int u : units_of(ag_[b])) ag_of_unit_[u].push_back(b);
@@ -1059,7 +1060,8 @@ class Scheduler {
   }
 
   void set_host_launches(int op, int64_t launches) {
-    SHARDLINE_CHECK(launches >= 0 && launches <= UINT32_MAX, "an op's launch count outside uint32");
+    // program.json reads the count back as an int32.
+    SHARDLINE_CHECK(launches >= 0 && launches <= INT32_MAX, "an op's launch count outside int32");
     p_.host_launches[static_cast<size_t>(op)] = static_cast<uint32_t>(launches);
   }
 

@@ -112,6 +112,7 @@ void set_timeline_ops(Timeline& timeline, Program&& program) {
   HugePageVector<int>().swap(program.dep_ids);
   HugePageVector<TensorSlice>().swap(program.slice_lists);
   HugePageVector<SliceList>().swap(program.slice_list_ranges);
+  HugePageVector<uint32_t>().swap(program.host_launches);
   for (size_t g = 0; g < timeline.group_sizes.size(); ++g) timeline.group_sizes[g] = g < program.groups.size() ? program.groups[g].size : 1;
   for (Op& op : timeline.ops) {
     op.slice_list = 0;  // a Timeline has no slice or dependency arrays

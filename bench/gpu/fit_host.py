@@ -30,9 +30,12 @@ import predict  # noqa: E402  (scenario_of, the binary's default path)
 
 
 def rows_of(path):
+    """The file's first environment record and its measured rows (environment records of files
+    joined together, and rows that failed, left out)."""
     with open(path) as f:
         rows = [json.loads(line) for line in f if line.strip()]
-    return rows[0].get("environment", {}), [r for r in rows[1:] if "error" not in r]
+    environment = next((r["environment"] for r in rows if "environment" in r), {})
+    return environment, [r for r in rows if "name" in r and "error" not in r]
 
 
 def launches(row):
@@ -74,7 +77,7 @@ def main():
     per_launch = []
     for r in twins:
         n = launches(r)
-        if n is None:
+        if not n:
             raise SystemExit(f"{args.twins}: {r['name']} has no launch counts (fsdp_step.py --count-launches)")
         per_launch.append(1000.0 * r["host_issue_ms_median"] / n)
         print(f"{r['name']:<46} {r['host_issue_ms_median']:8.1f} {n:8d} {per_launch[-1]:9.1f}")

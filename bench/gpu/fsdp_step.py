@@ -217,9 +217,11 @@ def launches_per_phase(step):
 
     torch.cuda.synchronize()
     begin()
-    step(mark)
-    torch.cuda.synchronize()
-    box["prof"].__exit__(None, None, None)
+    try:
+        step(mark)
+        torch.cuda.synchronize()
+    finally:  # a failed step must not leave a profiler running for the next configuration
+        box["prof"].__exit__(None, None, None)
     return counts
 
 
@@ -230,6 +232,7 @@ def run_config(cfg, steps, warmup, trace_dir, optimizer="foreach", host_twin_seq
     # the host up: its host times are the host's own cost of issuing the configuration's step.
     if layers_override:
         name, layers = f"{name}-{layers_override}-layers", layers_override
+    full_size_name = name  # the configuration a twin stands for (with its blocks)
     if host_twin_seq:
         name, seq, mbs = f"{name}-host-twin", host_twin_seq, 1
     extra = cfg[10] if len(cfg) > 10 else LLAMA
@@ -349,7 +352,7 @@ def run_config(cfg, steps, warmup, trace_dir, optimizer="foreach", host_twin_seq
         "host_issue_ms_median": statistics.median(host_ms),
         "host_phase_ms_median": {k: statistics.median(p[k] for p in phase_ms) for k in phase_ms[0]},
         "micro_batches": micro_batches,
-        "host_twin_of": cfg[0] if host_twin_seq else None,
+        "host_twin_of": full_size_name if host_twin_seq else None,
         "tokens_per_s": micro_batches * mbs * seq / (step_ms / 1000.0),
         "max_memory_allocated": torch.cuda.max_memory_allocated(),
         "max_memory_reserved": torch.cuda.max_memory_reserved(),

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One call on a machine with one GPU (about 4 minutes): the host's cost of issuing eager FSDP2
+# One call on a machine with one GPU (about 3 minutes; its timeouts allow 8): the host's cost of issuing eager FSDP2
 # steps, for a host term in the model. On the same machine:
 #  1. full-size steps of ten configurations (fsdp_step.py, fused AdamW), unprofiled, with the
 #     host's time per phase, then one more step per configuration profiled phase by phase to count

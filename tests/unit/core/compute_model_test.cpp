@@ -450,7 +450,11 @@ TEST(Schedule, EachOpCarriesTheLaunchesTheHostMakesForIt) {
     const Program p = schedule(s);
     ASSERT_EQ(p.host_launches.size(), p.ops.size());
     const std::vector<UnitCompute> units = unit_breakdowns(s);
-    int compute_checked = 0, copy_outs = 0;
+    int64_t shard_params = 0;
+    for (const ParamInfo& param : p.params) shard_params += param.shard_numel;
+    const auto tensors = static_cast<int64_t>(p.params.size());
+    int compute_checked = 0, copy_outs = 0, end_of_step = 0;
+    int64_t forward_copy_out_launches = 0;
     for (const Op& op : p.ops) {
       const uint32_t launches = p.host_launches[static_cast<size_t>(p.id_of(op))];
       if (op.kind == OpKind::Alloc || op.kind == OpKind::Free) {
@@ -462,16 +466,26 @@ TEST(Schedule, EachOpCarriesTheLaunchesTheHostMakesForIt) {
         EXPECT_EQ(launches, static_cast<uint32_t>(expected)) << p.name(op);
         EXPECT_GT(launches, s.model.units[static_cast<size_t>(op.unit)].part == TransformerPart::Block ? 5u : 0u) << p.name(op);
         ++compute_checked;
+      } else if (op.kind == OpKind::Compute) {  // clipping, then the optimizer step
+        const bool clip = p.name(op).rfind("clip_grad_norm", 0) == 0;
+        EXPECT_EQ(launches, total_launches(clip ? grad_clip_compute(s, shard_params, tensors)
+                                                : optimizer_step_compute(s, shard_params, tensors)))
+            << p.name(op);
+        EXPECT_GE(launches, clip ? 2u : 1u);
+        ++end_of_step;
       } else if (op.kind == OpKind::CopyOut) {
-        const uint32_t tensors = p.slice_list(op).count;
-        EXPECT_EQ(launches, shard == 1 ? 2 * tensors : 1u) << p.name(op);
+        if (shard > 1) EXPECT_EQ(launches, 1u) << p.name(op);
+        if (op.phase == Phase::Forward) forward_copy_out_launches += launches;
         ++copy_outs;
-      } else if (op.kind != OpKind::Compute) {
+      } else {
         EXPECT_EQ(launches, 1u) << p.name(op);
       }
     }
     EXPECT_GT(compute_checked, 4);
     EXPECT_GT(copy_outs, 2);
+    EXPECT_EQ(end_of_step, 2);
+    // One rank: forward unshards every parameter once, casting and copying each.
+    if (shard == 1) EXPECT_EQ(forward_copy_out_launches, 2 * tensors);
   }
 }
 

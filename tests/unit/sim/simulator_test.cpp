@@ -154,6 +154,13 @@ TEST(Simulator, HostPaysEachLaunchAndAnOpEndsNoEarlierThanItsLastLaunch) {
   EXPECT_DOUBLE_EQ(at(t, copy).issue_us, 52.0);
   EXPECT_DOUBLE_EQ(at(t, copy).start_us, 141.0);
   EXPECT_NEAR(at(t, copy).end_us, 141.0, 1e-3) << "its launches (52 + 30 us) were made long before";
+  // A copy on an idle stream whose launches take longer than the copy ends with its last launch.
+  ProgramBuilder c;
+  const int lone_copy = c.copy_in(1000);  // 1 ns of copying
+  c.program().host_launches[static_cast<size_t>(lone_copy)] = 5;
+  const Timeline copy_held = simulate(s, c.program());
+  EXPECT_DOUBLE_EQ(at(copy_held, lone_copy).start_us, 0.0);
+  EXPECT_DOUBLE_EQ(at(copy_held, lone_copy).end_us, 50.0);
 
   // Without the host term the same Program is today's: one launch overhead per op.
   s.cluster.host_launch_us = 0.0;
