@@ -13,8 +13,8 @@ and shardline's launch count for the step beside the counted one.
       --preset h100-sxm-dgx-torch2.11 [--gate MAX]
 
 --gate MAX exits 1 when the check rows' mean |log(predicted / measured)| step time with the term
-is above MAX. The value is the measured machine's host's: no preset carries it (hosts of one GPU
-kind differed 1.6x; docs/compute-model.md, "The host").
+is above MAX. The value is the measured machine's host's: no preset carries it (one host-bound
+step took 1.6x as long on one H200 machine as on another; docs/compute-model.md, "The host").
 """
 import argparse
 import json
