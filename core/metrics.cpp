@@ -262,6 +262,7 @@ Metrics StepAccumulator::finish(const Timeline& t, std::optional<int64_t> peak_m
   const double step_start = bounds_.start_us();
   Metrics m;
   m.step_time_us = bounds_.end_us() - step_start;
+  m.host_issue_us = std::max(0.0, bounds_.issue_span_us());
 
   // Every span summed: compute busy is the compute kind's union, comm busy the union of the
   // three collective kinds.
@@ -347,6 +348,7 @@ json metrics_to_json(const Metrics& m) {
   j["overlap_efficiency"] = m.overlap_efficiency;
   j["forward_us"] = m.forward_us;
   j["backward_us"] = m.backward_us;
+  j["host_issue_us"] = m.host_issue_us;
   j["peak_memory_bytes"] = m.peak_memory_bytes;
   j["peak_reserved_bytes"] = m.peak_reserved_bytes;
   j["min_reserved_bytes"] = m.min_reserved_bytes;
@@ -382,6 +384,8 @@ Metrics metrics_from_json(const json& j) {
     throw InputError("overlap_efficiency", "must be in [0, 1], found " + number_text(m.overlap_efficiency));
   m.forward_us = time_from_json(j, "forward_us", "");
   m.backward_us = time_from_json(j, "backward_us", "");
+  // Files written before it (2026-11-27): unknown, 0.
+  m.host_issue_us = jf::has_member(j, "host_issue_us") ? time_from_json(j, "host_issue_us", "") : 0.0;
   m.peak_memory_bytes = count_from_json(j, "peak_memory_bytes", "");
   // Files written before the reserved estimate and throughput existed: the reserve is taken as
   // none (reserved = allocated) and every throughput value as unknown.

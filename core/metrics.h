@@ -46,6 +46,9 @@ struct Metrics {
   double overlap_efficiency = 1; // 1 - exposed / comm busy (1 when no comm)
   double forward_us = 0;         // step start to end of the last forward compute
   double backward_us = 0;        // the rest of the step
+  // Step start to the last op's issue: the host's time to issue the step (about the step where
+  // the host sets it; 0 where the timeline records no issue times).
+  double host_issue_us = 0;
   int64_t peak_memory_bytes = 0;    // peak allocated (what the memory tracker counts)
   int64_t peak_reserved_bytes = 0;  // estimate (estimate_reserved, core/memory_reserve.h); 0 without samples
   int64_t min_reserved_bytes = 0;   // the least reserve the step needs (at capacity); 0 without samples

@@ -100,6 +100,7 @@ class StepBounds {
   void issue(double issue_us) {
     if (issue_us != 0) has_issue_ = true;
     min_issue_us_ = std::min(min_issue_us_, issue_us);
+    max_issue_us_ = std::max(max_issue_us_, issue_us);
   }
   void ran(double start_us, double end_us) {
     ran_ = true;
@@ -109,10 +110,14 @@ class StepBounds {
   bool empty() const { return !ran_; }
   double start_us() const { return has_issue_ ? std::min(min_issue_us_, min_start_us_) : min_start_us_; }
   double end_us() const { return end_us_; }
+  // The step's start to its last op's issue: how long the host took to issue the step (0 for a
+  // timeline that records no issue times).
+  double issue_span_us() const { return has_issue_ ? max_issue_us_ - start_us() : 0.0; }
 
  private:
   bool ran_ = false, has_issue_ = false;
   double min_issue_us_ = std::numeric_limits<double>::infinity();
+  double max_issue_us_ = -std::numeric_limits<double>::infinity();
   double min_start_us_ = std::numeric_limits<double>::infinity();
   double end_us_ = -std::numeric_limits<double>::infinity();
 };

@@ -97,6 +97,7 @@ std::string summary_table(const Scenario& scenario, const Timeline& timeline, co
   row("step time", step, "");
   row("  forward", m.forward_us, percent(m.forward_us, step));
   row("  backward", m.backward_us, percent(m.backward_us, step));
+  row("host issue", m.host_issue_us, percent(m.host_issue_us, step) + " of step (step start to the last op issued)");
   row("compute busy", m.compute_busy_us, percent(m.compute_busy_us, step) + " of step");
   row("comm busy", m.comm_busy_us, percent(m.comm_busy_us, step) + " of step (union of collectives)");
   for (OpKind k : {OpKind::AllGather, OpKind::ReduceScatter, OpKind::AllReduce, OpKind::CopyIn, OpKind::CopyOut}) {

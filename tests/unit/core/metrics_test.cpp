@@ -57,6 +57,7 @@ TEST(Metrics, HandComputedStepOnOneRank) {
   EXPECT_NEAR(m.overlap_efficiency, 1.0 - 20.0 / 36.0, 1e-12);
   EXPECT_DOUBLE_EQ(m.forward_us, 30.0);              // to the end of the forward compute
   EXPECT_DOUBLE_EQ(m.backward_us, 30.0);
+  EXPECT_DOUBLE_EQ(m.host_issue_us, 5.0);            // the marker, the last op issued, at 5
   EXPECT_EQ(m.peak_memory_bytes, 900);
   EXPECT_EQ(m.memory_capacity_bytes, 1000);
   EXPECT_TRUE(m.fits_memory);                        // 900 <= 1000 * 0.9
@@ -287,7 +288,7 @@ TEST(MetricsJson, RoundTripsAndHasEveryKey) {
   nlohmann::json j = metrics_to_json(m);
   for (const char* key : {"step_time_us", "compute_busy_us", "comm_busy_us", "exposed_comm_us", "overlap_efficiency",
                           "peak_memory_bytes", "peak_reserved_bytes", "peak_allocator_reserved_bytes", "memory_capacity_bytes", "fits_memory", "forward_us",
-                          "backward_us", "by_kind", "throughput"}) {
+                          "backward_us", "host_issue_us", "by_kind", "throughput"}) {
     EXPECT_TRUE(j.contains(key)) << key;
   }
   EXPECT_EQ(j["by_kind"]["all_gather"]["bytes"], 150);
