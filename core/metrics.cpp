@@ -207,7 +207,7 @@ void StepAccumulator::add(const Op& op, double start_us, double end_us) {
     if (last.size() <= mb) last.resize(mb + 1, -kInf);
     last[mb] = std::max(last[mb], end_us);
   }
-  if (op.kind == OpKind::Alloc || op.kind == OpKind::Free) return;
+  if (is_marker(op.kind)) return;
   const size_t k = static_cast<size_t>(op.kind);
   kind_stats_[k].count += 1;
   kind_stats_[k].bytes += op.bytes();
@@ -262,7 +262,7 @@ Metrics StepAccumulator::finish(const Timeline& t, std::optional<int64_t> peak_m
   const double step_start = bounds_.start_us();
   Metrics m;
   m.step_time_us = bounds_.end_us() - step_start;
-  m.host_issue_us = std::max(0.0, bounds_.issue_span_us());
+  m.host_issue_us = bounds_.issue_span_us();
 
   // Every span summed: compute busy is the compute kind's union, comm busy the union of the
   // three collective kinds.

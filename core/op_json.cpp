@@ -81,7 +81,7 @@ json op_to_json(const OpLabels& labels, const Program* program, const Op& op, in
   j["compute_us"] = op.compute_us();
   j["recompute"] = op.recompute;
   j["memory"] = memory_kind_name(op.memory);
-  if (op.kind == OpKind::Alloc || op.kind == OpKind::Free) j["pool"] = stream_name(op.pool);
+  if (is_marker(op.kind)) j["pool"] = stream_name(op.pool);
   j["name"] = op_name(labels, op);
   if (program != nullptr) {
     json slices = json::array();
@@ -131,7 +131,7 @@ OpRecord op_from_json(const json& j, const std::string& path, OpLabels& labels, 
   op.recompute = jf::get_bool(j, "recompute", path);
   op.memory = parse_memory_kind(jf::member(j, "memory", path), jf::join_path(path, "memory"));
   // The allocator pool (alloc/free; Programs written before it existed: the op's own stream).
-  op.pool = (op.kind == OpKind::Alloc || op.kind == OpKind::Free) && jf::has_member(j, "pool")
+  op.pool = is_marker(op.kind) && jf::has_member(j, "pool")
                 ? parse_stream(j.at("pool"), jf::join_path(path, "pool"))
                 : op.stream;
   if (op.kind == OpKind::Alloc && op.pool != op.stream)

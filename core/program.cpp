@@ -101,7 +101,7 @@ int Program::append_op(Op op, std::span<const int> deps) {
   SHARDLINE_CHECK(dep_ids.size() + deps.size() < UINT32_MAX, "dependency pool overflow");
   op.deps_begin = static_cast<uint32_t>(dep_ids.size());
   dep_ids.insert(dep_ids.end(), deps.begin(), deps.end());
-  host_launches.push_back(op.kind == OpKind::Alloc || op.kind == OpKind::Free ? 0u : 1u);
+  host_launches.push_back(is_marker(op.kind) ? 0u : 1u);
   ops.push_back(std::move(op));
   return static_cast<int>(ops.size() - 1);
 }
@@ -114,6 +114,8 @@ int Program::add_op(Op op, const std::vector<int>& deps, const std::vector<Tenso
 bool is_collective(OpKind k) {
   return k == OpKind::AllGather || k == OpKind::ReduceScatter || k == OpKind::AllReduce;
 }
+
+bool is_marker(OpKind k) { return k == OpKind::Alloc || k == OpKind::Free; }
 
 CollectiveKind collective_kind(OpKind k) {
   SHARDLINE_CHECK(is_collective(k), "collective_kind() of a non-collective op");

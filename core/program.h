@@ -46,6 +46,7 @@ std::string_view comm_group_name(CommGroup g);  // "none", "shard", "replicate",
 std::string_view memory_kind_name(MemoryKind m);
 std::string_view reduction_name(Reduction r);   // "none", "sum", "avg"
 bool is_collective(OpKind k);
+bool is_marker(OpKind k);  // alloc / free: allocator bookkeeping, no GPU work
 CollectiveKind collective_kind(OpKind k);  // asserts is_collective(k)
 
 // A range of one parameter's elements in each rank's local shard: elements

@@ -256,7 +256,7 @@ Program program_from_json(const json& j) {
     // Optional (files written before it was counted): the kind's default from append_op.
     if (ops[i].contains("host_launches")) {
       const int launches = jf::get_int32(ops[i], "host_launches", path);
-      const bool marker = op.kind == OpKind::Alloc || op.kind == OpKind::Free;
+      const bool marker = is_marker(op.kind);
       if (launches < 0 || (marker && launches != 0))
         throw InputError(jf::join_path(path, "host_launches"),
                          marker ? "an alloc or free marker launches nothing: must be 0" : "must be >= 0");

@@ -347,7 +347,7 @@ void set_measured_ops(Timeline& timeline, const Plan& plan) {
   set_timeline_ops(timeline, plan.program);
   for (size_t i = 0; i < timeline.ops.size(); ++i) {
     Op& op = timeline.ops[i];
-    if (op.kind == OpKind::Alloc || op.kind == OpKind::Free) op.set_bytes((op.bytes() + plan.scale - 1) / plan.scale);
+    if (is_marker(op.kind)) op.set_bytes((op.bytes() + plan.scale - 1) / plan.scale);
     else if (op.kind != OpKind::Compute) op.set_bytes(plan.ops[i].moved_bytes);
   }
 }

@@ -610,7 +610,7 @@ void place_markers(const Program& p, const std::vector<MemoryEvent>& memory, dou
   for (int i = 0; i < n; ++i) {
     const Op& op = p.ops[static_cast<size_t>(i)];
     OpTimesNs& t = times[static_cast<size_t>(i)];
-    const bool marker = op.kind == OpKind::Alloc || op.kind == OpKind::Free;
+    const bool marker = is_marker(op.kind);
     if (!marker && t.issue == kNone) {
       SHARDLINE_CHECK(p.world_size == 1 && (is_collective(op.kind) || op.kind == OpKind::CopyIn),
                       "only a one-rank run's collectives and all-gather copy-ins go without a match");

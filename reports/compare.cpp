@@ -29,8 +29,6 @@
 namespace shardline {
 namespace {
 
-bool is_marker(OpKind k) { return k == OpKind::Alloc || k == OpKind::Free; }
-
 // Compare reads complete timelines: the simulator and the executors record every op once per
 // rank and iteration, so ranks x iterations x ops must equal the rows present. Checked in O(1)
 // before the metrics allocate anything per rank, so a file claiming 2147483647 ranks or

@@ -139,7 +139,7 @@ std::vector<std::vector<Placed>> place_ops_on_lanes(const Timeline& t, const Ste
   for (const OpInterval& iv : t.intervals) {
     if (iv.rank != window.rank || iv.iteration != window.iteration) continue;
     const Op& op = t.ops.at(iv.op);
-    if (op.kind == OpKind::Alloc || op.kind == OpKind::Free) continue;
+    if (is_marker(op.kind)) continue;
     lanes[static_cast<int>(op.stream)].push_back({L.x_of(iv.start_us), L.x_of(iv.end_us), &iv});
   }
   for (auto& placed : lanes)

@@ -15,7 +15,7 @@ HostThread::HostThread(const Program& program, double launch_overhead_us, double
 
 double HostThread::issue_cost_us(int id) const {
   const Op& op = ops_[static_cast<size_t>(id)];
-  const bool marker = op.kind == OpKind::Alloc || op.kind == OpKind::Free;
+  const bool marker = is_marker(op.kind);
   return (marker ? 0.0 : launch_overhead_us_) + launches_us(id);
 }
 

@@ -71,7 +71,7 @@ size_t validate_ops(const Program& program) {
   for (size_t i = 0; i < program.ops.size(); ++i) {
     const Op& op = program.ops[i];
     const int id = static_cast<int>(i);
-    markers += op.kind == OpKind::Alloc || op.kind == OpKind::Free;
+    markers += is_marker(op.kind);
     if (op.bytes() < 0) throw InputError(op_path(id) + ".bytes", "bytes must be >= 0, got " + std::to_string(op.bytes()));
     if (op.kind == OpKind::Compute && (!(op.compute_us() >= 0) || !std::isfinite(op.compute_us())))
       throw InputError(op_path(id) + ".compute_us", "a compute op needs a finite duration >= 0");
@@ -657,8 +657,8 @@ class Simulation {
   std::unordered_map<uint64_t, CollectiveInstance> instances_;
   HugePageVector<OpInterval> intervals_;  // per recorded rank, every op
   HugePageVector<double> issue_us_;    // every span kept: each op's issue time (the same on every rank)
-  HugePageVector<double> launches_done_us_;  // cluster.host_launch > 0: when the host made each op's last launch
   HugePageVector<double> spans_;       //   and each rank's start and end of it
+  HugePageVector<double> launches_done_us_;  // cluster.host_launch > 0: when the host made each op's last launch
   struct SyncRecord {
     double sync_us = 0;  // when the last member arrived and data began to move
     int last_rank = -1;  // that member

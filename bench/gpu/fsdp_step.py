@@ -40,6 +40,8 @@ import torch.nn.functional as F
 from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 from torch.utils.checkpoint import checkpoint
 
+from trace_kernels import GPU_CATEGORIES  # this folder (a script's own folder is on sys.path)
+
 # name, layers, hidden, ffn_hidden, heads, kv_heads, vocab, seq_len, micro_batch_size, checkpointing
 CONFIGS = [
     ("llama-1b-none", 16, 2048, 5632, 16, 16, 32000, 2048, 4, "none"),
@@ -211,7 +213,7 @@ def launches_per_phase(step):
         os.remove(path)
         mine = counts.setdefault(phase, {})
         for e in events:
-            if e.get("ph") == "X" and e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset"):
+            if e.get("ph") == "X" and e.get("cat") in GPU_CATEGORIES:
                 mine[e["cat"]] = mine.get(e["cat"], 0) + 1
         begin()
 

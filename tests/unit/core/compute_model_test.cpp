@@ -457,7 +457,7 @@ TEST(Schedule, EachOpCarriesTheLaunchesTheHostMakesForIt) {
     int64_t forward_copy_out_launches = 0;
     for (const Op& op : p.ops) {
       const uint32_t launches = p.host_launches[static_cast<size_t>(p.id_of(op))];
-      if (op.kind == OpKind::Alloc || op.kind == OpKind::Free) {
+      if (is_marker(op.kind)) {
         EXPECT_EQ(launches, 0u);
       } else if (op.kind == OpKind::Compute && op.unit >= 0) {
         const UnitCompute& u = units[static_cast<size_t>(op.unit)];
