@@ -41,8 +41,9 @@ class KernelList {
     k.launches = launches;
     out_.push_back(std::move(k));
   }
-  void attention(std::string name, double flops, double bytes) {
+  void attention(std::string name, double flops, double bytes, int64_t launches = 1) {
     Kernel k;
+    k.launches = launches;
     k.name = std::move(name);
     k.kind = KernelKind::Attention;
     k.flops = flops;
@@ -72,7 +73,7 @@ double attention_forward_flops(const TransformerSpec& t) {
 }
 
 // A norm over T x h elements (x, 16-bit: e bytes each). Fused: one kernel reads x, writes y; its
-// backward reads x and dy, writes dx. Eager fp32 (torchtitan's "rmsnorm", fms's
+// backward reads x and dy, writes dx, in two kernels (the weight's gradient is summed apart). Eager fp32 (torchtitan's "rmsnorm", fms's
 // LayerNormParameterized): x.float(), pow(2), mean, + eps, rsqrt, multiply, type_as, * weight,
 // 28 + 4e bytes per element in 8 launches; autograd's backward runs the weight multiply's two
 // gradients and the weight's sum over tokens (6e), the casts back (e + 4 each way), the multiply
@@ -87,7 +88,7 @@ void norm_forward(KernelList& k, const std::string& name, const TransformerSpec&
 void norm_backward(KernelList& k, const std::string& name, const TransformerSpec& t, const Shape& s) {
   const D Th = D(s.T) * D(s.h);
   if (t.norm_impl == NormImpl::EagerFp32) k.memory(name + ".bwd", (76 + 8 * s.e) * Th, 16);
-  else k.memory(name + ".bwd", 3 * s.e * Th);
+  else k.memory(name + ".bwd", 3 * s.e * Th, 2);
 }
 
 // RoPE on q and k, T x (h + kv) elements. Fused: read and write each (2e). Eager complex
@@ -96,28 +97,72 @@ void norm_backward(KernelList& k, const std::string& name, const TransformerSpec
 // Eager rotation (fms): x.float(), a broadcast multiply by the 2 x 2 rotations that writes two
 // fp32 values per element, the sum over the pair, type_as: 32 + 2e in 4 launches per tensor; its
 // backward mirrors it (the cast, the broadcast multiply, the sum back over the pair, the cast).
-void rope(KernelList& k, const std::string& name, const TransformerSpec& t, const Shape& s) {
+// Eager stack (bench/gpu/fsdp_step.py): the cos and sin tables cast to the activation dtype (2
+// launches on seq x head_dim / 2 elements, not counted in bytes), four products of a half by a
+// table (each reads and writes half the tensor: 4e), a difference and a sum of two products (1.5e
+// each), torch.stack's two strided copies back into pairs (2e): 9e in 10 launches per tensor.
+// Its backward: the difference's negation (e), four products by the tables (4e), each half's two
+// gradients summed (3e), each half's gradient written into a zeroed full tensor (a fill and a
+// copy: 2e each), the two full tensors summed (3e): 15e in 12 launches per tensor.
+void rope(KernelList& k, const std::string& name, const TransformerSpec& t, const Shape& s, bool backward) {
   const D elements = D(s.T) * D(s.h + s.kv);
   switch (t.rope_impl) {
     case RopeImpl::Fused: k.memory(name, 2 * s.e * elements); break;
     case RopeImpl::EagerComplex: k.memory(name, (16 + 2 * s.e) * elements, 2 * 3); break;
     case RopeImpl::EagerRotation: k.memory(name, (32 + 2 * s.e) * elements, 2 * 4); break;
+    case RopeImpl::EagerStack: k.memory(name, (backward ? 15 : 9) * s.e * elements, 2 * (backward ? 12 : 10)); break;
   }
 }
 
+// The block's input projections: one GEMM for q, k and v, or three (Projections::Separate).
+// Separate, autograd sums the three input gradients (two adds of T x h, 3e each).
+void qkv_forward(KernelList& k, const TransformerSpec& t, const Shape& s) {
+  if (t.projections == Projections::Fused) return k.linear_forward("qkv", s.T, s.h, s.h + 2 * s.kv);
+  k.linear_forward("wq", s.T, s.h, s.h);
+  k.linear_forward("wk", s.T, s.h, s.kv);
+  k.linear_forward("wv", s.T, s.h, s.kv);
+}
+void qkv_backward(KernelList& k, const TransformerSpec& t, const Shape& s) {
+  if (t.projections == Projections::Fused) return k.linear_backward("qkv", s.T, s.h, s.h + 2 * s.kv, t.bias);
+  k.linear_backward("wq", s.T, s.h, s.h, t.bias);
+  k.linear_backward("wk", s.T, s.h, s.kv, t.bias);
+  k.linear_backward("wv", s.T, s.h, s.kv, t.bias);
+  k.memory("qkv_input_grad_add", 2 * 3 * s.e * D(s.T) * D(s.h), 2);
+}
+
+// The MLP's first GEMM(s): GELU's up; SwiGLU's gate and up as one GEMM or two
+// (Projections::Separate, whose two input gradients autograd sums: one add, 3e per element).
+void mlp_in_forward(KernelList& k, const TransformerSpec& t, const Shape& s) {
+  if (t.mlp == MlpKind::Gelu) return k.linear_forward("mlp_up", s.T, s.h, s.f);
+  if (t.projections == Projections::Fused) return k.linear_forward("mlp_gate_up", s.T, s.h, 2 * s.f);
+  k.linear_forward("mlp_gate", s.T, s.h, s.f);
+  k.linear_forward("mlp_up", s.T, s.h, s.f);
+}
+void mlp_in_backward(KernelList& k, const TransformerSpec& t, const Shape& s) {
+  if (t.mlp == MlpKind::Gelu) return k.linear_backward("mlp_up", s.T, s.h, s.f, t.bias);
+  if (t.projections == Projections::Fused) return k.linear_backward("mlp_gate_up", s.T, s.h, 2 * s.f, t.bias);
+  k.linear_backward("mlp_up", s.T, s.h, s.f, t.bias);
+  k.linear_backward("mlp_gate", s.T, s.h, s.f, t.bias);
+  k.memory("mlp_input_grad_add", 3 * s.e * D(s.T) * D(s.h));
+}
+
+// SwiGLU in PyTorch ops: SiLU(gate), then its product with up (5e per element of T x f, 2
+// launches); backward, the product's two gradients and SiLU's (9e, 3 launches).
+// Launches beyond one: a fused norm's backward runs two kernels (the input gradient, and the
+// weight's (and bias') gradient summed over tokens); FlashAttention's backward three (the
+// row-wise dot of dO and O, the backward kernel, dQ converted from its fp32 accumulator).
 void block_forward(KernelList& k, const TransformerSpec& t, const Shape& s) {
   const D Th = D(s.T) * D(s.h), Tf = D(s.T) * D(s.f);
-  const int64_t up_width = t.mlp == MlpKind::SwiGlu ? 2 * s.f : s.f;
   norm_forward(k, "attention_norm", t, s);
-  k.linear_forward("qkv", s.T, s.h, s.h + 2 * s.kv);
-  if (t.position == PositionKind::Rope) rope(k, "rope", t, s);
+  qkv_forward(k, t, s);
+  if (t.position == PositionKind::Rope) rope(k, "rope", t, s, false);
   k.attention("attention", attention_forward_flops(t), s.e * D(s.T) * D(2 * s.h + 2 * s.kv) + 4.0 * D(s.T) * D(s.heads));
   k.linear_forward("attention_out", s.T, s.h, s.h);
   if (t.dropout > 0) k.memory("attention_dropout", (2 * s.e + 1) * Th);
   k.memory("residual_add", 3 * s.e * Th);
   norm_forward(k, "ffn_norm", t, s);
-  k.linear_forward(t.mlp == MlpKind::SwiGlu ? "mlp_gate_up" : "mlp_up", s.T, s.h, up_width);
-  if (t.mlp == MlpKind::SwiGlu) k.memory("swiglu", 5 * s.e * Tf);   // SiLU(gate), then x up
+  mlp_in_forward(k, t, s);
+  if (t.mlp == MlpKind::SwiGlu) k.memory("swiglu", 5 * s.e * Tf, 2);
   else k.memory("gelu", 2 * s.e * Tf);
   k.linear_forward("mlp_down", s.T, s.f, s.h);
   if (t.dropout > 0) k.memory("mlp_dropout", (2 * s.e + 1) * Th);
@@ -126,20 +171,19 @@ void block_forward(KernelList& k, const TransformerSpec& t, const Shape& s) {
 
 void block_backward(KernelList& k, const TransformerSpec& t, const Shape& s) {
   const D Th = D(s.T) * D(s.h), Tf = D(s.T) * D(s.f);
-  const int64_t up_width = t.mlp == MlpKind::SwiGlu ? 2 * s.f : s.f;
   if (t.dropout > 0) k.memory("mlp_dropout.bwd", (2 * s.e + 1) * Th);
   k.linear_backward("mlp_down", s.T, s.f, s.h, t.bias);
-  if (t.mlp == MlpKind::SwiGlu) k.memory("swiglu.bwd", 9 * s.e * Tf);
+  if (t.mlp == MlpKind::SwiGlu) k.memory("swiglu.bwd", 9 * s.e * Tf, 3);
   else k.memory("gelu.bwd", 3 * s.e * Tf);
-  k.linear_backward(t.mlp == MlpKind::SwiGlu ? "mlp_gate_up" : "mlp_up", s.T, s.h, up_width, t.bias);
+  mlp_in_backward(k, t, s);
   norm_backward(k, "ffn_norm", t, s);
   k.memory("residual_grad_add", 3 * s.e * Th);
   if (t.dropout > 0) k.memory("attention_dropout.bwd", (2 * s.e + 1) * Th);
   k.linear_backward("attention_out", s.T, s.h, s.h, t.bias);
   k.attention("attention.bwd", 2.5 * attention_forward_flops(t),
-              s.e * D(s.T) * D(2 * (s.h + 2 * s.kv) + 2 * s.h) + 4.0 * D(s.T) * D(s.heads));
-  if (t.position == PositionKind::Rope) rope(k, "rope.bwd", t, s);
-  k.linear_backward("qkv", s.T, s.h, s.h + 2 * s.kv, t.bias);
+              s.e * D(s.T) * D(2 * (s.h + 2 * s.kv) + 2 * s.h) + 4.0 * D(s.T) * D(s.heads), 3);
+  if (t.position == PositionKind::Rope) rope(k, "rope.bwd", t, s, true);
+  qkv_backward(k, t, s);
   norm_backward(k, "attention_norm", t, s);
   k.memory("residual_grad_add", 3 * s.e * Th);
 }

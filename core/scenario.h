@@ -90,9 +90,14 @@ enum class PositionKind { Rope, Alibi, Learned };
 // Llama reference RMSNorm in PyTorch ops over an fp32 copy (torchtitan's "rmsnorm", fms's
 // LayerNormParameterized with use_high_precision_pow); eager_complex, RoPE as a complex multiply
 // of fp32 views (torchtitan, Meta's reference); eager_rotation, RoPE as fms's fp32 2x2 rotation
-// (a broadcast multiply, then a sum over the pair).
+// (a broadcast multiply, then a sum over the pair); eager_stack, RoPE in the activation dtype on
+// the even and odd halves, stacked back into pairs (bench/gpu/fsdp_step.py's apply_rope).
 enum class NormImpl { Fused, EagerFp32 };
-enum class RopeImpl { Fused, EagerComplex, EagerRotation };
+enum class RopeImpl { Fused, EagerComplex, EagerRotation, EagerStack };
+// How a block's input projections run: fused, one GEMM for q, k and v and one for SwiGLU's gate
+// and up (MPT's Wqkv, GPT-2's c_attn, fms); separate, one GEMM per projection (torchtitan's and
+// Hugging Face's Llama: wq, wk, wv; w1, w3), whose input gradients autograd then sums.
+enum class Projections { Fused, Separate };
 // fp32: PyTorch cross-entropy over an fp32 copy of the logits; eager_16bit: PyTorch cross-entropy
 // over the 16-bit logits themselves (log-softmax output 16-bit); fused: one kernel over the 16-bit
 // logits (flash-attn's).
@@ -127,6 +132,7 @@ struct TransformerSpec {
   bool fp32_logits = false;
   NormImpl norm_impl = NormImpl::Fused;
   RopeImpl rope_impl = RopeImpl::Fused;
+  Projections projections = Projections::Fused;
   int64_t head_dim() const { return hidden / heads; }
   int64_t kv_dim() const { return kv_heads * head_dim(); }
   // The checkpointing mode of block `layer` (0-based).

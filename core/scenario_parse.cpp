@@ -42,7 +42,8 @@ constexpr const char* kSchema = R"json({
       "root_group": "bool", "last_block_reshard_after_forward": "bool",
       "attention": "mha|gqa", "mlp": "swiglu|gelu", "norm": "rmsnorm|layernorm", "position": "rope|alibi|learned",
       "bias": "bool", "dropout": "number", "loss": "fp32|eager_16bit|fused",
-      "norm_impl": "fused|eager_fp32", "rope_impl": "fused|eager_complex|eager_rotation", "logits_dtype": "param|fp32"
+      "norm_impl": "fused|eager_fp32", "rope_impl": "fused|eager_complex|eager_rotation|eager_stack", "logits_dtype": "param|fp32",
+      "projections": "fused|separate"
     },
     "seq_len": "int", "micro_batch_size": "int",
     "units": [{
@@ -345,10 +346,13 @@ TransformerSpec parse_transformer(const json& j, const std::string& path, const 
   if (const json* v = o.opt("rope_impl")) {
     t.rope_impl = as_choice<RopeImpl>(*v, o.at("rope_impl"), {{"fused", RopeImpl::Fused},
                                                              {"eager_complex", RopeImpl::EagerComplex},
-                                                             {"eager_rotation", RopeImpl::EagerRotation}});
+                                                             {"eager_rotation", RopeImpl::EagerRotation},
+                                                             {"eager_stack", RopeImpl::EagerStack}});
     if (t.rope_impl != RopeImpl::Fused && t.position != PositionKind::Rope)
       throw InputError(o.at("rope_impl"), show(*v) + " describes how RoPE runs; it needs position \"rope\"");
   }
+  if (const json* v = o.opt("projections"))
+    t.projections = as_choice<Projections>(*v, o.at("projections"), {{"fused", Projections::Fused}, {"separate", Projections::Separate}});
   if (const json* v = o.opt("dropout")) {
     t.dropout = as_number(*v, o.at("dropout"));
     if (!(t.dropout >= 0 && t.dropout < 1)) throw InputError(o.at("dropout"), show(*v) + " is out of range; expected a probability in [0, 1)");

@@ -8,36 +8,35 @@
 namespace shardline {
 namespace {
 
+// A block's parameter tensors as its modules hold them: fused projections are one weight (and
+// bias) for q, k and v and one for SwiGLU's gate and up (core/scenario.h, Projections).
 std::vector<TensorSpec> block_tensors(const TransformerSpec& t) {
   const int64_t h = t.hidden, kv = t.kv_dim(), f = t.ffn_hidden;
-  std::vector<TensorSpec> ts = {
-      {"attention.wq.weight", h * h},
-      {"attention.wk.weight", h * kv},
-      {"attention.wv.weight", h * kv},
-      {"attention.wo.weight", h * h},
+  const bool fused = t.projections == Projections::Fused;
+  std::vector<TensorSpec> ts;
+  auto linear = [&](const std::string& name, int64_t in, int64_t out) {
+    ts.push_back({name + ".weight", in * out});
+    if (t.bias) ts.push_back({name + ".bias", out});
   };
-  if (t.bias) {
-    ts.push_back({"attention.wq.bias", h});
-    ts.push_back({"attention.wk.bias", kv});
-    ts.push_back({"attention.wv.bias", kv});
-    ts.push_back({"attention.wo.bias", h});
-  }
-  if (t.mlp == MlpKind::SwiGlu) {
-    ts.push_back({"feed_forward.w1.weight", h * f});  // gate
-    ts.push_back({"feed_forward.w3.weight", h * f});  // up
-    ts.push_back({"feed_forward.w2.weight", f * h});  // down
-    if (t.bias) {
-      ts.push_back({"feed_forward.w1.bias", f});
-      ts.push_back({"feed_forward.w3.bias", f});
-      ts.push_back({"feed_forward.w2.bias", h});
-    }
+  if (fused) {
+    linear("attention.wqkv", h, h + 2 * kv);
   } else {
-    ts.push_back({"feed_forward.up.weight", h * f});
-    ts.push_back({"feed_forward.down.weight", f * h});
-    if (t.bias) {
-      ts.push_back({"feed_forward.up.bias", f});
-      ts.push_back({"feed_forward.down.bias", h});
+    linear("attention.wq", h, h);
+    linear("attention.wk", h, kv);
+    linear("attention.wv", h, kv);
+  }
+  linear("attention.wo", h, h);
+  if (t.mlp == MlpKind::SwiGlu) {
+    if (fused) {
+      linear("feed_forward.w13", h, 2 * f);  // gate and up
+    } else {
+      linear("feed_forward.w1", h, f);  // gate
+      linear("feed_forward.w3", h, f);  // up
     }
+    linear("feed_forward.w2", f, h);  // down
+  } else {
+    linear("feed_forward.up", h, f);
+    linear("feed_forward.down", f, h);
   }
   ts.push_back({"attention_norm.weight", h});
   ts.push_back({"ffn_norm.weight", h});

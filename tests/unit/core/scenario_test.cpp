@@ -85,10 +85,23 @@ TEST(Transformer, Llama3_8BUnitsAndParameterCount) {
   EXPECT_EQ(s.model.units.front().params(), 128256 * h);
   EXPECT_EQ(s.model.units.back().params(), 128256 * h + h);
   EXPECT_NEAR(static_cast<double>(s.model.total_params()), 8.03e9, 8.03e9 * 0.005);
+  // Fused projections (the default): one q/k/v weight, one gate/up weight.
   const auto& t = s.model.units[1].tensors;
-  ASSERT_EQ(t.size(), 9u);
-  EXPECT_EQ(t[1].name, "attention.wk.weight");
-  EXPECT_EQ(t[1].numel, h * kv_dim);
+  ASSERT_EQ(t.size(), 6u);
+  EXPECT_EQ(t[0].name, "attention.wqkv.weight");
+  EXPECT_EQ(t[0].numel, h * (h + 2 * kv_dim));
+  EXPECT_EQ(t[2].name, "feed_forward.w13.weight");
+  EXPECT_EQ(t[2].numel, 2 * h * ffn);
+  // Separate projections (torchtitan's wq, wk, wv; w1, w3): the same parameters in nine tensors.
+  json j = llama(32, 4096, 14336, 32, 8, "selective");
+  j["model"]["transformer"]["projections"] = "separate";
+  const Scenario separate = parse_scenario(j);
+  EXPECT_EQ(separate.model.units[1].params(), block);
+  const auto& ts = separate.model.units[1].tensors;
+  ASSERT_EQ(ts.size(), 9u);
+  EXPECT_EQ(ts[1].name, "attention.wk.weight");
+  EXPECT_EQ(ts[1].numel, h * kv_dim);
+  EXPECT_EQ(ts[5].name, "feed_forward.w3.weight");
 }
 
 TEST(Transformer, Llama3_70BAnd405BParameterCounts) {
@@ -325,6 +338,13 @@ TEST(Transformer, KnobsHaveDefaultsAndBadValuesNameTheAcceptedOnes) {
   expect_bad(j, "model.seq_len", {"inside model.transformer"});
   EXPECT_EQ(t.norm_impl, NormImpl::Fused);
   EXPECT_EQ(t.rope_impl, RopeImpl::Fused);
+  EXPECT_EQ(t.projections, Projections::Fused);
+  j = llama(2, 4096, 14336, 32, 8, "none");
+  j["model"]["transformer"]["projections"] = "split";
+  expect_bad(j, "model.transformer.projections", {"\"split\"", "fused", "separate"});
+  j = llama(2, 4096, 14336, 32, 8, "none");
+  j["model"]["transformer"]["projection"] = "separate";
+  expect_bad(j, "model.transformer.projection", {"did you mean \"projections\"?"});
   j = llama(2, 4096, 14336, 32, 8, "none");
   j["model"]["transformer"]["norm_impl"] = "eager";
   expect_bad(j, "model.transformer.norm_impl", {"\"eager\"", "fused", "eager_fp32"});
