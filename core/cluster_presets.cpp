@@ -49,12 +49,12 @@ constexpr const char* kPresets = R"json({
   },
   "h100-sxm-dgx-torch2.11": {
     "same_as": "h100-sxm-dgx",
-    "gpu": {"gemm_efficiency": 0.7264, "gemm_half_dim": 98, "attention_efficiency": 0.4813, "memory_efficiency": 0.6,
+    "gpu": {"gemm_efficiency": 0.7264, "gemm_half_dim": 98, "attention_efficiency": 0.4813, "memory_efficiency": 0.6625,
             "kernel_launch": "1.71us", "copy_bandwidth": "1124GB/s"}
   },
   "h200-sxm-hgx-torch2.11": {
     "same_as": "h200-sxm-hgx",
-    "gpu": {"gemm_efficiency": 0.712, "gemm_half_dim": 82, "attention_efficiency": 0.4927, "memory_efficiency": 0.55,
+    "gpu": {"gemm_efficiency": 0.712, "gemm_half_dim": 82, "attention_efficiency": 0.4927, "memory_efficiency": 0.6,
             "kernel_launch": "1.08us", "copy_bandwidth": "1359GB/s"}
   },
   "a100-80gb-dgx": {

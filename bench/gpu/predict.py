@@ -54,9 +54,21 @@ def fsdp_step_source():
     return names, lists
 
 
+def implementation_of(architecture):
+    """How fsdp_step.py's Block runs an architecture, as scenario keys (its code, not recorded in
+    the rows): SwiGLU blocks project q, k, v and gate, up separately (wq, wk, wv, w1, w3), GELU
+    blocks through one Wqkv; RoPE is apply_rope, PyTorch ops on the halves in the activation dtype
+    (rope_impl eager_stack). Norms are F.layer_norm / F.rms_norm, one kernel each way (fused)."""
+    out = {"projections": "separate" if architecture["mlp"] == "swiglu" else "fused"}
+    if architecture["position"] == "rope":
+        out["rope_impl"] = "eager_stack"
+    return out
+
+
 def scenario_of(row, preset):
     # A row that names no architecture is fsdp_step.py's Llama (its CONFIGS; rows measured before 2026-11-27).
     architecture = row["architecture"] if "architecture" in row else fsdp_step_source()[0]["LLAMA"]
+    architecture = dict(architecture, **implementation_of(architecture))
     return {
         "name": row["name"],
         "model": {"transformer": dict({
