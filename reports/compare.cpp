@@ -141,6 +141,11 @@ const ThroughputField kThroughputFields[] = {
 // peak memory against the real allocator when known. {label, predicted, measured, error}.
 std::vector<std::vector<std::string>> summary_rows(const Comparison& c) {
   std::vector<std::vector<std::string>> rows;
+  // The host's time to issue the step: where the measured one is far above the predicted one,
+  // the host set the measured step (cluster.host_launch, docs/compute-model.md "The host").
+  if (c.measured.host_issue_us > 0)
+    rows.push_back({"host issue (us)", us(c.predicted.host_issue_us), us(c.measured.host_issue_us),
+                    pct(c.predicted.host_issue_us / c.measured.host_issue_us - 1)});
   for (const ThroughputField& f : kThroughputFields) {
     const std::optional<double>& e = c.*f.error;
     rows.push_back({f.label, format_or_na(c.predicted.throughput.*f.value, f.format), format_or_na(c.measured.throughput.*f.value, f.format),
