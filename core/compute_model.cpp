@@ -24,7 +24,10 @@ TimedKernel time_kernel(const Kernel& k, const GpuSpec& gpu, double peak) {
     const double d = static_cast<double>(k.min_dim);
     efficiency = gpu.gemm_efficiency * d / (d + gpu.gemm_half_dim);
   } else if (k.kind == KernelKind::Attention) {
-    efficiency = gpu.attention_efficiency;
+    const double base = k.backward ? gpu.attention_backward_efficiency.value_or(gpu.attention_efficiency) : gpu.attention_efficiency;
+    const double half_seq = k.backward ? gpu.attention_backward_half_seq.value_or(gpu.attention_half_seq) : gpu.attention_half_seq;
+    const double s = static_cast<double>(k.seq_len), d = static_cast<double>(k.head_dim);
+    efficiency = base * (s > 0 ? s / (s + half_seq) : 1.0) * (d > 0 ? d / (d + gpu.attention_half_head_dim) : 1.0);
   }
   const double compute_us = k.flops > 0 ? k.flops / (peak * efficiency) * 1e6 : 0.0;
   const double memory_us = k.bytes > 0 ? k.bytes / (gpu.hbm_bandwidth_bytes_per_s * gpu.memory_efficiency) * 1e6 : 0.0;

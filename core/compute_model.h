@@ -3,7 +3,9 @@
 // (core/kernels.h), each timed by a roofline — max(FLOPs / (peak x efficiency), bytes /
 // (HBM bandwidth x memory efficiency)) + a per-kernel launch cost, where a GEMM's efficiency
 // grows with its smallest dimension d as gemm_efficiency x d / (d + gemm_half_dim) and
-// FlashAttention runs at attention_efficiency. Explicit units: given times, or FLOPs /
+// FlashAttention at attention_efficiency x s / (s + attention_half_seq) x d / (d +
+// attention_half_head_dim) (its backward with its own efficiency and half sequence), s its
+// sequence length, d its head dimension. Explicit units: given times, or FLOPs /
 // (peak x gpu.efficiency). docs/compute-model.md has the formulas and where each GPU number
 // comes from.
 #pragma once

@@ -41,9 +41,12 @@ class KernelList {
     k.launches = launches;
     out_.push_back(std::move(k));
   }
-  void attention(std::string name, double flops, double bytes, int64_t launches = 1) {
+  void attention(std::string name, double flops, double bytes, const TransformerSpec& t, bool backward, int64_t launches = 1) {
     Kernel k;
     k.launches = launches;
+    k.seq_len = t.seq_len;
+    k.head_dim = t.head_dim();
+    k.backward = backward;
     k.name = std::move(name);
     k.kind = KernelKind::Attention;
     k.flops = flops;
@@ -156,7 +159,7 @@ void block_forward(KernelList& k, const TransformerSpec& t, const Shape& s) {
   norm_forward(k, "attention_norm", t, s);
   qkv_forward(k, t, s);
   if (t.position == PositionKind::Rope) rope(k, "rope", t, s, false);
-  k.attention("attention", attention_forward_flops(t), s.e * D(s.T) * D(2 * s.h + 2 * s.kv) + 4.0 * D(s.T) * D(s.heads));
+  k.attention("attention", attention_forward_flops(t), s.e * D(s.T) * D(2 * s.h + 2 * s.kv) + 4.0 * D(s.T) * D(s.heads), t, false);
   k.linear_forward("attention_out", s.T, s.h, s.h);
   if (t.dropout > 0) k.memory("attention_dropout", (2 * s.e + 1) * Th);
   k.memory("residual_add", 3 * s.e * Th);
@@ -181,7 +184,7 @@ void block_backward(KernelList& k, const TransformerSpec& t, const Shape& s) {
   if (t.dropout > 0) k.memory("attention_dropout.bwd", (2 * s.e + 1) * Th);
   k.linear_backward("attention_out", s.T, s.h, s.h, t.bias);
   k.attention("attention.bwd", 2.5 * attention_forward_flops(t),
-              s.e * D(s.T) * D(2 * (s.h + 2 * s.kv) + 2 * s.h) + 4.0 * D(s.T) * D(s.heads), 3);
+              s.e * D(s.T) * D(2 * (s.h + 2 * s.kv) + 2 * s.h) + 4.0 * D(s.T) * D(s.heads), t, true, 3);
   if (t.position == PositionKind::Rope) rope(k, "rope.bwd", t, s, true);
   qkv_backward(k, t, s);
   norm_backward(k, "attention_norm", t, s);

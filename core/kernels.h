@@ -20,6 +20,11 @@ struct Kernel {
   double bytes = 0;      // HBM bytes it reads and writes
   int64_t min_dim = 0;   // GEMM: the smallest of m, n, k (what its efficiency depends on)
   int64_t launches = 1;  // kernel launches it takes (a for-loop optimizer: one per local tensor)
+  // Attention: the sequence length and head dimension its efficiency depends on, and whether it
+  // is the backward kernel (core/compute_model.h).
+  int64_t seq_len = 0;
+  int64_t head_dim = 0;
+  bool backward = false;
 };
 
 struct UnitKernels {

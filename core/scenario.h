@@ -170,7 +170,15 @@ struct GpuSpec {
   double hbm_bandwidth_bytes_per_s = 0;  // datasheet memory bandwidth
   double gemm_efficiency = 0;            // fraction of dense peak a large GEMM reaches
   double gemm_half_dim = 0;              // smallest GEMM dimension at which it reaches half of that
-  double attention_efficiency = 0;       // fraction of dense peak FlashAttention reaches
+  double attention_efficiency = 0;       // fraction of dense peak FlashAttention's forward tends to
+  // FlashAttention's efficiency at sequence length s and head dimension d (core/compute_model.h):
+  // forward attention_efficiency x s / (s + attention_half_seq) x d / (d + attention_half_head_dim);
+  // backward the same with its own efficiency and half sequence (unset: the forward's). Half
+  // sequence and half head dimension 0: no dependence (the presets fitted on published runs).
+  std::optional<double> attention_backward_efficiency;
+  double attention_half_seq = 0;
+  std::optional<double> attention_backward_half_seq;
+  double attention_half_head_dim = 0;
   double memory_efficiency = 0;          // fraction of hbm_bandwidth memory-bound kernels reach
   double kernel_launch_us = 0;           // per kernel: launch gap and tail
   int64_t memory_bytes = 0;

@@ -60,6 +60,8 @@ constexpr const char* kSchema = R"json({
       "peak_tflops": {"fp32": "number", "bf16": "number", "fp16": "number", "fp8": "number"},
       "efficiency": "number", "memory": "size", "copy_bandwidth": "rate",
       "hbm_bandwidth": "rate", "gemm_efficiency": "number", "gemm_half_dim": "number", "attention_efficiency": "number",
+      "attention_backward_efficiency": "number", "attention_half_seq": "number", "attention_backward_half_seq": "number",
+      "attention_half_head_dim": "number",
       "memory_efficiency": "number", "kernel_launch": "time",
       "context_memory": "size", "nccl_memory": "size", "allocator_fragmentation": "number",
       "allocator_pool_fragmentation": "number", "allocator_fragmentation_at_capacity": "number"
@@ -602,6 +604,18 @@ ClusterSpec parse_merged_cluster(const json& merged, const json& sch, const std:
   fraction("gemm_efficiency", c.gpu.gemm_efficiency);
   fraction("attention_efficiency", c.gpu.attention_efficiency);
   fraction("memory_efficiency", c.gpu.memory_efficiency);
+  if (g.opt("attention_backward_efficiency")) fraction("attention_backward_efficiency", c.gpu.attention_backward_efficiency.emplace());
+  // Half points of FlashAttention's efficiency: a sequence length (tokens) or a head dimension.
+  const auto half_point = [&](const char* key, double max, const char* what) -> std::optional<double> {
+    const json* v = g.opt(key);
+    if (!v) return std::nullopt;
+    const double x = as_number(*v, g.at(key));
+    if (!(x >= 0 && x <= max)) throw InputError(g.at(key), show(*v) + " is out of range; expected " + what);
+    return x;
+  };
+  c.gpu.attention_half_seq = half_point("attention_half_seq", 1e7, "a sequence length in [0, 1e7] tokens").value_or(0);
+  c.gpu.attention_backward_half_seq = half_point("attention_backward_half_seq", 1e7, "a sequence length in [0, 1e7] tokens");
+  c.gpu.attention_half_head_dim = half_point("attention_half_head_dim", 4096, "a head dimension in [0, 4096]").value_or(0);
   if (const json* v = g.opt("hbm_bandwidth")) c.gpu.hbm_bandwidth_bytes_per_s = as_rate(*v, g.at("hbm_bandwidth"));
   if (const json* v = g.opt("gemm_half_dim")) {
     c.gpu.gemm_half_dim = as_number(*v, g.at("gemm_half_dim"));

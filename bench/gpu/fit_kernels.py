@@ -10,7 +10,10 @@ The rule, committed before the first kernel was measured (2026-11-26, 6378c36):
     memory_efficiency and launch in the roofline: time = max(flops / (peak x gemm_efficiency x
     d / (d + half_dim)), bytes / (hbm x memory_efficiency)) + launch;
   - attention_efficiency on the attention rows (forward and backward, the model's FLOP
-    convention), likewise;
+    convention), likewise. Changed 2026-11-27, after that one number's misses were seen (forward
+    at long sequences up to 37% faster, backward at s = 512 up to 60% slower): the attention
+    rows fit five numbers together, forward and backward efficiency, forward and backward half
+    sequence, half head dimension (core/compute_model.h), on the same rows only;
   - copy_bandwidth on the copy rows (FSDP2's foreach copy, split_with_sizes_copy, chunk_cat):
     bytes copied / (time - launch).
 Each objective is the mean |log(predicted / measured)| over its rows, minimised on a grid refined
@@ -83,27 +86,39 @@ def fit(rows, peak, hbm):
     (eg, half), gemm_err = grid_min(lambda x: mean_abs_log([(gemm_time(r, x[0], x[1]), r["time_us"]) for r in gemm]),
                                     [(0.2, 1.0), (0.0, 4096.0)])
 
-    def attn_time(r, ea):
-        return r["flops"] / (peak * ea) * 1e6 + launch
+    def attn_time(r, a):
+        """a: forward efficiency, backward efficiency, forward half sequence, backward half
+        sequence, half head dimension (core/compute_model.h)."""
+        bwd = r["pass"] == "bwd"
+        s, d = r["s"], r["head_dim"]
+        e = (a[1] if bwd else a[0]) * s / (s + (a[3] if bwd else a[2])) * d / (d + a[4])
+        return r["flops"] / (peak * e) * 1e6 + launch
 
-    (ea,), attn_err = grid_min(lambda x: mean_abs_log([(attn_time(r, x[0]), r["time_us"]) for r in attn]), [(0.05, 1.0)])
+    attention, attn_err = grid_min(lambda x: mean_abs_log([(attn_time(r, x), r["time_us"]) for r in attn]),
+                                   [(0.2, 1.0), (0.2, 1.0), (0.0, 4096.0), (0.0, 4096.0), (0.0, 512.0)], points=9, rounds=4)
+    ea, eab, half_seq, half_seq_b, half_d = attention
     # One parameter under a mean |log| objective: the median of the rows' own values.
     rates = sorted(r["bytes"] / max(r["time_us"] - launch, 1e-3) * 1e6 for r in copies)
     copy_bw = rates[len(rates) // 2] if rates else float("nan")
     copy_err = mean_abs_log([(r["bytes"] / copy_bw * 1e6 + launch, r["time_us"]) for r in copies]) if copies else float("nan")
     return {
         "memory_efficiency": em, "kernel_launch_us": launch, "gemm_efficiency": eg, "gemm_half_dim": half,
-        "attention_efficiency": ea, "copy_bandwidth_bytes_per_s": copy_bw,
+        "attention_efficiency": ea, "attention_backward_efficiency": eab, "attention_half_seq": half_seq,
+        "attention_backward_half_seq": half_seq_b, "attention_half_head_dim": half_d, "copy_bandwidth_bytes_per_s": copy_bw,
         "rows": {"memory": len(mem), "gemm": len(gemm), "attention": len(attn), "copy": len(copies)},
         "mean_abs_log_error": {"memory": mem_err, "gemm": gemm_err, "attention": attn_err, "copy": copy_err},
         "predict": {"memory": lambda r: mem_time(r["bytes"], em, launch), "gemm": lambda r: gemm_time(r, eg, half),
-                    "attention": lambda r: attn_time(r, ea), "copy": lambda r: r["bytes"] / copy_bw * 1e6 + launch},
+                    "attention": lambda r: attn_time(r, attention), "copy": lambda r: r["bytes"] / copy_bw * 1e6 + launch},
     }
 
 
 def fit_memory_efficiency(steps, preset, f, binary):
     fixed = [f"cluster.gpu.gemm_efficiency={f['gemm_efficiency']:.4f}", f"cluster.gpu.gemm_half_dim={f['gemm_half_dim']:.0f}",
              f"cluster.gpu.attention_efficiency={f['attention_efficiency']:.4f}",
+             f"cluster.gpu.attention_backward_efficiency={f['attention_backward_efficiency']:.4f}",
+             f"cluster.gpu.attention_half_seq={f['attention_half_seq']:.0f}",
+             f"cluster.gpu.attention_backward_half_seq={f['attention_backward_half_seq']:.0f}",
+             f"cluster.gpu.attention_half_head_dim={f['attention_half_head_dim']:.0f}",
              f"cluster.gpu.kernel_launch={f['kernel_launch_us']:.2f}us",
              f"cluster.gpu.copy_bandwidth={f['copy_bandwidth_bytes_per_s'] / 1e9:.0f}GB/s"]
     cache = {}
@@ -138,10 +153,16 @@ def check_preset(name, f, em):
     """Differences between the fitted values (as fit_kernels.py prints them) and the preset's own."""
     gpu = preset_gpu_fields(name)
     fitted = {"gemm_efficiency": round(f["gemm_efficiency"], 4), "gemm_half_dim": round(f["gemm_half_dim"]),
-              "attention_efficiency": round(f["attention_efficiency"], 4), "memory_efficiency": round(em, 4),
+              "attention_efficiency": round(f["attention_efficiency"], 4),
+              "attention_backward_efficiency": round(f["attention_backward_efficiency"], 4),
+              "attention_half_seq": round(f["attention_half_seq"]), "attention_backward_half_seq": round(f["attention_backward_half_seq"]),
+              "attention_half_head_dim": round(f["attention_half_head_dim"]), "memory_efficiency": round(em, 4),
               "kernel_launch": round(f["kernel_launch_us"], 2), "copy_bandwidth": round(f["copy_bandwidth_bytes_per_s"] / 1e9)}
     shipped = {"gemm_efficiency": gpu.get("gemm_efficiency"), "gemm_half_dim": gpu.get("gemm_half_dim"),
-               "attention_efficiency": gpu.get("attention_efficiency"), "memory_efficiency": gpu.get("memory_efficiency"),
+               "attention_efficiency": gpu.get("attention_efficiency"),
+               "attention_backward_efficiency": gpu.get("attention_backward_efficiency"),
+               "attention_half_seq": gpu.get("attention_half_seq"), "attention_backward_half_seq": gpu.get("attention_backward_half_seq"),
+               "attention_half_head_dim": gpu.get("attention_half_head_dim"), "memory_efficiency": gpu.get("memory_efficiency"),
                "kernel_launch": unit_value(gpu.get("kernel_launch", "nanus"), "us"),
                "copy_bandwidth": unit_value(gpu.get("copy_bandwidth", "nanGB/s"), "GB/s")}
     return [f"{k}: preset {shipped[k]}, fitted {fitted[k]}" for k in fitted
@@ -185,7 +206,9 @@ def main():
         print(f"  {len(errors)} rows recorded an error, e.g. {errors[0].get('op', errors[0].get('section'))}: {errors[0]['error'][:120]}")
     print(f"fitted (rows {f['rows']}):")
     print(f"  gemm_efficiency {f['gemm_efficiency']:.4f}, gemm_half_dim {f['gemm_half_dim']:.0f}, "
-          f"attention_efficiency {f['attention_efficiency']:.4f}, memory_efficiency {f['memory_efficiency']:.4f}, "
+          f"attention_efficiency {f['attention_efficiency']:.4f} (backward {f['attention_backward_efficiency']:.4f}), "
+          f"attention_half_seq {f['attention_half_seq']:.0f} (backward {f['attention_backward_half_seq']:.0f}), "
+          f"attention_half_head_dim {f['attention_half_head_dim']:.0f}, memory_efficiency {f['memory_efficiency']:.4f}, "
           f"kernel_launch {f['kernel_launch_us']:.2f} us, copy_bandwidth {f['copy_bandwidth_bytes_per_s'] / 1e12:.3f} TB/s")
     print("  mean |log error| per kind: " + ", ".join(f"{k} {v:.4f}" for k, v in f["mean_abs_log_error"].items()))
     for kind in ("gemm", "attention", "memory", "copy"):

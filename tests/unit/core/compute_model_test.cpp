@@ -246,6 +246,38 @@ TEST(Roofline, AKernelTakesTheLargerOfItsComputeAndMemoryTimesPlusTheLaunch) {
   EXPECT_DOUBLE_EQ(time_kernel(attn, gpu, peak).time_us, 1e12 / (100e12 * 0.5) * 1e6 + 4);
 }
 
+// FlashAttention's efficiency falls with short sequences and narrow heads, and its backward has
+// its own: efficiency x s / (s + half_seq) x d / (d + half_head_dim), each pass with its own
+// efficiency and half sequence, the backward's defaulting to the forward's.
+TEST(Roofline, AttentionEfficiencyDependsOnSequenceHeadDimensionAndPass) {
+  GpuSpec gpu;
+  gpu.hbm_bandwidth_bytes_per_s = 1e12;
+  gpu.memory_efficiency = 0.5;
+  gpu.attention_efficiency = 0.8;
+  const double peak = 100e12;
+  Kernel fwd{"a", KernelKind::Attention, 1e12, 1e6, 0};
+  fwd.seq_len = 2048;
+  fwd.head_dim = 64;
+  Kernel bwd = fwd;
+  bwd.backward = true;
+  EXPECT_DOUBLE_EQ(time_kernel(fwd, gpu, peak).time_us, 1e12 / (100e12 * 0.8) * 1e6);  // no dependence set
+  EXPECT_DOUBLE_EQ(time_kernel(bwd, gpu, peak).time_us, time_kernel(fwd, gpu, peak).time_us);
+  gpu.attention_half_seq = 2048;      // a half at this sequence length
+  gpu.attention_half_head_dim = 64;   // and a half at this head dimension
+  EXPECT_DOUBLE_EQ(time_kernel(fwd, gpu, peak).time_us, 1e12 / (100e12 * 0.8 * 0.5 * 0.5) * 1e6);
+  EXPECT_DOUBLE_EQ(time_kernel(bwd, gpu, peak).time_us, time_kernel(fwd, gpu, peak).time_us);  // the forward's values
+  gpu.attention_backward_efficiency = 0.4;
+  gpu.attention_backward_half_seq = 6144;  // 2048 / (2048 + 6144) = 0.25
+  EXPECT_DOUBLE_EQ(time_kernel(bwd, gpu, peak).time_us, 1e12 / (100e12 * 0.4 * 0.25 * 0.5) * 1e6);
+  EXPECT_DOUBLE_EQ(time_kernel(fwd, gpu, peak).time_us, 1e12 / (100e12 * 0.8 * 0.5 * 0.5) * 1e6);
+  // The block's attention kernels carry the scenario's sequence length and head dimension.
+  const UnitKernels k = transformer_unit_kernels(*parse(scenario_json()).model.transformer, TransformerPart::Block, 2);
+  EXPECT_EQ(find(k.forward, "attention")->seq_len, 2048);
+  EXPECT_EQ(find(k.forward, "attention")->head_dim, 128);
+  EXPECT_FALSE(find(k.forward, "attention")->backward);
+  EXPECT_TRUE(find(k.backward, "attention.bwd")->backward);
+}
+
 TEST(Recompute, FullReRunsTheBlockForwardAndSelectiveTheAttention) {
   const Scenario none = parse(scenario_json("none"));
   const Scenario full = parse(scenario_json("full"));

@@ -594,6 +594,33 @@ TEST(Cluster, ANullOverrideIsRefusedNotMergedAway) {
   expect_input_error([&] { parse_scenario(j); }, "cluster.gpu.peak_tflops.bf16", {"got null"});
 }
 
+// FlashAttention's per-pass, per-sequence and per-head-dimension parameters: the -torch2.11
+// presets carry them, the presets fitted on published runs leave them unset (no dependence); bad
+// values name their path.
+TEST(Cluster, AttentionParametersReadAndChecked) {
+  json j = tiny();
+  j["mesh"] = {{"shard", 8}};
+  j["cluster"] = {{"preset", "h100-sxm-dgx"}};
+  const GpuSpec plain = parse_scenario(j).cluster.gpu;
+  EXPECT_FALSE(plain.attention_backward_efficiency.has_value());
+  EXPECT_FALSE(plain.attention_backward_half_seq.has_value());
+  EXPECT_EQ(plain.attention_half_seq, 0);
+  EXPECT_EQ(plain.attention_half_head_dim, 0);
+  j["cluster"] = {{"preset", "h100-sxm-dgx-torch2.11"}};
+  const GpuSpec fitted = parse_scenario(j).cluster.gpu;
+  EXPECT_GT(fitted.attention_half_seq, 0);
+  EXPECT_GT(fitted.attention_half_head_dim, 0);
+  EXPECT_TRUE(fitted.attention_backward_efficiency.has_value());
+  j["cluster"] = {{"preset", "h100-sxm-dgx"}, {"gpu", {{"attention_half_seq", -1}}}};
+  expect_input_error([&] { parse_scenario(j); }, "cluster.gpu.attention_half_seq", {"-1", "[0, 1e7] tokens"});
+  j["cluster"] = {{"preset", "h100-sxm-dgx"}, {"gpu", {{"attention_half_head_dim", 5000}}}};
+  expect_input_error([&] { parse_scenario(j); }, "cluster.gpu.attention_half_head_dim", {"5000", "[0, 4096]"});
+  j["cluster"] = {{"preset", "h100-sxm-dgx"}, {"gpu", {{"attention_backward_efficiency", 2}}}};
+  expect_input_error([&] { parse_scenario(j); }, "cluster.gpu.attention_backward_efficiency", {"2", "[0.001, 1]"});
+  j["cluster"] = {{"preset", "h100-sxm-dgx"}, {"gpu", {{"attention_half_sequence", 100}}}};
+  expect_input_error([&] { parse_scenario(j); }, "cluster.gpu.attention_half_sequence", {"did you mean \"attention_half_seq\"?"});
+}
+
 TEST(Cluster, FileRelativeToTheScenario) {
   write_temp("cluster_file_test_clusters.json", R"({
     "gpu": {"peak_tflops": {"bf16": 50}, "memory": "24GiB", "copy_bandwidth": "300GB/s"},
