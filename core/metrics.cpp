@@ -263,6 +263,7 @@ Metrics StepAccumulator::finish(const Timeline& t, std::optional<int64_t> peak_m
   Metrics m;
   m.step_time_us = bounds_.end_us() - step_start;
   m.host_issue_us = bounds_.issue_span_us();
+  m.host_launches = t.host_launches_per_step;
 
   // Every span summed: compute busy is the compute kind's union, comm busy the union of the
   // three collective kinds.
@@ -349,6 +350,7 @@ json metrics_to_json(const Metrics& m) {
   j["forward_us"] = m.forward_us;
   j["backward_us"] = m.backward_us;
   j["host_issue_us"] = m.host_issue_us;
+  j["host_launches"] = m.host_launches;
   j["peak_memory_bytes"] = m.peak_memory_bytes;
   j["peak_reserved_bytes"] = m.peak_reserved_bytes;
   j["min_reserved_bytes"] = m.min_reserved_bytes;
@@ -386,6 +388,7 @@ Metrics metrics_from_json(const json& j) {
   m.backward_us = time_from_json(j, "backward_us", "");
   // Files written before it (2026-11-27): unknown, 0.
   m.host_issue_us = jf::has_member(j, "host_issue_us") ? time_from_json(j, "host_issue_us", "") : 0.0;
+  m.host_launches = jf::has_member(j, "host_launches") ? count_from_json(j, "host_launches", "") : 0;  // likewise
   m.peak_memory_bytes = count_from_json(j, "peak_memory_bytes", "");
   // Files written before the reserved estimate and throughput existed: the reserve is taken as
   // none (reserved = allocated) and every throughput value as unknown.

@@ -49,6 +49,9 @@ struct Metrics {
   // Step start to the last op's issue: the host's time to issue the step (about the step where
   // the host sets it; 0 where the timeline records no issue times).
   double host_issue_us = 0;
+  // GPU launches the step's Program counts for one rank (Timeline::host_launches_per_step): what
+  // cluster.host_launch is charged for; 0: unknown.
+  int64_t host_launches = 0;
   int64_t peak_memory_bytes = 0;    // peak allocated (what the memory tracker counts)
   int64_t peak_reserved_bytes = 0;  // estimate (estimate_reserved, core/memory_reserve.h); 0 without samples
   int64_t min_reserved_bytes = 0;   // the least reserve the step needs (at capacity); 0 without samples

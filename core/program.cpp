@@ -124,4 +124,10 @@ CollectiveKind collective_kind(OpKind k) {
   return CollectiveKind::AllReduce;
 }
 
+int64_t Program::host_launches_per_step() const {
+  int64_t sum = 0;
+  for (uint32_t launches : host_launches) sum += launches;
+  return sum;
+}
+
 }  // namespace shardline

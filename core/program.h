@@ -220,6 +220,8 @@ struct Program {
   // unit's kernels, the end-of-step ops' multi-tensor launches, one-rank FSDP2's per-parameter
   // casts). append_op gives the default.
   HugePageVector<uint32_t> host_launches;
+  // Their sum: what one rank's step launches.
+  int64_t host_launches_per_step() const;
 
   int id_of(const Op& op) const { return op_index(ops, op); }
   const SliceList& slice_list(const Op& op) const { return slice_list_ranges[op.slice_list]; }

@@ -107,6 +107,7 @@ void set_timeline_scenario(Timeline& timeline, const Scenario& scenario) {
 void set_timeline_ops(Timeline& timeline, Program&& program) {
   timeline.ops = std::move(program.ops);
   timeline.labels = std::move(program.labels);
+  timeline.host_launches_per_step = program.host_launches_per_step();
   // The consumed Program's shared arrays describe ops it no longer has: release them now rather
   // than when the caller's Program goes (a million-op step's dependencies are tens of MB).
   HugePageVector<int>().swap(program.dep_ids);
@@ -125,6 +126,7 @@ void set_timeline_ops(Timeline& timeline, const Program& program) {
   metadata.ops = program.ops;
   metadata.labels = program.labels;
   metadata.groups = program.groups;
+  metadata.host_launches = program.host_launches;
   set_timeline_ops(timeline, std::move(metadata));
 }
 
@@ -143,6 +145,7 @@ json timeline_to_json(const Timeline& t) {
   j["memory_margin"] = t.memory_margin;
   j["workload"] = workload_to_json(t.workload);
   j["memory_reserve"] = memory_reserve_to_json(t.memory_reserve);
+  j["host_launches_per_step"] = t.host_launches_per_step;
   json ops = json::array();
   for (size_t i = 0; i < t.ops.size(); ++i) ops.push_back(op_to_json(t.labels, nullptr, t.ops[i], static_cast<int>(i), t.group_size(t.ops[i])));
   j["ops"] = std::move(ops);
@@ -197,6 +200,11 @@ Timeline timeline_from_json(const json& j) {
   // Both optional: timelines written before they existed read as unknown throughput and no reserve.
   if (j.contains("workload")) t.workload = workload_from_json(j.at("workload"), "workload");
   if (j.contains("memory_reserve")) t.memory_reserve = memory_reserve_from_json(j.at("memory_reserve"), "memory_reserve");
+  // Optional: timelines written before 2026-11-27 (twenty-fifth session) read as unknown, 0.
+  if (j.contains("host_launches_per_step")) {
+    t.host_launches_per_step = jf::get_int(j, "host_launches_per_step", "");
+    if (t.host_launches_per_step < 0) throw InputError("host_launches_per_step", "must be >= 0");
+  }
   // Optional too: only an imported run whose traces carry the allocator's totals has it.
   if (j.contains("allocator_measured")) {
     const json& a = j.at("allocator_measured");

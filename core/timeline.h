@@ -69,6 +69,9 @@ struct Timeline {
   double memory_margin = 0.1;
   Workload workload;                  // tokens, samples and FLOPs per step (default: unknown)
   MemoryReserve memory_reserve;       // allocated -> reserved estimate (default: none)
+  // GPU launches the Program counts for one rank's step (Program::host_launches summed; the
+  // same for a measured run of that Program); 0: unknown (a timeline written before it).
+  int64_t host_launches_per_step = 0;
   HugePageVector<Op> ops;             // metadata (slices and deps dropped)
   OpLabels labels;                    // the ops' names (Op::label)
   std::array<int, kNumCommGroups> group_sizes{1, 1, 1, 1};  // ranks in each CommGroup's group

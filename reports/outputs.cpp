@@ -98,6 +98,14 @@ std::string summary_table(const Scenario& scenario, const Timeline& timeline, co
   row("  forward", m.forward_us, percent(m.forward_us, step));
   row("  backward", m.backward_us, percent(m.backward_us, step));
   row("host issue", m.host_issue_us, percent(m.host_issue_us, step) + " of step (step start to the last op issued)");
+  if (m.host_launches > 0) {
+    const double host_launch_us = scenario.cluster.host_launch_us;
+    out += printf_line("%-20s %12s  %s", "  launches", std::to_string(m.host_launches).c_str(),
+                       host_launch_us > 0 ? ("per step, as the Program counts them; x host_launch " + format_time_us(host_launch_us) + " = " +
+                                             format_time_us(host_launch_us * static_cast<double>(m.host_launches)))
+                                                .c_str()
+                                          : "per step, as the Program counts them (cluster.host_launch: 0, the host's time not charged)");
+  }
   row("compute busy", m.compute_busy_us, percent(m.compute_busy_us, step) + " of step");
   row("comm busy", m.comm_busy_us, percent(m.comm_busy_us, step) + " of step (union of collectives)");
   for (OpKind k : {OpKind::AllGather, OpKind::ReduceScatter, OpKind::AllReduce, OpKind::CopyIn, OpKind::CopyOut}) {

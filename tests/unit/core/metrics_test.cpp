@@ -288,7 +288,7 @@ TEST(MetricsJson, RoundTripsAndHasEveryKey) {
   nlohmann::json j = metrics_to_json(m);
   for (const char* key : {"step_time_us", "compute_busy_us", "comm_busy_us", "exposed_comm_us", "overlap_efficiency",
                           "peak_memory_bytes", "peak_reserved_bytes", "peak_allocator_reserved_bytes", "memory_capacity_bytes", "fits_memory", "forward_us",
-                          "backward_us", "host_issue_us", "by_kind", "throughput"}) {
+                          "backward_us", "host_issue_us", "host_launches", "by_kind", "throughput"}) {
     EXPECT_TRUE(j.contains(key)) << key;
   }
   EXPECT_EQ(j["by_kind"]["all_gather"]["bytes"], 150);

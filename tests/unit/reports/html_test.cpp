@@ -127,6 +127,17 @@ TEST(SummaryTable, ReportsTheMetricsAndTheMemoryVerdict) {
   EXPECT_TRUE(std::regex_search(table, ag_row)) << table;
   EXPECT_NE(table.find("fits"), std::string::npos);
   EXPECT_EQ(table.find("DOES NOT FIT"), std::string::npos);
+  // The launches the Program counts, and what the host term charges for them; none shown where
+  // the timeline does not know them (one written before they were counted).
+  t.host_launches_per_step = 30;
+  Scenario s = tiny_scenario();
+  table = summary_table(s, t, compute_metrics(t));
+  EXPECT_TRUE(std::regex_search(table, std::regex("\n  launches +30  per step, as the Program counts them \\(cluster.host_launch: 0"))) << table;
+  s.cluster.host_launch_us = 50;
+  table = summary_table(s, t, compute_metrics(t));
+  EXPECT_TRUE(std::regex_search(table, std::regex("\n  launches +30  per step, as the Program counts them; x host_launch 50.00 us = 1.50 ms"))) << table;
+  t.host_launches_per_step = 0;
+  EXPECT_EQ(summary_table(s, t, compute_metrics(t)).find("  launches"), std::string::npos);
 
   Timeline big = tiny_timeline(950);  // above 1000 * (1 - 0.1)
   table = summary_table(tiny_scenario(), big, compute_metrics(big));

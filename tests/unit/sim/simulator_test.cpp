@@ -181,6 +181,9 @@ TEST(Simulator, AHostBoundStepIsTheHostsIssueTime) {
   const Timeline t = simulate(s, b.program());
   EXPECT_DOUBLE_EQ(compute_metrics(t).step_time_us, 10 * 150.0);
   EXPECT_DOUBLE_EQ(compute_metrics(t).host_issue_us, 9 * 150.0) << "the last op is issued 150 us before the end";
+  // The launches the host was charged for, with and without a kept Timeline.
+  EXPECT_EQ(compute_metrics(t).host_launches, 30);
+  EXPECT_EQ(simulate_metrics(s, b.program()).host_launches, 30);
   s.cluster.host_launch_us = 1.0;  // GPU-bound again
   EXPECT_DOUBLE_EQ(compute_metrics(simulate(s, b.program())).step_time_us, 10 * 20.0);
 }
