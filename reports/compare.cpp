@@ -137,13 +137,15 @@ const ThroughputField kThroughputFields[] = {
     {"mfu", "MFU", &Throughput::mfu, &Comparison::mfu_error, format_utilisation, false},
     {"hfu", "HFU", &Throughput::hfu, &Comparison::hfu_error, format_utilisation, false}};
 
-// The rows under step time, overlap and exposed comm in the table and the page: throughput, then
-// peak memory against the real allocator when known. {label, predicted, measured, error}.
+// The rows under step time, overlap and exposed comm in the table and the page: the host's issue
+// time where both sides recorded issue times, throughput, then peak memory against the real
+// allocator when known. {label, predicted, measured, error}.
 std::vector<std::vector<std::string>> summary_rows(const Comparison& c) {
   std::vector<std::vector<std::string>> rows;
   // The host's time to issue the step: where the measured one is far above the predicted one,
-  // the host set the measured step (cluster.host_launch, docs/compute-model.md "The host").
-  if (c.measured.host_issue_us > 0)
+  // the host set the measured step (cluster.host_launch, docs/compute-model.md "The host"). A
+  // timeline without issue times (every issue 0) has none, and no row is shown.
+  if (c.measured.host_issue_us > 0 && c.predicted.host_issue_us > 0)
     rows.push_back({"host issue (us)", us(c.predicted.host_issue_us), us(c.measured.host_issue_us),
                     pct(c.predicted.host_issue_us / c.measured.host_issue_us - 1)});
   for (const ThroughputField& f : kThroughputFields) {

@@ -58,7 +58,8 @@ def implementation_of(architecture):
     """How fsdp_step.py's Block runs an architecture, as scenario keys (its code, not recorded in
     the rows): SwiGLU blocks project q, k, v and gate, up separately (wq, wk, wv, w1, w3), GELU
     blocks through one Wqkv; RoPE is apply_rope, PyTorch ops on the halves in the activation dtype
-    (rope_impl eager_stack). Norms are F.layer_norm / F.rms_norm, one kernel each way (fused)."""
+    (rope_impl eager_stack). Norms are F.layer_norm / F.rms_norm: norm_impl fused (one kernel
+    forward, two backward)."""
     out = {"projections": "separate" if architecture["mlp"] == "swiglu" else "fused"}
     if architecture["position"] == "rope":
         out["rope_impl"] = "eager_stack"

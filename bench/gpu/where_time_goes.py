@@ -49,7 +49,7 @@ def measured_kind(cat, name):
 
 def predicted_kind(name):
     base = name.removeprefix("recompute.").split(".")[0]
-    if base in ("qkv", "attention_out", "mlp_up", "mlp_gate_up", "mlp_down", "output"):
+    if base in ("qkv", "wq", "wk", "wv", "attention_out", "mlp_gate", "mlp_up", "mlp_gate_up", "mlp_down", "output"):
         return "GEMMs"
     if base == "attention":
         return "attention"

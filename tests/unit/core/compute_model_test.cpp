@@ -198,6 +198,18 @@ TEST(Kernels, SeparateProjectionsRunOneGemmEachAndSumTheirInputGradients) {
   EXPECT_DOUBLE_EQ(find(separate.backward, "mlp_input_grad_add")->bytes, 3 * 2 * T * h);
   EXPECT_EQ(launches_of(separate.forward), launches_of(fused.forward) + 3);
   EXPECT_EQ(launches_of(separate.backward), launches_of(fused.backward) + 6 + 3);  // 4 + 2 GEMMs, 3 adds
+  // With biases each projection reduces its own bias gradient.
+  j["model"]["transformer"]["bias"] = true;
+  const UnitKernels biased = block();
+  for (const char* name : {"wq.bias_grad", "wk.bias_grad", "wv.bias_grad", "mlp_gate.bias_grad", "mlp_up.bias_grad"})
+    EXPECT_NE(find(biased.backward, name), nullptr) << name;
+  EXPECT_DOUBLE_EQ(find(biased.backward, "wk.bias_grad")->bytes, 2 * T * kv);
+  // A GELU MLP has one input projection either way: nothing to sum.
+  j["model"]["transformer"].update({{"bias", false}, {"mlp", "gelu"}});
+  const UnitKernels gelu = block();
+  EXPECT_DOUBLE_EQ(find(gelu.forward, "mlp_up")->flops, 2 * T * h * f);
+  EXPECT_EQ(find(gelu.backward, "mlp_input_grad_add"), nullptr);
+  EXPECT_NE(find(gelu.backward, "qkv_input_grad_add"), nullptr);
 }
 
 // A Llama block as bench/gpu/fsdp_step.py runs it under PyTorch 2.11 (separate projections, its
