@@ -64,7 +64,8 @@ BlockBackwardMemory block_backward_memory(const TransformerSpec& t, int e, Check
                                &n2_in, &stats2, &y2, &mlp_mask, &gate, &up, &act, &product};
   Saved recomputed_output{Th};  // Megatron's core-attention recompute re-makes the attention output
   // Kept by torchtitan's op policy beyond what the backward itself uses: wq's output (before RoPE)
-  // and, for SwiGLU, w2's. They are released when the block's backward ends.
+  // and, for SwiGLU, w2's; with fused projections, q and k before RoPE (the fused projection's
+  // output beside v). They are released when the block's backward ends.
   int64_t policy_extra = 0;
   int64_t recompute_temporary = 0;  // the forward re-run's last output, released when it stops
 
@@ -84,7 +85,15 @@ BlockBackwardMemory block_backward_memory(const TransformerSpec& t, int e, Check
       for (Saved* s : none_saved) s->recomputed = true;
       v.recomputed = o.recomputed = lse.recomputed = gate.recomputed = false;
       v.kept = o.kept = lse.kept = gate.kept = true;
-      policy_extra = Th + (swiglu ? Th : 0);
+      if (t.projections == Projections::Fused) {
+        // The first and third matmuls: qkv (q and k before RoPE beside v) and SwiGLU's gate/up
+        // (its up beside the gate); wo and down are re-run.
+        up.recomputed = false;
+        up.kept = swiglu;
+        policy_extra = Th + Tkv;
+      } else {
+        policy_extra = Th + (swiglu ? Th : 0);
+      }
       recompute_temporary = Th;  // the output projection's, re-run to re-make the residual
       break;
     case Checkpointing::Full:

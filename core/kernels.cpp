@@ -193,15 +193,22 @@ void block_backward(KernelList& k, const TransformerSpec& t, const Shape& s) {
 
 // What torchtitan's op-level selective checkpointing re-runs in a block's backward: every
 // kernel whose output it does not keep. It keeps the attention kernel's outputs and the matmuls
-// at odd positions of the block's forward order wq, wk, wv, wo, then the MLP's (SwiGLU w1, w3, w2;
-// GELU up, down), so it re-runs wk, wo and the MLP's second matmul (w3, or GELU's down), and every
-// memory-bound kernel of the forward (norms, RoPE, the activation, residual adds, dropouts).
+// at odd positions of the block's forward order, and re-runs every memory-bound kernel of the
+// forward (norms, RoPE, the activation, residual adds, dropouts). Separate projections: wq, wk,
+// wv, wo, then SwiGLU's w1, w3, w2 or GELU's up, down, so it re-runs wk, wo and the MLP's second
+// matmul (w3, or GELU's down). Fused: qkv, wo, gate/up (GELU: up), down, so it re-runs wo and
+// down.
 std::vector<Kernel> selective_op_recompute(const TransformerSpec& t, const Shape& s, const std::vector<Kernel>& forward) {
   KernelList k(static_cast<int>(s.e));
-  k.linear_forward("wk", s.T, s.h, s.kv);
-  k.linear_forward("attention_out", s.T, s.h, s.h);
-  if (t.mlp == MlpKind::SwiGlu) k.linear_forward("mlp_up", s.T, s.h, s.f);
-  else k.linear_forward("mlp_down", s.T, s.f, s.h);
+  if (t.projections == Projections::Fused) {
+    k.linear_forward("attention_out", s.T, s.h, s.h);
+    k.linear_forward("mlp_down", s.T, s.f, s.h);
+  } else {
+    k.linear_forward("wk", s.T, s.h, s.kv);
+    k.linear_forward("attention_out", s.T, s.h, s.h);
+    if (t.mlp == MlpKind::SwiGlu) k.linear_forward("mlp_up", s.T, s.h, s.f);
+    else k.linear_forward("mlp_down", s.T, s.f, s.h);
+  }
   std::vector<Kernel> out = k.take();
   for (const Kernel& f : forward)
     if (f.kind == KernelKind::Memory) out.push_back(f);

@@ -28,9 +28,10 @@ double transformer_recompute_flops_per_token(const Scenario& s) {
     case Checkpointing::None: return 0;
     case Checkpointing::Selective: return static_cast<double>(t.layers) * attention_per_block;
     case Checkpointing::SelectiveOp:
-      // torchtitan's op-level policy re-runs wk, wo and the MLP's second matmul (h x f either way).
+      // torchtitan's op-level policy re-runs wk, wo and the MLP's second matmul (h x f either way);
+      // with fused projections wo and the MLP's down projection (core/kernels.cpp).
       return 2.0 * static_cast<double>(t.layers) * static_cast<double>(t.hidden) *
-             static_cast<double>(t.kv_dim() + t.hidden + t.ffn_hidden);
+             static_cast<double>((t.projections == Projections::Fused ? 0 : t.kv_dim()) + t.hidden + t.ffn_hidden);
     case Checkpointing::Full: {
       // The checkpointed blocks (every block, or every checkpoint_every-th).
       double block_params = 0;

@@ -54,12 +54,21 @@ TEST(BlockBackward, MegatronSelectiveReMakesTheAttentionOutputAndLogSumExp) {
 }
 
 TEST(BlockBackward, TorchtitansOpPolicyKeepsItsListAndReRunsTheRest) {
-  const BlockBackwardMemory m = block_backward_memory(llama_block(Checkpointing::SelectiveOp), e, Checkpointing::SelectiveOp);
+  TransformerSpec t = llama_block(Checkpointing::SelectiveOp);
+  t.projections = Projections::Separate;  // torchtitan's block: wq, wk, wv, wo, w1, w3, w2
+  const BlockBackwardMemory m = block_backward_memory(t, e, Checkpointing::SelectiveOp);
   // The block input, wq's and wv's outputs, the attention output and log-sum-exp, w1's and w2's.
   EXPECT_EQ(m.kept_bytes, Th + Th + Tkv + Th + lse + Tf + Th);
   // Re-made: what an uncheckpointed block saves less the input, v, o, lse and w1's output.
   const int64_t rerun = none_bytes - (Th + Tkv + Th + lse + Tf);
   EXPECT_EQ(m.peak_above_kept_bytes, Th + rerun + 2 * Tf + w2_grad);
+  // Fused projections (qkv, wo, gate/up, down): the policy keeps the first and third matmuls'
+  // outputs, q, k (before RoPE) and v, and SwiGLU's gate and up; it re-runs wo and down.
+  t.projections = Projections::Fused;
+  const BlockBackwardMemory fused = block_backward_memory(t, e, Checkpointing::SelectiveOp);
+  EXPECT_EQ(fused.kept_bytes, Th + (Th + Tkv) + Tkv + Th + lse + 2 * Tf);
+  const int64_t fused_rerun = none_bytes - (Th + Tkv + Th + lse + 2 * Tf);
+  EXPECT_EQ(fused.peak_above_kept_bytes, Th + fused_rerun + 2 * Tf + w2_grad);
 }
 
 TEST(BlockBackward, GeluPeaksWhenItsInputGradientIsMade) {

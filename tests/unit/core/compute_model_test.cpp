@@ -310,8 +310,13 @@ TEST(Recompute, FullReRunsTheBlockForwardAndSelectiveTheAttention) {
 // torchtitan's op-level policy re-runs wk, wo and the MLP's second matmul (SwiGLU's w3, GELU's
 // down) and every memory-bound forward kernel, never the attention kernel.
 TEST(Recompute, SelectiveOpReRunsTheEvenMatmulsAndTheMemoryBoundKernels) {
-  const Scenario none = parse(scenario_json("none"));
-  const Scenario op = parse(scenario_json("selective_op"));
+  const auto separate = [](const std::string& ckpt) {  // torchtitan's block
+    json j = scenario_json(ckpt);
+    j["model"]["transformer"]["projections"] = "separate";
+    return j;
+  };
+  const Scenario none = parse(separate("none"));
+  const Scenario op = parse(separate("selective_op"));
   const TransformerSpec& t = *op.model.transformer;
   const UnitKernels k = transformer_unit_kernels(t, TransformerPart::Block, 2);
   const double T = 2048 * 2, h = 1024, kv = 256, f = 4096;
@@ -324,14 +329,14 @@ TEST(Recompute, SelectiveOpReRunsTheEvenMatmulsAndTheMemoryBoundKernels) {
   for (const Kernel& x : k.recompute) memory_recompute += x.kind == KernelKind::Memory;
   EXPECT_EQ(memory_recompute, memory_forward);
   // Its backward lies between no checkpointing's and full checkpointing's.
-  const Scenario full = parse(scenario_json("full"));
+  const Scenario full = parse(separate("full"));
   const double b_none = unit_compute(none, none.model.units[1]).backward_us;
   const double b_op = unit_compute(op, op.model.units[1]).backward_us;
   const double b_full = unit_compute(full, full.model.units[1]).backward_us;
   EXPECT_GT(b_op, b_none);
   EXPECT_LT(b_op, b_full);
   // GELU's second MLP matmul is the down projection.
-  json gelu = scenario_json("selective_op");
+  json gelu = separate("selective_op");
   gelu["model"]["transformer"]["mlp"] = "gelu";
   const UnitKernels g = transformer_unit_kernels(*parse(gelu).model.transformer, TransformerPart::Block, 2);
   EXPECT_DOUBLE_EQ(find(g.recompute, "recompute.mlp_down")->flops, 2 * T * f * h);
@@ -339,6 +344,19 @@ TEST(Recompute, SelectiveOpReRunsTheEvenMatmulsAndTheMemoryBoundKernels) {
   // HFU counts those matmuls: 2 h (kv + h + f) per layer and token.
   const Workload w = workload_of(op);
   EXPECT_DOUBLE_EQ(w.hardware_flops_per_step, w.model_flops_per_step + 2.0 * 2 * h * (kv + h + f) * w.tokens_per_step);
+  // Fused projections (qkv, wo, gate/up, down): it re-runs wo and down, for SwiGLU and GELU.
+  for (const char* mlp : {"swiglu", "gelu"}) {
+    json j = scenario_json("selective_op");
+    j["model"]["transformer"]["mlp"] = mlp;
+    const Scenario fused = parse(j);
+    const UnitKernels fk = transformer_unit_kernels(*fused.model.transformer, TransformerPart::Block, 2);
+    EXPECT_DOUBLE_EQ(flops_of(fk.recompute, KernelKind::Gemm), 2 * T * h * (h + f)) << mlp;
+    EXPECT_NE(find(fk.recompute, "recompute.attention_out"), nullptr) << mlp;
+    EXPECT_NE(find(fk.recompute, "recompute.mlp_down"), nullptr) << mlp;
+    EXPECT_EQ(find(fk.recompute, "recompute.wk"), nullptr) << mlp;
+    const Workload fw = workload_of(fused);
+    EXPECT_DOUBLE_EQ(fw.hardware_flops_per_step, fw.model_flops_per_step + 2.0 * 2 * h * (h + f) * fw.tokens_per_step) << mlp;
+  }
 }
 
 // checkpoint_every: the checkpointed blocks re-run their forward, the others do not, and HFU

@@ -139,12 +139,19 @@ TEST(Transformer, SavedActivationsPerCheckpointingModeWithFlashAttention) {
   // torchtitan's op-level policy keeps the block input, wq's and wv's outputs, the attention
   // output and log-sum-exp, and w1's and w2's outputs; the backward re-runs the rest of an
   // uncheckpointed block's tensors.
-  const Scenario op_sac = parse_scenario(llama(2, h, f, a, 8, "selective_op"));
+  json torchtitan = llama(2, h, f, a, 8, "selective_op");
+  torchtitan["model"]["transformer"]["projections"] = "separate";  // its wq, wk, wv, w1, w3
+  const Scenario op_sac = parse_scenario(torchtitan);
   const UnitSpec& op = op_sac.model.units[1];
   const int64_t op_kept = e * T * (h + h + kv + h + f + h) + 4 * T * a;
   EXPECT_EQ(op.activation_bytes, op_kept);
   EXPECT_EQ(op.backward_transient_bytes, none_bytes - (e * T * (h + kv + h + f) + 4 * T * a) + mlp_backward);
   EXPECT_FALSE(op.recompute_forward);  // a partial re-run, timed by its kernels
+  // With fused projections it keeps the qkv projection's whole output (q and k before RoPE, v)
+  // and the gate/up projection's (gate and up), and re-makes the rest.
+  const UnitSpec& op_fused = parse_scenario(llama(2, h, f, a, 8, "selective_op")).model.units[1];
+  EXPECT_EQ(op_fused.activation_bytes, e * T * (h + (h + kv) + kv + h + 2 * f) + 4 * T * a);
+  EXPECT_EQ(op_fused.backward_transient_bytes, none_bytes - (e * T * (h + kv + h + 2 * f) + 4 * T * a) + mlp_backward);
 
   const Scenario full_ckpt = parse_scenario(llama(2, h, f, a, 8, "full"));
   const UnitSpec& full = full_ckpt.model.units[1];
