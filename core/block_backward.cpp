@@ -92,7 +92,19 @@ BlockBackwardMemory block_backward_memory(const TransformerSpec& t, int e, Check
         up.kept = swiglu;
         policy_extra = Th + Tkv;
       } else {
-        policy_extra = Th + (swiglu ? Th : 0);
+        policy_extra = Th + (swiglu ? Th : 0);  // wq's output, and w2's
+      }
+      // Without RoPE the kept projection outputs are the attention's own q (and, fused, k): kept
+      // once, not re-made.
+      if (t.position != PositionKind::Rope) {
+        q.recomputed = false;
+        q.kept = true;
+        policy_extra -= Th;
+        if (t.projections == Projections::Fused) {
+          k.recomputed = false;
+          k.kept = true;
+          policy_extra -= Tkv;
+        }
       }
       recompute_temporary = Th;  // the output projection's, re-run to re-make the residual
       break;

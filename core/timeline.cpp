@@ -126,8 +126,8 @@ void set_timeline_ops(Timeline& timeline, const Program& program) {
   metadata.ops = program.ops;
   metadata.labels = program.labels;
   metadata.groups = program.groups;
-  metadata.host_launches = program.host_launches;
   set_timeline_ops(timeline, std::move(metadata));
+  timeline.host_launches_per_step = program.host_launches_per_step();
 }
 
 json timeline_to_json(const Timeline& t) {

@@ -69,6 +69,19 @@ TEST(BlockBackward, TorchtitansOpPolicyKeepsItsListAndReRunsTheRest) {
   EXPECT_EQ(fused.kept_bytes, Th + (Th + Tkv) + Tkv + Th + lse + 2 * Tf);
   const int64_t fused_rerun = none_bytes - (Th + Tkv + Th + lse + 2 * Tf);
   EXPECT_EQ(fused.peak_above_kept_bytes, Th + fused_rerun + 2 * Tf + w2_grad);
+  // GELU, fused (qkv, wo, up, down): the qkv output and up's.
+  t.mlp = MlpKind::Gelu;
+  EXPECT_EQ(block_backward_memory(t, e, Checkpointing::SelectiveOp).kept_bytes, Th + (Th + Tkv) + Tkv + Th + lse + Tf);
+  // Without RoPE the kept projection outputs are the attention's q (and, fused, k) themselves:
+  // counted once, not re-made.
+  t.mlp = MlpKind::SwiGlu;
+  t.position = PositionKind::Learned;
+  const BlockBackwardMemory learned = block_backward_memory(t, e, Checkpointing::SelectiveOp);
+  EXPECT_EQ(learned.kept_bytes, fused.kept_bytes);
+  EXPECT_EQ(learned.peak_above_kept_bytes, fused.peak_above_kept_bytes - (Th + Tkv));
+  t.projections = Projections::Separate;
+  EXPECT_EQ(block_backward_memory(t, e, Checkpointing::SelectiveOp).peak_above_kept_bytes,
+            m.peak_above_kept_bytes - Th);  // q (wq's output) no longer re-made
 }
 
 TEST(BlockBackward, GeluPeaksWhenItsInputGradientIsMade) {

@@ -412,11 +412,15 @@ TEST(MetricsJson, OlderFilesWithoutTheNewFieldsRead) {
   Timeline t = half_second_step();
   t.memory = {{0, 700}};
   t.memory_reserve.fixed_bytes = 10;
+  t.host_launches_per_step = 7;
   nlohmann::json j = metrics_to_json(compute_metrics(t));
+  EXPECT_EQ(metrics_from_json(j).host_launches, 7);
   j.erase("throughput");
   j.erase("peak_reserved_bytes");
   j.erase("peak_allocator_reserved_bytes");
+  j.erase("host_launches");
   const Metrics back = metrics_from_json(j);
+  EXPECT_EQ(back.host_launches, 0);
   EXPECT_EQ(back.peak_memory_bytes, 700);
   EXPECT_EQ(back.peak_reserved_bytes, 700);
   EXPECT_EQ(back.peak_allocator_reserved_bytes, 700);

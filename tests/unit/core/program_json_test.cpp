@@ -375,6 +375,15 @@ TEST(TimelineJson, RoundTripKeepsEveryField) {
   EXPECT_DOUBLE_EQ(back.workload.hardware_flops_per_step, 4e12);
   EXPECT_EQ(back.memory_reserve.fixed_bytes, 12345);
   EXPECT_DOUBLE_EQ(back.memory_reserve.fragmentation, 0.07);
+  // The Program's launch count: carried, unknown (0) in files written before it, never negative.
+  EXPECT_EQ(back.host_launches_per_step, t.host_launches_per_step);
+  EXPECT_GT(back.host_launches_per_step, 0);
+  json old = j;
+  old.erase("host_launches_per_step");
+  EXPECT_EQ(timeline_from_json(old).host_launches_per_step, 0);
+  json bad = j;
+  bad["host_launches_per_step"] = -1;
+  EXPECT_THROW(timeline_from_json(bad), InputError);
 }
 
 // An imported run's allocator figures round-trip; timelines without them read as unknown, and a
