@@ -81,33 +81,31 @@ BlockBackwardMemory block_backward_memory(const TransformerSpec& t, int e, Check
       lse.kept = false;
       lse.recomputed = recomputed_output.recomputed = true;
       break;
-    case Checkpointing::SelectiveOp:
+    case Checkpointing::SelectiveOp: {
+      const bool fused = t.projections == Projections::Fused;
       for (Saved* s : none_saved) s->recomputed = true;
       v.recomputed = o.recomputed = lse.recomputed = gate.recomputed = false;
       v.kept = o.kept = lse.kept = gate.kept = true;
-      if (t.projections == Projections::Fused) {
-        // The first and third matmuls: qkv (q and k before RoPE beside v) and SwiGLU's gate/up
-        // (its up beside the gate); wo and down are re-run.
+      if (fused) {  // the first and third matmuls: qkv and SwiGLU's gate/up (its up beside the gate)
         up.recomputed = false;
         up.kept = swiglu;
-        policy_extra = Th + Tkv;
-      } else {
-        policy_extra = Th + (swiglu ? Th : 0);  // wq's output, and w2's
       }
-      // Without RoPE the kept projection outputs are the attention's own q (and, fused, k): kept
-      // once, not re-made.
-      if (t.position != PositionKind::Rope) {
+      // The kept projection output holding q (wq's; fused, qkv's q and k beside v): with RoPE it is
+      // kept beyond what the backward uses; without, it is the attention's own q (and k), not re-made.
+      if (t.position == PositionKind::Rope) {
+        policy_extra = Th + (fused ? Tkv : 0);
+      } else {
         q.recomputed = false;
         q.kept = true;
-        policy_extra -= Th;
-        if (t.projections == Projections::Fused) {
+        if (fused) {
           k.recomputed = false;
           k.kept = true;
-          policy_extra -= Tkv;
         }
       }
+      if (swiglu && !fused) policy_extra += Th;  // w2's output
       recompute_temporary = Th;  // the output projection's, re-run to re-make the residual
       break;
+    }
     case Checkpointing::Full:
       for (Saved* s : none_saved) s->recomputed = true;
       recompute_temporary = Th;  // w2's output: the re-run stops once it has saved its input

@@ -779,9 +779,9 @@ Timeline simulate_program(const Scenario& given, const Program& program, const S
   t.scale = 1.0;
   set_timeline_scenario(t, scenario);
   t.allocator_pool_peaks_bytes = sim.pool_peaks_bytes();
-  t.host_launches_per_step = program.host_launches_per_step();
   if (step != nullptr) {
     *peak_memory_bytes = sim.peak_memory_bytes();
+    t.host_launches_per_step = program.host_launches_per_step();  // set_timeline_ops does it below
     return t;
   }
   t.intervals = std::move(intervals);
