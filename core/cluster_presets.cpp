@@ -30,7 +30,7 @@ constexpr const char* kPresets = R"json({
       "memory": "81559MiB",
       "copy_bandwidth": "1.6TB/s",
       "hbm_bandwidth": "3.35TB/s",
-      "gemm_efficiency": 0.6786, "gemm_half_dim": 634, "attention_efficiency": 0.1855, "memory_efficiency": 0.721,
+      "gemm_efficiency": 0.6786, "gemm_half_dim": 634, "attention_efficiency": 0.1855, "memory_efficiency": 0.768,
       "kernel_launch": "5us",
       "context_memory": "768MiB", "nccl_memory": "656MiB", "allocator_fragmentation": 0.26, "allocator_pool_fragmentation": 0.018,
       "allocator_fragmentation_at_capacity": 0.068
@@ -69,7 +69,7 @@ constexpr const char* kPresets = R"json({
       "memory": "81920MiB",
       "copy_bandwidth": "1.0TB/s",
       "hbm_bandwidth": "2039GB/s",
-      "gemm_efficiency": 0.8476, "gemm_half_dim": 444, "attention_efficiency": 0.3134, "memory_efficiency": 0.545,
+      "gemm_efficiency": 0.8476, "gemm_half_dim": 444, "attention_efficiency": 0.3134, "memory_efficiency": 0.591,
       "kernel_launch": "5us",
       "context_memory": "768MiB", "nccl_memory": "656MiB", "allocator_fragmentation": 0.26, "allocator_pool_fragmentation": 0.018,
       "allocator_fragmentation_at_capacity": 0.068

@@ -76,7 +76,11 @@ double attention_forward_flops(const TransformerSpec& t) {
 }
 
 // A norm over T x h elements (x, 16-bit: e bytes each). Fused: one kernel reads x, writes y; its
-// backward reads x and dy, writes dx, in two kernels (the weight's gradient is summed apart). Eager fp32 (torchtitan's "rmsnorm", fms's
+// backward is two kernels, as PyTorch's layer_norm and rms_norm run it: the input gradient's reads
+// x and dy and writes dx (3e), the weight gradient's (GammaBeta) reads x and dy again (2e), 5e in
+// all. Fused one-pass (torchtitan's Triton fused_rmsnorm): one kernel reads x and dy once, writes
+// dx and per-block partial weight gradients (blocks x h fp32, not counted), then a second launch
+// sums the partials: 3e. Eager fp32 (torchtitan's "rmsnorm", fms's
 // LayerNormParameterized): x.float(), pow(2), mean, + eps, rsqrt, multiply, type_as, * weight,
 // 28 + 4e bytes per element in 8 launches; autograd's backward runs the weight multiply's two
 // gradients and the weight's sum over tokens (6e), the casts back (e + 4 each way), the multiply
@@ -91,7 +95,7 @@ void norm_forward(KernelList& k, const std::string& name, const TransformerSpec&
 void norm_backward(KernelList& k, const std::string& name, const TransformerSpec& t, const Shape& s) {
   const D Th = D(s.T) * D(s.h);
   if (t.norm_impl == NormImpl::EagerFp32) k.memory(name + ".bwd", (76 + 8 * s.e) * Th, 16);
-  else k.memory(name + ".bwd", 3 * s.e * Th, 2);
+  else k.memory(name + ".bwd", (t.norm_impl == NormImpl::FusedOnePass ? 3 : 5) * s.e * Th, 2);
 }
 
 // RoPE on q and k, T x (h + kv) elements. Fused: read and write each (2e). Eager complex

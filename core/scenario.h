@@ -85,14 +85,17 @@ struct UnitSpec {
 enum class MlpKind { SwiGlu, Gelu };           // SwiGLU: gate, up, down; GELU: up (ffn_hidden), down
 enum class NormKind { RmsNorm, LayerNorm };
 enum class PositionKind { Rope, Alibi, Learned };
-// How the norms and RoPE run (docs/compute-model.md, "Eager norms and RoPE"): fused, one kernel
-// each way (F.layer_norm, F.rms_norm's fused kernel, Triton or Apex kernels); eager_fp32, the
+// How the norms and RoPE run (docs/compute-model.md, "Eager norms and RoPE"): fused, PyTorch's
+// norm kernels (F.layer_norm, F.rms_norm): one kernel forward; backward the input gradient's
+// kernel, then the weight gradient's, which reads x and dy again; fused_one_pass, a kernel whose
+// backward reads x and dy once, writing dx and per-block partial weight gradients (torchtitan's
+// Triton fused_rmsnorm), then sums the partials; eager_fp32, the
 // Llama reference RMSNorm in PyTorch ops over an fp32 copy (torchtitan's "rmsnorm", fms's
 // LayerNormParameterized with use_high_precision_pow); eager_complex, RoPE as a complex multiply
 // of fp32 views (torchtitan, Meta's reference); eager_rotation, RoPE as fms's fp32 2x2 rotation
 // (a broadcast multiply, then a sum over the pair); eager_stack, RoPE in the activation dtype on
 // the even and odd halves, stacked back into pairs (bench/gpu/fsdp_step.py's apply_rope).
-enum class NormImpl { Fused, EagerFp32 };
+enum class NormImpl { Fused, FusedOnePass, EagerFp32 };
 enum class RopeImpl { Fused, EagerComplex, EagerRotation, EagerStack };
 // How a block's input projections run: fused, one GEMM for q, k and v and one for SwiGLU's gate
 // and up (MPT's Wqkv, GPT-2's c_attn, fms); separate, one GEMM per projection (torchtitan's and

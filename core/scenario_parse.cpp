@@ -42,7 +42,7 @@ constexpr const char* kSchema = R"json({
       "root_group": "bool", "last_block_reshard_after_forward": "bool",
       "attention": "mha|gqa", "mlp": "swiglu|gelu", "norm": "rmsnorm|layernorm", "position": "rope|alibi|learned",
       "bias": "bool", "dropout": "number", "loss": "fp32|eager_16bit|fused",
-      "norm_impl": "fused|eager_fp32", "rope_impl": "fused|eager_complex|eager_rotation|eager_stack", "logits_dtype": "param|fp32",
+      "norm_impl": "fused|fused_one_pass|eager_fp32", "rope_impl": "fused|eager_complex|eager_rotation|eager_stack", "logits_dtype": "param|fp32",
       "projections": "fused|separate"
     },
     "seq_len": "int", "micro_batch_size": "int",
@@ -340,7 +340,8 @@ TransformerSpec parse_transformer(const json& j, const std::string& path, const 
       throw InputError(o.at("logits_dtype"), "\"fp32\" logits are what the \"fp32\" loss runs over; it needs loss \"fp32\"");
   }
   if (const json* v = o.opt("norm_impl")) {
-    t.norm_impl = as_choice<NormImpl>(*v, o.at("norm_impl"), {{"fused", NormImpl::Fused}, {"eager_fp32", NormImpl::EagerFp32}});
+    t.norm_impl = as_choice<NormImpl>(*v, o.at("norm_impl"), {{"fused", NormImpl::Fused}, {"fused_one_pass", NormImpl::FusedOnePass},
+                                                             {"eager_fp32", NormImpl::EagerFp32}});
     if (t.norm_impl == NormImpl::EagerFp32 && t.norm != NormKind::RmsNorm)
       throw InputError(o.at("norm_impl"), "\"eager_fp32\" is the Llama reference RMSNorm in PyTorch ops; it needs norm \"rmsnorm\" "
                                           "(PyTorch's layer_norm is one fused kernel even in eager mode: use \"fused\")");

@@ -260,7 +260,8 @@ def memory_rows(out, deadline):
         nb = 2 * tokens * h
         row("rms_norm_fwd", 2 * nb, lambda: F.rms_norm(x, (h,), w, 1e-5), tokens=tokens, hidden=h)
         y = F.rms_norm(x, (h,), w, 1e-5)
-        row("rms_norm_bwd", 3 * nb, lambda: torch.autograd.grad(y, (x, w), dy, retain_graph=True), graph=False, tokens=tokens,
+        # input gradient (reads x and dy, writes dx) and weight gradient (GammaBeta: x and dy again)
+        row("rms_norm_bwd", 5 * nb, lambda: torch.autograd.grad(y, (x, w), dy, retain_graph=True), graph=False, tokens=tokens,
             hidden=h)
         del x, w, dy, y
     # The fp32 loss: logits.float(), cross entropy forward and backward, over (tokens, vocab)

@@ -8,6 +8,7 @@ number, differs). The objective is the mean |log(predicted / published)| of toke
 over the chip's fit rows, minimised by Nelder-Mead within physical bounds.
 
     bench/published/fit.py [--binary build/release/cli/shardline] [--chip h100|a100] [--iterations N] [--set PATH=VALUE ...]
+                           [--start V ...] [--only NAME ...]
 """
 import argparse
 import math
@@ -39,8 +40,8 @@ INTER_NODE = ("inter_node_bandwidth", "cluster.inter_node.bandwidth", 20.0, 200.
 SLOWDOWN = ("compute_slowdown_during_comm", "cluster.compute_slowdown_during_comm", 1.0, 1.4, "")
 
 
-def clamp(x):
-    return [min(max(v, lo), hi) for v, (_, _, lo, hi, _) in zip(x, PARAMS)]
+def clamp(x, params=None):
+    return [min(max(v, lo), hi) for v, (_, _, lo, hi, _) in zip(x, params or PARAMS)]
 
 
 def sets_of(x):
@@ -58,13 +59,14 @@ def objective(binary, rows, models, x, cache, fixed=()):
     return value
 
 
-def nelder_mead(f, x0, steps, iterations):
+def nelder_mead(f, x0, steps, iterations, params=None):
+    clamp_ = lambda x: clamp(x, params)  # noqa: E731
     n = len(x0)
-    simplex = [clamp(x0)]
+    simplex = [clamp_(x0)]
     for i in range(n):
         x = list(x0)
         x[i] += steps[i]
-        simplex.append(clamp(x))
+        simplex.append(clamp_(x))
     values = [f(x) for x in simplex]
     for _ in range(iterations):
         order = sorted(range(n + 1), key=lambda i: values[i])
@@ -72,22 +74,22 @@ def nelder_mead(f, x0, steps, iterations):
         values = [values[i] for i in order]
         centroid = [sum(p[i] for p in simplex[:-1]) / n for i in range(n)]
         worst = simplex[-1]
-        reflected = clamp([c + (c - w) for c, w in zip(centroid, worst)])
+        reflected = clamp_([c + (c - w) for c, w in zip(centroid, worst)])
         fr = f(reflected)
         if fr < values[0]:
-            expanded = clamp([c + 2 * (c - w) for c, w in zip(centroid, worst)])
+            expanded = clamp_([c + 2 * (c - w) for c, w in zip(centroid, worst)])
             fe = f(expanded)
             simplex[-1], values[-1] = (expanded, fe) if fe < fr else (reflected, fr)
         elif fr < values[-2]:
             simplex[-1], values[-1] = reflected, fr
         else:
-            contracted = clamp([c + 0.5 * (w - c) for c, w in zip(centroid, worst)])
+            contracted = clamp_([c + 0.5 * (w - c) for c, w in zip(centroid, worst)])
             fc = f(contracted)
             if fc < values[-1]:
                 simplex[-1], values[-1] = contracted, fc
             else:
                 best = simplex[0]
-                simplex = [best] + [clamp([b + 0.5 * (p - b) for b, p in zip(best, q)]) for q in simplex[1:]]
+                simplex = [best] + [clamp_([b + 0.5 * (p - b) for b, p in zip(best, q)]) for q in simplex[1:]]
                 values = [values[0]] + [f(x) for x in simplex[1:]]
     i = min(range(n + 1), key=lambda k: values[k])
     return simplex[i], values[i]
@@ -105,6 +107,10 @@ def main():
                     help="also fit the achieved inter-node bandwidth per NIC (Gb/s) of the chip's cluster presets")
     ap.add_argument("--fit-slowdown", action="store_true",
                     help="also fit the compute slow-down while a collective runs (cluster.compute_slowdown_during_comm)")
+    ap.add_argument("--only", nargs="+", default=None, metavar="NAME",
+                    help="fit only these parameters (names as printed), the others held at their start values "
+                         "(e.g. memory_efficiency alone, with --start at the presets' values, after a change to the bytes "
+                         "the model counts)")
     ap.add_argument("--start", nargs="+", type=float, default=None,
                     help="start values, in the order printed (default 0.7 256 0.4 0.7, then 100 with --fit-inter-node, "
                          "then 1.1 with --fit-slowdown)")
@@ -118,12 +124,25 @@ def main():
     start = args.start or start
     if len(start) != len(PARAMS):
         ap.error(f"--start needs {len(PARAMS)} values: " + " ".join(p[0] for p in PARAMS))
+    unknown = sorted(set(args.only or []) - {p[0] for p in PARAMS})
+    if unknown:
+        ap.error("--only: unknown parameter " + ", ".join(unknown) + "; fitted ones: " + " ".join(p[0] for p in PARAMS))
     data = check.load(args.runs)
     for chip in args.chip or sorted(CHIPS):
         rows = [r for r in data["rows"] if r["split"] == "fit" and r["gpu"] in CHIPS[chip]]
         cache = {}
-        f = lambda x: objective(args.binary, rows, data["models"], x, cache, args.set)  # noqa: E731
-        x, value = nelder_mead(f, start, steps, args.iterations)
+        free = [i for i, p in enumerate(PARAMS) if args.only is None or p[0] in args.only]
+
+        def full(sub):
+            x = list(start)
+            for i, v in zip(free, sub):
+                x[i] = v
+            return x
+
+        f = lambda sub: objective(args.binary, rows, data["models"], full(sub), cache, args.set)  # noqa: E731
+        sub, value = nelder_mead(f, [start[i] for i in free], [steps[i] for i in free], args.iterations,
+                                 [PARAMS[i] for i in free])
+        x = full(sub)
         print(f"{chip}: {len(rows)} fit rows, {len(cache)} evaluations, mean |log error| {value:.4f}")
         for v, (name, key, _, _, unit) in zip(x, PARAMS):
             print(f"  {name:<22} {v:.4g}{unit}")

@@ -128,14 +128,24 @@ TEST(Kernels, TheLossOverTheVocabularyMovesFp32BytesUnlessFused) {
 
 // Eager norms and RoPE (docs/compute-model.md, "Eager norms and RoPE"): the bytes and launches of
 // the PyTorch op sequences, per element of the norm's T x h input and of RoPE's q and k; fused
-// stays one kernel each way; the final norm in the head follows the same knob.
+// stays one kernel forward (PyTorch's norm backward: two kernels, the weight gradient's reading x
+// and dy again, 5e; a one-pass kernel reads them once, 3e); the final norm in the head follows the
+// same knob.
 TEST(Kernels, EagerNormsAndRopeMoveTheBytesOfTheirOpSequences) {
   json j = scenario_json();
   const double Th = 4096.0 * 1024, qk = 4096.0 * (1024 + 256);  // T = 2 x 2048 tokens; kv = 2 heads of 128
   const auto block = [&] { return transformer_unit_kernels(*parse(j).model.transformer, TransformerPart::Block, 2); };
   UnitKernels fused = block();
   EXPECT_DOUBLE_EQ(find(fused.forward, "attention_norm")->bytes, 4 * Th);
-  EXPECT_DOUBLE_EQ(find(fused.backward, "ffn_norm.bwd")->bytes, 6 * Th);
+  EXPECT_DOUBLE_EQ(find(fused.backward, "ffn_norm.bwd")->bytes, 10 * Th);
+  EXPECT_EQ(find(fused.backward, "ffn_norm.bwd")->launches, 2);
+  j["model"]["transformer"]["norm_impl"] = "fused_one_pass";
+  const UnitKernels one_pass = block();
+  EXPECT_DOUBLE_EQ(find(one_pass.forward, "attention_norm")->bytes, 4 * Th);
+  EXPECT_DOUBLE_EQ(find(one_pass.backward, "ffn_norm.bwd")->bytes, 6 * Th);
+  EXPECT_EQ(find(one_pass.backward, "ffn_norm.bwd")->launches, 2);
+  EXPECT_DOUBLE_EQ(find(transformer_unit_kernels(*parse(j).model.transformer, TransformerPart::Head, 2).backward, "norm.bwd")->bytes,
+                   6 * Th);
   EXPECT_DOUBLE_EQ(find(fused.forward, "rope")->bytes, 4 * qk);
   EXPECT_EQ(find(fused.forward, "rope")->launches, 1);
   j["model"]["transformer"].update({{"norm_impl", "eager_fp32"}, {"rope_impl", "eager_complex"}});

@@ -354,7 +354,7 @@ TEST(Transformer, KnobsHaveDefaultsAndBadValuesNameTheAcceptedOnes) {
   expect_bad(j, "model.transformer.projection", {"did you mean \"projections\"?"});
   j = llama(2, 4096, 14336, 32, 8, "none");
   j["model"]["transformer"]["norm_impl"] = "eager";
-  expect_bad(j, "model.transformer.norm_impl", {"\"eager\"", "fused", "eager_fp32"});
+  expect_bad(j, "model.transformer.norm_impl", {"\"eager\"", "fused", "fused_one_pass", "eager_fp32"});
   j = llama(2, 4096, 14336, 32, 8, "none");
   j["model"]["transformer"].update({{"norm", "layernorm"}, {"norm_impl", "eager_fp32"}});
   expect_bad(j, "model.transformer.norm_impl", {"needs norm \"rmsnorm\"", "layer_norm is one fused kernel"});
