@@ -69,7 +69,7 @@ def grid_min(f, bounds, points=21, rounds=3):
 
 def model_bytes(row):
     """A row's bytes as the compute model counts that kernel. The committed files recorded RMSNorm's
-    backward at 3 bytes per 16-bit element (x, dy, dx); since 2026-11-28 the model counts 5 (the
+    backward at 3 bytes per 16-bit element (x, dy, dx); since the twenty-sixth session (2026-11-27) the model counts 5 (the
     weight gradient's kernel reads x and dy again, core/kernels.cpp), and kernels.py records 5."""
     if row.get("op") == "rms_norm_bwd":
         row = dict(row, bytes=5 * 2 * row["tokens"] * row["hidden"])
