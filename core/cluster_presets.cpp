@@ -30,7 +30,7 @@ constexpr const char* kPresets = R"json({
       "memory": "81559MiB",
       "copy_bandwidth": "1.6TB/s",
       "hbm_bandwidth": "3.35TB/s",
-      "gemm_efficiency": 0.6786, "gemm_half_dim": 634, "attention_efficiency": 0.1855, "memory_efficiency": 0.768,
+      "gemm_efficiency": 0.5987, "gemm_half_dim": 363, "attention_efficiency": 0.1834, "memory_efficiency": 0.9155,
       "kernel_launch": "5us",
       "context_memory": "768MiB", "nccl_memory": "656MiB", "allocator_fragmentation": 0.26, "allocator_pool_fragmentation": 0.018,
       "allocator_fragmentation_at_capacity": 0.068
@@ -49,14 +49,14 @@ constexpr const char* kPresets = R"json({
   },
   "h100-sxm-dgx-torch2.11": {
     "same_as": "h100-sxm-dgx",
-    "gpu": {"gemm_efficiency": 0.7264, "gemm_half_dim": 98, "memory_efficiency": 0.65,
+    "gpu": {"gemm_efficiency": 0.7264, "gemm_half_dim": 98, "memory_efficiency": 0.6125,
             "attention_efficiency": 0.875, "attention_backward_efficiency": 0.8031, "attention_half_seq": 252,
             "attention_backward_half_seq": 832, "attention_half_head_dim": 48,
             "kernel_launch": "1.71us", "copy_bandwidth": "1124GB/s"}
   },
   "h200-sxm-hgx-torch2.11": {
     "same_as": "h200-sxm-hgx",
-    "gpu": {"gemm_efficiency": 0.712, "gemm_half_dim": 82, "memory_efficiency": 0.5875,
+    "gpu": {"gemm_efficiency": 0.712, "gemm_half_dim": 82, "memory_efficiency": 0.5375,
             "attention_efficiency": 0.9719, "attention_backward_efficiency": 0.85, "attention_half_seq": 256,
             "attention_backward_half_seq": 576, "attention_half_head_dim": 60,
             "kernel_launch": "1.08us", "copy_bandwidth": "1359GB/s"}
@@ -69,7 +69,7 @@ constexpr const char* kPresets = R"json({
       "memory": "81920MiB",
       "copy_bandwidth": "1.0TB/s",
       "hbm_bandwidth": "2039GB/s",
-      "gemm_efficiency": 0.8476, "gemm_half_dim": 444, "attention_efficiency": 0.3134, "memory_efficiency": 0.591,
+      "gemm_efficiency": 0.8282, "gemm_half_dim": 472, "attention_efficiency": 0.3145, "memory_efficiency": 0.7227,
       "kernel_launch": "5us",
       "context_memory": "768MiB", "nccl_memory": "656MiB", "allocator_fragmentation": 0.26, "allocator_pool_fragmentation": 0.018,
       "allocator_fragmentation_at_capacity": 0.068

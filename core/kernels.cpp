@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <iterator>
 
 namespace shardline {
 namespace {
@@ -219,6 +220,28 @@ std::vector<Kernel> selective_op_recompute(const TransformerSpec& t, const Shape
   return out;
 }
 
+// A checkpoint's early stop (TransformerSpec::checkpoint_early_stop): the re-run ends once the
+// last tensor the backward needs is saved again. The block's forward ends with the down
+// projection, whose matmul saves its input before it runs, then (with dropout) the dropout, which
+// saves its mask, and the residual add, which saves nothing. So the re-run skips the final add and,
+// without dropout, the down projection (the traced Llama steps re-run 6 of a block's 7 GEMMs).
+void stop_early(std::vector<Kernel>& recompute, const TransformerSpec& t) {
+  auto last = [&](const char* name) {
+    for (auto it = recompute.rbegin(); it != recompute.rend(); ++it)
+      if (it->name == name) return std::prev(it.base());
+    SHARDLINE_CHECK(false, "a block re-run without its final residual add or down projection");
+    return recompute.end();
+  };
+  recompute.erase(last("residual_add"));
+  if (t.dropout == 0) {
+    for (auto it = recompute.begin(); it != recompute.end(); ++it)
+      if (it->name == "mlp_down") {
+        recompute.erase(it);
+        break;
+      }
+  }
+}
+
 void embedding_forward(KernelList& k, const TransformerSpec& t, const Shape& s) {
   const D Th = D(s.T) * D(s.h);
   k.memory("embedding_gather", 2 * s.e * Th + 8.0 * D(s.T));
@@ -303,6 +326,8 @@ UnitKernels transformer_unit_kernels(const TransformerSpec& t, TransformerPart p
     } else if (block_checkpointing == Checkpointing::SelectiveOp) {
       out.recompute = selective_op_recompute(t, s, out.forward);
     }
+    if (t.checkpoint_early_stop && (block_checkpointing == Checkpointing::Full || block_checkpointing == Checkpointing::SelectiveOp))
+      stop_early(out.recompute, t);
     for (Kernel& k : out.recompute) k.name = "recompute." + k.name;
   }
   return out;

@@ -113,6 +113,13 @@ struct TransformerSpec {
   // Checkpointing on every k-th block only (torchtitan's selective_ac_option = 'k': blocks
   // k-1, 2k-1, ... counting from 0), the others none; 1: every block. Only with Full.
   int64_t checkpoint_every = 1;
+  // The re-run of a checkpointed block stops once every tensor its backward needs is saved again:
+  // PyTorch's non-reentrant checkpoint from 2.1 (torch.utils.checkpoint, use_reentrant=False;
+  // checkpoint_wrapper's NO_REENTRANT), whose early stop is on by default. The block's last matmul
+  // saves its input before it runs, so the re-run skips it (unless a dropout after it saves a mask)
+  // and the final residual add. False: the reentrant checkpoint, or PyTorch before 2.1, re-runs the
+  // whole block.
+  bool checkpoint_early_stop = true;
   MlpKind mlp = MlpKind::SwiGlu;
   NormKind norm = NormKind::RmsNorm;
   PositionKind position = PositionKind::Rope;

@@ -38,7 +38,7 @@ constexpr const char* kSchema = R"json({
     "transformer": {
       "layers": "int", "hidden": "int", "ffn_hidden": "int", "heads": "int", "kv_heads": "int",
       "vocab": "int", "seq_len": "int", "micro_batch_size": "int",
-      "activation_checkpointing": "none|selective|selective_op|full", "checkpoint_every": "int", "tied_embeddings": "bool",
+      "activation_checkpointing": "none|selective|selective_op|full", "checkpoint_every": "int", "checkpoint_early_stop": "bool", "tied_embeddings": "bool",
       "root_group": "bool", "last_block_reshard_after_forward": "bool",
       "attention": "mha|gqa", "mlp": "swiglu|gelu", "norm": "rmsnorm|layernorm", "position": "rope|alibi|learned",
       "bias": "bool", "dropout": "number", "loss": "fp32|eager_16bit|fused",
@@ -321,6 +321,7 @@ TransformerSpec parse_transformer(const json& j, const std::string& path, const 
                                                      " needs activation_checkpointing \"full\" (torchtitan's "
                                                      "selective layer mode checkpoints whole blocks)");
   }
+  if (const json* v = o.opt("checkpoint_early_stop")) t.checkpoint_early_stop = as_bool(*v, o.at("checkpoint_early_stop"));
   if (const json* v = o.opt("tied_embeddings")) t.tied_embeddings = as_bool(*v, o.at("tied_embeddings"));
   if (const json* v = o.opt("root_group")) t.root_group = as_bool(*v, o.at("root_group"));
   if (const json* v = o.opt("last_block_reshard_after_forward"))

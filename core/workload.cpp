@@ -20,18 +20,24 @@ namespace {
 
 // Recomputed FLOPs per token of a transformer (same convention as the model FLOPs: attention
 // without causal discount): full checkpointing re-runs every block's forward; selective
-// (Megatron-LM core attention) re-runs the attention scores and context.
+// (Megatron-LM core attention) re-runs the attention scores and context. With the checkpoint's
+// early stop and no dropout, the re-run ends before the down projection (core/kernels.cpp).
 double transformer_recompute_flops_per_token(const Scenario& s) {
   const TransformerSpec& t = s.model.transformer.value();
   const double attention_per_block = 4.0 * static_cast<double>(t.hidden) * static_cast<double>(t.seq_len);
+  const bool skips_down = t.checkpoint_early_stop && t.dropout == 0;
+  const double down_flops = 2.0 * static_cast<double>(t.ffn_hidden) * static_cast<double>(t.hidden);
   switch (t.checkpointing) {
     case Checkpointing::None: return 0;
     case Checkpointing::Selective: return static_cast<double>(t.layers) * attention_per_block;
-    case Checkpointing::SelectiveOp:
-      // torchtitan's op-level policy re-runs wk, wo and the MLP's second matmul (h x f either way);
-      // with fused projections wo and the MLP's down projection (core/kernels.cpp).
+    case Checkpointing::SelectiveOp: {
+      // torchtitan's op-level policy re-runs wk, wo and the MLP's second matmul (SwiGLU's w3;
+      // GELU's down); with fused projections wo and the MLP's down projection (core/kernels.cpp).
+      const bool second_is_down = t.projections == Projections::Fused || t.mlp == MlpKind::Gelu;
+      const double mlp = second_is_down && skips_down ? 0.0 : static_cast<double>(t.ffn_hidden);
       return 2.0 * static_cast<double>(t.layers) * static_cast<double>(t.hidden) *
-             static_cast<double>((t.projections == Projections::Fused ? 0 : t.kv_dim()) + t.hidden + t.ffn_hidden);
+             (static_cast<double>((t.projections == Projections::Fused ? 0 : t.kv_dim()) + t.hidden) + mlp);
+    }
     case Checkpointing::Full: {
       // The checkpointed blocks (every block, or every checkpoint_every-th).
       double block_params = 0;
@@ -41,7 +47,7 @@ double transformer_recompute_flops_per_token(const Scenario& s) {
           block_params += static_cast<double>(u.params());
           ++checkpointed;
         }
-      return 2.0 * block_params + static_cast<double>(checkpointed) * attention_per_block;
+      return 2.0 * block_params + static_cast<double>(checkpointed) * (attention_per_block - (skips_down ? down_flops : 0.0));
     }
   }
   return 0;

@@ -110,6 +110,18 @@ OPTIMIZER_PARAMS = {"9fa3ceb9a49cc28a91deee5e9166eab6b3122c8b": "fsdp1_flat_para
                     "b2a43a1477a45f40f4086a1c72f851b0ab42d0ac": "fsdp1_orig_params",
                     "5e85bd62d4ec9e13353ca95877477602ab538e5b": "fsdp1_orig_params"}
 
+# Whether a checkpointed block's re-run stops early (model.transformer.checkpoint_early_stop), by
+# the same commits: PyTorch 1.13's checkpoints re-run the whole block (the early stop came with
+# the non-reentrant rewrite of PyTorch 2.1, pytorch/pytorch#90105 and #96866); on PyTorch 2.1 the
+# mpt-*.yaml that submit_benchmarks.py runs say activation_checkpointing_reentrant: false (at
+# b2a43a147, 5e85bd62d and 8c8dd48f7), Composer's non-reentrant checkpoint_wrapper, whose early stop
+# is on by default. Added 2026-11-27 (twenty-sixth session), after these rows had been simulated
+# re-running whole blocks, when the project's own traced full-checkpointing steps showed the re-run
+# skipping each block's down projection.
+CHECKPOINT_EARLY_STOP = {"9fa3ceb9a49cc28a91deee5e9166eab6b3122c8b": False,
+                         "b2a43a1477a45f40f4086a1c72f851b0ab42d0ac": True,
+                         "5e85bd62d4ec9e13353ca95877477602ab538e5b": True}
+
 # FSDP1's sharding strategy as a policy: FULL_SHARD frees the gathered parameters after forward,
 # SHARD_GRAD_OP keeps them until backward (ZeRO-2-like).
 RESHARD_AFTER_FORWARD = {"FULL_SHARD": True, "SHARD_GRAD_OP": False}
@@ -135,6 +147,7 @@ def scenario_of(row, models):
                 "heads": m["n_heads"], "kv_heads": m["n_heads"], "attention": "mha", "vocab": m["vocab_size"],
                 "seq_len": row["seq_len"], "micro_batch_size": row["micro_batch_size"],
                 "activation_checkpointing": "full" if row["activation_checkpointing"] else "none",
+                "checkpoint_early_stop": CHECKPOINT_EARLY_STOP[row["first_published"]["commit"]],
                 # MPT: GELU MLP, low-precision LayerNorm, biases, learned positions, tied
                 # embeddings, no dropout; llm-foundry's default loss is flash-attn's fused
                 # cross-entropy.

@@ -300,9 +300,15 @@ TEST(Roofline, AttentionEfficiencyDependsOnSequenceHeadDimensionAndPass) {
   EXPECT_TRUE(find(k.backward, "attention.bwd")->backward);
 }
 
-TEST(Recompute, FullReRunsTheBlockForwardAndSelectiveTheAttention) {
+// Full checkpointing re-runs the block's forward; with the early stop (non-reentrant checkpoint,
+// PyTorch 2.1 on, the default) it ends once the down projection's input is saved again: no down
+// projection, no final residual add (a dropout after the down projection saves a mask, which
+// keeps the projection in the re-run). Selective re-runs the attention core.
+TEST(Recompute, FullReRunsTheBlockForwardUntilItsLastSaveAndSelectiveTheAttention) {
   const Scenario none = parse(scenario_json("none"));
-  const Scenario full = parse(scenario_json("full"));
+  json whole = scenario_json("full");
+  whole["model"]["transformer"]["checkpoint_early_stop"] = false;
+  const Scenario full = parse(whole);
   const Scenario sel = parse(scenario_json("selective"));
   const UnitCompute n = unit_compute(none, none.model.units[1]);
   const UnitCompute f = unit_compute(full, full.model.units[1]);
@@ -315,6 +321,26 @@ TEST(Recompute, FullReRunsTheBlockForwardAndSelectiveTheAttention) {
   // The scheduler's compute ops carry these durations.
   EXPECT_DOUBLE_EQ(forward_compute_us(full, full.model.units[1]), f.forward_us);
   EXPECT_DOUBLE_EQ(backward_compute_us(full, full.model.units[1]), f.backward_us);
+  // The early stop: the forward's kernels less the down projection and the last residual add.
+  const Scenario early = parse(scenario_json("full"));
+  const UnitKernels k = transformer_unit_kernels(*early.model.transformer, TransformerPart::Block, 2);
+  ASSERT_EQ(k.recompute.size(), k.forward.size() - 2);
+  for (size_t i = 0, j = 0; i < k.forward.size(); ++i) {
+    const bool last_add = i + 1 == k.forward.size();
+    if (k.forward[i].name == "mlp_down" || last_add) continue;
+    EXPECT_EQ(k.recompute[j++].name, "recompute." + k.forward[i].name) << i;
+  }
+  EXPECT_EQ(k.forward.back().name, "residual_add");
+  const UnitCompute e = unit_compute(early, early.model.units[1]);
+  EXPECT_LT(e.backward_us, f.backward_us);
+  EXPECT_GT(e.backward_us, n.backward_us);
+  // With dropout the down projection's output feeds a dropout that saves its mask: re-run.
+  json dropout = scenario_json("full");
+  dropout["model"]["transformer"]["dropout"] = 0.1;
+  const UnitKernels d = transformer_unit_kernels(*parse(dropout).model.transformer, TransformerPart::Block, 2);
+  EXPECT_EQ(d.recompute.size(), d.forward.size() - 1);
+  EXPECT_NE(find(d.recompute, "recompute.mlp_down"), nullptr);
+  EXPECT_EQ(d.recompute.back().name, "recompute.mlp_dropout");
 }
 
 // torchtitan's op-level policy re-runs wk, wo and the MLP's second matmul (SwiGLU's w3, GELU's
@@ -337,7 +363,7 @@ TEST(Recompute, SelectiveOpReRunsTheEvenMatmulsAndTheMemoryBoundKernels) {
   size_t memory_forward = 0, memory_recompute = 0;
   for (const Kernel& x : k.forward) memory_forward += x.kind == KernelKind::Memory;
   for (const Kernel& x : k.recompute) memory_recompute += x.kind == KernelKind::Memory;
-  EXPECT_EQ(memory_recompute, memory_forward);
+  EXPECT_EQ(memory_recompute, memory_forward - 1);  // the early stop: not the final residual add
   // Its backward lies between no checkpointing's and full checkpointing's.
   const Scenario full = parse(separate("full"));
   const double b_none = unit_compute(none, none.model.units[1]).backward_us;
@@ -345,19 +371,28 @@ TEST(Recompute, SelectiveOpReRunsTheEvenMatmulsAndTheMemoryBoundKernels) {
   const double b_full = unit_compute(full, full.model.units[1]).backward_us;
   EXPECT_GT(b_op, b_none);
   EXPECT_LT(b_op, b_full);
-  // GELU's second MLP matmul is the down projection.
+  // GELU's second MLP matmul is the down projection, which the early stop skips.
   json gelu = separate("selective_op");
-  gelu["model"]["transformer"]["mlp"] = "gelu";
+  gelu["model"]["transformer"].update({{"mlp", "gelu"}, {"checkpoint_early_stop", false}});
   const UnitKernels g = transformer_unit_kernels(*parse(gelu).model.transformer, TransformerPart::Block, 2);
+  ASSERT_NE(find(g.recompute, "recompute.mlp_down"), nullptr);
   EXPECT_DOUBLE_EQ(find(g.recompute, "recompute.mlp_down")->flops, 2 * T * f * h);
   EXPECT_EQ(find(g.recompute, "recompute.mlp_up"), nullptr);
+  gelu["model"]["transformer"]["checkpoint_early_stop"] = true;
+  const Scenario gelu_early = parse(gelu);
+  const UnitKernels ge = transformer_unit_kernels(*gelu_early.model.transformer, TransformerPart::Block, 2);
+  EXPECT_EQ(find(ge.recompute, "recompute.mlp_down"), nullptr);
+  EXPECT_DOUBLE_EQ(flops_of(ge.recompute, KernelKind::Gemm), 2 * T * h * (kv + h));
+  const Workload gw = workload_of(gelu_early);
+  EXPECT_DOUBLE_EQ(gw.hardware_flops_per_step, gw.model_flops_per_step + 2.0 * 2 * h * (kv + h) * gw.tokens_per_step);
   // HFU counts those matmuls: 2 h (kv + h + f) per layer and token.
   const Workload w = workload_of(op);
   EXPECT_DOUBLE_EQ(w.hardware_flops_per_step, w.model_flops_per_step + 2.0 * 2 * h * (kv + h + f) * w.tokens_per_step);
-  // Fused projections (qkv, wo, gate/up, down): it re-runs wo and down, for SwiGLU and GELU.
+  // Fused projections (qkv, wo, gate/up, down): it re-runs wo and down, for SwiGLU and GELU
+  // (without the early stop; with it, wo alone).
   for (const char* mlp : {"swiglu", "gelu"}) {
     json j = scenario_json("selective_op");
-    j["model"]["transformer"]["mlp"] = mlp;
+    j["model"]["transformer"].update({{"mlp", mlp}, {"checkpoint_early_stop", false}});
     const Scenario fused = parse(j);
     const UnitKernels fk = transformer_unit_kernels(*fused.model.transformer, TransformerPart::Block, 2);
     EXPECT_DOUBLE_EQ(flops_of(fk.recompute, KernelKind::Gemm), 2 * T * h * (h + f)) << mlp;
@@ -366,6 +401,13 @@ TEST(Recompute, SelectiveOpReRunsTheEvenMatmulsAndTheMemoryBoundKernels) {
     EXPECT_EQ(find(fk.recompute, "recompute.wk"), nullptr) << mlp;
     const Workload fw = workload_of(fused);
     EXPECT_DOUBLE_EQ(fw.hardware_flops_per_step, fw.model_flops_per_step + 2.0 * 2 * h * (h + f) * fw.tokens_per_step) << mlp;
+    j["model"]["transformer"]["checkpoint_early_stop"] = true;
+    const Scenario early = parse(j);
+    const UnitKernels ek = transformer_unit_kernels(*early.model.transformer, TransformerPart::Block, 2);
+    EXPECT_DOUBLE_EQ(flops_of(ek.recompute, KernelKind::Gemm), 2 * T * h * h) << mlp;
+    EXPECT_EQ(find(ek.recompute, "recompute.mlp_down"), nullptr) << mlp;
+    const Workload ew = workload_of(early);
+    EXPECT_DOUBLE_EQ(ew.hardware_flops_per_step, ew.model_flops_per_step + 2.0 * 2 * h * h * ew.tokens_per_step) << mlp;
   }
 }
 
@@ -383,7 +425,8 @@ TEST(Recompute, CheckpointEveryKthBlockReRunsOnlyThoseBlocks) {
   EXPECT_LT(times[1].backward_us, times[2].backward_us);
   const Workload w = workload_of(every2);
   const double block_params = static_cast<double>(every2.model.units[2].params());
-  EXPECT_DOUBLE_EQ(w.hardware_flops_per_step, w.model_flops_per_step + (2 * block_params + 4.0 * 1 * 1024 * 2048) * w.tokens_per_step);
+  EXPECT_DOUBLE_EQ(w.hardware_flops_per_step,
+                   w.model_flops_per_step + (2 * block_params + 4.0 * 1 * 1024 * 2048 - 2.0 * 4096 * 1024) * w.tokens_per_step);
 }
 
 // The optimizer step's temporary: foreach AdamW computes sqrt(v) of the whole local shard at once
@@ -662,9 +705,16 @@ TEST(Workload, TokensFlopsAndPeakFollowTheDocumentedFormulas) {
   const double per_token = 6 * N + 12.0 * 2 * 1024 * 2048;
   EXPECT_DOUBLE_EQ(transformer_model_flops_per_token(s), per_token);
   EXPECT_DOUBLE_EQ(w.model_flops_per_step, per_token * w.tokens_per_step);
-  // Full checkpointing re-runs each block's forward: 2 x block parameters + the attention, per token.
+  // Full checkpointing re-runs each block's forward: 2 x block parameters + the attention, per
+  // token, less the down projection (2 f h) that the early stop skips.
   const double block_params = static_cast<double>(s.model.units[1].params() + s.model.units[2].params());
-  EXPECT_DOUBLE_EQ(w.hardware_flops_per_step, w.model_flops_per_step + (2 * block_params + 4.0 * 2 * 1024 * 2048) * w.tokens_per_step);
+  const double down = 2.0 * 4096 * 1024;
+  EXPECT_DOUBLE_EQ(w.hardware_flops_per_step,
+                   w.model_flops_per_step + (2 * block_params + 2 * (4.0 * 1024 * 2048 - down)) * w.tokens_per_step);
+  j["model"]["transformer"]["checkpoint_early_stop"] = false;
+  const Workload whole = workload_of(parse(j));
+  EXPECT_DOUBLE_EQ(whole.hardware_flops_per_step,
+                   w.model_flops_per_step + (2 * block_params + 4.0 * 2 * 1024 * 2048) * w.tokens_per_step);
   EXPECT_DOUBLE_EQ(w.peak_flops_per_gpu, 100e12);
 
   json units = scenario_json();
