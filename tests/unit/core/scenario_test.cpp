@@ -346,6 +346,12 @@ TEST(Transformer, KnobsHaveDefaultsAndBadValuesNameTheAcceptedOnes) {
   EXPECT_EQ(t.norm_impl, NormImpl::Fused);
   EXPECT_EQ(t.rope_impl, RopeImpl::Fused);
   EXPECT_EQ(t.projections, Projections::Fused);
+  EXPECT_TRUE(t.checkpoint_early_stop);
+  j = llama(2, 4096, 14336, 32, 8, "full");
+  j["model"]["transformer"]["checkpoint_early_stop"] = false;
+  EXPECT_FALSE(parse_scenario(j).model.transformer->checkpoint_early_stop);
+  j["model"]["transformer"]["checkpoint_early_stop"] = "yes";
+  expect_bad(j, "model.transformer.checkpoint_early_stop", {"\"yes\""});
   j = llama(2, 4096, 14336, 32, 8, "none");
   j["model"]["transformer"]["projections"] = "split";
   expect_bad(j, "model.transformer.projections", {"\"split\"", "fused", "separate"});
