@@ -108,7 +108,9 @@ BlockBackwardMemory block_backward_memory(const TransformerSpec& t, int e, Check
     }
     case Checkpointing::Full:
       for (Saved* s : none_saved) s->recomputed = true;
-      recompute_temporary = Th;  // w2's output: the re-run stops once it has saved its input
+      // The re-run's last output, w2's, when it runs the whole block; with the early stop it ends
+      // once w2 has saved its input (core/kernels.cpp), and the last output is that input, kept.
+      recompute_temporary = t.checkpoint_early_stop && t.dropout == 0 ? 0 : Th;
       break;
   }
   int64_t kept = policy_extra;
