@@ -30,7 +30,7 @@ constexpr const char* kPresets = R"json({
       "memory": "81559MiB",
       "copy_bandwidth": "1.6TB/s",
       "hbm_bandwidth": "3.35TB/s",
-      "gemm_efficiency": 0.5987, "gemm_half_dim": 363, "attention_efficiency": 0.1834, "memory_efficiency": 0.9155,
+      "gemm_efficiency": 0.5988, "gemm_half_dim": 345, "attention_efficiency": 0.1834, "memory_efficiency": 0.8619,
       "kernel_launch": "5us",
       "context_memory": "768MiB", "nccl_memory": "656MiB", "allocator_fragmentation": 0.26, "allocator_pool_fragmentation": 0.018,
       "allocator_fragmentation_at_capacity": 0.068

@@ -157,7 +157,8 @@ void mlp_in_backward(KernelList& k, const TransformerSpec& t, const Shape& s) {
 // SwiGLU in PyTorch ops: SiLU(gate), then its product with up (5e per element of T x f, 2
 // launches); backward, the product's two gradients and SiLU's (9e, 3 launches).
 // Launches beyond one: a fused norm's backward runs two kernels (the input gradient, and the
-// weight's (and bias') gradient summed over tokens); FlashAttention's backward three (the
+// weight's (and bias') gradient summed over tokens; one-pass: both in one, then the partial
+// weight gradients summed); FlashAttention's backward three (the
 // row-wise dot of dO and O, the backward kernel, dQ converted from its fp32 accumulator).
 void block_forward(KernelList& k, const TransformerSpec& t, const Shape& s) {
   const D Th = D(s.T) * D(s.h), Tf = D(s.T) * D(s.f);
@@ -229,7 +230,7 @@ void stop_early(std::vector<Kernel>& recompute, const TransformerSpec& t) {
   auto last = [&](const char* name) {
     for (auto it = recompute.rbegin(); it != recompute.rend(); ++it)
       if (it->name == name) return std::prev(it.base());
-    SHARDLINE_CHECK(false, "a block re-run without its final residual add or down projection");
+    SHARDLINE_CHECK(false, "a block re-run without its final residual add");
     return recompute.end();
   };
   recompute.erase(last("residual_add"));

@@ -77,8 +77,9 @@ std::vector<UnitSpec> transformer_units(const TransformerSpec& t, int e) {
     block.activation_bytes = memory.kept_bytes;
     block.backward_transient_bytes = memory.peak_above_kept_bytes;
     block.backward_transient_makes_weight_grads = true;
-    // Full: the backward re-runs the whole forward; the partial re-runs of selective and
-    // selective_op are in the kernel lists (core/kernels.cpp), not `recompute_forward`.
+    // Full: the backward re-runs the forward first (its kernels, up to the down projection with
+    // checkpoint_early_stop, and those of selective and selective_op's partial re-runs are in the
+    // kernel lists, core/kernels.cpp); the flag marks the op as a re-run.
     block.recompute_forward = block.checkpointing == Checkpointing::Full;
     if (layer == t.layers - 1) block.reshard_after_forward = t.last_block_reshard_after_forward;
     units.push_back(std::move(block));

@@ -71,7 +71,7 @@ def model_bytes(row):
     """A row's bytes as the compute model counts that kernel. The committed files recorded RMSNorm's
     backward at 3 bytes per 16-bit element (x, dy, dx); since the twenty-sixth session (2026-11-27) the model counts 5 (the
     weight gradient's kernel reads x and dy again, core/kernels.cpp), and kernels.py records 5."""
-    if row.get("op") == "rms_norm_bwd":
+    if row.get("op") == "rms_norm_bwd" and row.get("time_us", 0) > 0:
         row = dict(row, bytes=5 * 2 * row["tokens"] * row["hidden"])
         row["gb_per_s"] = row["bytes"] / row["time_us"] / 1e3
     return row

@@ -29,6 +29,12 @@ PARAMS = [
     ("attention_efficiency", "cluster.gpu.attention_efficiency", 0.05, 1.0, ""),
     ("memory_efficiency", "cluster.gpu.memory_efficiency", 0.2, 1.0, ""),
 ]
+# The memory efficiency's ceiling per chip: the device copy (read + written) measured with
+# PyTorch 2.11 (docs/benchmarks.md, "Current software"): 3.02 TB/s of the H100's 3.35 (0.90),
+# 4.25 TB/s of the H200's 4.8 (0.885). The H100's fitted numbers are also the h200-sxm-hgx preset's,
+# so its bound is the lower of the two. Added 2026-11-27 (twenty-sixth session) after a refit had
+# put the H100's memory efficiency at 0.9155, above both. None measured on an A100.
+MEMORY_CEILING = {"h100": 0.885, "a100": 1.0}
 # With --fit-inter-node, also the achieved bandwidth of one inter-node NIC (what the cluster
 # preset's inter_node.bandwidth means), bounded by a NIC's line rate (200 Gb/s on the A100 tables'
 # fabric) and a tenth of it.
@@ -127,11 +133,17 @@ def main():
     unknown = sorted(set(args.only or []) - {p[0] for p in PARAMS})
     if unknown:
         ap.error("--only: unknown parameter " + ", ".join(unknown) + "; fitted ones: " + " ".join(p[0] for p in PARAMS))
+    if args.only and (args.start is None or not args.chip or len(args.chip) != 1):
+        ap.error("--only holds the other parameters at --start: give --start and exactly one --chip")
     data = check.load(args.runs)
     for chip in args.chip or sorted(CHIPS):
         rows = [r for r in data["rows"] if r["split"] == "fit" and r["gpu"] in CHIPS[chip]]
         cache = {}
-        free = [i for i, p in enumerate(PARAMS) if args.only is None or p[0] in args.only]
+        params = [(n, k, lo, MEMORY_CEILING[chip] if n == "memory_efficiency" else hi, u) for n, k, lo, hi, u in PARAMS]
+        free = [i for i, p in enumerate(params) if args.only is None or p[0] in args.only]
+        outside = [f"{n} {v:g}" for v, (n, _, lo, hi, _) in zip(start, params) if not lo <= v <= hi]
+        if args.only and outside:
+            ap.error(f"--start outside the bounds for {chip}: " + ", ".join(outside))
 
         def full(sub):
             x = list(start)
@@ -141,7 +153,7 @@ def main():
 
         f = lambda sub: objective(args.binary, rows, data["models"], full(sub), cache, args.set)  # noqa: E731
         sub, value = nelder_mead(f, [start[i] for i in free], [steps[i] for i in free], args.iterations,
-                                 [PARAMS[i] for i in free])
+                                 [params[i] for i in free])
         x = full(sub)
         print(f"{chip}: {len(rows)} fit rows, {len(cache)} evaluations, mean |log error| {value:.4f}")
         for v, (name, key, _, _, unit) in zip(x, PARAMS):
