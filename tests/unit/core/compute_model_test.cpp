@@ -411,6 +411,55 @@ TEST(Recompute, SelectiveOpReRunsTheEvenMatmulsAndTheMemoryBoundKernels) {
   }
 }
 
+// HFU's recomputed matmul FLOPs are those of the op policy's re-run GEMMs, in every layout, MLP,
+// dropout and early-stop setting; the early stop drops the last residual add (the second), never
+// the first; with dropout after the down projection the re-run keeps the projection.
+TEST(Recompute, SelectiveOpHfuCountsTheReRunGemmsInEveryCase) {
+  for (const char* projections : {"fused", "separate"})
+    for (const char* mlp : {"swiglu", "gelu"})
+      for (const double dropout : {0.0, 0.1})
+        for (const bool early : {false, true}) {
+          json j = scenario_json("selective_op");
+          j["model"]["transformer"].update({{"projections", projections}, {"mlp", mlp}, {"dropout", dropout},
+                                            {"checkpoint_early_stop", early}, {"position", "alibi"}});
+          const Scenario sc = parse(j);
+          const TransformerSpec& t = *sc.model.transformer;
+          const UnitKernels k = transformer_unit_kernels(t, TransformerPart::Block, 2);
+          const std::string what = std::string(projections) + " " + mlp + " dropout " + std::to_string(dropout) +
+                                   (early ? " early" : " whole");
+          const Workload w = workload_of(sc);
+          const double tokens_per_block_run = 2.0 * 2048;  // micro_batch_size x seq_len
+          EXPECT_NEAR(w.hardware_flops_per_step - w.model_flops_per_step,
+                      t.layers * flops_of(k.recompute, KernelKind::Gemm) * w.tokens_per_step / tokens_per_block_run,
+                      1e-9 * w.hardware_flops_per_step) << what;
+          const bool down_in_policy = std::string(projections) == "fused" || std::string(mlp) == "gelu";
+          EXPECT_EQ(find(k.recompute, "recompute.mlp_down") != nullptr, down_in_policy && (!early || dropout > 0)) << what;
+          int adds_forward = 0, adds_recompute = 0;
+          for (const Kernel& x : k.forward) adds_forward += x.name == "residual_add";
+          for (const Kernel& x : k.recompute) adds_recompute += x.name == "recompute.residual_add";
+          EXPECT_EQ(adds_recompute, adds_forward - (early ? 1 : 0)) << what;
+          // The add dropped is the block's last kernel: what remains last is the MLP's dropout or
+          // the activation, never the attention's residual add.
+          if (early) EXPECT_NE(k.recompute.back().name, "recompute.residual_add") << what;
+        }
+}
+
+// Full checkpointing with dropout after the down projection: the early stop keeps the projection
+// (the dropout saves a mask), so HFU counts the whole block's matmuls, as without the early stop.
+TEST(Recompute, FullWithDropoutReRunsTheDownProjectionAndHfuCountsIt) {
+  json j = scenario_json("full");
+  j["model"]["transformer"]["dropout"] = 0.1;
+  const Workload early = workload_of(parse(j));
+  j["model"]["transformer"]["checkpoint_early_stop"] = false;
+  const Workload whole = workload_of(parse(j));
+  EXPECT_DOUBLE_EQ(early.hardware_flops_per_step, whole.hardware_flops_per_step);
+  j["model"]["transformer"]["dropout"] = 0;
+  j["model"]["transformer"]["checkpoint_early_stop"] = true;
+  const Workload no_dropout = workload_of(parse(j));
+  EXPECT_DOUBLE_EQ(whole.hardware_flops_per_step - no_dropout.hardware_flops_per_step,
+                   2 * 2.0 * 4096 * 1024 * no_dropout.tokens_per_step);  // 2 layers x 2 f h per token
+}
+
 // checkpoint_every: the checkpointed blocks re-run their forward, the others do not, and HFU
 // counts the re-run of the checkpointed blocks only.
 TEST(Recompute, CheckpointEveryKthBlockReRunsOnlyThoseBlocks) {
