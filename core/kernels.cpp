@@ -227,19 +227,13 @@ std::vector<Kernel> selective_op_recompute(const TransformerSpec& t, const Shape
 // saves its mask, and the residual add, which saves nothing. So the re-run skips the final add and,
 // without dropout, the down projection (the traced Llama steps re-run 6 of a block's 7 GEMMs).
 void stop_early(std::vector<Kernel>& recompute, const TransformerSpec& t) {
-  auto last = [&](const char* name) {
-    for (auto it = recompute.rbegin(); it != recompute.rend(); ++it)
-      if (it->name == name) return std::prev(it.base());
-    SHARDLINE_CHECK(false, "a block re-run without its final residual add");
-    return recompute.end();
-  };
-  recompute.erase(last("residual_add"));
+  const auto named = [](const char* name) { return [name](const Kernel& k) { return k.name == name; }; };
+  const auto add = std::find_if(recompute.rbegin(), recompute.rend(), named("residual_add"));
+  SHARDLINE_CHECK(add != recompute.rend(), "a block re-run without its final residual add");
+  recompute.erase(std::prev(add.base()));
   if (t.dropout == 0) {
-    for (auto it = recompute.begin(); it != recompute.end(); ++it)
-      if (it->name == "mlp_down") {
-        recompute.erase(it);
-        break;
-      }
+    const auto down = std::find_if(recompute.begin(), recompute.end(), named("mlp_down"));
+    if (down != recompute.end()) recompute.erase(down);
   }
 }
 
