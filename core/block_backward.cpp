@@ -110,7 +110,7 @@ BlockBackwardMemory block_backward_memory(const TransformerSpec& t, int e, Check
       for (Saved* s : none_saved) s->recomputed = true;
       // The re-run's last output, w2's, when it runs the whole block; with the early stop it ends
       // once w2 has saved its input (core/kernels.cpp), and the last output is that input, kept.
-      recompute_temporary = t.checkpoint_early_stop && t.dropout == 0 ? 0 : Th;
+      recompute_temporary = t.rerun_skips_down_projection() ? 0 : Th;
       break;
   }
   int64_t kept = policy_extra;

@@ -231,7 +231,7 @@ void stop_early(std::vector<Kernel>& recompute, const TransformerSpec& t) {
   const auto add = std::find_if(recompute.rbegin(), recompute.rend(), named("residual_add"));
   SHARDLINE_CHECK(add != recompute.rend(), "a block re-run without its final residual add");
   recompute.erase(std::prev(add.base()));
-  if (t.dropout == 0) {
+  if (t.rerun_skips_down_projection()) {
     const auto down = std::find_if(recompute.begin(), recompute.end(), named("mlp_down"));
     if (down != recompute.end()) recompute.erase(down);
   }

@@ -144,6 +144,9 @@ struct TransformerSpec {
   RopeImpl rope_impl = RopeImpl::Fused;
   Projections projections = Projections::Fused;
   int64_t head_dim() const { return hidden / heads; }
+  // Whether a checkpointed block's re-run ends before its down projection: the early stop, with no
+  // dropout after the projection whose mask would have to be re-made (core/kernels.cpp).
+  bool rerun_skips_down_projection() const { return checkpoint_early_stop && dropout == 0; }
   int64_t kv_dim() const { return kv_heads * head_dim(); }
   // The checkpointing mode of block `layer` (0-based).
   Checkpointing block_checkpointing(int64_t layer) const {

@@ -25,7 +25,7 @@ namespace {
 double transformer_recompute_flops_per_token(const Scenario& s) {
   const TransformerSpec& t = s.model.transformer.value();
   const double attention_per_block = 4.0 * static_cast<double>(t.hidden) * static_cast<double>(t.seq_len);
-  const bool skips_down = t.checkpoint_early_stop && t.dropout == 0;
+  const bool skips_down = t.rerun_skips_down_projection();
   const double down_flops = 2.0 * static_cast<double>(t.ffn_hidden) * static_cast<double>(t.hidden);
   switch (t.checkpointing) {
     case Checkpointing::None: return 0;
