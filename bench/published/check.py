@@ -92,35 +92,35 @@ def memory_check_off(check):
 # whose flat-ring collectives the fit rows preferred to the DGX presets' rail-hierarchical ones.
 PRESETS = {"h100_80gb": "h100-sxm-dgx", "a100_80gb": "a100-80gb-roce", "a100_40gb": "a100-40gb-roce"}
 
-# What each measurement's optimizer stepped over (policy.optimizer_params), from the PyTorch it ran
-# on, known by the commit that first published its figures (runs.json `first_published`;
-# extract_llm_foundry.py). The tables of 9fa3ceb9a (2023-04-04, examples/llm/throughput/README.md
-# in the mosaicml/examples history that llm-foundry's repository carries; the file reached this
-# path on 2023-05-03 with those figures unchanged: the whole A100 40GB table, the earlier A100
-# 80GB table and the two 70B rows the current A100 80GB table kept from it) came when
-# examples/llm/requirements.txt pinned torch==1.13.1 and that commit's sweep.sh ran
-# mosaicml/pytorch:1.13.1_cu117: FSDP in PyTorch 1.13 has no use_orig_params, so DecoupledAdamW
-# stepped over one FlatParameter per FSDP unit. b2a43a147 (2023-10-19) measured the H100 table and
-# re-measured the A100 80GB table with sweep.sh, which runs the mosaicml/pytorch:2.1.0_cu121 image
-# for both, and Composer on PyTorch 2 sets use_orig_params=True unless the config says otherwise
-# (composer/trainer/dist_strategy.py since 21e90ac03, 2023-04-18); the yamls do not: views of the
-# original parameters in each rank's flat chunk. 5e85bd62d (2024-01-06) added the large-scale H100
-# table; its setup.py pins torch>=2.1,<2.1.1, so the same views.
-OPTIMIZER_PARAMS = {"9fa3ceb9a49cc28a91deee5e9166eab6b3122c8b": "fsdp1_flat_params",
-                    "b2a43a1477a45f40f4086a1c72f851b0ab42d0ac": "fsdp1_orig_params",
-                    "5e85bd62d4ec9e13353ca95877477602ab538e5b": "fsdp1_orig_params"}
+# The PyTorch release each measurement ran on, known by the commit that first published its figures
+# (runs.json `first_published`; extract_llm_foundry.py). The tables of 9fa3ceb9a (2023-04-04,
+# examples/llm/throughput/README.md in the mosaicml/examples history that llm-foundry's repository
+# carries; the file reached this path on 2023-05-03 with those figures unchanged: the whole A100
+# 40GB table, the earlier A100 80GB table and the two 70B rows the current A100 80GB table kept from
+# it) came when examples/llm/requirements.txt pinned torch==1.13.1 and that commit's sweep.sh ran
+# mosaicml/pytorch:1.13.1_cu117. b2a43a147 (2023-10-19) measured the H100 table and re-measured the
+# A100 80GB table with sweep.sh, which runs the mosaicml/pytorch:2.1.0_cu121 image for both.
+# 5e85bd62d (2024-01-06) added the large-scale H100 table; its setup.py pins torch>=2.1,<2.1.1.
+TORCH_RELEASE = {"9fa3ceb9a49cc28a91deee5e9166eab6b3122c8b": "1.13",
+                 "b2a43a1477a45f40f4086a1c72f851b0ab42d0ac": "2.1",
+                 "5e85bd62d4ec9e13353ca95877477602ab538e5b": "2.1"}
+
+# What the optimizer stepped over (policy.optimizer_params), by release: FSDP in PyTorch 1.13 has
+# no use_orig_params, so DecoupledAdamW stepped over one FlatParameter per FSDP unit; Composer on
+# PyTorch 2 sets use_orig_params=True unless the config says otherwise
+# (composer/trainer/dist_strategy.py since 21e90ac03, 2023-04-18), and the yamls do not: views of
+# the original parameters in each rank's flat chunk.
+OPTIMIZER_PARAMS = {"1.13": "fsdp1_flat_params", "2.1": "fsdp1_orig_params"}
 
 # Whether a checkpointed block's re-run stops early (model.transformer.checkpoint_early_stop), by
-# the same commits: PyTorch 1.13's checkpoints re-run the whole block (the early stop came with
-# the non-reentrant rewrite of PyTorch 2.1, pytorch/pytorch#90105 and #96866); on PyTorch 2.1 the
+# release: PyTorch 1.13's checkpoints re-run the whole block (the early stop came with the
+# non-reentrant rewrite of PyTorch 2.1, pytorch/pytorch#90105 and #96866); on PyTorch 2.1 the
 # mpt-*.yaml that submit_benchmarks.py runs say activation_checkpointing_reentrant: false (at
 # b2a43a147, 5e85bd62d and 8c8dd48f7), Composer's non-reentrant checkpoint_wrapper, whose early stop
 # is on by default. Added 2026-11-27 (twenty-sixth session), after these rows had been simulated
 # re-running whole blocks, when the project's own traced full-checkpointing steps showed the re-run
 # skipping each block's down projection.
-CHECKPOINT_EARLY_STOP = {"9fa3ceb9a49cc28a91deee5e9166eab6b3122c8b": False,
-                         "b2a43a1477a45f40f4086a1c72f851b0ab42d0ac": True,
-                         "5e85bd62d4ec9e13353ca95877477602ab538e5b": True}
+CHECKPOINT_EARLY_STOP = {"1.13": False, "2.1": True}
 
 # FSDP1's sharding strategy as a policy: FULL_SHARD frees the gathered parameters after forward,
 # SHARD_GRAD_OP keeps them until backward (ZeRO-2-like).
@@ -137,6 +137,7 @@ def scenario_of(row, models):
     # (composer/distributed/mosaic_parallelism.py); parameters compute in bf16, master weights
     # and AdamW states are fp32 in both.
     reduce_dtype = "fp32" if row["mp_mode"] == "DEFAULT" else "bf16"
+    torch_release = TORCH_RELEASE[row["first_published"]["commit"]]
     return {
         "name": row["id"],
         "description": f"llm-foundry MPT-{row['model']}, {row['table']} row {row['table_row']}",
@@ -147,7 +148,7 @@ def scenario_of(row, models):
                 "heads": m["n_heads"], "kv_heads": m["n_heads"], "attention": "mha", "vocab": m["vocab_size"],
                 "seq_len": row["seq_len"], "micro_batch_size": row["micro_batch_size"],
                 "activation_checkpointing": "full" if row["activation_checkpointing"] else "none",
-                "checkpoint_early_stop": CHECKPOINT_EARLY_STOP[row["first_published"]["commit"]],
+                "checkpoint_early_stop": CHECKPOINT_EARLY_STOP[torch_release],
                 # MPT: GELU MLP, low-precision LayerNorm, biases, learned positions, tied
                 # embeddings, no dropout; llm-foundry's default loss is flash-attn's fused
                 # cross-entropy.
@@ -166,7 +167,7 @@ def scenario_of(row, models):
             # The yamls' optimizer decoupled_adamw is Composer's DecoupledAdamW, which updates one
             # parameter at a time (composer/optim/decoupled_weight_decay.py).
             "optimizer_implementation": "for_loop",
-            "optimizer_params": OPTIMIZER_PARAMS[row["first_published"]["commit"]],
+            "optimizer_params": OPTIMIZER_PARAMS[torch_release],
         },
         # They ran: judged against the whole GPU, no extra margin.
         "run": {"memory_margin": 0},
