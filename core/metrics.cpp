@@ -305,6 +305,7 @@ Metrics StepAccumulator::finish(const Timeline& t, std::optional<int64_t> peak_m
     m.min_reserved_bytes = reserved.min_reserved_bytes;
     m.peak_allocator_reserved_bytes = reserved.allocator_reserved_bytes;
     m.allocator_cache_flushes = reserved.cache_flushes;
+    m.memory_at_peak = t.memory_at_peak;
   }
   m.memory_capacity_bytes = t.memory_capacity_bytes;
   m.fits_memory = static_cast<double>(m.min_reserved_bytes) <= static_cast<double>(t.memory_capacity_bytes) * (1.0 - t.memory_margin);
@@ -357,6 +358,7 @@ json metrics_to_json(const Metrics& m) {
   j["peak_allocator_reserved_bytes"] = m.peak_allocator_reserved_bytes;
   j["allocator_pool_peaks_bytes"] = m.allocator_pool_peaks_bytes;
   j["allocator_cache_flushes"] = m.allocator_cache_flushes;
+  if (m.memory_at_peak) j["memory_at_peak"] = memory_at_peak_to_json(*m.memory_at_peak);
   j["memory_capacity_bytes"] = m.memory_capacity_bytes;
   j["fits_memory"] = m.fits_memory;
   const Throughput& tp = m.throughput;
@@ -404,6 +406,13 @@ Metrics metrics_from_json(const json& j) {
   m.allocator_pool_peaks_bytes = jf::has_member(j, "allocator_pool_peaks_bytes") ? count_from_json(j, "allocator_pool_peaks_bytes", "")
                                                                                   : m.peak_memory_bytes;
   m.allocator_cache_flushes = jf::has_member(j, "allocator_cache_flushes") && jf::get_bool(j, "allocator_cache_flushes", "");
+  // Optional: predictions only, and files written before 2026-11-27 (twenty-seventh session) have none.
+  if (jf::has_member(j, "memory_at_peak")) {
+    m.memory_at_peak = memory_at_peak_from_json(j.at("memory_at_peak"), "memory_at_peak");
+    if (m.memory_at_peak->total_bytes() != m.peak_memory_bytes)
+      throw InputError("memory_at_peak", "its parts sum to " + std::to_string(m.memory_at_peak->total_bytes()) +
+                                             " B, not the peak_memory_bytes " + std::to_string(m.peak_memory_bytes));
+  }
   m.memory_capacity_bytes = count_from_json(j, "memory_capacity_bytes", "");
   m.fits_memory = jf::get_bool(j, "fits_memory", "");
   if (jf::has_member(j, "throughput")) {

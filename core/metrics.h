@@ -60,6 +60,9 @@ struct Metrics {
   // allocated peak where the timeline does not know it); 0 without samples.
   int64_t allocator_pool_peaks_bytes = 0;
   bool allocator_cache_flushes = false;  // fits only by the allocator flushing its cache
+  // Predicted: what the peak allocated bytes are made of (its parts sum to peak_memory_bytes);
+  // unknown for a measured run.
+  std::optional<MemoryAtPeak> memory_at_peak;
   int64_t memory_capacity_bytes = 0;
   bool fits_memory = true;          // min reserved <= capacity * (1 - margin)
   Throughput throughput;

@@ -163,6 +163,7 @@ json timeline_to_json(const Timeline& t) {
   if (!t.memory_by_stream.empty()) j["memory_by_stream"] = rows(t.memory_by_stream);
   if (t.allocator_measured) j["allocator_measured"] = allocator_peaks_to_json(*t.allocator_measured);
   if (t.allocator_pool_peaks_bytes) j["allocator_pool_peaks_bytes"] = *t.allocator_pool_peaks_bytes;
+  if (t.memory_at_peak) j["memory_at_peak"] = memory_at_peak_to_json(*t.memory_at_peak);
   return j;
 }
 
@@ -221,6 +222,8 @@ Timeline timeline_from_json(const json& j) {
     t.allocator_pool_peaks_bytes = jf::get_int(j, "allocator_pool_peaks_bytes", "");
     if (*t.allocator_pool_peaks_bytes < 0) throw InputError("allocator_pool_peaks_bytes", "must be >= 0");
   }
+  // Optional: a predicted run's peak by part (timelines written before 2026-11-27, twenty-seventh session, have none).
+  if (j.contains("memory_at_peak")) t.memory_at_peak = memory_at_peak_from_json(j.at("memory_at_peak"), "memory_at_peak");
 
   const json& ops = jf::require_array(jf::member(j, "ops", ""), "ops");
   t.ops.reserve(ops.size());

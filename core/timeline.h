@@ -14,6 +14,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "core/memory_at_peak.h"
 #include "core/memory_reserve.h"
 #include "core/program.h"
 #include "core/workload.h"
@@ -88,6 +89,8 @@ struct Timeline {
   // Predicted: the sum over the caching allocator's pools (one per stream) of the most each held
   // at once (sim/memory.h), the base of the typical reserve; unknown: the allocated peak's.
   std::optional<int64_t> allocator_pool_peaks_bytes;
+  // Predicted: what the peak allocated bytes are made of (core/memory_at_peak.h); unknown otherwise.
+  std::optional<MemoryAtPeak> memory_at_peak;
 
   std::string name(const Op& op) const { return op_name(labels, op); }
   void set_name(Op& op, std::string_view name) { set_op_name(labels, op, name); }

@@ -15,8 +15,8 @@ MemoryTracker::MemoryTracker(int64_t static_bytes, double start_us, bool keep_sa
   if (keep_samples_) samples_.push_back(MemorySample{start_us, live_});
 }
 
-void MemoryTracker::alloc(double now_us, int64_t bytes, int pool) { change(now_us, bytes, pool); }
-void MemoryTracker::free(double now_us, int64_t bytes, int pool) { change(now_us, -bytes, pool); }
+void MemoryTracker::alloc(double now_us, int64_t bytes, int pool, int label) { change(now_us, bytes, pool, label); }
+void MemoryTracker::free(double now_us, int64_t bytes, int pool, int label) { change(now_us, -bytes, pool, label); }
 
 int64_t MemoryTracker::pool_peaks_bytes() const {
   int64_t sum = 0;
@@ -24,7 +24,7 @@ int64_t MemoryTracker::pool_peaks_bytes() const {
   return sum;
 }
 
-void MemoryTracker::change(double now_us, int64_t delta_bytes, int pool) {
+void MemoryTracker::change(double now_us, int64_t delta_bytes, int pool, int label) {
   if (now_us < last_us_) {
     std::fprintf(stderr, "shardline sim memory: change at %.17g before the last one at %.17g\n", now_us, last_us_);
     std::abort();
@@ -35,7 +35,21 @@ void MemoryTracker::change(double now_us, int64_t delta_bytes, int pool) {
                  static_cast<long long>(live_), now_us);
     std::abort();
   }
-  if (live_ > peak_) peak_ = live_;
+  if (label < 0 || label >= kMemoryLabelCount) {
+    std::fprintf(stderr, "shardline sim memory: memory label %d is out of range\n", label);
+    std::abort();
+  }
+  int64_t& of_label = label_live_[static_cast<size_t>(label)];
+  of_label += delta_bytes;
+  if (of_label < 0) {
+    std::fprintf(stderr, "shardline sim memory: memory label %d's live bytes went negative (%lld) at %.17g us: a Free of another kind than its Alloc\n",
+                 label, static_cast<long long>(of_label), now_us);
+    std::abort();
+  }
+  if (live_ > peak_) {
+    peak_ = live_;
+    labels_at_peak_ = label_live_;
+  }
   if (pool < 0 || pool >= kNumStreams) {
     std::fprintf(stderr, "shardline sim memory: pool %d is no stream\n", pool);
     std::abort();

@@ -213,6 +213,7 @@ class Simulation {
   std::vector<MemorySample> take_memory_by_stream() { return stream_memory_.take_samples(); }
   int64_t peak_memory_bytes() const { return memory_.peak_bytes(); }
   int64_t pool_peaks_bytes() const { return memory_.pool_peaks_bytes(); }
+  MemoryAtPeak memory_at_peak() const { return memory_at_peak_of(program_, memory_.labels_at_peak()); }
   std::vector<RankStats> rank_stats() const {
     std::vector<RankStats> out;
     out.reserve(ranks_.size());
@@ -322,8 +323,8 @@ class Simulation {
           // PyTorch's caching allocator counts a tensor when the host allocates it and releases
           // it when the host frees it: memory follows the host, not the streams.
           if (!program_.memory_follows_streams) {
-            if (issued_op.kind == OpKind::Alloc) memory_.alloc(now, issued_op.bytes(), static_cast<int>(issued_op.pool));
-            if (issued_op.kind == OpKind::Free) memory_.free(now, issued_op.bytes(), static_cast<int>(issued_op.pool));
+            if (issued_op.kind == OpKind::Alloc) memory_.alloc(now, issued_op.bytes(), static_cast<int>(issued_op.pool), static_cast<int>(issued_op.memory));
+            if (issued_op.kind == OpKind::Free) memory_.free(now, issued_op.bytes(), static_cast<int>(issued_op.pool), static_cast<int>(issued_op.memory));
           }
           streams |= 1u << static_cast<unsigned>(issued_op.stream);
           host_.issue_next();
@@ -401,13 +402,13 @@ class Simulation {
     const int rank = rank_index(r);
     switch (op.kind) {
       case OpKind::Alloc:  // counted when issued (kHostIssue), unless memory follows the streams
-        if (rank == 0 && program_.memory_follows_streams) memory_.alloc(now, op.bytes(), static_cast<int>(op.pool));
-        if (rank == 0 && draw_memory_by_stream_) stream_memory_.alloc(now, op.bytes(), static_cast<int>(op.pool));
+        if (rank == 0 && program_.memory_follows_streams) memory_.alloc(now, op.bytes(), static_cast<int>(op.pool), static_cast<int>(op.memory));
+        if (rank == 0 && draw_memory_by_stream_) stream_memory_.alloc(now, op.bytes(), static_cast<int>(op.pool), static_cast<int>(op.memory));
         schedule(now, kOpDone, rank, id);
         break;
       case OpKind::Free:
-        if (rank == 0 && program_.memory_follows_streams) memory_.free(now, op.bytes(), static_cast<int>(op.pool));
-        if (rank == 0 && draw_memory_by_stream_) stream_memory_.free(now, op.bytes(), static_cast<int>(op.pool));
+        if (rank == 0 && program_.memory_follows_streams) memory_.free(now, op.bytes(), static_cast<int>(op.pool), static_cast<int>(op.memory));
+        if (rank == 0 && draw_memory_by_stream_) stream_memory_.free(now, op.bytes(), static_cast<int>(op.pool), static_cast<int>(op.memory));
         schedule(now, kOpDone, rank, id);
         break;
       case OpKind::CopyIn:
@@ -779,6 +780,7 @@ Timeline simulate_program(const Scenario& given, const Program& program, const S
   t.scale = 1.0;
   set_timeline_scenario(t, scenario);
   t.allocator_pool_peaks_bytes = sim.pool_peaks_bytes();
+  t.memory_at_peak = sim.memory_at_peak();
   if (step != nullptr) {
     *peak_memory_bytes = sim.peak_memory_bytes();
     t.host_launches_per_step = program.host_launches_per_step();  // set_timeline_ops does it below

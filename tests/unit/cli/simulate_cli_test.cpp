@@ -70,6 +70,18 @@ TEST_F(SimulateCli, DefaultScenarioWritesEveryOutputAndPrintsTheSummary) {
   EXPECT_LT(mfu, 1.0);
   EXPECT_GE(metrics["throughput"]["hfu"].get<double>(), mfu);
   EXPECT_GE(metrics["peak_reserved_bytes"].get<double>(), metrics["peak_memory_bytes"].get<double>());
+  // What the peak holds: parts that sum to it, the parameters' shards in fp32 (Llama 3 8B's
+  // 8,030,261,248 parameters over 8 ranks, each tensor's shard rounded up), AdamW's two states
+  // twice that; and the summary names them.
+  int64_t parts = 0;
+  for (const auto& [name, bytes] : metrics["memory_at_peak"].items()) parts += bytes.get<int64_t>();
+  EXPECT_EQ(parts, metrics["peak_memory_bytes"].get<int64_t>());
+  const int64_t shards = metrics["memory_at_peak"]["sharded_params"].get<int64_t>();
+  EXPECT_NEAR(static_cast<double>(shards), 8030261248.0 / 8 * 4, 4.0 * 8 * 300);
+  EXPECT_EQ(metrics["memory_at_peak"]["optimizer_state"].get<int64_t>(), 2 * shards);
+  EXPECT_GT(metrics["memory_at_peak"]["activations"].get<int64_t>(), 0);
+  EXPECT_NE(r.out.find("allocated at the peak: activations "), std::string::npos) << r.out;
+  EXPECT_EQ(timeline["memory_at_peak"], metrics["memory_at_peak"]);
   const json trace = json::parse(slurp(out / "trace.json"));
   EXPECT_FALSE(trace["traceEvents"].empty());
   const std::string html = slurp(out / "report.html");

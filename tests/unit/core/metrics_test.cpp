@@ -479,5 +479,37 @@ TEST(MetricsJson, BadFieldNamesItsPath) {
   }
 }
 
+// A prediction's peak by part travels through metrics.json; parts that do not sum to the peak,
+// an unknown part or a negative one are refused, naming the path.
+TEST(MetricsJson, ThePeaksPartsRoundTripAndMustSumToThePeak) {
+  Metrics m = compute_metrics(basic_timeline());
+  MemoryAtPeak peak;
+  peak.sharded_params_bytes = 100;
+  peak.optimizer_state_bytes = 200;
+  peak.by_kind[static_cast<size_t>(MemoryKind::Activations)] = m.peak_memory_bytes - 300;
+  m.memory_at_peak = peak;
+  const nlohmann::json j = metrics_to_json(m);
+  EXPECT_EQ(j.at("memory_at_peak").at("activations"), m.peak_memory_bytes - 300);
+  EXPECT_FALSE(j.at("memory_at_peak").contains("none"));  // an unnamed part only when it holds bytes
+  EXPECT_EQ(metrics_from_json(j).memory_at_peak, m.memory_at_peak);
+  const auto where = [](const nlohmann::json& bad) {
+    try {
+      metrics_from_json(bad);
+    } catch (const InputError& e) {
+      return std::string(e.what());  // "path: sentence"
+    }
+    return std::string("accepted");
+  };
+  nlohmann::json bad = j;
+  bad["memory_at_peak"]["activations"] = m.peak_memory_bytes;
+  EXPECT_NE(where(bad).find("memory_at_peak: its parts sum to"), std::string::npos) << where(bad);
+  bad = j;
+  bad["memory_at_peak"]["logits"] = 0;
+  EXPECT_EQ(where(bad), "memory_at_peak.logits: is not a part of the peak memory");
+  bad = j;
+  bad["memory_at_peak"]["optimizer_state"] = -1;
+  EXPECT_NE(where(bad).find("memory_at_peak.optimizer_state: must be >= 0"), std::string::npos) << where(bad);
+}
+
 }  // namespace
 }  // namespace shardline

@@ -420,6 +420,50 @@ TEST(Simulator, EachAllocatorPoolKeepsItsOwnPeak) {
   EXPECT_EQ(m.allocator_pool_peaks_bytes, 1700);
 }
 
+// What the peak holds, by part: the static bytes split into the parameters' shards (master
+// dtype) and the optimizer's states, and each kind of allocation live at the moment of the peak
+// (not at its own highest: the all-gather buffer here is freed before the peak).
+TEST(Simulator, ThePeakIsSplitIntoWhatItHolds) {
+  ProgramBuilder b;
+  b.program().static_memory_bytes = 1000;
+  b.program().master_dtype = DType::fp32;
+  b.program().params.push_back(ParamInfo{"w", 0, 200, 100});  // 100 elements per rank: 400 B in fp32
+  const auto kind = [&](MemoryKind k) { b.last().memory = k; };
+  b.alloc(400, StreamId::Compute), kind(MemoryKind::Activations);
+  b.alloc(300, StreamId::Compute), kind(MemoryKind::AllGatherBuffer);   // 1700
+  b.free(300, StreamId::Compute), kind(MemoryKind::AllGatherBuffer);    // 1400
+  b.alloc(200, StreamId::Compute), kind(MemoryKind::UnshardedParams);   // 1600
+  b.alloc(500, StreamId::Compute), kind(MemoryKind::Activations);       // 2100: the peak
+  b.free(900, StreamId::Compute), kind(MemoryKind::Activations);
+  b.free(200, StreamId::Compute), kind(MemoryKind::UnshardedParams);
+  const Timeline t = simulate(test_scenario(), b.program());
+  ASSERT_TRUE(t.memory_at_peak.has_value());
+  const MemoryAtPeak& peak = *t.memory_at_peak;
+  EXPECT_EQ(peak.sharded_params_bytes, 400);
+  EXPECT_EQ(peak.optimizer_state_bytes, 600);
+  EXPECT_EQ(peak.by_kind[static_cast<size_t>(MemoryKind::Activations)], 900);
+  EXPECT_EQ(peak.by_kind[static_cast<size_t>(MemoryKind::UnshardedParams)], 200);
+  EXPECT_EQ(peak.by_kind[static_cast<size_t>(MemoryKind::AllGatherBuffer)], 0);
+  const Metrics m = compute_metrics(t);
+  EXPECT_EQ(m.peak_memory_bytes, 2100);
+  ASSERT_TRUE(m.memory_at_peak.has_value());
+  EXPECT_EQ(m.memory_at_peak->total_bytes(), m.peak_memory_bytes);
+  // The fast path (no timeline kept) states the same.
+  EXPECT_EQ(simulate_metrics(test_scenario(), b.program()).memory_at_peak, m.memory_at_peak);
+}
+
+TEST(SimulatorDeathTest, FreeingAnotherKindThanWasAllocatedAbortsLoudly) {
+  ProgramBuilder b;
+  b.alloc(100, StreamId::Compute);
+  b.last().memory = MemoryKind::Activations;
+  b.alloc(100, StreamId::Compute);
+  b.last().memory = MemoryKind::AllGatherBuffer;
+  b.free(100, StreamId::Compute);
+  b.last().memory = MemoryKind::UnshardedParams;
+  const Scenario s = test_scenario();
+  EXPECT_DEATH(simulate(s, b.program()), "a Free of another kind than its Alloc");
+}
+
 TEST(SimulatorDeathTest, FreeingMoreThanIsLiveAbortsLoudly) {
   ProgramBuilder b;
   b.alloc(100, StreamId::Compute);
