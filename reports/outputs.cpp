@@ -11,7 +11,6 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
-#include <map>
 #include <string_view>
 #include <system_error>
 #include <unistd.h>
@@ -23,6 +22,7 @@
 #include "core/schedule.h"
 #include "core/units.h"
 #include "reports/html.h"
+#include "reports/memory_text.h"
 #include "reports/throughput_text.h"
 #include "reports/trace.h"
 #include "core/invariant.h"
@@ -48,26 +48,6 @@ std::string percent(double part, double whole) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.1f%%", 100.0 * part / whole);
   return buf;
-}
-
-// The peak's parts, largest first, those holding bytes: "activations 30.1 GiB, optimizer state ...".
-std::string memory_parts_text(const MemoryAtPeak& peak) {
-  static const std::map<std::string, std::string> kLabels = {
-      {"sharded_params", "sharded parameters"},      {"optimizer_state", "optimizer state"},
-      {"all_gather_buffer", "all-gather buffers"},   {"unsharded_params", "unsharded parameters"},
-      {"unsharded_grads", "unsharded gradients"},    {"reduce_scatter_buffer", "reduce-scatter buffers"},
-      {"all_reduce_buffer", "all-reduce buffers"},   {"activations", "activations"},
-      {"sharded_grads", "sharded gradients"},        {"optimizer_temporary", "optimizer temporaries"},
-      {"none", "other"}};
-  std::vector<std::pair<std::string, int64_t>> parts = peak.parts();
-  std::stable_sort(parts.begin(), parts.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
-  std::string out;
-  for (const auto& [name, bytes] : parts) {
-    if (bytes == 0) continue;
-    if (!out.empty()) out += ", ";
-    out += kLabels.at(name) + " " + format_bytes(bytes);
-  }
-  return out;
 }
 
 std::string reshard_text(const ReshardAfterForward& r) {

@@ -14,6 +14,7 @@
 
 #include "core/error.h"
 #include "core/units.h"
+#include "reports/memory_text.h"
 #include "reports/throughput_text.h"
 #include "core/invariant.h"
 #include "core/suggest.h"
@@ -272,6 +273,66 @@ std::string why_text(const Metrics& mb, const Metrics& ms, SweepObjective o) {
   return out.str() + "\n";
 }
 
+// When the best and the runner-up do different work, the objective compares unlike things: say
+// so (one "note: ..." line, or nothing). Throughput: different model FLOPs per token (the varied
+// axis changed the model); step time: different tokens per step, or, where tokens are unknown
+// (explicit units), a different number of compute ops per step.
+std::string work_note(const Metrics& mb, const Metrics& ms, SweepObjective o) {
+  const Throughput &tb = mb.throughput, &ts = ms.throughput;
+  const auto differ = [](double a, double b) { return std::abs(a - b) > 1e-6 * std::max(std::abs(a), std::abs(b)); };
+  std::ostringstream out;
+  if (o == SweepObjective::Throughput) {
+    if (!tb.model_tflops_per_gpu || !ts.model_tflops_per_gpu || !(*tb.tokens_per_s_per_gpu > 0) || !(*ts.tokens_per_s_per_gpu > 0))
+      return "";
+    const double flops_b = *tb.model_tflops_per_gpu * 1e12 / *tb.tokens_per_s_per_gpu;
+    const double flops_s = *ts.model_tflops_per_gpu * 1e12 / *ts.tokens_per_s_per_gpu;
+    if (!differ(flops_b, flops_s)) return "";
+    char gflops[96];
+    std::snprintf(gflops, sizeof gflops, "%.3g vs %.3g GFLOP", flops_b / 1e9, flops_s / 1e9);
+    out << "  note: the two differ in model FLOPs per token (" << gflops
+        << "): they are different models, so tokens/s compares different work; MFU (" << format_or_na(tb.mfu, format_utilisation)
+        << " vs " << format_or_na(ts.mfu, format_utilisation) << ") says which uses the GPU better.\n";
+    return out.str();
+  }
+  if (o != SweepObjective::StepTime) return "";
+  if (tb.tokens_per_s && ts.tokens_per_s) {
+    const double tokens_b = *tb.tokens_per_s * mb.step_time_us / 1e6, tokens_s = *ts.tokens_per_s * ms.step_time_us / 1e6;
+    if (!differ(tokens_b, tokens_s)) return "";
+    out << "  note: the runner-up carries " << ratio_text(tokens_s / tokens_b) << " the tokens per step ("
+        << format_per_s(tokens_s) << " vs " << format_per_s(tokens_b)
+        << "): a shorter step is not a higher throughput (--objective throughput ranks by tokens/s per GPU).\n";
+    return out.str();
+  }
+  const auto compute_ops = [](const Metrics& m) {
+    const auto it = m.by_kind.find("compute");
+    return it == m.by_kind.end() ? 0 : it->second.count;
+  };
+  const int ops_b = compute_ops(mb), ops_s = compute_ops(ms);
+  if (ops_b == ops_s || ops_b == 0) return "";
+  out << "  note: the runner-up runs " << ratio_text(static_cast<double>(ops_s) / ops_b) << " the compute ops per step (" << ops_s
+      << " vs " << ops_b << "): the two do different work per step, so a shorter step is not more work done per second.\n";
+  return out.str();
+}
+
+// Where nothing fits: the valid configuration that needs the least reserve, and what its peak holds.
+std::string closest_text(const std::vector<SweepRow>& rows, const std::vector<std::string>& paths) {
+  const SweepRow* closest = nullptr;
+  for (const SweepRow& r : rows)
+    if (r.valid && (closest == nullptr || r.metrics.min_reserved_bytes < closest->metrics.min_reserved_bytes)) closest = &r;
+  if (closest == nullptr) return "";
+  const Metrics& m = closest->metrics;
+  std::ostringstream out;
+  out << "  closest: " << settings_text(*closest, paths) << " needs " << format_bytes(m.min_reserved_bytes)
+      << " reserved (the allocator at capacity) of " << format_bytes(m.memory_capacity_bytes);
+  if (m.min_reserved_bytes > m.memory_capacity_bytes)
+    out << ", " << format_bytes(m.min_reserved_bytes - m.memory_capacity_bytes) << " over the GPU";
+  else
+    out << ": it fits the GPU, not the margin";
+  out << "\n";
+  if (m.memory_at_peak) out << "  its allocated peak (" << format_bytes(m.peak_memory_bytes) << "): " << memory_parts_text(*m.memory_at_peak) << "\n";
+  return out.str();
+}
+
 }  // namespace
 
 Recommendation recommend(const std::vector<SweepRow>& rows, const std::vector<std::string>& paths,
@@ -320,6 +381,7 @@ Recommendation recommend(const std::vector<SweepRow>& rows, const std::vector<st
   if (fitting.empty()) {
     out << "  none: no valid configuration fits memory with the margin (" << invalid << " invalid, " << over_capacity
         << " over capacity, " << over_margin << " within capacity but inside the margin).\n";
+    out << closest_text(rows, paths);
     rec.text = out.str();
     return rec;
   }
@@ -345,10 +407,10 @@ Recommendation recommend(const std::vector<SweepRow>& rows, const std::vector<st
     rec.runner_up = fitting[1];
     const auto& second = rows[fitting[1]];
     out << "  runner-up: " << settings_text(second, paths) << " at " << objective_text(second, o) << "\n";
-    out << why_text(mb, second.metrics, o);
+    out << why_text(mb, second.metrics, o) << work_note(mb, second.metrics, o);
   }
   out << "  (" << fitting.size() << " of " << rows.size() << " configurations fit with the margin; " << over_capacity
-      << " exceed GPU memory, " << over_margin << " fit only without the margin, " << invalid << " invalid)\n";
+      << (over_capacity == 1 ? " exceeds" : " exceed") << " GPU memory, " << over_margin << " fit only without the margin, " << invalid << " invalid)\n";
   rec.text = out.str();
   return rec;
 }

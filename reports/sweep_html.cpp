@@ -292,7 +292,7 @@ std::string sweep_html(const SweepResult& res) {
   h << "<h1>Sweep: " << html_escape(res.scenario) << "</h1>\n<p>" << res.rows.size() << " configurations over ";
   for (size_t a = 0; a < res.axes.size(); ++a)
     h << (a ? ", " : "") << "<code>" << html_escape(res.axes[a].label()) << "</code> (" << res.axes[a].values.size() << ")";
-  h << "; " << over << " exceed GPU memory, " << invalid << " invalid. Memory margin ";
+  h << "; " << over << (over == 1 ? " exceeds" : " exceed") << " GPU memory, " << invalid << " invalid. Memory margin ";
   if (std::isnan(res.memory_margin)) h << "per configuration (run.memory_margin is varied)";
   else h << res.memory_margin * 100 << "%";
   h << ". Ranked by <b>" << html_escape(objective_axis(res.ranked_by.used).label) << "</b> (--objective "

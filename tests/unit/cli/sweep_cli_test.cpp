@@ -185,7 +185,7 @@ TEST_F(SweepCli, ConfigurationsOverMemoryAreMarkedNotDropped) {
   ASSERT_TRUE(j["rows"][1]["valid"].get<bool>());
   EXPECT_TRUE(j["rows"][1]["fits_memory"].get<bool>());
   EXPECT_EQ(j["recommendation"]["best"], 1);
-  EXPECT_NE(r.out.find("1 exceed GPU memory"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("(1 of 2 configurations fit with the margin; 1 exceeds GPU memory,"), std::string::npos) << r.out;
 }
 
 // A row is judged with its scenario's run.memory_margin, as simulate judges that scenario:

@@ -158,6 +158,12 @@ TEST(SweepRecommend, MicroBatchSweepRecommendsTheLargerBatchForThroughput) {
   const Recommendation st = recommend(rows, paths, 0.1, resolve_objective(rows, SweepObjective::StepTime));
   ASSERT_EQ(st.best, std::optional<size_t>(0));
   EXPECT_NE(st.text.find("fastest configuration"), std::string::npos) << st.text;
+  // ... and says that the runner-up does twice the work in its longer step.
+  EXPECT_NE(st.text.find("note: the runner-up carries 2.00x the tokens per step (131,072 vs 65,536): a shorter step is not "
+                         "a higher throughput"),
+            std::string::npos)
+      << st.text;
+  EXPECT_EQ(tp.text.find("note:"), std::string::npos) << tp.text;  // the same model: no FLOPs note
   // On (step time, memory) the larger batch is dominated and drops off the front entirely.
   EXPECT_EQ(pareto_front(rows, SweepObjective::StepTime), (std::vector<size_t>{0}));
 }
@@ -309,7 +315,7 @@ TEST(SweepRecommend, FastestThatFitsWithMarginAndWhy) {
   ASSERT_TRUE(rec.runner_up.has_value());
   EXPECT_EQ(*rec.runner_up, 3u);
   EXPECT_NE(rec.text.find("exposed communication"), std::string::npos) << rec.text;
-  EXPECT_NE(rec.text.find("1 exceed GPU memory"), std::string::npos) << rec.text;
+  EXPECT_NE(rec.text.find("1 exceeds GPU memory"), std::string::npos) << rec.text;
   EXPECT_NE(rec.text.find("1 invalid"), std::string::npos) << rec.text;
 }
 
@@ -337,12 +343,65 @@ TEST(SweepRecommend, TiesAreBrokenByMemoryThenGridOrder) {
   EXPECT_EQ(rec.text.find("lower peak memory"), std::string::npos) << rec.text;
 }
 
-TEST(SweepRecommend, NothingFits) {
-  std::vector<SweepRow> rows = {row(0, 100, 2000), invalid_row(1, "bad")};
+// Nothing fits: the recommendation names the configuration closest to fitting, how far over the
+// GPU it is, and what its peak holds, so the planner knows what to cut.
+TEST(SweepRecommend, NothingFitsNamesTheClosestAndWhatItsPeakHolds) {
+  std::vector<SweepRow> rows = {row(0, 100, 3000), row(1, 100, 2000), invalid_row(2, "bad")};
+  MemoryAtPeak peak;
+  peak.sharded_params_bytes = 500;
+  peak.optimizer_state_bytes = 1000;
+  peak.by_kind[static_cast<size_t>(MemoryKind::Activations)] = 500;
+  rows[1].metrics.memory_at_peak = peak;
   for (auto& r : rows) mark_memory_fit(r, 0.1);
   const Recommendation rec = recommend(rows, {"x"}, 0.1, resolve_objective(rows, SweepObjective::StepTime));
   EXPECT_FALSE(rec.best.has_value());
-  EXPECT_NE(rec.text.find("none"), std::string::npos);
+  EXPECT_NE(rec.text.find("none: no valid configuration fits"), std::string::npos) << rec.text;
+  EXPECT_NE(rec.text.find("closest: x=1 needs 2.0 KiB reserved (the allocator at capacity) of 1000 B, 1000 B over the GPU\n"),
+            std::string::npos)
+      << rec.text;
+  EXPECT_NE(rec.text.find("its allocated peak (2.0 KiB): optimizer state 1000 B, sharded parameters 500 B, activations 500 B\n"),
+            std::string::npos)
+      << rec.text;
+  EXPECT_NE(rec.text.find("2 over capacity"), std::string::npos) << rec.text;
+}
+
+// Varying a knob that changes the model (the MLP, tied embeddings, kv heads) changes the FLOPs
+// per token: tokens/s then compares different models, and the recommendation says so.
+TEST(SweepRecommend, DifferentModelFlopsPerTokenAreNoted) {
+  std::vector<SweepRow> rows = {tp_row(0, 100000, 8192, 500), tp_row(1, 80000, 8192, 500)};
+  rows[0].metrics.throughput.model_tflops_per_gpu = *rows[0].metrics.throughput.tokens_per_s_per_gpu * 61.1e9 / 1e12;
+  rows[1].metrics.throughput.model_tflops_per_gpu = *rows[1].metrics.throughput.tokens_per_s_per_gpu * 49.8e9 / 1e12;
+  rows[1].metrics.throughput.mfu = 0.387;
+  for (auto& r : rows) mark_memory_fit(r, 0.1);
+  const Recommendation rec = recommend(rows, {"model.transformer.mlp"}, 0.1, resolve_objective(rows, SweepObjective::Throughput));
+  ASSERT_EQ(rec.best, std::optional<size_t>(1));
+  EXPECT_NE(rec.text.find("note: the two differ in model FLOPs per token (49.8 vs 61.1 GFLOP): they are different models, so "
+                          "tokens/s compares different work; MFU (38.7% vs 40.0%) says which uses the GPU better."),
+            std::string::npos)
+      << rec.text;
+}
+
+// Explicit units (no tokens): a step of more micro-batches runs more compute ops; the step-time
+// ranking says the two do different work.
+TEST(SweepRecommend, DifferentComputeOpsPerStepAreNotedWhereTokensAreUnknown) {
+  std::vector<SweepRow> rows = {row(0, 100, 500), row(1, 180, 500)};
+  rows[0].metrics.by_kind["compute"].count = 12;
+  rows[1].metrics.by_kind["compute"].count = 24;
+  for (auto& r : rows) mark_memory_fit(r, 0.1);
+  const Recommendation rec = recommend(rows, {"policy.micro_batches"}, 0.1, resolve_objective(rows, SweepObjective::Throughput));
+  EXPECT_NE(rec.text.find("note: the runner-up runs 2.00x the compute ops per step (24 vs 12)"), std::string::npos) << rec.text;
+}
+
+// "1 exceeds", "2 exceed".
+TEST(SweepRecommend, TheCountOfRowsOverMemoryAgreesInNumber) {
+  std::vector<SweepRow> rows = {row(0, 100, 500), row(1, 90, 2000)};
+  for (auto& r : rows) mark_memory_fit(r, 0.1);
+  const Recommendation one = recommend(rows, {"x"}, 0.1, resolve_objective(rows, SweepObjective::StepTime));
+  EXPECT_NE(one.text.find("; 1 exceeds GPU memory,"), std::string::npos) << one.text;
+  rows.push_back(row(2, 80, 3000));
+  mark_memory_fit(rows.back(), 0.1);
+  const Recommendation two = recommend(rows, {"x"}, 0.1, resolve_objective(rows, SweepObjective::StepTime));
+  EXPECT_NE(two.text.find("; 2 exceed GPU memory,"), std::string::npos) << two.text;
 }
 
 TEST(SweepOutput, CsvHasOneRowPerConfigurationWithReasons) {
