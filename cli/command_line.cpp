@@ -111,6 +111,17 @@ Parsed CommandLine::parse(const std::vector<std::string>& args, bool show_help) 
   }
   po::options_description all;
   all.add(listed_).add(hidden_);
+  // A flag that takes a value followed by another flag ("--objective --out x"): Boost takes the
+  // second flag as the value and reports the stray word after it. Say what is missing instead.
+  const auto takes_value = [&](const std::string& word) -> const po::option_description* {
+    if (word.rfind("--", 0) != 0) return nullptr;
+    const po::option_description* d = all.find_nothrow(word.substr(2, word.find('=') - 2), false);
+    return d != nullptr && d->semantic()->max_tokens() > 0 ? d : nullptr;
+  };
+  for (size_t i = 0; i + 1 < args.size(); ++i)
+    if (args[i].find('=') == std::string::npos && takes_value(args[i]) && args[i + 1].rfind("--", 0) == 0 &&
+        all.find_nothrow(args[i + 1].substr(2, args[i + 1].find('=') - 2), false) != nullptr)
+      throw InputError(args[i], "needs a value; the next word, \"" + args[i + 1] + "\", is a flag; see --help");
   po::command_line_parser parser(args);
   parser.options(all);
   // Every subcommand states its positional arguments (possibly none): a stray word is refused
@@ -152,7 +163,11 @@ Parsed CommandLine::parse(const std::vector<std::string>& args, bool show_help) 
       throw InputError("SCENARIO", "given twice (as SCENARIO and as --scenario, or twice); give one scenario file");
     // Other positional arguments are options too (compare's --predicted, track's --metrics):
     // given both ways, or twice, say it in those words rather than Boost's.
-    throw InputError(e.get_option_name(), "given twice (as a positional argument and as the flag, or twice); give it once");
+    const bool positional_too = std::any_of(positionals_.begin(), positionals_.end(), [&](const Positional& p) {
+      return e.get_option_name() == "--" + std::string(p.name);
+    }) || (list_values_ != nullptr && e.get_option_name() == "--" + std::string(list_name_));
+    throw InputError(e.get_option_name(), positional_too ? "given twice (as a positional argument and as the flag, or twice); give it once"
+                                                         : "given twice; give it once");
   }
   po::notify(vm_);
   if (given("help")) {
@@ -176,8 +191,12 @@ std::vector<std::string> CommandLine::variation_args() const {
   std::vector<std::string> out;
   for (const std::string& s : stragglers_) out.insert(out.end(), {"--straggler", s});
   if (given("jitter")) {
+    // The shortest text that reads back as the same double ("0.2", not "0.20000000000000001").
     char cv[32];
-    std::snprintf(cv, sizeof cv, "%.17g", jitter_cv_);
+    for (int digits = 1; digits <= 17; ++digits) {
+      std::snprintf(cv, sizeof cv, "%.*g", digits, jitter_cv_);
+      if (std::strtod(cv, nullptr) == jitter_cv_) break;
+    }
     out.insert(out.end(), {"--jitter", cv});
   }
   if (given("seed")) out.insert(out.end(), {"--seed", std::to_string(seed_)});
@@ -221,14 +240,20 @@ Scenario CommandLine::load_scenario() const {
       if (!std::isfinite(factor))  // JSON has no NaN or infinity: it would read back as null
         throw InputError("--straggler", "\"" + s + "\": the factor must be a finite number in [0.001, 1000]");
       if (list.is_array()) flag_paths.emplace_back("variation.stragglers." + std::to_string(list.size()), "--straggler " + s);
-      if (list.is_array()) list.push_back({{"rank", rank}, {"compute_factor", factor}});
+      // A whole factor stays a JSON integer, so a message quotes it as given ("0", not "0.0").
+      const nlohmann::json factor_json = all_digits(factor_text) && factor_text.size() <= 15
+                                             ? nlohmann::json(std::stoll(factor_text))
+                                             : nlohmann::json(factor);
+      if (list.is_array()) list.push_back({{"rank", rank}, {"compute_factor", factor_json}});
     }
   }
   if (given("jitter")) {
     if (!std::isfinite(jitter_cv_)) throw InputError("--jitter", "the coefficient of variation must be a finite number");
     nlohmann::json& jitter = variation["compute_jitter"];
     if (jitter.is_null()) jitter = nlohmann::json::object();
-    if (jitter.is_object()) jitter["cv"] = jitter_cv_;
+    // A whole cv stays a JSON integer, so a message quotes it as given ("3", not "3.0").
+    const bool whole = std::floor(jitter_cv_) == jitter_cv_ && std::fabs(jitter_cv_) < 1e15;
+    if (jitter.is_object()) jitter["cv"] = whole ? nlohmann::json(static_cast<int64_t>(jitter_cv_)) : nlohmann::json(jitter_cv_);
     flag_paths.emplace_back("variation.compute_jitter.cv", "--jitter");
   }
   if (given("seed")) {

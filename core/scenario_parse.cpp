@@ -912,18 +912,19 @@ RankSelector parse_rank_selector(const Obj& o, const MeshSpec& mesh, const Clust
     if (i >= limit) throw InputError(o.at(key), std::to_string(i) + " is outside the mesh; expected 0.." + std::to_string(limit - 1) + " (" + of + ")");
     return i;
   };
+  const auto count = [](int n, const std::string& one) { return std::to_string(n) + " " + one + (n == 1 ? "" : "s"); };
   if (o.has("rank")) {
-    sel.index = index_below("rank", world, std::to_string(world) + " ranks");
+    sel.index = index_below("rank", world, count(world, "rank"));
   } else if (o.has("node")) {
     sel.scope = RankSelector::Scope::Node;
-    sel.index = index_below("node", nodes, std::to_string(nodes) + " nodes of " + std::to_string(cluster.gpus_per_node) + " GPUs");
+    sel.index = index_below("node", nodes, count(nodes, "node") + " of " + count(cluster.gpus_per_node, "GPU"));
   } else {
     sel.scope = as_choice<RankSelector::Scope>(*o.opt("group"), o.at("group"),
                                               {{"shard", RankSelector::Scope::ShardGroup}, {"replicate", RankSelector::Scope::ReplicateGroup}});
     const bool shard = sel.scope == RankSelector::Scope::ShardGroup;
     const int groups = shard ? mesh.replicate : mesh.shard;
     o.req("index", "the group's index");
-    sel.index = index_below("index", groups, std::to_string(groups) + " " + (shard ? "shard" : "replicate") + " groups");
+    sel.index = index_below("index", groups, count(groups, std::string(shard ? "shard" : "replicate") + " group"));
   }
   return sel;
 }

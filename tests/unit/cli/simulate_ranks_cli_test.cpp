@@ -179,6 +179,17 @@ TEST_F(SimulateRanksCli, ARankComputeSpreadMakesTheSlowestDrawnRankTheStraggler)
 TEST_F(SimulateRanksCli, BadVariationFlagsExitTwoNamingTheFlag) {
   expect_flag_errors({{"--straggler 4=1.5", "--straggler 4=1.5"},  // 4 ranks: 0..3
                       {"--straggler 1=0", "--straggler 1=0"},
+                      // The value as given ("0", "3"), not as a double prints ("0.0", "3.0").
+                      {"--straggler 1=0", "compute_factor: 0 is out of range"},
+                      {"--jitter 3", "variation.compute_jitter.cv: 3 is out of range"},
+                      // A flag given twice that is no positional argument is not called one.
+                      {"--jitter 0.1 --jitter 0.2", "--jitter: given twice; give it once"},
+                      // A flag whose value is missing, another flag after it.
+                      {"--jitter --seed 3", "--jitter: needs a value; the next word, \"--seed\", is a flag"},
+                      // Counts agree in number: "1 node", "2 GPUs".
+                      {"--set cluster.nodes=1 --set mesh.shard=2 --set mesh.replicate=1 --set cluster.gpus_per_node=2 "
+                       "--set 'variation.stragglers=[{\"node\":1,\"compute_factor\":2}]'",
+                       "expected 0..0 (1 node of 2 GPUs)"},
                       {"--straggler 1", "--straggler"},
                       {"--straggler 1=2 --ranks one", "--ranks"},
                       {"--ranks all --trace-ranks ''", "--trace-ranks: give ranks"},
