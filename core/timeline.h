@@ -17,6 +17,7 @@
 #include "core/memory_at_peak.h"
 #include "core/memory_reserve.h"
 #include "core/program.h"
+#include "core/variation.h"
 #include "core/workload.h"
 
 namespace shardline {
@@ -69,6 +70,10 @@ struct Timeline {
   int64_t memory_capacity_bytes = 0;  // the GPU's memory
   double memory_margin = 0.1;
   Workload workload;                  // tokens, samples and FLOPs per step (default: unknown)
+  // The variation the run ran with, what of it acts (core/variation_record.h): the scenario's and
+  // the --straggler / --jitter / --seed flags'. Empty: none (or a timeline written before
+  // 2026-11-27's twenty-seventh session, which did not record it).
+  VariationSpec variation;
   MemoryReserve memory_reserve;       // allocated -> reserved estimate (default: none)
   // GPU launches the Program counts for one rank's step (Program::host_launches summed; the
   // same for a measured run of that Program); 0: unknown (a timeline written before it).

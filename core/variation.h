@@ -22,22 +22,26 @@ struct RankSelector {
   Scope scope = Scope::Rank;
   int index = 0;
   bool contains(int rank, int shard, int gpus_per_node) const;
+  bool operator==(const RankSelector&) const = default;
 };
 
 struct Straggler {
   RankSelector ranks;
   double compute_factor = 1.0;  // > 0: its compute ops take this factor longer
+  bool operator==(const Straggler&) const = default;
 };
 
 struct SlowLink {
   RankSelector ranks;
   double bandwidth_factor = 1.0;  // in (0, 1]: its links carry this fraction of their bandwidth
+  bool operator==(const SlowLink&) const = default;
 };
 
 // A factor drawn with mean 1 and coefficient of variation `cv` (0: always 1).
 struct Spread {
   JitterDistribution distribution = JitterDistribution::LogNormal;
   double cv = 0;
+  bool operator==(const Spread&) const = default;
 };
 
 struct VariationSpec {
@@ -50,6 +54,7 @@ struct VariationSpec {
   bool sets_rank_compute_factors() const { return !stragglers.empty() || rank_compute_spread.cv > 0; }
   bool varies_compute() const { return jitter.cv > 0 || sets_rank_compute_factors(); }
   bool empty() const { return !varies_compute() && slow_links.empty(); }
+  bool operator==(const VariationSpec&) const = default;
 };
 
 // Per rank of a shard x replicate mesh: the product of the stragglers' factors naming it (1: none).

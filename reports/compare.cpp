@@ -21,6 +21,7 @@
 #include "core/program_json.h"
 #include "core/scenario.h"
 #include "core/units.h"
+#include "core/variation_record.h"
 #include "reports/html.h"
 #include "reports/outputs.h"
 #include "reports/svg_timeline.h"
@@ -175,6 +176,12 @@ std::string workload_difference(const Workload& p, const Workload& m) {
   return "";
 }
 
+// Said under the table when the two sides ran with different variation.
+std::string variation_note(const Comparison& c) {
+  return "note: the two runs had different variation (" + c.variation_difference +
+         "): the step-time and per-rank errors compare different inputs";
+}
+
 // Said under the table when the two sides did not process the same work per step.
 std::string workload_note(const Comparison& c) {
   return "note: the two runs do not process the same work per step (" + c.workload_difference +
@@ -319,6 +326,8 @@ Comparison compare_timelines(const Timeline& predicted, const Timeline& measured
     if (p && m && (!f.relative || *m > 0)) c.*f.error = f.relative ? (*p - *m) / *m : *p - *m;
   }
   c.workload_difference = workload_difference(predicted.workload, measured.workload);
+  if (!(predicted.variation == measured.variation))
+    c.variation_difference = "predicted: " + variation_text(predicted.variation) + "; measured: " + variation_text(measured.variation);
 
   const auto pivs = intervals_by_op(predicted, pw.rank, pw.iteration);
   const auto mivs = intervals_by_op(measured, mw.rank, mw.iteration);
@@ -421,6 +430,7 @@ nlohmann::json comparison_to_json(const Comparison& c) {
           {"predicted_exposed_comm_us", c.predicted.exposed_comm_us},
           {"measured_exposed_comm_us", c.measured.exposed_comm_us},
           {"workloads_differ", c.workloads_differ()},
+          {"variation_difference", c.variation_difference},
           {"predicted", metrics_to_json(c.predicted)},
           {"measured", metrics_to_json(c.measured)},
           {"by_kind", kinds},
@@ -492,6 +502,7 @@ std::string comparison_table(const Comparison& c) {
     << fmt("%+.1f", c.predicted.exposed_comm_us - c.measured.exposed_comm_us) << "\n";
   for (const auto& row : summary_rows(c)) o << pad(row[0], 22) << pad(row[1], 14) << pad(row[2], 14) << row[3] << "\n";
   if (c.workloads_differ()) o << "\n" << workload_note(c) << "\n";
+  if (!c.variation_difference.empty()) o << "\n" << variation_note(c) << "\n";
   o << "\n" << spread_line(c) << "\n";
   if (c.machine_drift) o << drift_line(*c.machine_drift) << "\n";
   o << "\n";
@@ -544,6 +555,7 @@ std::string comparison_html(const Comparison& c, const Timeline& predicted, cons
       << "</td><td>" << html_escape(row[3]) << "</td></tr>\n";
   b << "</table>\n";
   if (c.workloads_differ()) b << "<p>" << html_escape(workload_note(c)) << "</p>\n";
+  if (!c.variation_difference.empty()) b << "<p>" << html_escape(variation_note(c)) << "</p>\n";
   b << "<p>" << html_escape(spread_line(c)) << "</p>\n";
   if (c.machine_drift) b << "<p>" << html_escape(drift_line(*c.machine_drift)) << "</p>\n";
   if (shows_per_rank(c)) {

@@ -114,6 +114,10 @@ struct Comparison {
   // When something does, the step-time error compares different work, the throughput rows rates.
   std::string workload_difference;
   bool workloads_differ() const { return !workload_difference.empty(); }
+  // The two runs' variation (Timeline::variation) when it differs, "predicted: none; measured:
+  // straggler rank 1 computes x1.5"; empty when both ran with the same. The step-time error then
+  // compares different inputs (validate passes its variation to both sides).
+  std::string variation_difference;
   std::vector<KindErrors> by_kind;   // compute, copies and collectives (markers left out), kind order
   std::vector<OpComparison> ops;     // every op but alloc/free markers, op order
   std::vector<OpComparison> worst;   // up to ten, largest disagreement first (ties: lower op id); none that agree exactly

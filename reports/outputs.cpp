@@ -21,6 +21,7 @@
 #include "core/program_json.h"
 #include "core/schedule.h"
 #include "core/units.h"
+#include "core/variation_record.h"
 #include "reports/html.h"
 #include "reports/memory_text.h"
 #include "reports/throughput_text.h"
@@ -88,6 +89,8 @@ std::string summary_table(const Scenario& scenario, const Timeline& timeline, co
                      p.forward_prefetch, p.backward_prefetch);
   out += printf_line("%-20s param %s, reduce %s, micro-batches %d, grad sync %s", "", std::string(dtype_name(p.param_dtype)).c_str(),
                      std::string(dtype_name(p.reduce_dtype)).c_str(), p.micro_batches, p.grad_sync == GradSync::Every ? "every" : "last");
+  // The variation the run had (scenario and flags; recorded in timeline.json's "variation").
+  if (!timeline.variation.empty()) out += std::string("variation") + std::string(12, ' ') + variation_text(timeline.variation) + "\n";
   out += "\n";
 
   const double step = m.step_time_us;

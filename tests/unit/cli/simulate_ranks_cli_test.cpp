@@ -78,7 +78,18 @@ TEST_F(SimulateRanksCli, TheTimelineKeepsTheStragglerItWasAskedAbout) {
   const Result r = run("simulate " + scenario("host-tiny-fsdp.json") +
                        " --set mesh.shard=4 --set cluster.gpus_per_node=4 --straggler 2=1.5 --out " + out.string());
   ASSERT_EQ(r.code, 0) << r.out << r.err;
-  EXPECT_EQ(timeline_ranks(json::parse(slurp(out / "timeline.json"))), (std::set<int>{0, 2}));
+  const json timeline = json::parse(slurp(out / "timeline.json"));
+  EXPECT_EQ(timeline_ranks(timeline), (std::set<int>{0, 2}));
+  // The run's folder says what variation it ran with (to reproduce it, or to compare against a
+  // run of the same), and so does its summary.
+  EXPECT_EQ(timeline.at("variation"), json::parse(R"({"stragglers": [{"rank": 2, "compute_factor": 1.5}]})"));
+  EXPECT_NE(r.out.find("variation            straggler rank 2 computes x1.5\n"), std::string::npos) << r.out;
+  EXPECT_NE(slurp(out / "report.html").find("straggler rank 2 computes x1.5"), std::string::npos);
+  // Without variation: neither.
+  const Result plain = run("simulate " + scenario("host-tiny-fsdp.json") + " --out " + (dir_ / "plain").string());
+  ASSERT_EQ(plain.code, 0) << plain.err;
+  EXPECT_FALSE(json::parse(slurp(dir_ / "plain" / "timeline.json")).contains("variation"));
+  EXPECT_EQ(plain.out.find("variation "), std::string::npos) << plain.out;
 }
 
 TEST_F(SimulateRanksCli, BadRankFlagsExitTwoNamingTheFlag) {

@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "core/scenario_parse.h"
 #include "core/variation.h"
+#include "core/variation_record.h"
 
 namespace shardline {
 namespace {
@@ -204,6 +205,37 @@ TEST(Variation, BadEntriesNameTheirPath) {
   EXPECT_EQ(error_path(json::parse(R"({"rank_compute_spread": {"distribution": "uniform"}})")), "variation.rank_compute_spread.cv");
   EXPECT_EQ(error_path(json::parse(R"({"rank_compute_spread": 0.1})")), "variation.rank_compute_spread");
   EXPECT_EQ(error_path(json::parse(R"({"seed": -1})")), "variation.seed");
+}
+
+// What a run records of its variation (timeline.json "variation", the summaries): only what acts,
+// in the scenario's own form, read back to the same spec; and in words.
+TEST(VariationRecord, WritesWhatActsAndReadsItBack) {
+  VariationSpec v;
+  v.seed = 3;
+  v.jitter = {JitterDistribution::Normal, 0.1};
+  v.stragglers.push_back({RankSelector{RankSelector::Scope::Node, 1}, 1.5});
+  v.slow_links.push_back({RankSelector{RankSelector::Scope::ShardGroup, 0}, 0.5});
+  const nlohmann::json j = variation_to_json(v);
+  EXPECT_EQ(j, nlohmann::json::parse(R"({"compute_jitter": {"distribution": "normal", "cv": 0.1}, "seed": 3,
+      "stragglers": [{"node": 1, "compute_factor": 1.5}], "slow_links": [{"group": "shard", "index": 0, "bandwidth_factor": 0.5}]})"));
+  EXPECT_EQ(variation_from_json(j, "variation"), v);
+  EXPECT_EQ(variation_text(v), "straggler node 1 computes x1.5; slow links shard group 0 at x0.5 bandwidth; jitter normal cv 0.1 (seed 3)");
+  // A seed with nothing to draw, and a spread of cv 0, do not act: not recorded, so a run with
+  // them records the same as a run without.
+  VariationSpec idle;
+  idle.seed = 9;
+  idle.rank_compute_spread = {JitterDistribution::Uniform, 0};
+  EXPECT_EQ(variation_to_json(idle), nlohmann::json::object());
+  EXPECT_TRUE(acting_variation(idle).empty());
+  EXPECT_EQ(acting_variation(idle), VariationSpec{});
+  EXPECT_EQ(variation_text(idle), "none");
+  // Bad records name their path.
+  try {
+    variation_from_json(nlohmann::json::parse(R"({"stragglers": [{"group": "pipeline", "index": 0, "compute_factor": 2}]})"), "variation");
+    FAIL() << "accepted an unknown group";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where(), "variation.stragglers[0].group");
+  }
 }
 
 }  // namespace

@@ -456,6 +456,24 @@ TEST(Compare, SaysWhenTheTwoRunsDoDifferentWork) {
   EXPECT_NE(comparison_html(c, p, m).find("do not process the same work per step"), std::string::npos);
 }
 
+// A prediction without the straggler the measured run had compares different inputs: said.
+TEST(Compare, SaysWhenTheTwoRunsHadDifferentVariation) {
+  Timeline p = predicted(), m = measured();
+  EXPECT_TRUE(compare_timelines(p, m).variation_difference.empty());
+  m.variation.stragglers.push_back({RankSelector{RankSelector::Scope::Rank, 1}, 1.5});
+  const Comparison c = compare_timelines(p, m);
+  EXPECT_EQ(c.variation_difference, "predicted: none; measured: straggler rank 1 computes x1.5");
+  EXPECT_NE(comparison_table(c).find("note: the two runs had different variation (predicted: none; measured: straggler rank 1 "
+                                     "computes x1.5): the step-time and per-rank errors compare different inputs"),
+            std::string::npos)
+      << comparison_table(c);
+  EXPECT_EQ(comparison_to_json(c).at("variation_difference"), c.variation_difference);
+  EXPECT_NE(comparison_html(c, p, m).find("had different variation"), std::string::npos);
+  // The same variation on both sides (validate passes it to both): nothing to say.
+  p.variation = m.variation;
+  EXPECT_TRUE(compare_timelines(p, m).variation_difference.empty());
+}
+
 // Timelines that carry no workload (older files): the throughput rows say n/a, JSON null.
 TEST(Compare, UnknownThroughputIsNotAnError) {
   Timeline p = predicted(), m = measured();
