@@ -335,8 +335,101 @@ std::string closest_text(const std::vector<SweepRow>& rows, const std::vector<st
 
 }  // namespace
 
-Recommendation recommend(const std::vector<SweepRow>& rows, const std::vector<std::string>& paths,
-                         double memory_margin, const RankedBy& ranked_by) {
+namespace {
+
+Recommendation recommend_settings(const std::vector<SweepRow>& rows, const std::vector<std::string>& paths, double memory_margin,
+                                  const RankedBy& ranked_by);
+
+// A varied path that describes the run's environment (what differs between ranks: a seed, a
+// jitter, a straggler), not a setting a planner chooses.
+bool environment_path(const std::string& path) { return path.rfind("variation.", 0) == 0; }
+
+// The recommendation of a sweep that varies environment paths: no choice among them. With setting
+// paths besides, each setting is judged by its worst case over the environment's points (a
+// setting that fails or does not fit in one of them does not fit), and the best of those worst
+// cases is recommended; with none, nothing is recommended and the objective's range is stated.
+Recommendation recommend_over_environment(const std::vector<SweepRow>& rows, const std::vector<std::string>& paths,
+                                          double memory_margin, const RankedBy& ranked_by) {
+  const SweepObjective o = ranked_by.used;
+  std::vector<std::string> env_paths;
+  std::vector<size_t> setting_at;
+  for (size_t i = 0; i < paths.size(); ++i) {
+    if (environment_path(paths[i])) env_paths.push_back(paths[i]);
+    else setting_at.push_back(i);
+  }
+  std::string env_list;
+  for (const std::string& p : env_paths) env_list += (env_list.empty() ? "" : ", ") + p;
+  if (setting_at.empty()) {
+    Recommendation rec;
+    std::ostringstream out;
+    out << "Recommendation: none. Every varied path describes the run's environment (" << env_list
+        << "), not a setting to choose: the table compares them.\n";
+    const SweepRow *lo = nullptr, *hi = nullptr;
+    for (const SweepRow& r : rows) {
+      if (!r.valid) continue;
+      if (lo == nullptr || primary_key(r, o) < primary_key(*lo, o)) lo = &r;
+      if (hi == nullptr || primary_key(r, o) > primary_key(*hi, o)) hi = &r;
+    }
+    if (lo != nullptr)
+      out << "  over the " << rows.size() << " points: best " << objective_text(*lo, o) << " (" << settings_text(*lo, paths)
+          << "), worst " << objective_text(*hi, o) << " (" << settings_text(*hi, paths) << ")\n";
+    rec.text = out.str();
+    return rec;
+  }
+  // Each setting's rows (the values of its setting paths), in grid order of first appearance.
+  std::map<std::vector<std::string>, std::vector<size_t>> by_setting;
+  std::vector<std::vector<std::string>> order;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    std::vector<std::string> key;
+    for (size_t at : setting_at) key.push_back(rows[i].values[at]);
+    auto [it, added] = by_setting.try_emplace(key);
+    if (added) order.push_back(key);
+    it->second.push_back(i);
+  }
+  // Each setting's deciding row: an invalid one, else the one that fits worst if any does not fit
+  // with the margin, else the worst by the objective.
+  std::vector<SweepRow> worst;
+  std::vector<size_t> origin;
+  for (const auto& key : order) {
+    const std::vector<size_t>& members = by_setting.at(key);
+    size_t pick = members.front();
+    const auto rank = [&](size_t i) {
+      const SweepRow& r = rows[i];
+      if (!r.valid) return std::pair<int, double>{3, 0};
+      if (!r.fits_memory) return std::pair<int, double>{2, static_cast<double>(r.metrics.min_reserved_bytes)};
+      if (!r.fits_with_margin) return std::pair<int, double>{1, static_cast<double>(r.metrics.min_reserved_bytes)};
+      return std::pair<int, double>{0, primary_key(r, o)};
+    };
+    for (size_t i : members)
+      if (rank(i) > rank(pick)) pick = i;
+    worst.push_back(rows[pick]);
+    origin.push_back(pick);
+  }
+  Recommendation rec = recommend_settings(worst, paths, memory_margin, ranked_by);
+  if (rec.best) rec.best = origin[*rec.best];
+  if (rec.runner_up) rec.runner_up = origin[*rec.runner_up];
+  const std::string note = "  note: " + env_list + " describe" + (env_paths.size() == 1 ? "s" : "") +
+                           " the run's environment, not a setting: each setting is judged by its worst case over the " +
+                           std::to_string(rows.size() / order.size()) + " environment points it ran in (one that does not fit "
+                           "in one of them does not fit), and the configurations below are those worst cases.\n";
+  const size_t first_line = rec.text.find('\n');
+  rec.text.insert(first_line == std::string::npos ? rec.text.size() : first_line + 1, note);
+  return rec;
+}
+
+}  // namespace
+
+Recommendation recommend(const std::vector<SweepRow>& rows, const std::vector<std::string>& paths, double memory_margin,
+                         const RankedBy& ranked_by) {
+  for (const std::string& p : paths)
+    if (environment_path(p)) return recommend_over_environment(rows, paths, memory_margin, ranked_by);
+  return recommend_settings(rows, paths, memory_margin, ranked_by);
+}
+
+namespace {
+
+Recommendation recommend_settings(const std::vector<SweepRow>& rows, const std::vector<std::string>& paths,
+                                  double memory_margin, const RankedBy& ranked_by) {
   const SweepObjective o = ranked_by.used;
   Recommendation rec;
   std::vector<size_t> fitting;
@@ -414,6 +507,8 @@ Recommendation recommend(const std::vector<SweepRow>& rows, const std::vector<st
   rec.text = out.str();
   return rec;
 }
+
+}  // namespace
 
 nlohmann::json sweep_row_to_json(const SweepRow& row, const std::vector<std::string>& paths) {
   SHARDLINE_CHECK(row.values.size() == paths.size(), "a sweep row without one value per varied path");

@@ -392,6 +392,44 @@ TEST(SweepRecommend, DifferentComputeOpsPerStepAreNotedWhereTokensAreUnknown) {
   EXPECT_NE(rec.text.find("note: the runner-up runs 2.00x the compute ops per step (24 vs 12)"), std::string::npos) << rec.text;
 }
 
+// A seed or a jitter is the run's environment, not a setting: a sweep over only such paths
+// recommends nothing (it states the range); with settings besides, each setting is judged by
+// its worst case over the environment's points.
+TEST(SweepRecommend, EnvironmentPathsAreNotChosenButJudgedOver) {
+  const std::vector<std::string> env_only = {"variation.seed"};
+  std::vector<SweepRow> rows = {row(0, 100, 500), row(1, 120, 500), row(2, 110, 500)};
+  for (auto& r : rows) mark_memory_fit(r, 0.1);
+  const Recommendation none = recommend(rows, env_only, 0.1, resolve_objective(rows, SweepObjective::StepTime));
+  EXPECT_FALSE(none.best.has_value());
+  EXPECT_NE(none.text.find("Recommendation: none. Every varied path describes the run's environment (variation.seed)"),
+            std::string::npos)
+      << none.text;
+  EXPECT_NE(none.text.find("best 100.00 us (variation.seed=0), worst 120.00 us (variation.seed=1)"), std::string::npos) << none.text;
+
+  // prefetch 0 / 1 (the setting) x seed 1 / 2 (the environment): prefetch 1 is faster at seed 1
+  // (90 us against 100) but slower at seed 2 (130 against 105): by its worst case, prefetch 0 wins.
+  const std::vector<std::string> paths = {"policy.forward_prefetch", "variation.seed"};
+  rows = {row(0, 100, 500), row(1, 105, 500), row(2, 90, 500), row(3, 130, 500)};
+  const std::vector<std::vector<std::string>> values = {{"0", "1"}, {"0", "2"}, {"1", "1"}, {"1", "2"}};
+  for (size_t i = 0; i < rows.size(); ++i) {
+    rows[i].values = values[i];
+    mark_memory_fit(rows[i], 0.1);
+  }
+  Recommendation rec = recommend(rows, paths, 0.1, resolve_objective(rows, SweepObjective::StepTime));
+  EXPECT_EQ(rec.best, std::optional<size_t>(1));       // prefetch 0's worst case (seed 2, 105 us)
+  EXPECT_EQ(rec.runner_up, std::optional<size_t>(3));  // prefetch 1's (seed 2, 130 us)
+  EXPECT_NE(rec.text.find("note: variation.seed describes the run's environment, not a setting: each setting is judged by its "
+                          "worst case over the 2 environment points"),
+            std::string::npos)
+      << rec.text;
+  // A setting that does not fit in one environment point does not fit.
+  rows[1].metrics.min_reserved_bytes = 5000;
+  mark_memory_fit(rows[1], 0.1);
+  rec = recommend(rows, paths, 0.1, resolve_objective(rows, SweepObjective::StepTime));
+  EXPECT_EQ(rec.best, std::optional<size_t>(3));
+  EXPECT_NE(rec.text.find("it is the only configuration that fits"), std::string::npos) << rec.text;
+}
+
 // "1 exceeds", "2 exceed".
 TEST(SweepRecommend, TheCountOfRowsOverMemoryAgreesInNumber) {
   std::vector<SweepRow> rows = {row(0, 100, 500), row(1, 90, 2000)};
