@@ -140,18 +140,43 @@ std::string rank_summary_html(const RankSummary& s) {
   const double most = s.collective_wait_us.max;
   const double cell_w = 1000.0 / static_cast<double>((n + per_cell - 1) / per_cell);
   char buf[256];
-  out += "<p>Waiting inside collectives per rank (white: none, dark red: the most, " + html_escape(format_time_us(most)) +
-         "):</p>\n<div class=\"scroll\"><svg xmlns=\"http://www.w3.org/2000/svg\" width=\"1000\" height=\"24\">";
+  // Above 1,024 ranks a cell holds a block of ranks: its top half shows the block's most waiting,
+  // its bottom half its least, so a straggler (the rank the others wait for, which itself waits
+  // least) stays visible as a white lower half among red ones.
+  const bool blocks = per_cell > 1;
+  out += "<p>Waiting inside collectives per rank (white: none, dark red: the most, " + html_escape(format_time_us(most)) + ")" +
+         (blocks ? "; each cell is a block of " + std::to_string(per_cell) + " ranks, its upper half the block's most waiting, "
+                   "its lower half its least (a straggler waits least)"
+                 : std::string()) +
+         ":</p>\n<div class=\"scroll\"><svg xmlns=\"http://www.w3.org/2000/svg\" width=\"1000\" height=\"24\">";
+  const auto shade_of = [&](double w) { return most > 0 ? static_cast<int>(std::lround(255.0 * (1.0 - w / most))) : 255; };
+  const auto rect = [&](double x, double y, double h, double w) {
+    const int shade = shade_of(w);
+    std::snprintf(buf, sizeof buf, "<rect x=\"%.2f\" y=\"%.0f\" width=\"%.2f\" height=\"%.0f\" fill=\"rgb(%d,%d,%d)\" stroke=\"#ddd\" stroke-width=\"0.2\">",
+                  x, y, cell_w, h, 160 + shade * 95 / 255, shade, shade);
+    out += buf;
+  };
   for (size_t first = 0, k = 0; first < n; first += per_cell, ++k) {
     const size_t last = std::min(n, first + per_cell) - 1;
-    double w = 0;
-    for (size_t r = first; r <= last; ++r) w = std::max(w, s.wait_by_rank_us[r]);
-    const int shade = most > 0 ? static_cast<int>(std::lround(255.0 * (1.0 - w / most))) : 255;
-    std::snprintf(buf, sizeof buf, "<rect x=\"%.2f\" y=\"0\" width=\"%.2f\" height=\"24\" fill=\"rgb(%d,%d,%d)\" stroke=\"#ddd\" stroke-width=\"0.2\">",
-                  static_cast<double>(k) * cell_w, cell_w, 160 + shade * 95 / 255, shade, shade);
-    out += buf;
-    const std::string who = first == last ? "rank " + std::to_string(first) : "ranks " + std::to_string(first) + "-" + std::to_string(last);
-    out += "<title>" + html_escape(who + ": waited " + (first == last ? "" : "up to ") + format_time_us(w)) + "</title></rect>";
+    size_t hi = first, lo = first;
+    for (size_t r = first; r <= last; ++r) {
+      if (s.wait_by_rank_us[r] > s.wait_by_rank_us[hi]) hi = r;
+      if (s.wait_by_rank_us[r] < s.wait_by_rank_us[lo]) lo = r;
+    }
+    const double x = static_cast<double>(k) * cell_w;
+    if (!blocks) {
+      rect(x, 0, 24, s.wait_by_rank_us[first]);
+      out += "<title>" + html_escape("rank " + std::to_string(first) + ": waited " + format_time_us(s.wait_by_rank_us[first])) +
+             "</title></rect>";
+      continue;
+    }
+    const std::string who = "ranks " + std::to_string(first) + "-" + std::to_string(last);
+    rect(x, 0, 12, s.wait_by_rank_us[hi]);
+    out += "<title>" + html_escape(who + ": waited up to " + format_time_us(s.wait_by_rank_us[hi]) + " (rank " + std::to_string(hi) + ")") +
+           "</title></rect>";
+    rect(x, 12, 12, s.wait_by_rank_us[lo]);
+    out += "<title>" + html_escape(who + ": waited at least " + format_time_us(s.wait_by_rank_us[lo]) + " (rank " + std::to_string(lo) + ")") +
+           "</title></rect>";
   }
   out += "</svg></div>\n";
   return out;

@@ -91,12 +91,18 @@ TEST(RankSummary, HtmlHasAHeatStripCellPerRank) {
   for (int r = 0; r < 4; ++r) EXPECT_NE(html.find("<title>rank " + std::to_string(r) + ": waited"), std::string::npos) << r;
   EXPECT_NE(html.find("fill=\"rgb(160,0,0)\" stroke=\"#ddd\" stroke-width=\"0.2\"><title>rank 2: waited"), std::string::npos) << html;
   EXPECT_NE(html.find("fill=\"rgb(255,255,255)\" stroke=\"#ddd\" stroke-width=\"0.2\"><title>rank 1: waited"), std::string::npos) << html;
-  // Above 1,024 ranks a cell holds a block of ranks and shows its most waiting.
+  // Above 1,024 ranks a cell holds a block of ranks: its upper half shows its most waiting, its
+  // lower half its least, so the straggler everyone waits for (itself waiting least) shows white
+  // among red.
   RankReport many;
-  many.ranks.assign(3000, RankStats{10, 5, 0});
-  many.ranks[2999].collective_wait_us = 7;
+  many.ranks.assign(3000, RankStats{10, 5, 7});
+  many.ranks[2999].collective_wait_us = 0;
   const std::string big = rank_summary_html(summarize_ranks(many, Timeline{}, 10.0));
-  EXPECT_NE(big.find("<title>ranks 2997-2999: waited up to 7"), std::string::npos);
+  EXPECT_NE(big.find("<title>ranks 2997-2999: waited up to 7.00 us (rank 2997)"), std::string::npos) << big.substr(0, 2000);
+  EXPECT_NE(big.find("fill=\"rgb(255,255,255)\" stroke=\"#ddd\" stroke-width=\"0.2\"><title>ranks 2997-2999: waited at least 0 ns "
+                     "(rank 2999)"),
+            std::string::npos);
+  EXPECT_NE(big.find("each cell is a block of 3 ranks"), std::string::npos);
   EXPECT_EQ(big.find("<title>rank 5:"), std::string::npos);
 }
 
