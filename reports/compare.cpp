@@ -308,8 +308,12 @@ Comparison compare_timelines(const Timeline& predicted, const Timeline& measured
   c.within_tolerance = std::abs(c.step_error) <= tolerance;
   c.measured_spread = measured_spread(measured, c.predicted.step_time_us);
   // A representative prediction stands for every rank; an every-rank one for the ranks it holds.
-  std::vector<double> waits;
+  std::vector<double> waits, predicted_waits;
   if (groups != nullptr) waits = collective_wait_per_rank_us(measured, *groups, mw.iteration);
+  // An every-rank prediction that kept every rank knows each rank's waiting too.
+  if (groups != nullptr && predicted.ranks == measured.ranks && predicted.ranks > 1 &&
+      predicted_holds.size() == static_cast<size_t>(predicted.ranks))
+    predicted_waits = collective_wait_per_rank_us(predicted, *groups, pw.iteration);
   for (int r = 0; r < measured.ranks; ++r) {
     const int pr = predicted.ranks == 1 ? 0 : r;
     if (!std::binary_search(predicted_holds.begin(), predicted_holds.end(), pr)) continue;
@@ -319,6 +323,7 @@ Comparison compare_timelines(const Timeline& predicted, const Timeline& measured
     rc.measured_step_us = compute_metrics(measured, r, mw.iteration).step_time_us;
     rc.error = rc.measured_step_us > 0 ? (rc.predicted_step_us - rc.measured_step_us) / rc.measured_step_us : 0;
     if (!waits.empty()) rc.measured_wait_us = waits[static_cast<size_t>(r)];
+    if (!predicted_waits.empty()) rc.predicted_wait_us = predicted_waits[static_cast<size_t>(r)];
     c.by_rank.push_back(rc);
   }
   for (const ThroughputField& f : kThroughputFields) {
@@ -380,6 +385,7 @@ nlohmann::json by_rank_json(const Comparison& c) {
     ranks.push_back({{"rank", r.rank}, {"predicted_step_time_us", r.predicted_step_us},
                      {"measured_step_time_us", r.measured_step_us}, {"step_error", r.error}});
     if (r.measured_wait_us) ranks.back()["measured_collective_wait_us"] = *r.measured_wait_us;
+    if (r.predicted_wait_us) ranks.back()["predicted_collective_wait_us"] = *r.predicted_wait_us;
   }
   return ranks;
 }
@@ -508,12 +514,19 @@ std::string comparison_table(const Comparison& c) {
   o << "\n";
   if (shows_per_rank(c)) {
     const bool waits = c.by_rank.front().measured_wait_us.has_value();
+    const bool predicted_waits = c.by_rank.front().predicted_wait_us.has_value();
     o << "step time per rank (us):\n" << pad("rank", 8) << pad("predicted", 14) << pad("measured", 14)
-      << (waits ? pad("error", 10) + "measured waiting in collectives (for the last member)" : "error") << "\n";
+      << (waits ? pad("error", 10) + (predicted_waits ? "waiting in collectives (for the last member): predicted, measured"
+                                                      : "measured waiting in collectives (for the last member)")
+                : "error")
+      << "\n";
     for (size_t k = 0; k < c.by_rank.size() && k < 16; ++k) {
       const RankComparison& r = c.by_rank[k];
       o << pad(std::to_string(r.rank), 8) << pad(us(r.predicted_step_us), 14) << pad(us(r.measured_step_us), 14)
-        << (r.measured_wait_us ? pad(pct(r.error), 10) + us(*r.measured_wait_us) : pct(r.error)) << "\n";
+        << (r.measured_wait_us ? pad(pct(r.error), 10) + (r.predicted_wait_us ? pad(us(*r.predicted_wait_us), 14) : "") +
+                                     us(*r.measured_wait_us)
+                               : pct(r.error))
+        << "\n";
     }
     if (c.by_rank.size() > 16) o << "  ... " << c.by_rank.size() - 16 << " more ranks in compare.json\n";
     o << "\n";
@@ -560,11 +573,14 @@ std::string comparison_html(const Comparison& c, const Timeline& predicted, cons
   if (c.machine_drift) b << "<p>" << html_escape(drift_line(*c.machine_drift)) << "</p>\n";
   if (shows_per_rank(c)) {
     const bool waits = c.by_rank.front().measured_wait_us.has_value();
+    const bool predicted_waits = c.by_rank.front().predicted_wait_us.has_value();
     b << "<h2>Step time per rank (us)</h2>\n<table>\n<tr><th>rank</th><th>predicted</th><th>measured</th><th>error</th>"
+      << (predicted_waits ? "<th>predicted waiting in collectives (for the last member)</th>" : "")
       << (waits ? "<th>measured waiting in collectives (for the last member)</th>" : "") << "</tr>\n";
     for (const RankComparison& r : c.by_rank)
       b << "<tr><td>" << r.rank << "</td><td>" << us(r.predicted_step_us) << "</td><td>" << us(r.measured_step_us) << "</td><td>"
-        << html_escape(pct(r.error)) << "</td>" << (r.measured_wait_us ? "<td>" + us(*r.measured_wait_us) + "</td>" : "") << "</tr>\n";
+        << html_escape(pct(r.error)) << "</td>" << (r.predicted_wait_us ? "<td>" + us(*r.predicted_wait_us) + "</td>" : "")
+        << (r.measured_wait_us ? "<td>" + us(*r.measured_wait_us) + "</td>" : "") << "</tr>\n";
     b << "</table>\n";
   }
   b << "<h2>Absolute errors per op kind (us)</h2>\n<table>\n<tr><th>kind</th><th>ops</th><th>duration median</th>"

@@ -79,6 +79,9 @@ struct RankComparison {
   // Program's group table is (the folder's program.json): a rank that drifts behind makes the
   // others wait, which a one-rank prediction cannot show.
   std::optional<double> measured_wait_us;
+  // The same, predicted: known when the prediction holds every rank (`simulate --ranks all
+  // --trace-ranks all`) and the group table is known.
+  std::optional<double> predicted_wait_us;
 };
 
 // The predicted peak memory against what the real run's caching allocator reported (a measured

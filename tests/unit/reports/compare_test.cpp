@@ -248,6 +248,26 @@ TEST(Compare, NamesEachRanksWaitingForTheLastMemberOfItsCollectives) {
   // Without the table the waiting is not stated.
   EXPECT_FALSE(compare_timelines(predicted(), m).by_rank[0].measured_wait_us.has_value());
   EXPECT_EQ(comparison_table(compare_timelines(predicted(), m)).find("measured waiting"), std::string::npos);
+  // A one-rank prediction has no waiting of its own to state; an every-rank one that kept every
+  // rank has: the predicted waiting stands beside the measured, rank by rank.
+  EXPECT_FALSE(c.by_rank[0].predicted_wait_us.has_value());
+  Timeline every = predicted();
+  every.ranks = 2;
+  const size_t ops = every.intervals.size();
+  for (size_t i = 0; i < ops; ++i) {
+    OpInterval iv = every.intervals[i];
+    iv.rank = 1;
+    if (iv.op == 1) iv.start_us += 7;  // rank 1's all-gather starts 7 us late: rank 0 waits 7 us
+    every.intervals.push_back(iv);
+  }
+  const Comparison both = compare_timelines(every, m, 0.1, &groups);
+  ASSERT_TRUE(both.by_rank[0].predicted_wait_us.has_value());
+  EXPECT_DOUBLE_EQ(*both.by_rank[0].predicted_wait_us, 7);
+  EXPECT_DOUBLE_EQ(*both.by_rank[1].predicted_wait_us, 0);
+  EXPECT_DOUBLE_EQ(comparison_to_json(both).at("by_rank")[0].at("predicted_collective_wait_us").get<double>(), 7);
+  EXPECT_NE(comparison_table(both).find("waiting in collectives (for the last member): predicted, measured"), std::string::npos)
+      << comparison_table(both);
+  EXPECT_NE(comparison_html(both, every, m).find("<th>predicted waiting in collectives"), std::string::npos);
 }
 
 TEST(Compare, StepTimeAndOverlapOnBothSides) {
