@@ -183,13 +183,23 @@ bool RegressReport::failed() const {
 }
 
 RegressReport regress_compare(const std::string& baseline, const std::string& current, double tolerance) {
-  if (tolerance < 0 || !std::isfinite(tolerance)) throw InputError("--tolerance", "must be a number >= 0");
+  if (tolerance < 0 || !std::isfinite(tolerance)) throw InputError("--tolerance", number_text(tolerance) + ": must be a finite number >= 0");
   if (!fs::exists(baseline)) throw InputError("--baseline", "\"" + baseline + "\" does not exist");
   if (!fs::exists(current)) throw InputError("--current", "\"" + current + "\" does not exist");
-  const bool base_dir = fs::is_directory(baseline), cur_dir = fs::is_directory(current);
+  bool base_dir = fs::is_directory(baseline), cur_dir = fs::is_directory(current);
+  // A file against a run's output folder (simulate / exec --out, as `track` takes): its metrics.json.
+  std::string baseline_file = baseline, current_file = current;
+  if (base_dir != cur_dir) {
+    std::string& folder = cur_dir ? current_file : baseline_file;
+    if (fs::is_regular_file(fs::path(folder) / "metrics.json")) {
+      folder = (fs::path(folder) / "metrics.json").string();
+      base_dir = cur_dir = false;
+    }
+  }
   if (base_dir != cur_dir)
     throw InputError("--current", "\"" + current + "\" is a " + (cur_dir ? "directory" : "file") + " but the baseline \"" +
-                                      baseline + "\" is a " + (base_dir ? "directory" : "file") + "; give two files or two directories");
+                                      baseline + "\" is a " + (base_dir ? "directory" : "file") +
+                                      "; give two files, two directories, or a file and a run's output folder (with its metrics.json)");
   RegressReport report;
   report.tolerance = tolerance;
   auto judge = [&](RegressEntry& e) {
@@ -205,10 +215,10 @@ RegressReport regress_compare(const std::string& baseline, const std::string& cu
   };
   if (!base_dir) {
     RegressEntry e;
-    e.name = fs::path(current).stem().string();
-    if (e.name == "metrics") e.name = fs::path(current).parent_path().filename().string();
-    e.baseline = read_metrics_file(baseline);
-    e.current = read_metrics_file(current);
+    e.name = fs::path(current_file).stem().string();
+    if (e.name == "metrics") e.name = fs::path(current_file).parent_path().filename().string();
+    e.baseline = read_metrics_file(baseline_file);
+    e.current = read_metrics_file(current_file);
     judge(e);
     report.entries.push_back(std::move(e));
     return report;

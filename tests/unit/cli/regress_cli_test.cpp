@@ -43,6 +43,22 @@ TEST_F(RegressCli, GrownPeakMemoryExitsOne) {
   EXPECT_EQ(run("regress --baseline base.json --current cur.json --tolerance 0.3").code, 0) << out_ << err_;
 }
 
+// A baseline file against a run's output folder (as `track` takes) reads the folder's
+// metrics.json; a folder without one is refused naming what regress takes. A bad tolerance is
+// quoted.
+TEST_F(RegressCli, AFileAgainstARunFolderReadsItsMetrics) {
+  write("base.json", metrics(1000, 100, 0.9));
+  write("run/metrics.json", metrics(1200, 100, 0.9));
+  EXPECT_EQ(run("regress --baseline base.json --current run --tolerance 0.01").code, 1) << out_ << err_;
+  EXPECT_NE(out_.find("REGRESSED (step time)"), std::string::npos) << out_;
+  EXPECT_NE(out_.find("run "), std::string::npos) << out_;  // named after the folder
+  fs::create_directories(dir_ / "empty");
+  EXPECT_EQ(run("regress --baseline base.json --current empty").code, 2);
+  EXPECT_NE(err_.find("a file and a run's output folder (with its metrics.json)"), std::string::npos) << err_;
+  EXPECT_EQ(run("regress --baseline base.json --current run --tolerance -1").code, 2);
+  EXPECT_NE(err_.find("--tolerance: -1: must be a finite number >= 0"), std::string::npos) << err_;
+}
+
 TEST_F(RegressCli, ImprovementExitsZero) {
   write("base.json", metrics(1000, 100, 0.9));
   write("cur.json", metrics(900, 10, 0.99));
