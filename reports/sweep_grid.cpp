@@ -198,13 +198,29 @@ std::vector<std::string> parse_vary_paths(const std::string& spec) {
   return paths;
 }
 
+namespace {
+
+// A value given twice would simulate the same point twice and list it twice: refused, naming it.
+SweepAxis without_repeats(SweepAxis axis) {
+  for (size_t i = 0; i < axis.values.size(); ++i)
+    for (size_t j = 0; j < i; ++j)
+      if (axis.values[i] == axis.values[j]) {
+        std::string text;
+        for (const std::string& v : axis.values[i]) text += (text.empty() ? "" : "/") + v;
+        vary_error(axis.label(), "the value " + text + " is given twice");
+      }
+  return axis;
+}
+
+}  // namespace
+
 SweepAxis parse_vary(const std::string& spec) {
   SweepAxis axis;
   axis.paths = parse_vary_paths(spec);
   const std::string expr = spec.substr(spec.find('=') + 1);
   if (axis.paths.size() == 1) {
     for (auto& v : expand_vary_values(axis.paths[0], expr)) axis.values.push_back({std::move(v)});
-    return axis;
+    return without_repeats(std::move(axis));
   }
   // Joint axis: comma list of tuples "v1/v2/...".
   const std::string label = axis.label();
@@ -221,7 +237,7 @@ SweepAxis parse_vary(const std::string& spec) {
       tuple.push_back(single_value(axis.paths[p], trim(parts[p]), path_takes_bytes(axis.paths[p])));
     axis.values.push_back(std::move(tuple));
   }
-  return axis;
+  return without_repeats(std::move(axis));
 }
 
 std::vector<std::string> sweep_paths(const std::vector<SweepAxis>& axes) {

@@ -98,7 +98,10 @@ TEST(SweepVary, JointAxisZipsPaths) {
 
 TEST(SweepVary, MalformedSpecsNameVary) {
   for (const std::string spec : {"policy.bucket_bytes", "=1,2", "mesh.shard/mesh.replicate=8/4,16",
-                                 "mesh.shard/mesh.replicate=8..16:x2/1", "mesh.shard//x=1/2/3"}) {
+                                 "mesh.shard/mesh.replicate=8..16:x2/1", "mesh.shard//x=1/2/3",
+                                 // A value given twice (the same point simulated and listed twice).
+                                 "policy.micro_batches=1,1", "policy.bucket_bytes=1MiB,1048576",
+                                 "mesh.shard/mesh.replicate=8/1,8/1"}) {
     try {
       parse_vary(spec);
       FAIL() << "expected an error for " << spec;
