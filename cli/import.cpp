@@ -181,6 +181,9 @@ int run_import(const std::vector<std::string>& args) {
   kineto::ImportResult r = kineto::map_traces_to_program(traces, program, options);
   Timeline& timeline = r.timeline;
   set_timeline_scenario(timeline, scenario);
+  // A real run's variation is its hardware's, not the scenario's: nobody injected it, it is unknown.
+  timeline.variation = {};
+  timeline.variation_recorded = false;
   const Metrics metrics = compute_metrics(timeline);
   // With a scenario the per-trace tables (one per rank) give way to one line each; --json and
   // summary.json keep them whole.

@@ -4,6 +4,7 @@
 
 #include "core/dtype.h"
 #include "core/error.h"
+#include "core/invariant.h"
 #include "core/json_fields.h"
 
 namespace shardline {
@@ -15,7 +16,7 @@ std::string_view kind_name(int k) { return memory_kind_name(static_cast<MemoryKi
 
 int64_t MemoryAtPeak::total_bytes() const {
   int64_t sum = sharded_params_bytes + optimizer_state_bytes;
-  for (const int64_t b : by_kind) sum += b;
+  for (const int64_t b : bytes_by_kind) sum += b;
   return sum;
 }
 
@@ -23,8 +24,8 @@ std::vector<std::pair<std::string, int64_t>> MemoryAtPeak::parts() const {
   std::vector<std::pair<std::string, int64_t>> out{{"sharded_params", sharded_params_bytes},
                                                    {"optimizer_state", optimizer_state_bytes}};
   for (int k = 0; k < kMemoryLabelCount; ++k)
-    if (static_cast<MemoryKind>(k) != MemoryKind::None || by_kind[static_cast<size_t>(k)] != 0)
-      out.emplace_back(std::string(kind_name(k)), by_kind[static_cast<size_t>(k)]);
+    if (static_cast<MemoryKind>(k) != MemoryKind::None || bytes_by_kind[static_cast<size_t>(k)] != 0)
+      out.emplace_back(std::string(kind_name(k)), bytes_by_kind[static_cast<size_t>(k)]);
   return out;
 }
 
@@ -32,12 +33,10 @@ MemoryAtPeak memory_at_peak_of(const Program& program, const std::array<int64_t,
   MemoryAtPeak m;
   for (const ParamInfo& p : program.params) m.sharded_params_bytes += p.shard_numel * dtype_bytes(program.master_dtype);
   m.optimizer_state_bytes = program.static_memory_bytes - m.sharded_params_bytes;
-  // The scheduler's static bytes always hold the shards; a hand-written program.json might not.
-  if (m.optimizer_state_bytes < 0)
-    throw InputError("static_memory_bytes", std::to_string(program.static_memory_bytes) +
-                                                " B is less than the parameters' shards in the master dtype (" +
-                                                std::to_string(m.sharded_params_bytes) + " B)");
-  m.by_kind = live_by_kind;
+  // The scheduler's static bytes hold the shards by construction, and program_from_json refuses
+  // a file whose do not.
+  SHARDLINE_CHECK(m.optimizer_state_bytes >= 0, "static memory below the parameters' shards in the master dtype");
+  m.bytes_by_kind = live_by_kind;
   return m;
 }
 
@@ -61,7 +60,7 @@ MemoryAtPeak memory_at_peak_from_json(const nlohmann::json& j, const std::string
   for (int k = 0; k < kMemoryLabelCount; ++k) {
     const bool optional = static_cast<MemoryKind>(k) == MemoryKind::None;
     if (optional && !jf::has_member(j, kind_name(k))) continue;
-    m.by_kind[static_cast<size_t>(k)] = read(kind_name(k));
+    m.bytes_by_kind[static_cast<size_t>(k)] = read(kind_name(k));
     ++known;
   }
   if (j.size() != known)

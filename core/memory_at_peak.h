@@ -15,13 +15,10 @@
 
 namespace shardline {
 
-// How many MemoryKind values an op's `memory` field takes (the simulator counts them as opaque labels).
-inline constexpr int kMemoryLabelCount = static_cast<int>(MemoryKind::OptimizerTemporary) + 1;
-
 struct MemoryAtPeak {
   int64_t sharded_params_bytes = 0;   // each rank's shard of the parameters, in the master dtype
   int64_t optimizer_state_bytes = 0;  // the optimizer's states of that shard
-  std::array<int64_t, kMemoryLabelCount> by_kind{};  // live allocations by MemoryKind (None: unnamed)
+  std::array<int64_t, kMemoryLabelCount> bytes_by_kind{};  // live allocations by MemoryKind (None: unnamed)
   int64_t total_bytes() const;
   // (name, bytes) of every part, in a fixed order: "sharded_params", "optimizer_state", then the
   // MemoryKind names ("none" only when it holds bytes).

@@ -34,6 +34,9 @@ enum class MemoryKind : uint8_t {
   ShardedGrads,        // the reduced gradient shards: from their reduce-scatter to the end of the step
   OptimizerTemporary,  // what the optimizer step allocates beside its states (foreach AdamW: sqrt(v))
 };
+// How many values an op's `memory` field takes (the simulator counts its bytes per value as an
+// opaque label: core/memory_at_peak.h names them).
+inline constexpr int kMemoryLabelCount = static_cast<int>(MemoryKind::OptimizerTemporary) + 1;
 // What a collective does with the values of the group's ranks: AllGather None; reductions Sum
 // or Avg (the sum divided by the group size).
 enum class Reduction : uint8_t { None, Sum, Avg };

@@ -213,6 +213,14 @@ Program program_from_json(const json& j) {
     if (info.shard_numel > info.numel) throw InputError(jf::join_path(path, "shard_numel"), "a shard holds at most the parameter's numel");
     p.params.push_back(std::move(info));
   }
+  // The static bytes hold each parameter's shard in the master dtype (and the optimizer's states):
+  // what the peak's parts split them into (core/memory_at_peak.h). Summed wide: no overflow.
+  __int128 shard_bytes = 0;
+  for (const ParamInfo& info : p.params) shard_bytes += static_cast<__int128>(info.shard_numel) * dtype_bytes(p.master_dtype);
+  if (shard_bytes > p.static_memory_bytes)
+    throw InputError("static_memory_bytes", std::to_string(p.static_memory_bytes) +
+                                                " B is less than the parameters' shards in the master dtype (params[].shard_numel x " +
+                                                std::to_string(dtype_bytes(p.master_dtype)) + " B)");
   const int num_params = static_cast<int>(p.params.size());
 
   const json& ops = jf::require_array(jf::member(j, "ops", ""), "ops");

@@ -166,7 +166,7 @@ json timeline_to_json(const Timeline& t) {
   if (t.allocator_measured) j["allocator_measured"] = allocator_peaks_to_json(*t.allocator_measured);
   if (t.allocator_pool_peaks_bytes) j["allocator_pool_peaks_bytes"] = *t.allocator_pool_peaks_bytes;
   if (t.memory_at_peak) j["memory_at_peak"] = memory_at_peak_to_json(*t.memory_at_peak);
-  if (!t.variation.empty()) j["variation"] = variation_to_json(t.variation);
+  if (t.variation_recorded) j["variation"] = variation_to_json(t.variation);  // {}: none
   return j;
 }
 
@@ -227,8 +227,9 @@ Timeline timeline_from_json(const json& j) {
   }
   // Optional: a predicted run's peak by part (timelines written before 2026-11-27, twenty-seventh session, have none).
   if (j.contains("memory_at_peak")) t.memory_at_peak = memory_at_peak_from_json(j.at("memory_at_peak"), "memory_at_peak");
-  // Optional: runs without variation, and timelines written before it was recorded (2026-11-27).
-  if (j.contains("variation")) t.variation = variation_from_json(j.at("variation"), "variation");
+  // Optional: an imported run, and timelines written before it was recorded (2026-11-27), do not know it.
+  t.variation_recorded = j.contains("variation");
+  if (t.variation_recorded) t.variation = variation_from_json(j.at("variation"), "variation");
 
   const json& ops = jf::require_array(jf::member(j, "ops", ""), "ops");
   t.ops.reserve(ops.size());

@@ -71,9 +71,11 @@ struct Timeline {
   double memory_margin = 0.1;
   Workload workload;                  // tokens, samples and FLOPs per step (default: unknown)
   // The variation the run ran with, what of it acts (core/variation_record.h): the scenario's and
-  // the --straggler / --jitter / --seed flags'. Empty: none (or a timeline written before
-  // 2026-11-27's twenty-seventh session, which did not record it).
+  // the --straggler / --jitter / --seed flags' (simulate, exec). Not recorded (unknown): an
+  // imported real run, whose variation nobody injected, and a timeline written before 2026-11-27's
+  // twenty-seventh session.
   VariationSpec variation;
+  bool variation_recorded = true;
   MemoryReserve memory_reserve;       // allocated -> reserved estimate (default: none)
   // GPU launches the Program counts for one rank's step (Program::host_launches summed; the
   // same for a measured run of that Program); 0: unknown (a timeline written before it).

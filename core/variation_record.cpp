@@ -1,11 +1,10 @@
 #include "core/variation_record.h"
 
-#include <cstdio>
-
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
 #include "core/json_fields.h"
+#include "core/units.h"
 
 namespace shardline {
 namespace jf = json_fields;
@@ -50,12 +49,6 @@ std::string selector_text(const RankSelector& s) {
   return "";
 }
 
-std::string number(double x) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g", x);
-  return buf;
-}
-
 nlohmann::json spread_to_json(const Spread& s) {
   return {{"distribution", std::string(jitter_distribution_name(s.distribution))}, {"cv", s.cv}};
 }
@@ -79,8 +72,11 @@ VariationSpec acting_variation(const VariationSpec& v) {
   a.jitter = v.jitter.cv > 0 ? v.jitter : Spread{};
   a.rank_compute_spread = v.rank_compute_spread.cv > 0 ? v.rank_compute_spread : Spread{};
   a.seed = a.jitter.cv > 0 || a.rank_compute_spread.cv > 0 ? v.seed : 0;
-  a.stragglers = v.stragglers;
-  a.slow_links = v.slow_links;
+  // A factor of 1 changes nothing.
+  for (const Straggler& s : v.stragglers)
+    if (s.compute_factor != 1.0) a.stragglers.push_back(s);
+  for (const SlowLink& s : v.slow_links)
+    if (s.bandwidth_factor != 1.0) a.slow_links.push_back(s);
   return a;
 }
 
@@ -149,12 +145,12 @@ std::string variation_text(const VariationSpec& v) {
   const VariationSpec a = acting_variation(v);
   std::string out;
   const auto add = [&](const std::string& part) { out += (out.empty() ? "" : "; ") + part; };
-  for (const Straggler& s : a.stragglers) add("straggler " + selector_text(s.ranks) + " computes x" + number(s.compute_factor));
-  for (const SlowLink& s : a.slow_links) add("slow links " + selector_text(s.ranks) + " at x" + number(s.bandwidth_factor) + " bandwidth");
+  for (const Straggler& s : a.stragglers) add("straggler " + selector_text(s.ranks) + " computes x" + number_text(s.compute_factor));
+  for (const SlowLink& s : a.slow_links) add("slow links " + selector_text(s.ranks) + " at x" + number_text(s.bandwidth_factor) + " bandwidth");
   if (a.rank_compute_spread.cv > 0)
     add("rank compute spread " + std::string(jitter_distribution_name(a.rank_compute_spread.distribution)) + " cv " +
-        number(a.rank_compute_spread.cv));
-  if (a.jitter.cv > 0) add("jitter " + std::string(jitter_distribution_name(a.jitter.distribution)) + " cv " + number(a.jitter.cv));
+        number_text(a.rank_compute_spread.cv));
+  if (a.jitter.cv > 0) add("jitter " + std::string(jitter_distribution_name(a.jitter.distribution)) + " cv " + number_text(a.jitter.cv));
   if (a.jitter.cv > 0 || a.rank_compute_spread.cv > 0) out += " (seed " + std::to_string(a.seed) + ")";
   return out.empty() ? "none" : out;
 }

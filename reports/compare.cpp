@@ -331,7 +331,7 @@ Comparison compare_timelines(const Timeline& predicted, const Timeline& measured
     if (p && m && (!f.relative || *m > 0)) c.*f.error = f.relative ? (*p - *m) / *m : *p - *m;
   }
   c.workload_difference = workload_difference(predicted.workload, measured.workload);
-  if (!(predicted.variation == measured.variation))
+  if (predicted.variation_recorded && measured.variation_recorded && !(predicted.variation == measured.variation))
     c.variation_difference = "predicted: " + variation_text(predicted.variation) + "; measured: " + variation_text(measured.variation);
 
   const auto pivs = intervals_by_op(predicted, pw.rank, pw.iteration);

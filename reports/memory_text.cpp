@@ -5,6 +5,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/invariant.h"
 #include "core/units.h"
 
 namespace shardline {
@@ -23,7 +24,9 @@ std::string memory_parts_text(const MemoryAtPeak& peak) {
   for (const auto& [name, bytes] : parts) {
     if (bytes == 0) continue;
     if (!out.empty()) out += ", ";
-    out += kLabels.at(name) + " " + format_bytes(bytes);
+    const auto label = kLabels.find(name);
+    SHARDLINE_CHECK(label != kLabels.end(), "a part of the peak memory without a label here (a MemoryKind added without one)");
+    out += label->second + " " + format_bytes(bytes);
   }
   return out;
 }

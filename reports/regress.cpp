@@ -186,16 +186,13 @@ RegressReport regress_compare(const std::string& baseline, const std::string& cu
   if (tolerance < 0 || !std::isfinite(tolerance)) throw InputError("--tolerance", number_text(tolerance) + ": must be a finite number >= 0");
   if (!fs::exists(baseline)) throw InputError("--baseline", "\"" + baseline + "\" does not exist");
   if (!fs::exists(current)) throw InputError("--current", "\"" + current + "\" does not exist");
-  bool base_dir = fs::is_directory(baseline), cur_dir = fs::is_directory(current);
-  // A file against a run's output folder (simulate / exec --out, as `track` takes): its metrics.json.
+  // A run's output folder (simulate / exec --out, as `track` takes: a folder holding a
+  // metrics.json itself) stands for that file, on either side.
   std::string baseline_file = baseline, current_file = current;
-  if (base_dir != cur_dir) {
-    std::string& folder = cur_dir ? current_file : baseline_file;
-    if (fs::is_regular_file(fs::path(folder) / "metrics.json")) {
-      folder = (fs::path(folder) / "metrics.json").string();
-      base_dir = cur_dir = false;
-    }
-  }
+  for (std::string* side : {&baseline_file, &current_file})
+    if (fs::is_directory(*side) && fs::is_regular_file(fs::path(*side) / "metrics.json"))
+      *side = (fs::path(*side) / "metrics.json").string();
+  const bool base_dir = fs::is_directory(baseline_file), cur_dir = fs::is_directory(current_file);
   if (base_dir != cur_dir)
     throw InputError("--current", "\"" + current + "\" is a " + (cur_dir ? "directory" : "file") + " but the baseline \"" +
                                       baseline + "\" is a " + (base_dir ? "directory" : "file") +

@@ -282,7 +282,8 @@ std::string work_note(const Metrics& mb, const Metrics& ms, SweepObjective o) {
   const auto differ = [](double a, double b) { return std::abs(a - b) > 1e-6 * std::max(std::abs(a), std::abs(b)); };
   std::ostringstream out;
   if (o == SweepObjective::Throughput) {
-    if (!tb.model_tflops_per_gpu || !ts.model_tflops_per_gpu || !(*tb.tokens_per_s_per_gpu > 0) || !(*ts.tokens_per_s_per_gpu > 0))
+    if (!tb.model_tflops_per_gpu || !ts.model_tflops_per_gpu || !tb.tokens_per_s_per_gpu || !ts.tokens_per_s_per_gpu ||
+        !(*tb.tokens_per_s_per_gpu > 0) || !(*ts.tokens_per_s_per_gpu > 0))
       return "";
     const double flops_b = *tb.model_tflops_per_gpu * 1e12 / *tb.tokens_per_s_per_gpu;
     const double flops_s = *ts.model_tflops_per_gpu * 1e12 / *ts.tokens_per_s_per_gpu;
@@ -351,28 +352,41 @@ bool environment_path(const std::string& path) { return path.rfind("variation.",
 Recommendation recommend_over_environment(const std::vector<SweepRow>& rows, const std::vector<std::string>& paths,
                                           double memory_margin, const RankedBy& ranked_by) {
   const SweepObjective o = ranked_by.used;
-  std::vector<std::string> env_paths;
-  std::vector<size_t> setting_at;
+  std::vector<std::string> env_paths, setting_paths;
+  std::vector<size_t> env_at, setting_at;
   for (size_t i = 0; i < paths.size(); ++i) {
-    if (environment_path(paths[i])) env_paths.push_back(paths[i]);
-    else setting_at.push_back(i);
+    if (environment_path(paths[i])) env_paths.push_back(paths[i]), env_at.push_back(i);
+    else setting_paths.push_back(paths[i]), setting_at.push_back(i);
   }
   std::string env_list;
   for (const std::string& p : env_paths) env_list += (env_list.empty() ? "" : ", ") + p;
+  const auto values_at = [](const SweepRow& r, const std::vector<size_t>& at) {
+    std::vector<std::string> v;
+    for (size_t i : at) v.push_back(r.values[i]);
+    return v;
+  };
+  const auto env_text = [&](const SweepRow& r) {
+    SweepRow only = r;
+    only.values = values_at(r, env_at);
+    return settings_text(only, env_paths);
+  };
   if (setting_at.empty()) {
     Recommendation rec;
     std::ostringstream out;
     out << "Recommendation: none. Every varied path describes the run's environment (" << env_list
         << "), not a setting to choose: the table compares them.\n";
+    if (!ranked_by.note.empty()) out << "  note: " << ranked_by.note << "\n";
     const SweepRow *lo = nullptr, *hi = nullptr;
+    size_t fit = 0;
     for (const SweepRow& r : rows) {
       if (!r.valid) continue;
+      fit += r.fits_with_margin ? 1 : 0;
       if (lo == nullptr || primary_key(r, o) < primary_key(*lo, o)) lo = &r;
       if (hi == nullptr || primary_key(r, o) > primary_key(*hi, o)) hi = &r;
     }
     if (lo != nullptr)
-      out << "  over the " << rows.size() << " points: best " << objective_text(*lo, o) << " (" << settings_text(*lo, paths)
-          << "), worst " << objective_text(*hi, o) << " (" << settings_text(*hi, paths) << ")\n";
+      out << "  over the " << rows.size() << " points: best " << objective_text(*lo, o) << " (" << env_text(*lo) << "), worst "
+          << objective_text(*hi, o) << " (" << env_text(*hi) << "); " << fit << " of them fit memory with the margin\n";
     rec.text = out.str();
     return rec;
   }
@@ -380,19 +394,19 @@ Recommendation recommend_over_environment(const std::vector<SweepRow>& rows, con
   std::map<std::vector<std::string>, std::vector<size_t>> by_setting;
   std::vector<std::vector<std::string>> order;
   for (size_t i = 0; i < rows.size(); ++i) {
-    std::vector<std::string> key;
-    for (size_t at : setting_at) key.push_back(rows[i].values[at]);
-    auto [it, added] = by_setting.try_emplace(key);
-    if (added) order.push_back(key);
+    auto [it, added] = by_setting.try_emplace(values_at(rows[i], setting_at));
+    if (added) order.push_back(it->first);
     it->second.push_back(i);
   }
   // Each setting's deciding row: an invalid one, else the one that fits worst if any does not fit
-  // with the margin, else the worst by the objective.
+  // with the margin, else the worst by the objective. Shown with the setting paths only.
   std::vector<SweepRow> worst;
   std::vector<size_t> origin;
+  size_t fewest = rows.size(), most = 0;
   for (const auto& key : order) {
     const std::vector<size_t>& members = by_setting.at(key);
-    size_t pick = members.front();
+    fewest = std::min(fewest, members.size());
+    most = std::max(most, members.size());
     const auto rank = [&](size_t i) {
       const SweepRow& r = rows[i];
       if (!r.valid) return std::pair<int, double>{3, 0};
@@ -400,18 +414,23 @@ Recommendation recommend_over_environment(const std::vector<SweepRow>& rows, con
       if (!r.fits_with_margin) return std::pair<int, double>{1, static_cast<double>(r.metrics.min_reserved_bytes)};
       return std::pair<int, double>{0, primary_key(r, o)};
     };
+    size_t pick = members.front();
     for (size_t i : members)
       if (rank(i) > rank(pick)) pick = i;
     worst.push_back(rows[pick]);
+    worst.back().values = key;
     origin.push_back(pick);
   }
-  Recommendation rec = recommend_settings(worst, paths, memory_margin, ranked_by);
+  Recommendation rec = recommend_settings(worst, setting_paths, memory_margin, ranked_by);
+  std::string note = "  note: " + env_list + " describe" + (env_paths.size() == 1 ? "s" : "") +
+                     " the run's environment, not a setting: each setting is judged by its worst case over the " +
+                     (fewest == most ? std::to_string(most) : std::to_string(fewest) + " to " + std::to_string(most)) +
+                     " environment points it ran in (one that does not fit in one of them does not fit), and the figures below "
+                     "are those worst cases";
+  if (rec.best) note += "; the recommended setting's is at " + env_text(rows[origin[*rec.best]]);
+  note += ".\n";
   if (rec.best) rec.best = origin[*rec.best];
   if (rec.runner_up) rec.runner_up = origin[*rec.runner_up];
-  const std::string note = "  note: " + env_list + " describe" + (env_paths.size() == 1 ? "s" : "") +
-                           " the run's environment, not a setting: each setting is judged by its worst case over the " +
-                           std::to_string(rows.size() / order.size()) + " environment points it ran in (one that does not fit "
-                           "in one of them does not fit), and the configurations below are those worst cases.\n";
   const size_t first_line = rec.text.find('\n');
   rec.text.insert(first_line == std::string::npos ? rec.text.size() : first_line + 1, note);
   return rec;
@@ -503,7 +522,8 @@ Recommendation recommend_settings(const std::vector<SweepRow>& rows, const std::
     out << why_text(mb, second.metrics, o) << work_note(mb, second.metrics, o);
   }
   out << "  (" << fitting.size() << " of " << rows.size() << " configurations fit with the margin; " << over_capacity
-      << (over_capacity == 1 ? " exceeds" : " exceed") << " GPU memory, " << over_margin << " fit only without the margin, " << invalid << " invalid)\n";
+      << (over_capacity == 1 ? " exceeds" : " exceed") << " GPU memory, " << over_margin
+      << (over_margin == 1 ? " fits" : " fit") << " only without the margin, " << invalid << " invalid)\n";
   rec.text = out.str();
   return rec;
 }

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <optional>
+#include <set>
 #include <string_view>
 
 #include "core/error.h"
@@ -202,13 +203,13 @@ namespace {
 
 // A value given twice would simulate the same point twice and list it twice: refused, naming it.
 SweepAxis without_repeats(SweepAxis axis) {
-  for (size_t i = 0; i < axis.values.size(); ++i)
-    for (size_t j = 0; j < i; ++j)
-      if (axis.values[i] == axis.values[j]) {
-        std::string text;
-        for (const std::string& v : axis.values[i]) text += (text.empty() ? "" : "/") + v;
-        vary_error(axis.label(), "the value " + text + " is given twice");
-      }
+  std::set<std::vector<std::string>> seen;  // an axis may hold up to kMaxValuesPerAxis values
+  for (const std::vector<std::string>& value : axis.values)
+    if (!seen.insert(value).second) {
+      std::string text;
+      for (const std::string& v : value) text += (text.empty() ? "" : "/") + v;
+      vary_error(axis.label(), "the value " + text + " is given twice");
+    }
   return axis;
 }
 

@@ -39,7 +39,7 @@ void MemoryTracker::change(double now_us, int64_t delta_bytes, int pool, int lab
     std::fprintf(stderr, "shardline sim memory: memory label %d is out of range\n", label);
     std::abort();
   }
-  int64_t& of_label = label_live_[static_cast<size_t>(label)];
+  int64_t& of_label = label_live_bytes_[static_cast<size_t>(label)];
   of_label += delta_bytes;
   if (of_label < 0) {
     std::fprintf(stderr, "shardline sim memory: memory label %d's live bytes went negative (%lld) at %.17g us: a Free of another kind than its Alloc\n",
@@ -48,7 +48,7 @@ void MemoryTracker::change(double now_us, int64_t delta_bytes, int pool, int lab
   }
   if (live_ > peak_) {
     peak_ = live_;
-    labels_at_peak_ = label_live_;
+    labels_at_peak_bytes_ = label_live_bytes_;
   }
   if (pool < 0 || pool >= kNumStreams) {
     std::fprintf(stderr, "shardline sim memory: pool %d is no stream\n", pool);

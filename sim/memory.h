@@ -14,7 +14,6 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/memory_at_peak.h"
 #include "core/program.h"
 #include "core/timeline.h"
 
@@ -35,14 +34,14 @@ class MemoryTracker {
   // keeps reserved when it never has to flush its cache.
   int64_t pool_peaks_bytes() const;
   // Each label's live bytes when the peak was first reached (all 0 while the static bytes are the peak).
-  const std::array<int64_t, kMemoryLabelCount>& labels_at_peak() const { return labels_at_peak_; }
+  const std::array<int64_t, kMemoryLabelCount>& labels_at_peak_bytes() const { return labels_at_peak_bytes_; }
   const std::vector<MemorySample>& samples() const { return samples_; }
   std::vector<MemorySample> take_samples() { return std::move(samples_); }
 
  private:
   void change(double now_us, int64_t delta_bytes, int pool, int label);
   std::array<int64_t, kNumStreams> pool_live_{}, pool_peak_{};  // by stream index
-  std::array<int64_t, kMemoryLabelCount> label_live_{}, labels_at_peak_{};  // by memory label
+  std::array<int64_t, kMemoryLabelCount> label_live_bytes_{}, labels_at_peak_bytes_{};  // by memory label
   int64_t live_ = 0;
   int64_t peak_ = 0;
   double last_us_ = 0;  // the time of the last change (or the start)

@@ -213,7 +213,7 @@ class Simulation {
   std::vector<MemorySample> take_memory_by_stream() { return stream_memory_.take_samples(); }
   int64_t peak_memory_bytes() const { return memory_.peak_bytes(); }
   int64_t pool_peaks_bytes() const { return memory_.pool_peaks_bytes(); }
-  MemoryAtPeak memory_at_peak() const { return memory_at_peak_of(program_, memory_.labels_at_peak()); }
+  MemoryAtPeak memory_at_peak() const { return memory_at_peak_of(program_, memory_.labels_at_peak_bytes()); }
   std::vector<RankStats> rank_stats() const {
     std::vector<RankStats> out;
     out.reserve(ranks_.size());

@@ -51,7 +51,12 @@ TEST_F(RegressCli, AFileAgainstARunFolderReadsItsMetrics) {
   write("run/metrics.json", metrics(1200, 100, 0.9));
   EXPECT_EQ(run("regress --baseline base.json --current run --tolerance 0.01").code, 1) << out_ << err_;
   EXPECT_NE(out_.find("REGRESSED (step time)"), std::string::npos) << out_;
-  EXPECT_NE(out_.find("run "), std::string::npos) << out_;  // named after the folder
+  EXPECT_EQ(out_.rfind("scenario", 0), 0u) << out_;
+  EXPECT_NE(out_.find("\nrun "), std::string::npos) << out_;  // the row is named after the folder
+  // Two run folders compare as two files.
+  write("run0/metrics.json", metrics(1000, 100, 0.9));
+  EXPECT_EQ(run("regress --baseline run0 --current run --tolerance 0.01").code, 1) << out_ << err_;
+  EXPECT_NE(out_.find("REGRESSED (step time)"), std::string::npos) << out_;
   fs::create_directories(dir_ / "empty");
   EXPECT_EQ(run("regress --baseline base.json --current empty").code, 2);
   EXPECT_NE(err_.find("a file and a run's output folder (with its metrics.json)"), std::string::npos) << err_;

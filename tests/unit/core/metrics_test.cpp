@@ -486,7 +486,7 @@ TEST(MetricsJson, ThePeaksPartsRoundTripAndMustSumToThePeak) {
   MemoryAtPeak peak;
   peak.sharded_params_bytes = 100;
   peak.optimizer_state_bytes = 200;
-  peak.by_kind[static_cast<size_t>(MemoryKind::Activations)] = m.peak_memory_bytes - 300;
+  peak.bytes_by_kind[static_cast<size_t>(MemoryKind::Activations)] = m.peak_memory_bytes - 300;
   m.memory_at_peak = peak;
   const nlohmann::json j = metrics_to_json(m);
   EXPECT_EQ(j.at("memory_at_peak").at("activations"), m.peak_memory_bytes - 300);

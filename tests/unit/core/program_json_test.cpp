@@ -196,6 +196,15 @@ TEST(ProgramJson, BadFilesNameTheJsonPath) {
   j = good;
   j["ops"][0]["slices"][1]["shard_numel"] = 17;  // the shard has 16 elements
   EXPECT_EQ(error_path([&] { program_from_json(j); }), "ops[0].slices[1]");
+  // The static bytes must hold the parameters' shards in the master dtype (282 elements x 4 B),
+  // which the peak's parts split them into; summed without overflow.
+  j = good;
+  j["static_memory_bytes"] = 1127;
+  EXPECT_EQ(error_path([&] { program_from_json(j); }), "static_memory_bytes");
+  j["static_memory_bytes"] = 1128;
+  EXPECT_NO_THROW(program_from_json(j));
+  j["params"][0]["numel"] = j["params"][0]["shard_numel"] = int64_t{1} << 62;  // x 4 B wraps int64
+  EXPECT_EQ(error_path([&] { program_from_json(j); }), "static_memory_bytes");
   // An offset whose sum with the count wraps int64 negative was taken (an audit's 2^63 - 1 and 1).
   j = good;
   j["ops"][0]["slices"][1]["shard_offset"] = INT64_MAX;
@@ -426,6 +435,28 @@ TEST(TimelineJson, TheMeasuredAllocatorPeaksRoundTripAndAreOptional) {
 }
 
 // The predicted allocator pools' sum round-trips and is optional (timelines before 2026-11-27).
+// The peak's parts and the variation a run had round-trip; both are optional (older files,
+// measured runs, imported runs), and a file with no variation field reads as not recorded.
+TEST(TimelineJson, ThePeaksPartsAndTheVariationRoundTripAndAreOptional) {
+  Timeline t = sample_timeline();
+  MemoryAtPeak peak;
+  peak.sharded_params_bytes = 4;
+  peak.bytes_by_kind[static_cast<size_t>(MemoryKind::Activations)] = 9;
+  t.memory_at_peak = peak;
+  t.variation.stragglers.push_back({RankSelector{RankSelector::Scope::Rank, 1}, 1.5});
+  const Timeline back = timeline_from_json(json::parse(timeline_to_json(t).dump()));
+  EXPECT_EQ(back.memory_at_peak, t.memory_at_peak);
+  EXPECT_TRUE(back.variation_recorded);
+  EXPECT_EQ(back.variation, t.variation);
+  json older = timeline_to_json(t);
+  older.erase("memory_at_peak");
+  older.erase("variation");
+  const Timeline old = timeline_from_json(older);
+  EXPECT_FALSE(old.memory_at_peak.has_value());
+  EXPECT_FALSE(old.variation_recorded);
+  EXPECT_TRUE(old.variation.empty());
+}
+
 TEST(TimelineJson, ThePoolPeaksRoundTripAndAreOptional) {
   Timeline t = sample_timeline();
   EXPECT_FALSE(timeline_from_json(timeline_to_json(t)).allocator_pool_peaks_bytes.has_value());

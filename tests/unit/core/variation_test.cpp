@@ -229,6 +229,11 @@ TEST(VariationRecord, WritesWhatActsAndReadsItBack) {
   EXPECT_TRUE(acting_variation(idle).empty());
   EXPECT_EQ(acting_variation(idle), VariationSpec{});
   EXPECT_EQ(variation_text(idle), "none");
+  // Nor does a straggler or a slow link of factor 1.
+  idle.stragglers.push_back({RankSelector{}, 1.0});
+  idle.slow_links.push_back({RankSelector{}, 1.0});
+  EXPECT_TRUE(acting_variation(idle).empty());
+  EXPECT_EQ(variation_to_json(idle), nlohmann::json::object());
   // Bad records name their path.
   try {
     variation_from_json(nlohmann::json::parse(R"({"stragglers": [{"group": "pipeline", "index": 0, "compute_factor": 2}]})"), "variation");

@@ -489,6 +489,10 @@ TEST(Compare, SaysWhenTheTwoRunsHadDifferentVariation) {
       << comparison_table(c);
   EXPECT_EQ(comparison_to_json(c).at("variation_difference"), c.variation_difference);
   EXPECT_NE(comparison_html(c, p, m).find("had different variation"), std::string::npos);
+  // A side that does not know its variation (an imported real run, an older timeline): nothing to say.
+  m.variation_recorded = false;
+  EXPECT_TRUE(compare_timelines(p, m).variation_difference.empty());
+  m.variation_recorded = true;
   // The same variation on both sides (validate passes it to both): nothing to say.
   p.variation = m.variation;
   EXPECT_TRUE(compare_timelines(p, m).variation_difference.empty());

@@ -46,6 +46,7 @@ inline Program tiny_program() {
   p.streams = fsdp2_stream_table();
   p.units = {"u0"};
   p.params = {{"u0.w", 0, 8, 4}};
+  p.static_memory_bytes = 4 * 4 + 4 * 8;  // the shard in fp32 (master) and AdamW's two states
   // A chain: each op depends on the one before.
   p.add_op(op(p.labels, OpKind::CopyIn, StreamId::CopyIn, Phase::Forward, 8, "ci u0"));
   p.add_op(op(p.labels, OpKind::AllGather, StreamId::AllGather, Phase::Forward, 16, "ag u0"), {0});

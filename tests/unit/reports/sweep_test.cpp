@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "reports/svg_chart.h"
+#include "reports/memory_text.h"
 #include "reports/sweep.h"
 #include "reports/sweep_html.h"
 
@@ -350,7 +351,7 @@ TEST(SweepRecommend, NothingFitsNamesTheClosestAndWhatItsPeakHolds) {
   MemoryAtPeak peak;
   peak.sharded_params_bytes = 500;
   peak.optimizer_state_bytes = 1000;
-  peak.by_kind[static_cast<size_t>(MemoryKind::Activations)] = 500;
+  peak.bytes_by_kind[static_cast<size_t>(MemoryKind::Activations)] = 500;
   rows[1].metrics.memory_at_peak = peak;
   for (auto& r : rows) mark_memory_fit(r, 0.1);
   const Recommendation rec = recommend(rows, {"x"}, 0.1, resolve_objective(rows, SweepObjective::StepTime));
@@ -363,6 +364,26 @@ TEST(SweepRecommend, NothingFitsNamesTheClosestAndWhatItsPeakHolds) {
             std::string::npos)
       << rec.text;
   EXPECT_NE(rec.text.find("2 over capacity"), std::string::npos) << rec.text;
+  // One that fits the GPU but not the margin is named as such.
+  rows[1].metrics.min_reserved_bytes = rows[1].metrics.peak_reserved_bytes = 950;
+  for (auto& r : rows) mark_memory_fit(r, 0.1);
+  const Recommendation margin = recommend(rows, {"x"}, 0.1, resolve_objective(rows, SweepObjective::StepTime));
+  EXPECT_NE(margin.text.find("closest: x=1 needs 950 B reserved (the allocator at capacity) of 1000 B: it fits the GPU, not the margin\n"),
+            std::string::npos)
+      << margin.text;
+}
+
+// Every kind of allocation has its words in the summary's "allocated at the peak" line.
+TEST(MemoryText, EveryPartHasALabel) {
+  MemoryAtPeak peak;
+  peak.sharded_params_bytes = 1;
+  peak.optimizer_state_bytes = 2;
+  for (int k = 0; k < kMemoryLabelCount; ++k) peak.bytes_by_kind[static_cast<size_t>(k)] = 100 + k;
+  const std::string text = memory_parts_text(peak);
+  for (const char* label : {"sharded parameters 1 B", "optimizer state 2 B", "other 100 B", "all-gather buffers 101 B",
+                            "activations", "optimizer temporaries 108 B"})
+    EXPECT_NE(text.find(label), std::string::npos) << label << ": " << text;
+  EXPECT_EQ(text.rfind("optimizer temporaries 108 B", 0), 0u) << text;  // largest first
 }
 
 // Varying a knob that changes the model (the MLP, tied embeddings, kv heads) changes the FLOPs

@@ -441,15 +441,28 @@ TEST(Simulator, ThePeakIsSplitIntoWhatItHolds) {
   const MemoryAtPeak& peak = *t.memory_at_peak;
   EXPECT_EQ(peak.sharded_params_bytes, 400);
   EXPECT_EQ(peak.optimizer_state_bytes, 600);
-  EXPECT_EQ(peak.by_kind[static_cast<size_t>(MemoryKind::Activations)], 900);
-  EXPECT_EQ(peak.by_kind[static_cast<size_t>(MemoryKind::UnshardedParams)], 200);
-  EXPECT_EQ(peak.by_kind[static_cast<size_t>(MemoryKind::AllGatherBuffer)], 0);
+  EXPECT_EQ(peak.bytes_by_kind[static_cast<size_t>(MemoryKind::Activations)], 900);
+  EXPECT_EQ(peak.bytes_by_kind[static_cast<size_t>(MemoryKind::UnshardedParams)], 200);
+  EXPECT_EQ(peak.bytes_by_kind[static_cast<size_t>(MemoryKind::AllGatherBuffer)], 0);
   const Metrics m = compute_metrics(t);
   EXPECT_EQ(m.peak_memory_bytes, 2100);
   ASSERT_TRUE(m.memory_at_peak.has_value());
   EXPECT_EQ(m.memory_at_peak->total_bytes(), m.peak_memory_bytes);
   // The fast path (no timeline kept) states the same.
   EXPECT_EQ(simulate_metrics(test_scenario(), b.program()).memory_at_peak, m.memory_at_peak);
+  // Where the static bytes alone are the peak (every allocation smaller than them and freed in
+  // between), no allocation is part of it.
+  ProgramBuilder small;
+  small.program().static_memory_bytes = 1000;
+  small.alloc(10, StreamId::Compute), small.last().memory = MemoryKind::Activations;
+  small.free(10, StreamId::Compute), small.last().memory = MemoryKind::Activations;
+  const MemoryAtPeak at_static = *simulate(test_scenario(), small.program()).memory_at_peak;
+  EXPECT_EQ(at_static.total_bytes(), 1010);  // the alloc is the peak: 1000 + 10
+  ProgramBuilder none;
+  none.program().static_memory_bytes = 1000;
+  const MemoryAtPeak only_static = *simulate(test_scenario(), none.program()).memory_at_peak;
+  EXPECT_EQ(only_static.total_bytes(), 1000);
+  for (const int64_t bytes : only_static.bytes_by_kind) EXPECT_EQ(bytes, 0);
 }
 
 TEST(SimulatorDeathTest, FreeingAnotherKindThanWasAllocatedAbortsLoudly) {
