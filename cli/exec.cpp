@@ -23,6 +23,7 @@
 #include "exec/exec.h"
 #include "exec/mpi/mpi_env.h"
 #include "reports/outputs.h"
+#include "reports/rank_summary.h"
 
 namespace shardline::cli {
 namespace {
@@ -149,6 +150,8 @@ int run_exec(const std::vector<std::string>& args) {
         head << "variation.slow_links: not injected (exec cannot slow a real link); the simulation plays them\n";
       head << "\n";
       std::cout << head.str() << summary_table(scenario, timeline, metrics);
+      // Each rank's step and waiting, as `simulate --ranks all` states them for a prediction.
+      if (r.world > 1) std::cout << "\n" << measured_ranks_text(timeline, program.groups);
       if (!out_dir.empty())
         std::cout << "\noutputs in " << out_dir << "/ (report.html, trace.json, metrics.json, program.json, timeline.json)\n";
     }

@@ -7,7 +7,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/metrics.h"
 #include "core/units.h"
+#include "reports/compare.h"
 #include "reports/svg_timeline.h"
 #include "core/statistics.h"
 
@@ -205,6 +207,22 @@ nlohmann::json rank_summary_to_json(const RankSummary& s) {
                                                              {"op_name", s.most_waiting_op_name},
                                                              {"wait_us", s.most_waiting_op_us}};
   return j;
+}
+
+std::string measured_ranks_text(const Timeline& measured, const std::vector<GroupInfo>& groups) {
+  if (measured.ranks < 2) return "";
+  const int iteration = measured.reported_iteration;
+  std::vector<double> step, exposed;
+  for (int r = 0; r < measured.ranks; ++r) {
+    const Metrics m = compute_metrics(measured, r, iteration);
+    step.push_back(m.step_time_us);
+    exposed.push_back(m.exposed_comm_us);
+  }
+  std::string out = "every rank (measured, iteration " + std::to_string(iteration) + "):\n";
+  out += spread_line("  step time              ", spread_of(step));
+  out += spread_line("  exposed comm           ", spread_of(exposed));
+  out += spread_line("  waiting in collectives ", spread_of(collective_wait_per_rank_us(measured, groups, iteration)));
+  return out;
 }
 
 }  // namespace shardline

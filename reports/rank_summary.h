@@ -62,9 +62,16 @@ std::vector<int> ranks_that_matter(const RankSummary& summary);
 
 std::string rank_summary_text(const RankSummary& summary);
 // The report's section: the summary text and a heat strip of each rank's waiting inside
-// collectives (one cell per rank; above 1,024 ranks each cell is the most any rank of its block
-// waited), darker red for more waiting, the value on hover.
+// collectives (one cell per rank; above 1,024 ranks each cell is a block of ranks, its upper half
+// the most any of them waited, its lower half the least), darker red for more waiting, the value
+// on hover.
 std::string rank_summary_html(const RankSummary& summary);
 nlohmann::json rank_summary_to_json(const RankSummary& summary);
+
+// A measured run of several ranks (exec), its reported iteration: each rank's step, exposed
+// communication and waiting inside collectives for the last member (`groups`: the Program's group
+// table), spread over the ranks with the ranks at the ends named. No straggler cost: that needs a
+// run without the variation (bench/accuracy.py pairs them). "" for one rank.
+std::string measured_ranks_text(const Timeline& measured, const std::vector<GroupInfo>& groups);
 
 }  // namespace shardline

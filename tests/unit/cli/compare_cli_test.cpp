@@ -241,6 +241,9 @@ TEST_F(CompareCli, ExecSaysWhenInjectedVariationRunsOnSharedCores) {
   EXPECT_NE(r.out.find("variation injected"), std::string::npos) << r.out;
   const bool shared = std::thread::hardware_concurrency() < 4;
   EXPECT_EQ(r.out.find("ranks share cores (4 ranks on ") != std::string::npos, shared) << r.out;
+  // Each rank's measured step and waiting, spread over the ranks, as simulate --ranks all states them.
+  EXPECT_NE(r.out.find("every rank (measured, iteration 0):\n  step time              min "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("  waiting in collectives min "), std::string::npos) << r.out;
 }
 
 // exec injects a rank compute spread as the simulator plays it: each rank's compute stand-ins
