@@ -179,7 +179,7 @@ int run_sweep_command(const std::vector<std::string>& args) {
   result.axes = axes;
   result.memory_margin = row_margin;
   result.ranked_by = resolve_objective(result.rows, objective);
-  result.pareto = pareto_front(result.rows, result.ranked_by.used);
+  result.pareto = pareto_front(result.rows, paths, result.ranked_by.used);
   result.recommendation = recommend(result.rows, paths, row_margin, result.ranked_by);
 
   write_output_folder(out_dir,

@@ -345,6 +345,56 @@ Recommendation recommend_settings(const std::vector<SweepRow>& rows, const std::
 // jitter, a straggler), not a setting a planner chooses.
 bool environment_path(const std::string& path) { return path.rfind("variation.", 0) == 0; }
 
+// Each setting of a sweep that varies environment paths: its rows (the values of its setting
+// paths; grid order of first appearance) and the row that decides it: an invalid one, else the one
+// that fits worst if any does not fit with the margin, else the worst by the objective. Without
+// environment paths every row is its own setting.
+struct SettingCases {
+  std::vector<size_t> deciding;  // per setting, an index into the rows
+  size_t fewest_points = 1, most_points = 1;
+};
+SettingCases setting_cases(const std::vector<SweepRow>& rows, const std::vector<std::string>& paths, SweepObjective o) {
+  std::vector<size_t> setting_at;
+  bool any_environment = false;
+  for (size_t i = 0; i < paths.size(); ++i) {
+    if (environment_path(paths[i])) any_environment = true;
+    else setting_at.push_back(i);
+  }
+  SettingCases cases;
+  if (!any_environment) {
+    for (size_t i = 0; i < rows.size(); ++i) cases.deciding.push_back(i);
+    return cases;
+  }
+  std::map<std::vector<std::string>, std::vector<size_t>> by_setting;
+  std::vector<std::vector<std::string>> order;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    std::vector<std::string> key;
+    for (size_t at : setting_at) key.push_back(rows[i].values[at]);
+    auto [it, added] = by_setting.try_emplace(std::move(key));
+    if (added) order.push_back(it->first);
+    it->second.push_back(i);
+  }
+  const auto rank = [&](size_t i) {
+    const SweepRow& r = rows[i];
+    if (!r.valid) return std::pair<int, double>{3, 0};
+    if (!r.fits_memory) return std::pair<int, double>{2, static_cast<double>(r.metrics.min_reserved_bytes)};
+    if (!r.fits_with_margin) return std::pair<int, double>{1, static_cast<double>(r.metrics.min_reserved_bytes)};
+    return std::pair<int, double>{0, primary_key(r, o)};
+  };
+  cases.fewest_points = rows.size();
+  cases.most_points = 0;
+  for (const auto& key : order) {
+    const std::vector<size_t>& members = by_setting.at(key);
+    cases.fewest_points = std::min(cases.fewest_points, members.size());
+    cases.most_points = std::max(cases.most_points, members.size());
+    size_t pick = members.front();
+    for (size_t i : members)
+      if (rank(i) > rank(pick)) pick = i;
+    cases.deciding.push_back(pick);
+  }
+  return cases;
+}
+
 // The recommendation of a sweep that varies environment paths: no choice among them. With setting
 // paths besides, each setting is judged by its worst case over the environment's points (a
 // setting that fails or does not fit in one of them does not fit), and the best of those worst
@@ -390,37 +440,14 @@ Recommendation recommend_over_environment(const std::vector<SweepRow>& rows, con
     rec.text = out.str();
     return rec;
   }
-  // Each setting's rows (the values of its setting paths), in grid order of first appearance.
-  std::map<std::vector<std::string>, std::vector<size_t>> by_setting;
-  std::vector<std::vector<std::string>> order;
-  for (size_t i = 0; i < rows.size(); ++i) {
-    auto [it, added] = by_setting.try_emplace(values_at(rows[i], setting_at));
-    if (added) order.push_back(it->first);
-    it->second.push_back(i);
-  }
-  // Each setting's deciding row: an invalid one, else the one that fits worst if any does not fit
-  // with the margin, else the worst by the objective. Shown with the setting paths only.
+  const SettingCases cases = setting_cases(rows, paths, o);
   std::vector<SweepRow> worst;
-  std::vector<size_t> origin;
-  size_t fewest = rows.size(), most = 0;
-  for (const auto& key : order) {
-    const std::vector<size_t>& members = by_setting.at(key);
-    fewest = std::min(fewest, members.size());
-    most = std::max(most, members.size());
-    const auto rank = [&](size_t i) {
-      const SweepRow& r = rows[i];
-      if (!r.valid) return std::pair<int, double>{3, 0};
-      if (!r.fits_memory) return std::pair<int, double>{2, static_cast<double>(r.metrics.min_reserved_bytes)};
-      if (!r.fits_with_margin) return std::pair<int, double>{1, static_cast<double>(r.metrics.min_reserved_bytes)};
-      return std::pair<int, double>{0, primary_key(r, o)};
-    };
-    size_t pick = members.front();
-    for (size_t i : members)
-      if (rank(i) > rank(pick)) pick = i;
-    worst.push_back(rows[pick]);
-    worst.back().values = key;
-    origin.push_back(pick);
+  for (size_t k = 0; k < cases.deciding.size(); ++k) {
+    worst.push_back(rows[cases.deciding[k]]);
+    worst.back().values = values_at(rows[cases.deciding[k]], setting_at);  // shown with the setting paths only
   }
+  const std::vector<size_t>& origin = cases.deciding;
+  const size_t fewest = cases.fewest_points, most = cases.most_points;
   Recommendation rec = recommend_settings(worst, setting_paths, memory_margin, ranked_by);
   std::string note = "  note: " + env_list + " describe" + (env_paths.size() == 1 ? "s" : "") +
                      " the run's environment, not a setting: each setting is judged by its worst case over the " +
@@ -443,6 +470,15 @@ Recommendation recommend(const std::vector<SweepRow>& rows, const std::vector<st
   for (const std::string& p : paths)
     if (environment_path(p)) return recommend_over_environment(rows, paths, memory_margin, ranked_by);
   return recommend_settings(rows, paths, memory_margin, ranked_by);
+}
+
+std::vector<size_t> pareto_front(const std::vector<SweepRow>& rows, const std::vector<std::string>& paths, SweepObjective objective) {
+  const SettingCases cases = setting_cases(rows, paths, objective);
+  std::vector<SweepRow> deciding;
+  for (size_t i : cases.deciding) deciding.push_back(rows[i]);
+  std::vector<size_t> front = pareto_front(deciding, objective);
+  for (size_t& i : front) i = cases.deciding[i];
+  return front;
 }
 
 namespace {

@@ -63,6 +63,11 @@ double objective_value(const SweepRow& row, SweepObjective objective);
 // needed), or (reserve needed, step time) for the memory objective: no other valid row is
 // at least as good in both and better in one. Sorted best objective first.
 std::vector<size_t> pareto_front(const std::vector<SweepRow>& rows, SweepObjective objective);
+// The same over the sweep's settings (`paths`: the varied paths, one per row value): where
+// environment paths (`variation.*`) are varied, over each setting's deciding row (its worst case
+// over the environment points, as `recommend` judges it), so no seed or jitter is on the front as
+// a choice; else over every row.
+std::vector<size_t> pareto_front(const std::vector<SweepRow>& rows, const std::vector<std::string>& paths, SweepObjective objective);
 
 // The best valid configuration by the objective that fits memory with the margin (ties, and rows
 // within 0.05% of the best: the lower reserve needed, or the shorter step for the memory
@@ -92,7 +97,7 @@ struct SweepResult {
   double memory_margin = 0;  // the rows' run.memory_margin (NaN: varied, each row its own)
   RankedBy ranked_by;          // resolve_objective(rows, --objective)
   std::vector<SweepRow> rows;  // in grid order
-  std::vector<size_t> pareto;  // pareto_front(rows, ranked_by.used)
+  std::vector<size_t> pareto;  // pareto_front(rows, paths, ranked_by.used)
   Recommendation recommendation;
 };
 nlohmann::json sweep_json(const SweepResult& result);

@@ -439,6 +439,12 @@ TEST(SweepRecommend, EnvironmentPathsAreNotChosenButJudgedOver) {
   Recommendation rec = recommend(rows, paths, 0.1, resolve_objective(rows, SweepObjective::StepTime));
   EXPECT_EQ(rec.best, std::optional<size_t>(1));       // prefetch 0's worst case (seed 2, 105 us)
   EXPECT_EQ(rec.runner_up, std::optional<size_t>(3));  // prefetch 1's (seed 2, 130 us)
+  // The Pareto front is over those worst cases too: no seed is on it as a choice. Over every point
+  // it would hold prefetch 1 at seed 1 (90 us), the fastest of all.
+  EXPECT_EQ(pareto_front(rows, paths, SweepObjective::StepTime), (std::vector<size_t>{1}));
+  EXPECT_EQ(pareto_front(rows, SweepObjective::StepTime), (std::vector<size_t>{2}));
+  EXPECT_EQ(pareto_front(rows, {"policy.forward_prefetch", "policy.backward_prefetch"}, SweepObjective::StepTime),
+            (std::vector<size_t>{2}));  // without environment paths: every row
   EXPECT_NE(rec.text.find("note: variation.seed describes the run's environment, not a setting: each setting is judged by its "
                           "worst case over the 2 environment points"),
             std::string::npos)
