@@ -303,14 +303,20 @@ std::string sweep_html(const SweepResult& res) {
   if (xp >= 0) h << "<h2>" << html_escape(objective_axis(res.ranked_by.used).name) << " and overlap</h2>\n" << line_plots(res, paths, xp);
   h << "<h2>Memory against " << (res.ranked_by.used == SweepObjective::Throughput ? "throughput" : "speed") << "</h2>\n"
     << pareto_plot(res, paths);
+  // With a variation (points simulated on every rank), what it cost each point: step with it /
+  // step without (docs/every-rank.md).
+  const bool stragglers = std::any_of(res.rows.begin(), res.rows.end(), [](const SweepRow& r) { return r.straggler_cost.has_value(); });
   h << "<h2>Pareto front</h2>\n<table><tr><th>#</th><th>settings</th><th>tokens/s per GPU</th><th>MFU</th><th>step time</th>"
-       "<th>exposed comm</th><th>overlap efficiency</th><th>peak allocated</th><th>peak reserved (estimate)</th><th>reserve needed</th><th>fits</th></tr>\n";
+    << (stragglers ? "<th>straggler cost</th>" : "")
+    << "<th>exposed comm</th><th>overlap efficiency</th><th>peak allocated</th><th>peak reserved (estimate)</th><th>reserve needed</th><th>fits</th></tr>\n";
   for (size_t i : res.pareto) {
     const auto& r = res.rows[i];
+    char cost[32] = "";
+    if (stragglers) std::snprintf(cost, sizeof cost, r.straggler_cost ? "%.3f" : "-", r.straggler_cost.value_or(0));
     h << "<tr><td>" << r.index << "</td><td>" << html_escape(settings(r, paths)) << "</td><td>"
       << format_or_na(r.metrics.throughput.tokens_per_s_per_gpu, format_per_s) << "</td><td>"
       << format_or_na(r.metrics.throughput.mfu, format_utilisation) << "</td><td>" << format_time_us(r.metrics.step_time_us)
-      << "</td><td>" << format_time_us(r.metrics.exposed_comm_us) << "</td><td>" << efficiency_text(r) << "</td><td>"
+      << (stragglers ? "</td><td>" + std::string(cost) : std::string()) << "</td><td>" << format_time_us(r.metrics.exposed_comm_us) << "</td><td>" << efficiency_text(r) << "</td><td>"
       << format_bytes(r.metrics.peak_memory_bytes) << "</td><td>" << format_bytes(r.metrics.peak_reserved_bytes) << "</td><td>" << format_bytes(r.metrics.min_reserved_bytes) << "</td><td>"
       << (r.fits_with_margin ? "yes" : r.fits_memory ? "inside margin" : "no") << "</td></tr>\n";
   }

@@ -580,6 +580,17 @@ TEST(SweepOutput, RowsWhoseXIsAWordAreNamedUnderThePlots) {
       << html.substr(0, 4000);
 }
 
+// Points with a variation carry their straggler cost: the Pareto table shows it, and only then.
+TEST(SweepOutput, ThePagesParetoTableShowsTheStragglerCostWhereThereIsOne) {
+  SweepResult res = grid_result({SweepAxis{{"policy.forward_prefetch"}, {{"0"}, {"1"}}}});
+  res.pareto = pareto_front(res.rows, SweepObjective::StepTime);
+  EXPECT_EQ(sweep_html(res).find("straggler cost"), std::string::npos);
+  for (SweepRow& r : res.rows) r.straggler_cost = 1.2345;
+  const std::string html = sweep_html(res);
+  EXPECT_NE(html.find("<th>straggler cost</th>"), std::string::npos);
+  EXPECT_NE(html.find("<td>1.234</td>"), std::string::npos) << html.substr(html.find("Pareto front"), 1500);
+}
+
 // Needs under a GiB are plotted in MiB (a host scenario's 34-43 MiB read as ticks of 0.034 GiB);
 // a GPU's stay in GiB.
 TEST(SweepOutput, TheMemoryPlotsUnitFollowsTheSizes) {
