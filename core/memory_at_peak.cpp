@@ -1,5 +1,7 @@
 #include "core/memory_at_peak.h"
 
+#include <limits>
+
 #include <nlohmann/json.hpp>
 
 #include "core/dtype.h"
@@ -15,9 +17,10 @@ std::string_view kind_name(int k) { return memory_kind_name(static_cast<MemoryKi
 }  // namespace
 
 int64_t MemoryAtPeak::total_bytes() const {
-  int64_t sum = sharded_params_bytes + optimizer_state_bytes;
+  // Summed wide and capped: a hostile metrics.json's parts may each be near 2^63.
+  __int128 sum = static_cast<__int128>(sharded_params_bytes) + optimizer_state_bytes;
   for (const int64_t b : bytes_by_kind) sum += b;
-  return sum;
+  return sum > std::numeric_limits<int64_t>::max() ? std::numeric_limits<int64_t>::max() : static_cast<int64_t>(sum);
 }
 
 std::vector<std::pair<std::string, int64_t>> MemoryAtPeak::parts() const {

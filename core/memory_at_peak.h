@@ -19,7 +19,7 @@ struct MemoryAtPeak {
   int64_t sharded_params_bytes = 0;   // each rank's shard of the parameters, in the master dtype
   int64_t optimizer_state_bytes = 0;  // the optimizer's states of that shard
   std::array<int64_t, kMemoryLabelCount> bytes_by_kind{};  // live allocations by MemoryKind (None: unnamed)
-  int64_t total_bytes() const;
+  int64_t total_bytes() const;  // capped at the largest int64 (parts read from a hostile file)
   // (name, bytes) of every part, in a fixed order: "sharded_params", "optimizer_state", then the
   // MemoryKind names ("none" only when it holds bytes).
   std::vector<std::pair<std::string, int64_t>> parts() const;

@@ -506,6 +506,9 @@ TEST(MetricsJson, ThePeaksPartsRoundTripAndMustSumToThePeak) {
   bad = j;
   bad["memory_at_peak"]["logits"] = 0;
   EXPECT_EQ(where(bad), "memory_at_peak.logits: is not a part of the peak memory");
+  bad = j;  // parts that would overflow a 64-bit sum are refused, not wrapped
+  bad["memory_at_peak"]["sharded_params"] = bad["memory_at_peak"]["optimizer_state"] = std::numeric_limits<int64_t>::max();
+  EXPECT_NE(where(bad).find("memory_at_peak: its parts sum to"), std::string::npos) << where(bad);
   bad = j;
   bad["memory_at_peak"]["optimizer_state"] = -1;
   EXPECT_NE(where(bad).find("memory_at_peak.optimizer_state: must be >= 0"), std::string::npos) << where(bad);
