@@ -122,6 +122,8 @@ int run_exec(const std::vector<std::string>& args) {
     } else {
       Timeline timeline = r.timeline;
       set_timeline_scenario(timeline, scenario);
+      // What was injected: a real link cannot be slowed, so the scenario's slow links did not act.
+      timeline.variation.slow_links.clear();
       const Metrics metrics = compute_metrics(timeline);
       if (!out_dir.empty()) write_run_outputs(out_dir, scenario, program, timeline, metrics);
       std::ostringstream head;

@@ -246,6 +246,19 @@ TEST_F(CompareCli, ExecSaysWhenInjectedVariationRunsOnSharedCores) {
   EXPECT_NE(r.out.find("  waiting in collectives min "), std::string::npos) << r.out;
 }
 
+// exec records the variation it injected: the straggler, not the scenario's slow link (a real
+// link cannot be slowed), so compare holds a prediction with the slow link apart from it.
+TEST_F(CompareCli, ExecRecordsTheVariationItInjected) {
+  const clitest::Result r = run("exec " + clitest::scenario("host-tiny-fsdp.json") +
+                                " --np 2 --straggler 1=1.5 --set 'variation.slow_links=[{\"rank\":1,\"bandwidth_factor\":0.5}]'"
+                                " --iterations 1 --warmup 0 --no-verify --out e");
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("variation.slow_links: not injected"), std::string::npos) << r.out;
+  EXPECT_EQ(nlohmann::json::parse(slurp(dir_ / "e" / "timeline.json")).at("variation"),
+            nlohmann::json::parse(R"({"stragglers": [{"rank": 1, "compute_factor": 1.5}]})"));
+  EXPECT_NE(r.out.find("variation            straggler rank 1 computes x1.5\n"), std::string::npos) << r.out;
+}
+
 // exec injects a rank compute spread as the simulator plays it: each rank's compute stand-ins
 // take its own drawn factor longer, so the ranks' measured compute times stand in the ratio of
 // their draws. A seed is chosen whose two draws differ by at least 3x, so that one core running
