@@ -31,6 +31,7 @@ void CommandLine::add_positional_list(const char* name, std::vector<std::string>
 }
 
 void CommandLine::add_scenario_flag(const char* description) {
+  scenario_file_flag_ = true;
   listed_.add_options()("scenario", po::value(&scenario_path_), description);
 }
 
@@ -176,7 +177,8 @@ Parsed CommandLine::parse(const std::vector<std::string>& args, bool show_help) 
   }
   if (takes_scenario_ && scenario_path_.empty())
     throw InputError("SCENARIO", "give a scenario JSON file" + (scenario_example_.empty() ? "" : ", e.g. " + scenario_example_));
-  if (given("scenario") && scenario_path_.empty()) throw InputError("--scenario", "is empty; give a scenario JSON file");
+  if ((takes_scenario_ || scenario_file_flag_) && given("scenario") && scenario_path_.empty())
+    throw InputError("--scenario", "is empty; give a scenario JSON file");
   return Parsed::run;
 }
 

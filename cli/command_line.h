@@ -79,6 +79,7 @@ class CommandLine {
   std::vector<std::string>* list_values_ = nullptr;
   const char* list_description_ = nullptr;
   bool takes_scenario_ = false;
+  bool scenario_file_flag_ = false;  // --scenario is a scenario file (add_scenario_flag), not a command's own option
   std::string scenario_example_;
   std::string scenario_path_;
   std::vector<std::string> overrides_;

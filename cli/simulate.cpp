@@ -71,6 +71,8 @@ int run_simulate(const std::vector<std::string>& args) {
   std::optional<ClusterProfile> profile;
   if (!profile_path.empty()) {
     profile.emplace(load_profile(profile_path));
+    if (const std::string note = profile_ranks_note(*profile, scenario.mesh.shard * scenario.mesh.replicate); !note.empty())
+      std::cerr << "simulate: " << note << "\n";
     // A profile fitted on a real run (calibrate --from-trace) also times the units it measured.
     std::vector<std::string> unmatched;
     const int timed = apply_unit_times(scenario, *profile, &unmatched);

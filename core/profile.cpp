@@ -153,6 +153,7 @@ nlohmann::json profile_to_json(const ClusterProfile& p) {
           {"backend", p.backend},
           {"machine", p.machine},
           {"created", p.created},
+          {"ranks", p.ranks},
           {"copy_bandwidth_bytes_per_s", p.copy_bandwidth_bytes_per_s},
           {"copy_latency_us", p.copy_latency_us},
           {"issue_overhead_us", p.issue_overhead_us},
@@ -206,6 +207,11 @@ ClusterProfile profile_from_json(const nlohmann::json& j) {
     throw InputError("profile.backend", "\"" + p.backend + "\" is not a backend; expected \"mpi\" or \"nccl\"");
   if (j.contains("machine")) p.machine = get<std::string>(j, "machine", "profile");
   if (j.contains("created")) p.created = get<std::string>(j, "created", "profile");
+  // Optional: profiles written before 2026-11-27 (twenty-seventh session) do not know it (0).
+  if (j.contains("ranks")) {
+    p.ranks = get<int>(j, "ranks", "profile");
+    if (p.ranks < 0) throw InputError("profile.ranks", std::to_string(p.ranks) + " is not a rank count");
+  }
   // 0: not measured (a profile fitted on a zero-copy run, which copies nothing).
   p.copy_bandwidth_bytes_per_s = get<double>(j, "copy_bandwidth_bytes_per_s", "profile");
   if (p.copy_bandwidth_bytes_per_s != 0 && !(p.copy_bandwidth_bytes_per_s >= 1 && p.copy_bandwidth_bytes_per_s <= kMaxProfileRate))
@@ -290,6 +296,13 @@ ClusterProfile load_profile(const std::string& path) {
     // Every field is read through get<> above; this is the net under it, without nlohmann's text.
     throw InputError("--profile", "\"" + path + "\": a field has the wrong type; expected a profile written by shardline calibrate");
   }
+}
+
+std::string profile_ranks_note(const ClusterProfile& profile, int world) {
+  if (profile.ranks <= 0 || profile.ranks == world) return "";
+  return "note: the profile was measured on " + std::to_string(profile.ranks) + " ranks and this run has " + std::to_string(world) +
+         ": its times are those of " + std::to_string(profile.ranks) + " ranks sharing their hosts (calibrate with --np " +
+         std::to_string(world) + " for this run's)";
 }
 
 }  // namespace shardline

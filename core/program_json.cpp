@@ -277,7 +277,7 @@ Program program_from_json(const json& j) {
 
 std::string program_to_text(const Program& program) {
   std::ostringstream out;
-  out << "# program of \"" << program.scenario << "\": " << program.world_size << " ranks; groups";
+  out << "# program of \"" << program.scenario << "\": " << program.world_size << (program.world_size == 1 ? " rank" : " ranks") << "; groups";
   int listed = 0;
   for (const GroupInfo& info : program.groups) {
     if (info.size < 2) continue;

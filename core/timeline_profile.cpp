@@ -37,6 +37,7 @@ ClusterProfile profile_from_timeline(const Timeline& t, const std::string& machi
   if (t.source != "measured") throw InputError("timeline", "is \"" + t.source + "\": calibrate from a measured run (shardline import, or exec)");
   ClusterProfile p;
   p.backend = t.backend;
+  p.ranks = t.ranks;
   p.machine = machine;
   p.created = profile_created_now();
 

@@ -538,6 +538,7 @@ ClusterProfile calibrate(const BackendMaker& make_backend, const HostComm& host,
     passes.push_back(calibration_pass(make_backend, host, opt, log));
   }
   ClusterProfile p = median_of_passes(passes);
+  p.ranks = host.size();
   std::ostringstream noise;
   noise << "noise: collective times vary by a median " << 100.0 * p.collective_noise
         << "% between repetitions ((p90 - p10) / median, over every size)";

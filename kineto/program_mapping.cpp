@@ -774,7 +774,8 @@ ImportResult map_traces_to_program(const std::vector<KinetoTrace>& traces, const
 
 std::string import_report_text(const ImportReport& r) {
   std::ostringstream out;
-  out << "imported " << r.steps.size() << " profiler steps on " << r.ranks << " ranks";
+  out << "imported " << r.steps.size() << (r.steps.size() == 1 ? " profiler step" : " profiler steps") << " on " << r.ranks
+      << (r.ranks == 1 ? " rank" : " ranks");
   if (static_cast<int>(r.steps.size()) != r.matched_steps)
     out << " (--steps " << r.first_step << ".." << r.first_step + static_cast<int>(r.steps.size()) - 1 << " of the " << r.matched_steps
         << " matching on every rank)";

@@ -158,7 +158,8 @@ std::string summary_digest(const TraceSummary& s) {
   out << "rank " << (s.rank >= 0 ? std::to_string(s.rank) : std::string("?")) << ": " << s.path << ": " << s.events << " events, " << s.gpu_activities << " GPU activities, NCCL";
   for (int k = 0; k < kNumCommKinds; ++k) out << " " << comm_kind_name(static_cast<CommKind>(k)) << " " << s.collectives_by_kind[k];
   out << "; " << s.steps.size() << " steps";
-  if (!steps.empty()) out << ", median " << steps[steps.size() / 2] / 1e3 << " ms";
+  // The lower of two middle steps, as the imported timeline reports its step (median_step_iteration).
+  if (!steps.empty()) out << ", median " << steps[(steps.size() - 1) / 2] / 1e3 << " ms";
   out << "\n";
   return out.str();
 }

@@ -146,7 +146,7 @@ std::string summary_table(const Scenario& scenario, const Timeline& timeline, co
     // An imported run: the allocator's own peaks, from the trace; no markers to simulate from.
     out += printf_line("%-20s allocated %s, reserved %s  %s", "peak memory", format_bytes(timeline.allocator_measured->peak_allocated_bytes).c_str(),
                        format_bytes(timeline.allocator_measured->peak_reserved_bytes).c_str(),
-                       "measured by the run's caching allocator (the timeline holds no memory markers)");
+                       "measured by the run's caching allocator (the timeline holds no memory samples to count)");
   } else if (!m.memory_recorded) {
     out += printf_line("%-20s %12s  %s", "peak memory", "-", "not recorded by this timeline");
   } else {

@@ -167,6 +167,7 @@ TEST_F(CompareCli, ValidateRunsTheWholeLoopOnTwoRanks) {
   EXPECT_NE(err_.find(" --jitter 0.2 --seed 3 "), std::string::npos) << err_;
   const nlohmann::json profile = nlohmann::json::parse(slurp(dir_ / "v" / "profile.json"));
   EXPECT_EQ(profile.at("backend"), "mpi");
+  EXPECT_EQ(profile.at("ranks"), 2);  // the ranks it was measured on
   EXPECT_EQ(profile.at("collectives").size(), 3u);  // all-gather, reduce-scatter, all-reduce over 2 ranks
   EXPECT_EQ(profile.at("collectives").at(0).at("group_size"), 2);
   // Measured, not defaulted: a sleep stand-in always ends after its request, and the event

@@ -365,7 +365,7 @@ TEST_F(ImportCli, StepsImportsAWindowOfTheMatchedSteps) {
   const std::string traces = "import traces/rank-0.json.gz traces/rank-1.json.gz --scenario " + scenario("host-tiny-fsdp.json");
   const Result r = run(traces + " --steps 2..2 --out run");
   ASSERT_EQ(r.code, 0) << r.err;
-  EXPECT_NE(r.out.find("imported 1 profiler steps on 2 ranks (--steps 2..2 of the 2 matching on every rank): ProfilerStep#2"),
+  EXPECT_NE(r.out.find("imported 1 profiler step on 2 ranks (--steps 2..2 of the 2 matching on every rank): ProfilerStep#2"),
             std::string::npos)
       << r.out;
   EXPECT_EQ(nlohmann::json::parse(slurp(dir_ / "run" / "timeline.json"))["iterations"], 1);

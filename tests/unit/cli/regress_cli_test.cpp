@@ -122,6 +122,10 @@ TEST_F(RegressCli, TrackAppendsAndRenders) {
   write("bare.json", metrics(1, 0, 1));
   EXPECT_EQ(run("track bare.json --history h.jsonl --commit x").code, 2);
   EXPECT_NE(err_.find("--backend"), std::string::npos) << err_;
+  // --scenario names the record (a name, not a scenario file: it was refused as "empty").
+  EXPECT_EQ(run("track bare.json --history h.jsonl --commit x --backend mpi --scenario named").code, 0) << err_;
+  const std::string all = slurp(dir_ / "h.jsonl");
+  EXPECT_EQ(nlohmann::json::parse(all.substr(all.rfind('\n', all.size() - 2) + 1))["scenario"], "named");
 }
 
 }  // namespace

@@ -167,6 +167,29 @@ TEST(Profile, NoiseRoundTripsAndBadNoiseNamesThePath) {
   }
 }
 
+// The ranks a profile was measured on travel with it (older profiles: unknown, 0), and a run of
+// another rank count is told that the profile's times are those of that many ranks.
+TEST(Profile, TheRanksItWasMeasuredOnRoundTripAndANoteSaysWhenARunDiffers) {
+  ClusterProfile p = mpi_profile();
+  p.ranks = 4;
+  nlohmann::json j = profile_to_json(p);
+  EXPECT_EQ(profile_from_json(j).ranks, 4);
+  EXPECT_EQ(profile_ranks_note(p, 4), "");
+  EXPECT_EQ(profile_ranks_note(p, 2),
+            "note: the profile was measured on 4 ranks and this run has 2: its times are those of 4 ranks sharing their hosts "
+            "(calibrate with --np 2 for this run's)");
+  j.erase("ranks");
+  EXPECT_EQ(profile_from_json(j).ranks, 0);
+  EXPECT_EQ(profile_ranks_note(profile_from_json(j), 2), "");  // unknown: nothing to say
+  j["ranks"] = -1;
+  try {
+    profile_from_json(j);
+    ADD_FAILURE() << "accepted -1 ranks";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where(), "profile.ranks");
+  }
+}
+
 // The copy slow-downs travel with the profile; a profile from before calibrate measured them is
 // refused naming the missing key and saying what to do (its copies would otherwise change
 // behaviour silently: they shared the collectives' link then).

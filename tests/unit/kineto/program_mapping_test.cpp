@@ -120,7 +120,7 @@ TEST(ProgramMapping, AStepWindowCountsMatchedStepsAndMustEndWithinThem) {
   window.last_step = 3;
   const ImportResult r = map_traces_to_program(traces, empty_program(), window);
   EXPECT_EQ(r.report.steps, (std::vector<std::string>{"ProfilerStep#2", "ProfilerStep#3"}));
-  EXPECT_NE(import_report_text(r.report).find("imported 2 profiler steps on 1 ranks (--steps 2..3 of the 5 matching on every rank)"),
+  EXPECT_NE(import_report_text(r.report).find("imported 2 profiler steps on 1 rank (--steps 2..3 of the 5 matching on every rank)"),
             std::string::npos)
       << import_report_text(r.report);
   window.last_step = 6;
