@@ -321,6 +321,16 @@ int main(int argc, char** argv) {
     return finish(2);
   }
   if (g.smoke) min_bucket = max_bucket = 64 << 10;
+  // The sizes measured are 64 KiB times powers of two within [min, max]: none is a mistake, not
+  // an empty run (Google Benchmark would only say that no benchmark matched ".").
+  bool any_bucket = false;
+  for (int64_t bucket = 64 << 10; bucket <= max_bucket && !any_bucket; bucket *= 2) any_bucket = bucket >= min_bucket;
+  if (!any_bucket) {
+    if (rank == 0)
+      std::cerr << "shardline_bench: --max-bucket: no bucket size (64 KiB times a power of two) lies in [" << min_text << ", "
+                << max_text << "]; give --max-bucket at least --min-bucket and at least 64KiB\n";
+    return finish(2);
+  }
 
   {
     // Collectives measured alone: their waiters spin (no polling delay in the figures) unless
@@ -374,7 +384,12 @@ int main(int argc, char** argv) {
       }
       std::cout << std::flush;
     }
+    // Their messages too ("Failed to match any benchmarks ..." is the display reporter's error
+    // stream's): rank 0 says it once.
     NullReporter null_reporter;
+    std::ostream nowhere(nullptr);
+    null_reporter.SetOutputStream(&nowhere);
+    null_reporter.SetErrorStream(&nowhere);
     if (rank == 0) benchmark::RunSpecifiedBenchmarks();
     else benchmark::RunSpecifiedBenchmarks(&null_reporter);
     benchmark::Shutdown();

@@ -229,7 +229,10 @@ void check_calibrate_options(const CalibrateOptions& opt, int world) {
   if (opt.repetitions < 1) throw InputError("--repetitions", "must be at least 1");
   if (opt.warmup < 0) throw InputError("--warmup", "must be >= 0");
   if (opt.passes < 1) throw InputError("--passes", "must be at least 1");
-  if (calibration_group_sizes(world).empty()) throw InputError("--np", "calibration needs at least 2 ranks (collectives over groups of >= 2)");
+  if (calibration_group_sizes(world).empty())
+    throw InputError("--np", "this run has " + std::to_string(world) + (world == 1 ? " rank" : " ranks") +
+                                 "; calibration needs at least 2 (collectives over groups of >= 2): give --np 2 or more, or run it "
+                                 "under mpirun -n 2 or more");
   // Before memory lowers the largest size: sizes are multiples of world x element width.
   const int64_t granularity = static_cast<int64_t>(world) * kWidth;
   const int64_t max_bytes = std::max(opt.max_bytes, granularity);

@@ -273,6 +273,7 @@ Comparison compare_timelines(const Timeline& predicted, const Timeline& measured
   Comparison c;
   c.scenario = measured.scenario.empty() ? predicted.scenario : measured.scenario;
   c.measured_backend = measured.backend;
+  c.measured_is_prediction = measured.source == "predicted";
   c.tolerance = tolerance;
   c.measured = compute_metrics(measured);
   const StepWindow mw = step_window(measured);
@@ -416,6 +417,7 @@ nlohmann::json comparison_to_json(const Comparison& c) {
   for (const auto& o : c.ops) ops.push_back(op_json(o));
   nlohmann::json out = {{"scenario", c.scenario},
           {"measured_backend", c.measured_backend},
+          {"measured_is_prediction", c.measured_is_prediction},
           {"measured_rank", c.measured_rank},
           {"measured_iteration", c.measured_iteration},
           {"predicted_rank", c.predicted_rank},
@@ -497,7 +499,10 @@ bool shows_per_rank(const Comparison& c) { return c.by_rank.size() > 1 || (c.pre
 std::string comparison_table(const Comparison& c) {
   std::ostringstream o;
   o << "compare: " << c.scenario << " (measured: " << c.measured_backend << ", rank " << c.measured_rank << ", iteration "
-    << c.measured_iteration << (c.predicted_every_rank ? "; predicted: rank " + std::to_string(c.predicted_rank) : "") << ")\n\n";
+    << c.measured_iteration << (c.predicted_every_rank ? "; predicted: rank " + std::to_string(c.predicted_rank) : "") << ")\n";
+  if (c.measured_is_prediction)
+    o << "note: MEASURED_DIR holds a prediction (" << c.measured_backend << "), not a measured run: this compares two predictions\n";
+  o << "\n";
   o << pad("", 22) << pad("predicted", 14) << pad("measured", 14) << "error\n";
   o << pad("step time (us)", 22) << pad(us(c.predicted.step_time_us), 14) << pad(us(c.measured.step_time_us), 14)
     << pct(c.step_error) << (c.within_tolerance ? "  (within " : "  (OVER ") << fmt("%.3g%%", 100 * c.tolerance) << ")\n";

@@ -96,6 +96,9 @@ struct AllocatorMemoryComparison {
 struct Comparison {
   std::string scenario;
   std::string measured_backend;
+  // MEASURED_DIR holds a prediction (simulate's folder, e.g. two predictions compared op by op):
+  // the table says so, since its "measured" column is then another prediction.
+  bool measured_is_prediction = false;
   int measured_rank = 0;       // the rank that defines the measured step
   int measured_iteration = 0;  // its reported iteration
   // The predicted rank the ops are compared on: the measured rank when an every-rank prediction

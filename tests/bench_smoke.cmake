@@ -19,6 +19,14 @@ if(TARGET shardline_bench)
   set_tests_properties(bench.bad_backend_message PROPERTIES LABELS "bench" TIMEOUT 60
     PASS_REGULAR_EXPRESSION "--backend: unknown backend \"tpu\"; expected mpi or nccl"
     ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
+  # A bucket range with no size in it: exit 2 naming the flag, not an empty run.
+  add_test(NAME bench.empty_bucket_range COMMAND $<TARGET_FILE:shardline_bench> --min-bucket 1MiB --max-bucket 64KiB)
+  set_tests_properties(bench.empty_bucket_range PROPERTIES LABELS "bench" TIMEOUT 60 WILL_FAIL TRUE
+    ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
+  add_test(NAME bench.empty_bucket_range_message COMMAND $<TARGET_FILE:shardline_bench> --min-bucket 1MiB --max-bucket 64KiB)
+  set_tests_properties(bench.empty_bucket_range_message PROPERTIES LABELS "bench" TIMEOUT 60
+    PASS_REGULAR_EXPRESSION "--max-bucket: no bucket size \\(64 KiB times a power of two\\) lies in \\[1MiB, 64KiB\\]"
+    ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
 endif()
 if(TARGET shardline_bench_sim)
   add_test(NAME bench.sim_smoke COMMAND ${Python3_EXECUTABLE} ${_check} sim --binary $<TARGET_FILE:shardline_bench_sim>)

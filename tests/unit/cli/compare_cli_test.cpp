@@ -122,6 +122,10 @@ TEST_F(CompareCli, AProgramThatIsNotTheTimelinesIsRefused) {
   ASSERT_EQ(run("simulate " + clitest::scenario("host-tiny-fsdp.json") + " --out run").code, 0) << err_;
   ASSERT_EQ(run("simulate " + clitest::scenario("host-tiny-hsdp.json") + " --out other").code, 0) << err_;
   EXPECT_EQ(run("compare run run").code, 0) << err_;
+  // Two predictions compare, and the table says that the "measured" side is one.
+  EXPECT_NE(out_.find("note: MEASURED_DIR holds a prediction (sim), not a measured run: this compares two predictions"),
+            std::string::npos)
+      << out_;
   fs::copy_file(dir_ / "other" / "program.json", dir_ / "run" / "program.json", fs::copy_options::overwrite_existing);
   EXPECT_EQ(run("compare run run").code, 2);
   EXPECT_NE(err_.find("MEASURED_DIR: \"run/program.json\" is not the Program of the folder's timeline.json"), std::string::npos) << err_;
