@@ -337,7 +337,10 @@ void write_output_folder(const std::string& dir, const std::vector<OutputFile>& 
   if (ec) throw InputError(flag, "cannot create " + parent.string() + ": " + ec.message());
   const fs::path tmp = temporary_sibling(parent / target.filename());
   fs::remove_all(tmp, ec);
-  if (!fs::create_directory(tmp, ec) || ec) throw InputError(flag, "cannot create " + tmp.string() + ": " + ec.message());
+  // Named as the user's folder: the temporary sibling is ours (it is written, then renamed).
+  if (!fs::create_directory(tmp, ec) || ec)
+    throw InputError(flag, "cannot create \"" + target.string() + "\" (its folder " + parent.string() + " takes no new entry: " +
+                               (ec ? ec.message() : std::string("it exists")) + ")");
 
   std::vector<std::string> names;
   for (const auto& file : files) names.push_back(file.name);

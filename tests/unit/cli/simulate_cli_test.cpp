@@ -257,6 +257,14 @@ TEST_F(SimulateCli, HostileFilesExit2NamingThemInsteadOfCrashing) {
                      "--set");
 }
 
+// An --out folder that cannot be made is named as given, not as the temporary folder written first.
+TEST_F(SimulateCli, AnOutFolderThatCannotBeMadeIsNamedAsGiven) {
+  const Result r = run("simulate " + scenario("host-tiny-fsdp.json") + " --out /proc/shardline-out");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--out: cannot create \"/proc/shardline-out\" (its folder /proc takes no new entry"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find(".tmp"), std::string::npos) << r.err;
+}
+
 TEST_F(SimulateCli, UnknownFlagAndMissingScenarioExit2) {
   expect_input_error("simulate " + scenario("host-tiny-fsdp.json") + " --bogus", "--bogus");
   expect_input_error("simulate", "SCENARIO");
