@@ -301,8 +301,8 @@ ClusterProfile load_profile(const std::string& path) {
 std::string profile_ranks_note(const ClusterProfile& profile, int world) {
   if (profile.ranks <= 0 || profile.ranks == world) return "";
   return "note: the profile was measured on " + std::to_string(profile.ranks) + " ranks and this run has " + std::to_string(world) +
-         ": its times are those of " + std::to_string(profile.ranks) + " ranks sharing their hosts (calibrate with --np " +
-         std::to_string(world) + " for this run's)";
+         ": its times are those of " + std::to_string(profile.ranks) + " ranks, which can differ from " + std::to_string(world) +
+         "'s (by a lot where ranks share a host's cores); a profile measured with " + std::to_string(world) + " ranks times this run";
 }
 
 }  // namespace shardline

@@ -70,7 +70,7 @@ struct ClusterProfile {
   std::vector<UnitTimes> units{};
   // The ranks the profile was measured on (calibrate's world, a measured run's ranks); 0: not
   // known (a profile written before 2026-11-27's twenty-seventh session). Its times are those of
-  // that many ranks sharing their hosts.
+  // that many ranks (sharing their hosts and links).
   int ranks = 0;
 
   const CollectiveTable* find(CollectiveKind kind, int group_size) const;
@@ -98,7 +98,7 @@ nlohmann::json profile_to_json(const ClusterProfile& profile);
 ClusterProfile profile_from_json(const nlohmann::json& j);  // throws InputError with the path
 ClusterProfile load_profile(const std::string& path);       // throws InputError("--profile", ...)
 // A note (empty when none) for a run of `world` ranks predicted with `profile`: measured on
-// another number of ranks, its times are those of that many sharing their hosts.
+// another number of ranks, its times are those of that many (sharing their hosts and links).
 std::string profile_ranks_note(const ClusterProfile& profile, int world);
 
 }  // namespace shardline

@@ -176,8 +176,8 @@ TEST(Profile, TheRanksItWasMeasuredOnRoundTripAndANoteSaysWhenARunDiffers) {
   EXPECT_EQ(profile_from_json(j).ranks, 4);
   EXPECT_EQ(profile_ranks_note(p, 4), "");
   EXPECT_EQ(profile_ranks_note(p, 2),
-            "note: the profile was measured on 4 ranks and this run has 2: its times are those of 4 ranks sharing their hosts "
-            "(calibrate with --np 2 for this run's)");
+            "note: the profile was measured on 4 ranks and this run has 2: its times are those of 4 ranks, which can differ from 2's "
+            "(by a lot where ranks share a host's cores); a profile measured with 2 ranks times this run");
   j.erase("ranks");
   EXPECT_EQ(profile_from_json(j).ranks, 0);
   EXPECT_EQ(profile_ranks_note(profile_from_json(j), 2), "");  // unknown: nothing to say
