@@ -26,8 +26,8 @@ class MemoryTracker {
   void reserve(size_t changes) {  // room for this many changes
     if (keep_samples_) samples_.reserve(changes + 1);
   }
-  void alloc(double now_us, int64_t bytes, int pool, int label);
-  void free(double now_us, int64_t bytes, int pool, int label);
+  // An Alloc adds its bytes, a Free takes them away, in its `pool` and under its `memory` label.
+  void apply(double now_us, const Op& marker);
   int64_t live_bytes() const { return live_; }
   int64_t peak_bytes() const { return peak_; }
   // The sum over the allocator's pools of the most each held at once: what the caching allocator

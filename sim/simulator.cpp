@@ -322,10 +322,7 @@ class Simulation {
           const Op& issued_op = program_.ops[op];
           // PyTorch's caching allocator counts a tensor when the host allocates it and releases
           // it when the host frees it: memory follows the host, not the streams.
-          if (!program_.memory_follows_streams) {
-            if (issued_op.kind == OpKind::Alloc) memory_.alloc(now, issued_op.bytes(), static_cast<int>(issued_op.pool), static_cast<int>(issued_op.memory));
-            if (issued_op.kind == OpKind::Free) memory_.free(now, issued_op.bytes(), static_cast<int>(issued_op.pool), static_cast<int>(issued_op.memory));
-          }
+          if (!program_.memory_follows_streams && is_marker(issued_op.kind)) memory_.apply(now, issued_op);
           streams |= 1u << static_cast<unsigned>(issued_op.stream);
           host_.issue_next();
         }
@@ -402,13 +399,9 @@ class Simulation {
     const int rank = rank_index(r);
     switch (op.kind) {
       case OpKind::Alloc:  // counted when issued (kHostIssue), unless memory follows the streams
-        if (rank == 0 && program_.memory_follows_streams) memory_.alloc(now, op.bytes(), static_cast<int>(op.pool), static_cast<int>(op.memory));
-        if (rank == 0 && draw_memory_by_stream_) stream_memory_.alloc(now, op.bytes(), static_cast<int>(op.pool), static_cast<int>(op.memory));
-        schedule(now, kOpDone, rank, id);
-        break;
       case OpKind::Free:
-        if (rank == 0 && program_.memory_follows_streams) memory_.free(now, op.bytes(), static_cast<int>(op.pool), static_cast<int>(op.memory));
-        if (rank == 0 && draw_memory_by_stream_) stream_memory_.free(now, op.bytes(), static_cast<int>(op.pool), static_cast<int>(op.memory));
+        if (rank == 0 && program_.memory_follows_streams) memory_.apply(now, op);
+        if (rank == 0 && draw_memory_by_stream_) stream_memory_.apply(now, op);
         schedule(now, kOpDone, rank, id);
         break;
       case OpKind::CopyIn:
