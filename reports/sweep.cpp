@@ -117,10 +117,10 @@ std::vector<size_t> pareto_front(const std::vector<SweepRow>& rows, SweepObjecti
 
 namespace {
 
-std::string settings_text(const SweepRow& row, const std::vector<std::string>& paths) {
+std::string settings_text(const std::vector<std::string>& values, const std::vector<std::string>& paths) {
   std::string out;
   for (size_t i = 0; i < paths.size(); ++i) {
-    std::string value = row.values[i];
+    std::string value = values[i];
     if (path_takes_bytes(paths[i])) {
       // A size's value is a plain byte count (the grammar converted it), or a word ("unit").
       int64_t bytes = 0;
@@ -131,6 +131,7 @@ std::string settings_text(const SweepRow& row, const std::vector<std::string>& p
   }
   return out.empty() ? "(base scenario)" : out;
 }
+std::string settings_text(const SweepRow& row, const std::vector<std::string>& paths) { return settings_text(row.values, paths); }
 
 std::string signed_time(double us) {
   std::string out = us < 0 ? "-" : "+";  // appended, not const char* + string: GCC 12 warns falsely (-Wrestrict) on that
@@ -334,10 +335,6 @@ std::string closest_text(const std::vector<SweepRow>& rows, const std::vector<st
   return out.str();
 }
 
-}  // namespace
-
-namespace {
-
 Recommendation recommend_settings(const std::vector<SweepRow>& rows, const std::vector<std::string>& paths, double memory_margin,
                                   const RankedBy& ranked_by);
 
@@ -345,32 +342,28 @@ Recommendation recommend_settings(const std::vector<SweepRow>& rows, const std::
 // jitter, a straggler), not a setting a planner chooses.
 bool environment_path(const std::string& path) { return path.rfind("variation.", 0) == 0; }
 
-// Each setting of a sweep that varies environment paths: its rows (the values of its setting
-// paths; grid order of first appearance) and the row that decides it: an invalid one, else the one
-// that fits worst if any does not fit with the margin, else the worst by the objective. Without
-// environment paths every row is its own setting.
+// The varied paths split into settings and environment, and each setting's rows (the values of its
+// setting paths; grid order of first appearance) with the row that decides it: an invalid one,
+// else the one that fits worst if any does not fit with the margin, else the worst by the
+// objective. Without environment paths every row is its own setting, and nothing is grouped.
 struct SettingCases {
-  std::vector<size_t> deciding;  // per setting, an index into the rows
-  size_t fewest_points = 1, most_points = 1;
+  std::vector<size_t> setting_at, environment_at;  // indices into the paths
+  std::vector<size_t> deciding;                     // per setting, an index into the rows (environment paths only)
+  size_t fewest_points = 1, most_points = 1;        // rows per setting
 };
+std::vector<std::string> values_at(const SweepRow& r, const std::vector<size_t>& at) {
+  std::vector<std::string> v;
+  for (size_t i : at) v.push_back(r.values[i]);
+  return v;
+}
 SettingCases setting_cases(const std::vector<SweepRow>& rows, const std::vector<std::string>& paths, SweepObjective o) {
-  std::vector<size_t> setting_at;
-  bool any_environment = false;
-  for (size_t i = 0; i < paths.size(); ++i) {
-    if (environment_path(paths[i])) any_environment = true;
-    else setting_at.push_back(i);
-  }
   SettingCases cases;
-  if (!any_environment) {
-    for (size_t i = 0; i < rows.size(); ++i) cases.deciding.push_back(i);
-    return cases;
-  }
+  for (size_t i = 0; i < paths.size(); ++i) (environment_path(paths[i]) ? cases.environment_at : cases.setting_at).push_back(i);
+  if (cases.environment_at.empty()) return cases;
   std::map<std::vector<std::string>, std::vector<size_t>> by_setting;
   std::vector<std::vector<std::string>> order;
   for (size_t i = 0; i < rows.size(); ++i) {
-    std::vector<std::string> key;
-    for (size_t at : setting_at) key.push_back(rows[i].values[at]);
-    auto [it, added] = by_setting.try_emplace(std::move(key));
+    auto [it, added] = by_setting.try_emplace(values_at(rows[i], cases.setting_at));
     if (added) order.push_back(it->first);
     it->second.push_back(i);
   }
@@ -400,27 +393,15 @@ SettingCases setting_cases(const std::vector<SweepRow>& rows, const std::vector<
 // setting that fails or does not fit in one of them does not fit), and the best of those worst
 // cases is recommended; with none, nothing is recommended and the objective's range is stated.
 Recommendation recommend_over_environment(const std::vector<SweepRow>& rows, const std::vector<std::string>& paths,
-                                          double memory_margin, const RankedBy& ranked_by) {
+                                          const SettingCases& cases, double memory_margin, const RankedBy& ranked_by) {
   const SweepObjective o = ranked_by.used;
   std::vector<std::string> env_paths, setting_paths;
-  std::vector<size_t> env_at, setting_at;
-  for (size_t i = 0; i < paths.size(); ++i) {
-    if (environment_path(paths[i])) env_paths.push_back(paths[i]), env_at.push_back(i);
-    else setting_paths.push_back(paths[i]), setting_at.push_back(i);
-  }
+  for (size_t i : cases.environment_at) env_paths.push_back(paths[i]);
+  for (size_t i : cases.setting_at) setting_paths.push_back(paths[i]);
   std::string env_list;
   for (const std::string& p : env_paths) env_list += (env_list.empty() ? "" : ", ") + p;
-  const auto values_at = [](const SweepRow& r, const std::vector<size_t>& at) {
-    std::vector<std::string> v;
-    for (size_t i : at) v.push_back(r.values[i]);
-    return v;
-  };
-  const auto env_text = [&](const SweepRow& r) {
-    SweepRow only = r;
-    only.values = values_at(r, env_at);
-    return settings_text(only, env_paths);
-  };
-  if (setting_at.empty()) {
+  const auto env_text = [&](const SweepRow& r) { return settings_text(values_at(r, cases.environment_at), env_paths); };
+  if (cases.setting_at.empty()) {
     Recommendation rec;
     std::ostringstream out;
     out << "Recommendation: none. Every varied path describes the run's environment (" << env_list
@@ -440,24 +421,22 @@ Recommendation recommend_over_environment(const std::vector<SweepRow>& rows, con
     rec.text = out.str();
     return rec;
   }
-  const SettingCases cases = setting_cases(rows, paths, o);
   std::vector<SweepRow> worst;
-  for (size_t k = 0; k < cases.deciding.size(); ++k) {
-    worst.push_back(rows[cases.deciding[k]]);
-    worst.back().values = values_at(rows[cases.deciding[k]], setting_at);  // shown with the setting paths only
+  for (size_t i : cases.deciding) {
+    worst.push_back(rows[i]);
+    worst.back().values = values_at(rows[i], cases.setting_at);  // shown with the setting paths only
   }
-  const std::vector<size_t>& origin = cases.deciding;
-  const size_t fewest = cases.fewest_points, most = cases.most_points;
   Recommendation rec = recommend_settings(worst, setting_paths, memory_margin, ranked_by);
+  const size_t fewest = cases.fewest_points, most = cases.most_points;
   std::string note = "  note: " + env_list + " describe" + (env_paths.size() == 1 ? "s" : "") +
                      " the run's environment, not a setting: each setting is judged by its worst case over the " +
                      (fewest == most ? std::to_string(most) : std::to_string(fewest) + " to " + std::to_string(most)) +
                      " environment points it ran in (one that does not fit in one of them does not fit), and the figures below "
                      "are those worst cases";
-  if (rec.best) note += "; the recommended setting's is at " + env_text(rows[origin[*rec.best]]);
+  if (rec.best) note += "; the recommended setting's is at " + env_text(rows[cases.deciding[*rec.best]]);
   note += ".\n";
-  if (rec.best) rec.best = origin[*rec.best];
-  if (rec.runner_up) rec.runner_up = origin[*rec.runner_up];
+  if (rec.best) rec.best = cases.deciding[*rec.best];
+  if (rec.runner_up) rec.runner_up = cases.deciding[*rec.runner_up];
   const size_t first_line = rec.text.find('\n');
   rec.text.insert(first_line == std::string::npos ? rec.text.size() : first_line + 1, note);
   return rec;
@@ -467,13 +446,14 @@ Recommendation recommend_over_environment(const std::vector<SweepRow>& rows, con
 
 Recommendation recommend(const std::vector<SweepRow>& rows, const std::vector<std::string>& paths, double memory_margin,
                          const RankedBy& ranked_by) {
-  for (const std::string& p : paths)
-    if (environment_path(p)) return recommend_over_environment(rows, paths, memory_margin, ranked_by);
-  return recommend_settings(rows, paths, memory_margin, ranked_by);
+  const SettingCases cases = setting_cases(rows, paths, ranked_by.used);
+  if (cases.environment_at.empty()) return recommend_settings(rows, paths, memory_margin, ranked_by);
+  return recommend_over_environment(rows, paths, cases, memory_margin, ranked_by);
 }
 
 std::vector<size_t> pareto_front(const std::vector<SweepRow>& rows, const std::vector<std::string>& paths, SweepObjective objective) {
   const SettingCases cases = setting_cases(rows, paths, objective);
+  if (cases.environment_at.empty()) return pareto_front(rows, objective);
   std::vector<SweepRow> deciding;
   for (size_t i : cases.deciding) deciding.push_back(rows[i]);
   std::vector<size_t> front = pareto_front(deciding, objective);
