@@ -65,6 +65,18 @@ Spread spread_from_json(const nlohmann::json& j, const std::string& path) {
   return s;
 }
 
+// Stragglers or slow links as the scenario writes them: each entry's ranks and its factor.
+template <typename Entry>
+nlohmann::json entries_to_json(const std::vector<Entry>& entries, const char* factor_key, double Entry::*factor) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const Entry& e : entries) {
+    nlohmann::json item = selector_to_json(e.ranks);
+    item[factor_key] = e.*factor;
+    list.push_back(std::move(item));
+  }
+  return list;
+}
+
 }  // namespace
 
 VariationSpec acting_variation(const VariationSpec& v) {
@@ -86,24 +98,8 @@ nlohmann::json variation_to_json(const VariationSpec& v) {
   if (a.jitter.cv > 0) j["compute_jitter"] = spread_to_json(a.jitter);
   if (a.rank_compute_spread.cv > 0) j["rank_compute_spread"] = spread_to_json(a.rank_compute_spread);
   if (a.jitter.cv > 0 || a.rank_compute_spread.cv > 0) j["seed"] = a.seed;
-  if (!a.stragglers.empty()) {
-    nlohmann::json list = nlohmann::json::array();
-    for (const Straggler& s : a.stragglers) {
-      nlohmann::json e = selector_to_json(s.ranks);
-      e["compute_factor"] = s.compute_factor;
-      list.push_back(std::move(e));
-    }
-    j["stragglers"] = std::move(list);
-  }
-  if (!a.slow_links.empty()) {
-    nlohmann::json list = nlohmann::json::array();
-    for (const SlowLink& s : a.slow_links) {
-      nlohmann::json e = selector_to_json(s.ranks);
-      e["bandwidth_factor"] = s.bandwidth_factor;
-      list.push_back(std::move(e));
-    }
-    j["slow_links"] = std::move(list);
-  }
+  if (!a.stragglers.empty()) j["stragglers"] = entries_to_json(a.stragglers, "compute_factor", &Straggler::compute_factor);
+  if (!a.slow_links.empty()) j["slow_links"] = entries_to_json(a.slow_links, "bandwidth_factor", &SlowLink::bandwidth_factor);
   return j;
 }
 
