@@ -88,6 +88,13 @@ bool differ(const std::optional<double>& b, const std::optional<double>& c, doub
 
 std::string pad(const std::string& s, size_t w) { return s.size() >= w ? s : s + std::string(w - s.size(), ' '); }
 
+// A run's output folder (simulate / exec --out, as `track` takes: a folder holding a metrics.json
+// itself) stands for that file, on either side; any other path is itself.
+std::string metrics_file_of(const std::string& path) {
+  const fs::path file = fs::path(path) / "metrics.json";
+  return fs::is_directory(path) && fs::is_regular_file(file) ? file.string() : path;
+}
+
 }  // namespace
 
 Metrics read_metrics_file(const std::string& path) {
@@ -186,12 +193,7 @@ RegressReport regress_compare(const std::string& baseline, const std::string& cu
   if (tolerance < 0 || !std::isfinite(tolerance)) throw InputError("--tolerance", number_text(tolerance) + ": must be a finite number >= 0");
   if (!fs::exists(baseline)) throw InputError("--baseline", "\"" + baseline + "\" does not exist");
   if (!fs::exists(current)) throw InputError("--current", "\"" + current + "\" does not exist");
-  // A run's output folder (simulate / exec --out, as `track` takes: a folder holding a
-  // metrics.json itself) stands for that file, on either side.
-  std::string baseline_file = baseline, current_file = current;
-  for (std::string* side : {&baseline_file, &current_file})
-    if (fs::is_directory(*side) && fs::is_regular_file(fs::path(*side) / "metrics.json"))
-      *side = (fs::path(*side) / "metrics.json").string();
+  const std::string baseline_file = metrics_file_of(baseline), current_file = metrics_file_of(current);
   const bool base_dir = fs::is_directory(baseline_file), cur_dir = fs::is_directory(current_file);
   if (base_dir != cur_dir)
     throw InputError("--current", "\"" + current + "\" is a " + (cur_dir ? "directory" : "file") + " but the baseline \"" +
