@@ -321,11 +321,12 @@ int main(int argc, char** argv) {
     return finish(2);
   }
   if (g.smoke) min_bucket = max_bucket = 64 << 10;
-  // The sizes measured are 64 KiB times powers of two within [min, max]: none is a mistake, not
-  // an empty run (Google Benchmark would only say that no benchmark matched ".").
-  bool any_bucket = false;
-  for (int64_t bucket = 64 << 10; bucket <= max_bucket && !any_bucket; bucket *= 2) any_bucket = bucket >= min_bucket;
-  if (!any_bucket) {
+  // The sizes measured: 64 KiB times powers of two within [min, max]. None is a mistake, not an
+  // empty run (Google Benchmark would only say that no benchmark matched ".").
+  std::vector<int64_t> buckets;
+  for (int64_t bucket = 64 << 10; bucket <= max_bucket; bucket *= 2)
+    if (bucket >= min_bucket) buckets.push_back(bucket);
+  if (buckets.empty()) {
     if (rank == 0)
       std::cerr << "shardline_bench: --max-bucket: no bucket size (64 KiB times a power of two) lies in [" << min_text << ", "
                 << max_text << "]; give --max-bucket at least --min-bucket and at least 64KiB\n";
@@ -360,8 +361,7 @@ int main(int argc, char** argv) {
     for (CollectiveKind k : {CollectiveKind::AllGather, CollectiveKind::ReduceScatter, CollectiveKind::AllReduce})
       for (Variant v : {Variant::Unfused, Variant::Fused, Variant::ZeroCopy})
         for (const ParamSet& set : sets)
-          for (int64_t bucket = 64 << 10; bucket <= max_bucket; bucket *= 2) {
-            if (bucket < min_bucket) continue;
+          for (const int64_t bucket : buckets) {
             const std::string name = backend->name() + "/" + std::string(collective_traits(k).name) + "/" +
                                      variant_name(v) + "/" + set.name + "/" + std::to_string(bucket);
             const int64_t s_used = bucket / (kWidth * n) * kWidth * n;
