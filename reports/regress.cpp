@@ -306,8 +306,11 @@ std::string regress_table(const RegressReport& report) {
   return out.str();
 }
 
-std::vector<std::string> update_baseline(const std::string& baseline, const std::string& current) {
-  if (!fs::exists(current)) throw InputError("--current", "\"" + current + "\" does not exist");
+std::vector<std::string> update_baseline(const std::string& baseline_as_given, const std::string& current_as_given) {
+  if (!fs::exists(current_as_given)) throw InputError("--current", "\"" + current_as_given + "\" does not exist");
+  // A run's output folder is its metrics.json here too, as when comparing: on the current side
+  // it is one file to copy, on the baseline side the file to rewrite.
+  const std::string current = metrics_file_of(current_as_given), baseline = metrics_file_of(baseline_as_given);
   std::vector<std::string> written;
   auto copy_metrics = [&](const std::string& from, const fs::path& to) {
     read_metrics_file(from);  // never write a baseline from a file that is not metrics

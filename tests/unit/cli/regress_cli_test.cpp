@@ -64,6 +64,21 @@ TEST_F(RegressCli, AFileAgainstARunFolderReadsItsMetrics) {
   EXPECT_NE(err_.find("--tolerance: -1: must be a finite number >= 0"), std::string::npos) << err_;
 }
 
+// --update-baseline takes a run's output folder as its metrics.json too, on either side: the
+// folder's other files (program.json, timeline.json) are never read as metrics.
+TEST_F(RegressCli, UpdateBaselineFromARunFolder) {
+  write("run/metrics.json", metrics(1200, 100, 0.9));
+  write("run/program.json", nlohmann::json{{"ops", nlohmann::json::array()}});
+  ASSERT_EQ(run("regress --baseline base.json --current run --update-baseline").code, 0) << err_;
+  EXPECT_EQ(nlohmann::json::parse(slurp(dir_ / "base.json")), metrics(1200, 100, 0.9));
+  EXPECT_EQ(run("regress --baseline base.json --current run --tolerance 0").code, 0) << out_ << err_;
+  // A run folder as the baseline: its metrics.json is rewritten, nothing is added beside it.
+  write("old/metrics.json", metrics(1000, 100, 0.9));
+  ASSERT_EQ(run("regress --baseline old --current run --update-baseline").code, 0) << err_;
+  EXPECT_EQ(nlohmann::json::parse(slurp(dir_ / "old" / "metrics.json")), metrics(1200, 100, 0.9));
+  EXPECT_FALSE(fs::exists(dir_ / "old" / "run.json"));
+}
+
 TEST_F(RegressCli, ImprovementExitsZero) {
   write("base.json", metrics(1000, 100, 0.9));
   write("cur.json", metrics(900, 10, 0.99));
