@@ -306,9 +306,20 @@ Metrics StepAccumulator::finish(const Timeline& t, std::optional<int64_t> peak_m
     m.peak_allocator_reserved_bytes = reserved.allocator_reserved_bytes;
     m.allocator_cache_flushes = reserved.cache_flushes;
     m.memory_at_peak = t.memory_at_peak;
+  } else if (t.allocator_measured) {
+    // A measured run without memory samples whose caching allocator reported its peaks (an
+    // imported profiler trace): those are its memory, so regress and track judge it. The context
+    // and NCCL buffers, which the allocator does not see, are the scenario's (none without one).
+    const AllocatorPeaks& a = *t.allocator_measured;
+    m.memory_recorded = true;
+    m.peak_memory_bytes = m.allocator_pool_peaks_bytes = a.peak_allocated_bytes;
+    m.peak_allocator_reserved_bytes = a.peak_reserved_bytes;
+    m.peak_reserved_bytes = m.min_reserved_bytes = a.peak_reserved_bytes + t.memory_reserve.fixed_bytes;
   }
   m.memory_capacity_bytes = t.memory_capacity_bytes;
-  m.fits_memory = static_cast<double>(m.min_reserved_bytes) <= static_cast<double>(t.memory_capacity_bytes) * (1.0 - t.memory_margin);
+  // A GPU of unknown size (an import without a scenario) is not judged.
+  m.fits_memory = t.memory_capacity_bytes == 0 ||
+                  static_cast<double>(m.min_reserved_bytes) <= static_cast<double>(t.memory_capacity_bytes) * (1.0 - t.memory_margin);
   m.throughput = throughput_of(t.workload, m.step_time_us);
   return m;
 }

@@ -77,6 +77,12 @@ TEST_F(ImportCli, MapsARealOneGpuStepWithItsRootModuleOntoTheProgram) {
   EXPECT_EQ(report["ops_without_gpu_work"].get<int64_t>(), 2 * (9 + 9 + 5));
   EXPECT_EQ(report["allocator_measured"]["peak_allocated_bytes"].get<int64_t>(), 18322735104);
   EXPECT_EQ(report["allocator_measured"]["peak_reserved_bytes"].get<int64_t>(), 24847056896);
+  // They are the run's memory in its metrics, which regress and track judge.
+  const auto metrics = nlohmann::json::parse(slurp(dir_ / "imported" / "metrics.json"));
+  EXPECT_EQ(metrics["peak_memory_bytes"].get<int64_t>(), 18322735104);
+  EXPECT_EQ(metrics["peak_allocator_reserved_bytes"].get<int64_t>(), 24847056896);
+  EXPECT_GT(metrics["peak_reserved_bytes"].get<int64_t>(), 24847056896);  // and the scenario's context
+  EXPECT_TRUE(metrics["fits_memory"].get<bool>());
   // Every compute op took GPU time in every step, the root's parts included; the head's forward
   // holds the loss's softmax (2.17 ms) beside its GEMM, so it outlasts a block's forward.
   const auto timeline = nlohmann::json::parse(slurp(dir_ / "imported" / "timeline.json"));

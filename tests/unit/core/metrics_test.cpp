@@ -171,6 +171,32 @@ TEST(Metrics, NoMemorySamplesMeansPeakZero) {
   EXPECT_EQ(compute_metrics(t).peak_memory_bytes, 0);
 }
 
+// A measured run without memory samples whose allocator reported its peaks (an imported trace):
+// they are its memory, the scenario's context and NCCL buffers added to the reserve, judged
+// against the GPU with the margin; a GPU of unknown size is not judged.
+TEST(Metrics, AMeasuredAllocatorsPeaksAreTheRunsMemory) {
+  Timeline t = basic_timeline();
+  t.memory.clear();
+  t.allocator_measured = AllocatorPeaks{700, 800};
+  t.memory_reserve.fixed_bytes = 50;
+  Metrics m = compute_metrics(t);
+  EXPECT_TRUE(m.memory_recorded);
+  EXPECT_EQ(m.peak_memory_bytes, 700);
+  EXPECT_EQ(m.peak_allocator_reserved_bytes, 800);
+  EXPECT_EQ(m.peak_reserved_bytes, 850);
+  EXPECT_EQ(m.min_reserved_bytes, 850);
+  EXPECT_FALSE(m.memory_at_peak.has_value());
+  EXPECT_TRUE(m.fits_memory);  // 850 <= 1000 x 0.9
+  t.allocator_measured = AllocatorPeaks{700, 860};
+  EXPECT_FALSE(compute_metrics(t).fits_memory);  // 910 > 900
+  t.memory_capacity_bytes = 0;
+  EXPECT_TRUE(compute_metrics(t).fits_memory);
+  // Samples, where the timeline has them, are what is counted.
+  t = basic_timeline();
+  t.allocator_measured = AllocatorPeaks{5, 5};
+  EXPECT_EQ(compute_metrics(t).peak_memory_bytes, 900);
+}
+
 TEST(Metrics, WithoutIssueTimesTheStepStartsAtTheFirstStart) {
   Timeline t = basic_timeline();
   for (auto& i : t.intervals) {
