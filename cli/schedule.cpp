@@ -9,6 +9,7 @@
 #include "cli/command_line.h"
 #include "core/program_json.h"
 #include "core/schedule.h"
+#include "reports/outputs.h"
 
 namespace shardline::cli {
 namespace {
@@ -20,11 +21,13 @@ int run_schedule(const std::vector<std::string>& args) {
   cli.flags()("json", "print the Program as JSON (program.json) instead of one line per op");
   if (cli.parse(args) == Parsed::help_shown) return 0;
 
-  const Program program = schedule(cli.load_scenario());
+  const Scenario scenario = cli.load_scenario();
+  const Program program = schedule(scenario);
   if (cli.given("json")) {
+    check_program_json_size(scenario, program);
     std::cout << program_to_json(program).dump(1) << "\n";
   } else {
-    std::cout << program_to_text(program);
+    write_program_text(program, std::cout);
   }
   return 0;
 }

@@ -275,8 +275,7 @@ Program program_from_json(const json& j) {
   return p;
 }
 
-std::string program_to_text(const Program& program) {
-  std::ostringstream out;
+void write_program_text(const Program& program, std::ostream& out) {
   out << "# program of \"" << program.scenario << "\": " << program.world_size << (program.world_size == 1 ? " rank" : " ranks") << "; groups";
   int listed = 0;
   for (const GroupInfo& info : program.groups) {
@@ -306,6 +305,11 @@ std::string program_to_text(const Program& program) {
                   op.unit, op.bucket, static_cast<long long>(op.bytes()), group.c_str());
     out << line << (deps.empty() ? "-" : deps) << "\n";
   }
+}
+
+std::string program_to_text(const Program& program) {
+  std::ostringstream out;
+  write_program_text(program, out);
   return out.str();
 }
 

@@ -189,15 +189,31 @@ std::string summary_table(const Scenario& scenario, const Timeline& timeline, co
   return out;
 }
 
-void check_run_outputs_size(const Scenario& scenario, const Program& program) {
+namespace {
+
+// Refuses a Program over kMaxOutputOps, naming the key that made its ops: `writes` says what the
+// command would write or build, `advice` what to do instead.
+void refuse_ops_beyond_limit(const Scenario& scenario, const Program& program, double bytes_per_op, const std::string& writes,
+                             const std::string& advice) {
   const int64_t ops = static_cast<int64_t>(program.ops.size());
   if (ops <= kMaxOutputOps) return;
   char gb[32];
-  std::snprintf(gb, sizeof gb, "%.1f", static_cast<double>(ops) * kOutputBytesPerOp / 1e9);
-  throw InputError(program_size_key(scenario),
-                   "this step has " + std::to_string(ops) + " ops; --out writes every op to program.json, timeline.json and "
-                   "trace.json (about " + std::string(gb) + " GB here), and stops at " + std::to_string(kMaxOutputOps) +
-                   " ops; leave out --out (the summary and --json have every metric), or make fewer ops");
+  std::snprintf(gb, sizeof gb, "%.1f", static_cast<double>(ops) * bytes_per_op / 1e9);
+  throw InputError(program_size_key(scenario), "this step has " + std::to_string(ops) + " ops; " + writes + " (about " +
+                                                   std::string(gb) + " GB here), and stops at " + std::to_string(kMaxOutputOps) +
+                                                   " ops; " + advice + ", or make fewer ops");
+}
+
+}  // namespace
+
+void check_run_outputs_size(const Scenario& scenario, const Program& program) {
+  refuse_ops_beyond_limit(scenario, program, kOutputBytesPerOp, "--out writes every op to program.json, timeline.json and trace.json",
+                          "leave out --out (the summary and --json have every metric)");
+}
+
+void check_program_json_size(const Scenario& scenario, const Program& program) {
+  refuse_ops_beyond_limit(scenario, program, 3500, "--json builds the whole program.json in memory",
+                          "leave out --json (the text form, one line per op, is written as it goes)");
 }
 
 namespace {

@@ -208,6 +208,17 @@ TEST_F(SimulateCli, OutputsOfAHugeProgramAreRefusedNamingTheKey) {
   EXPECT_EQ(run(big + " --json").code, 0) << err_;
 }
 
+// schedule --json builds program.json whole in memory: refused the same way (it ran out of memory
+// at 23 GB on a step of millions of ops). The text form of the same step is printed.
+TEST_F(SimulateCli, ScheduleJsonOfAHugeProgramIsRefusedNamingTheKey) {
+  const std::string big = "schedule " + scenario("llama3-8b-fsdp-h100x8.json") + " --set policy.micro_batches=600";
+  EXPECT_EQ(run(big + " --json").code, 2);
+  EXPECT_NE(err_.find("policy.micro_batches: this step has"), std::string::npos) << err_;
+  EXPECT_NE(err_.find("leave out --json"), std::string::npos) << err_;
+  EXPECT_TRUE(out_.empty());
+  EXPECT_EQ(run(big).code, 0) << err_;
+}
+
 TEST_F(SimulateCli, BadSetExits2NamingThePath) {
   expect_input_error("simulate " + scenario("host-tiny-fsdp.json") + " --set policy.no_such_key=1", "--set");
   expect_input_error("simulate " + scenario("host-tiny-fsdp.json") + " --set policy.bucket_bytes=lots", "policy.bucket_bytes");
