@@ -1,5 +1,6 @@
 #include "reports/kernel_breakdown.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include <nlohmann/json.hpp>
@@ -76,12 +77,14 @@ void for_each_kernel_trace_event(const Timeline& t, const std::vector<UnitComput
 std::string kernel_breakdown_html(const Scenario& s, const std::vector<UnitCompute>& breakdowns) {
   if (!s.model.transformer) return "";
   const bool some_checkpointed = s.model.transformer->checkpoint_every > 1;
+  const bool any_recomputed = std::any_of(s.model.units.begin(), s.model.units.end(),
+                                          [](const UnitSpec& u) { return u.checkpointing != Checkpointing::None; });
   std::string out = "<h2>Compute per unit (predicted kernels)</h2>\n<p class=\"note\">Each kernel is timed by a roofline on " +
                     html_escape(s.cluster.gpu.name) +
                     " (docs/compute-model.md): max(FLOPs / (peak x efficiency), bytes / (HBM bandwidth x memory efficiency)) + "
                     "launch. Per micro-batch; every block is the same" +
                     std::string(some_checkpointed ? " but for its checkpointing" : "") +
-                    ". Backward lists the recomputed forward first.</p>\n";
+                    "." + std::string(any_recomputed ? " Backward lists the recomputed forward first." : "") + "</p>\n";
   const char* titles[] = {"", "embedding", "each block", "norm + output head"};
   const std::vector<size_t> rep = representative_units(s);  // one table per kind of unit
   for (size_t u = 0; u < s.model.units.size() && u < breakdowns.size(); ++u) {

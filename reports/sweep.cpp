@@ -522,6 +522,8 @@ Recommendation recommend_settings(const std::vector<SweepRow>& rows, const std::
     out << "  " << format_per_s(*tp.tokens_per_s_per_gpu) << " tokens/s per GPU (" << format_or_na(tp.tokens_per_s, format_per_s)
         << " tokens/s, " << format_or_na(tp.samples_per_s, format_per_s) << " samples/s), MFU "
         << format_or_na(tp.mfu, format_utilisation) << ", HFU " << format_or_na(tp.hfu, format_utilisation) << "\n";
+  else if (tp.mfu)  // FLOPs known without tokens (explicit units): ranked by step time, the GPU's use still shown
+    out << "  MFU " << format_utilisation(*tp.mfu) << ", HFU " << format_or_na(tp.hfu, format_utilisation) << "\n";
   char eff[64];
   std::snprintf(eff, sizeof eff, "%.3f", mb.overlap_efficiency);
   out << "  step time " << format_time_us(mb.step_time_us) << " (compute busy " << format_time_us(mb.compute_busy_us)

@@ -64,6 +64,8 @@ TEST_F(SweepCli, TinyGridWritesEveryRowAndRecommends) {
   // The tiny model's explicit units give no model.seq_len: the default throughput objective
   // cannot rank them and falls back to step time, saying so.
   EXPECT_NE(r.out.find("note: tokens/s is unknown for every valid configuration", rec), std::string::npos) << r.out;
+  // Its FLOPs are known, so the recommended point's MFU and HFU are still stated.
+  EXPECT_NE(r.out.find("\n  MFU ", rec), std::string::npos) << r.out;
   EXPECT_EQ(j["objective"], "throughput");
   EXPECT_EQ(j["ranked_by"], "step_time");
 }

@@ -235,6 +235,10 @@ TEST(SummaryTable, OverTheMarginSaysSoEvenWhenTheGpuWouldFlush) {
   EXPECT_NE(table.find("DOES NOT FIT"), std::string::npos) << table;
   EXPECT_NE(table.find("needs at least 902 B reserved (the allocator at capacity), over the limit"), std::string::npos) << table;
   EXPECT_EQ(table.find("fits by freeing its cache"), std::string::npos) << table;
+  // metrics.json's allocator_cache_flushes (true: about the GPU itself) is explained, not left bare.
+  EXPECT_TRUE(m.allocator_cache_flushes);
+  EXPECT_NE(table.find("over the limit; on the GPU without the margin it would fit only by the caching allocator freeing its cache"),
+            std::string::npos) << table;
 }
 
 // Typical reserve 600 x 1.5 + 50 = 950 B: over the 900 B limit, within the 1000 B GPU (no flush);

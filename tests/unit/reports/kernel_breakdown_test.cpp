@@ -16,14 +16,16 @@ namespace {
 
 using nlohmann::json;
 
-Scenario transformer() {
-  return parse_scenario(json::parse(R"({
+Scenario transformer(const std::string& checkpointing = "full") {
+  json j = json::parse(R"({
     "name": "kb",
     "model": {"transformer": {"layers": 2, "hidden": 512, "ffn_hidden": 2048, "heads": 4, "vocab": 1000,
-                              "seq_len": 256, "micro_batch_size": 1, "activation_checkpointing": "full"}},
+                              "seq_len": 256, "micro_batch_size": 1}},
     "cluster": {"preset": "a100-80gb-dgx"},
     "mesh": {"shard": 8}
-  })"));
+  })");
+  j["model"]["transformer"]["activation_checkpointing"] = checkpointing;
+  return parse_scenario(j);
 }
 
 // The kernel slices of a timeline, collected in the order they are made.
@@ -83,6 +85,10 @@ TEST(KernelBreakdown, ReportTableListsEachPartsKernelsAndNothingForExplicitUnits
                            "recompute.attention", "A100 SXM4 80GB"}) {
     EXPECT_NE(html.find(text), std::string::npos) << text;
   }
+  EXPECT_NE(html.find("Backward lists the recomputed forward first."), std::string::npos);
+  // Nothing recomputed, nothing said of it.
+  const Scenario none = transformer("none");
+  EXPECT_EQ(kernel_breakdown_html(none, unit_breakdowns(none)).find("recomputed"), std::string::npos);
   Scenario explicit_units = s;
   explicit_units.model.transformer.reset();
   EXPECT_EQ(kernel_breakdown_html(explicit_units, {}), "");
