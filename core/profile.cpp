@@ -41,6 +41,16 @@ AlphaBeta fit_alpha_beta(const std::vector<int64_t>& sizes_bytes, const std::vec
 
 double CollectiveTable::time_us(int64_t size_bytes) const {
   SHARDLINE_CHECK(!sizes_bytes.empty() && sizes_bytes.size() == times_us.size(), "a collective table without one time per size");
+  if (size_bytes > sizes_bytes.back() && !(fit.beta_us_per_byte > 0)) {
+    // Above the table only the fit's slope says how time grows with size; without a positive one
+    // (a table of latency-bound sizes, or an edited file) the profile has no bandwidth to time
+    // this size with. Refused: a larger collective came out faster than a smaller one (0 us).
+    const std::string name(collective_traits(kind).name);
+    throw InputError("--profile", "its " + name + " table over " + std::to_string(group_size) + " ranks ends at " +
+                                      format_bytes(sizes_bytes.back()) +
+                                      " and its fitted cost per byte (beta_us_per_byte) is not positive, so it cannot time a " +
+                                      format_bytes(size_bytes) + " " + name + "; calibrate again with --max-bytes at least that size");
+  }
   if (size_bytes < sizes_bytes.front() || size_bytes > sizes_bytes.back() || sizes_bytes.size() == 1) {
     return std::max(0.0, fit.alpha_us + fit.beta_us_per_byte * static_cast<double>(size_bytes));
   }

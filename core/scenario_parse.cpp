@@ -213,6 +213,8 @@ double as_time_us(const json& v, const std::string& path, double max_us = kMaxSc
 
 // Latencies and per-op overheads: microseconds in real systems; a second is a generous cap.
 constexpr double kMaxOverheadUs = 1e6;
+// cluster.*_slowdown_*: the bound of a calibrated profile's factors (core/profile.cpp).
+constexpr double kMaxClusterSlowdown = 100;
 
 // A unit's FLOPs per micro-batch: at most 1e21 (a 405B model's forward over a million tokens
 // is under 1e18).
@@ -681,16 +683,14 @@ ClusterSpec parse_merged_cluster(const json& merged, const json& sch, const std:
   if (const json* v = o.opt("host_launch")) c.host_launch_us = as_time_us(*v, o.at("host_launch"), kMaxOverheadUs);
   if (const json* v = o.opt("event_latency")) c.event_latency_us = as_time_us(*v, o.at("event_latency"), kMaxOverheadUs);
   if (const json* v = o.opt("compute_overhead")) c.compute_overhead_us = as_time_us(*v, o.at("compute_overhead"), kMaxOverheadUs);
-  if (const json* v = o.opt("comm_slowdown_during_compute")) {
-    c.comm_slowdown_during_compute = as_number(*v, o.at("comm_slowdown_during_compute"));
-    if (!(c.comm_slowdown_during_compute >= 1.0))
-      throw InputError(o.at("comm_slowdown_during_compute"), show(*v) + " is below 1; expected a slow-down factor >= 1");
-  }
-  if (const json* v = o.opt("compute_slowdown_during_comm")) {
-    c.compute_slowdown_during_comm = as_number(*v, o.at("compute_slowdown_during_comm"));
-    if (!(c.compute_slowdown_during_comm >= 1.0)) {
-      throw InputError(o.at("compute_slowdown_during_comm"),
-                       show(*v) + " is below 1; expected a factor >= 1 (1 = no slow-down)");
+  // Slow-down factors: at most 100, as a calibrated profile's (a factor of 1e306 made the
+  // simulator schedule an event at infinity and abort).
+  for (auto [key, field] : {std::pair{"comm_slowdown_during_compute", &c.comm_slowdown_during_compute},
+                            std::pair{"compute_slowdown_during_comm", &c.compute_slowdown_during_comm}}) {
+    if (const json* v = o.opt(key)) {
+      *field = as_number(*v, o.at(key));
+      if (!(*field >= 1.0 && *field <= kMaxClusterSlowdown))
+        throw InputError(o.at(key), show(*v) + " is out of range; expected a slow-down factor in [1, 100] (1 = no slow-down)");
     }
   }
   if (const json* v = o.opt("hierarchical_collectives")) {

@@ -109,6 +109,22 @@ TEST(Profile, AlphaBetaOutsideTheTable) {
   EXPECT_DOUBLE_EQ(t.time_us(100), 8.0 + 0.0015 * 100);
 }
 
+// Above the table a fit without a positive slope cannot time anything (it had made a larger
+// collective take 0 us): refused, naming the profile and what to calibrate. Inside the table and
+// below it the measured points and the fit still serve.
+TEST(Profile, AFitWithoutAPositiveSlopeCannotTimeSizesAboveTheTable) {
+  CollectiveTable t = table();
+  t.fit.beta_us_per_byte = -1;
+  EXPECT_DOUBLE_EQ(t.time_us(t.sizes_bytes.back()), t.times_us.back());
+  try {
+    t.time_us(t.sizes_bytes.back() + 1);
+    FAIL() << "timed a size above the table";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where(), "--profile");
+    EXPECT_NE(std::string(e.what()).find("calibrate again with --max-bytes"), std::string::npos) << e.what();
+  }
+}
+
 // An mpi profile with copies measured at `copy_bandwidth_bytes_per_s` and table() as its one table.
 ClusterProfile mpi_profile(double copy_bandwidth_bytes_per_s = 5e9) {
   ClusterProfile p;

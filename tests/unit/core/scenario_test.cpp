@@ -607,6 +607,21 @@ TEST(Cluster, ANullOverrideIsRefusedNotMergedAway) {
   expect_input_error([&] { parse_scenario(j); }, "cluster.gpu.peak_tflops.bf16", {"got null"});
 }
 
+// The slow-down factors are bounded as a calibrated profile's: a factor of 1e306 had the
+// simulator schedule an event at infinity and abort (exit 134), a whole sweep with it.
+TEST(Cluster, SlowdownFactorsAreBetweenOneAndAHundred) {
+  json j = tiny();
+  j["mesh"] = {{"shard", 8}};
+  for (const char* key : {"compute_slowdown_during_comm", "comm_slowdown_during_compute"}) {
+    for (double bad : {1e306, 100.5, 0.5}) {
+      j["cluster"] = {{"preset", "h100-sxm-dgx"}, {key, bad}};
+      expect_input_error([&] { parse_scenario(j); }, std::string("cluster.") + key, {"expected a slow-down factor in [1, 100]"});
+    }
+    j["cluster"] = {{"preset", "h100-sxm-dgx"}, {key, 100}};
+    EXPECT_NO_THROW(parse_scenario(j));
+  }
+}
+
 // FlashAttention's per-pass, per-sequence and per-head-dimension parameters: the -torch2.11
 // presets carry them, the presets fitted on published runs leave them unset (no dependence); bad
 // values name their path.
