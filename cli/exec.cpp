@@ -71,7 +71,7 @@ int run_exec(const std::vector<std::string>& args) {
   // Checked here, before mpirun starts, so a bad flag is one message and not one per rank.
   if (cli.given("iterations")) check_iteration_count(iterations, "--iterations");
   if (cli.given("warmup")) check_warmup_count(warmup, "--warmup");
-  if (!(opt.timeout_s > 0)) throw InputError("--timeout", "must be a positive number of seconds");
+  exec::check_timeout(opt.timeout_s);
   if (backend == "mpi") exec::mpi_poll_us_from_env();
 
   const Scenario scenario = cli.load_scenario();

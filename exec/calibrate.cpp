@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "core/statistics.h"
+#include "core/timeline.h"
 #include "exec/exec.h"
 #include "exec/host_comm.h"
 
@@ -226,9 +227,13 @@ using ProgressLog = std::function<void(const std::string&)>;
 void check_calibrate_options(const CalibrateOptions& opt, int world) {
   if (opt.min_bytes < 1) throw InputError("--min-bytes", "must be at least 1 byte");
   if (opt.max_bytes < opt.min_bytes) throw InputError("--max-bytes", "must be at least --min-bytes");
-  if (opt.repetitions < 1) throw InputError("--repetitions", "must be at least 1");
-  if (opt.warmup < 0) throw InputError("--warmup", "must be >= 0");
-  if (opt.passes < 1) throw InputError("--passes", "must be at least 1");
+  // Bounded so that a typo cannot start a calibration that runs for days (10^8 repetitions did):
+  // the defaults are 10 repetitions and 1 pass (validate: 3).
+  if (opt.repetitions < 1 || opt.repetitions > kMaxCalibrateRepetitions)
+    throw InputError("--repetitions", "must be in [1, " + std::to_string(kMaxCalibrateRepetitions) + "], got " + std::to_string(opt.repetitions));
+  check_warmup_count(opt.warmup, "--warmup");
+  if (opt.passes < 1 || opt.passes > kMaxCalibratePasses)
+    throw InputError("--passes", "must be in [1, " + std::to_string(kMaxCalibratePasses) + "], got " + std::to_string(opt.passes));
   if (calibration_group_sizes(world).empty())
     throw InputError("--np", "this run has " + std::to_string(world) + (world == 1 ? " rank" : " ranks") +
                                  "; calibration needs at least 2 (collectives over groups of >= 2): give --np 2 or more, or run it "

@@ -21,6 +21,10 @@ namespace shardline::exec {
 
 class HostComm;  // exec/host_comm.h
 
+// Upper bounds of --repetitions and --passes (--warmup: that of exec's, check_warmup_count).
+inline constexpr int kMaxCalibrateRepetitions = 1000;
+inline constexpr int kMaxCalibratePasses = 100;
+
 struct CalibrateOptions {
   int64_t min_bytes = 1024;          // smallest collective size S
   int64_t max_bytes = 64LL << 20;    // largest S (lowered to what memory allows)

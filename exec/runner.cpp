@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "core/error.h"
+#include "core/units.h"
 #include "exec/clock_align.h"
 #include "exec/host_comm.h"
 #include "exec/verify.h"
@@ -352,6 +353,12 @@ void set_measured_ops(Timeline& timeline, const Plan& plan) {
   }
 }
 
+void check_timeout(double timeout_s) {
+  // A second to a day: below a second the watchdog's own polling decides, and inf never ends.
+  if (!(timeout_s >= 1 && timeout_s <= kMaxTimeoutS))
+    throw InputError("--timeout", number_text(timeout_s) + " is out of range; expected seconds in [1, 86400] (a day)");
+}
+
 namespace {
 // Set by the SIGTERM handler while a run's watchdog watches; the watchdog then reports where the
 // rank was and writes its partial timeline before mpirun's SIGKILL follows.
@@ -384,11 +391,12 @@ class TerminationWatched {
   struct sigaction previous_ {};
 };
 
+
 // The options a run checks before anything is planned.
 void check_run_options(const ExecOptions& options, int world) {
   check_iteration_count(options.iterations, "--iterations");
   if (options.warmup < 0) throw InputError("--warmup", "must be 0 or more");
-  if (!(options.timeout_s > 0)) throw InputError("--timeout", "must be a positive number of seconds");
+  check_timeout(options.timeout_s);
   if (options.stall_rank >= world) throw InputError("--stall-rank", "no rank " + std::to_string(options.stall_rank));
   if (options.kill_rank >= world) throw InputError("--kill-rank", "no rank " + std::to_string(options.kill_rank));
 }

@@ -21,6 +21,10 @@ namespace shardline::exec {
 
 class HostComm;  // exec/host_comm.h
 
+// --timeout's range (seconds): InputError outside [1, kMaxTimeoutS].
+inline constexpr double kMaxTimeoutS = 86400;
+void check_timeout(double timeout_s);
+
 struct ExecOptions {
   int iterations = 1;
   int warmup = 0;

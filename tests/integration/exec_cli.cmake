@@ -113,7 +113,8 @@ exec_bad_input(iterations_zero "--iterations: must be in .1, 1024., got 0" ${_sc
 exec_bad_input(iterations_over_a_timeline "--iterations: must be in .1, 1024., got 1025" ${_scen}/host-tiny-fsdp.json --iterations 1025 --np 2)
 exec_bad_input(warmup "--warmup: must be in .0, 1024., got -3" ${_scen}/host-tiny-fsdp.json --warmup -3)
 exec_bad_input(warmup_over_a_timeline "--warmup: must be in .0, 1024., got 100000" ${_scen}/host-tiny-fsdp.json --warmup 100000 --np 2)
-exec_bad_input(timeout "--timeout: must be a positive number of seconds" ${_scen}/host-tiny-fsdp.json --timeout 0 --np 2)
+exec_bad_input(timeout "--timeout: 0 is out of range; expected seconds in .1, 86400." ${_scen}/host-tiny-fsdp.json --timeout 0 --np 2)
+exec_bad_input(timeout_inf "--timeout: inf is out of range" ${_scen}/host-tiny-fsdp.json --timeout inf --np 2)
 set_tests_properties(exec.cli.bad.iterations_zero exec.cli.bad.timeout PROPERTIES FAIL_REGULAR_EXPRESSION "error:.*error:|launching")
 # --backend nccl on a machine without a GPU (or a build without CUDA): one message, before mpirun.
 if(NOT EXISTS "/dev/nvidia0")  # registered on machines without a GPU
