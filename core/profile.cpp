@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "core/json_load.h"
 #include "core/statistics.h"
+#include "core/suggest.h"
 #include "core/units.h"
 #include "core/invariant.h"
 
@@ -97,6 +98,24 @@ T get(const nlohmann::json& j, const char* key, const std::string& where) {
   } catch (const nlohmann::json::exception&) {
     throw InputError(where + "." + key, "has the wrong type: " + j.at(key).dump());
   }
+}
+
+// A whole number of the profile in [lo, hi], quoted as the file has it when it is not (1e18 read
+// as an int had wrapped to -2147483648 in the message).
+int int_in(const nlohmann::json& j, const char* key, const std::string& where, int lo, int hi, const std::string& what) {
+  if (!j.is_object() || !j.contains(key)) throw InputError(where + "." + key, "missing");
+  const nlohmann::json& v = j.at(key);
+  const double d = v.is_number() ? v.get<double>() : std::nan("");
+  if (!(d >= lo && d <= hi && d == std::floor(d))) throw InputError(where + "." + key, v.dump() + " is not " + what);
+  return static_cast<int>(d);
+}
+
+// Keys a profile's object may hold: any other is a typo or another file's, named with the closest.
+void check_keys(const nlohmann::json& j, const std::string& where, const std::vector<std::string>& known) {
+  if (!j.is_object()) return;  // the reader of the object says what it expected
+  for (const auto& [key, value] : j.items())
+    if (std::find(known.begin(), known.end(), key) == known.end())
+      throw InputError(where + "." + key, "is not a key of a cluster profile;" + suggestion_tail(key, known));
 }
 
 }  // namespace
@@ -211,6 +230,10 @@ ClusterProfile profile_from_json(const nlohmann::json& j) {
                                        "`shardline calibrate` writes (\"format\": \"shardline-profile-1\")");
   if (get<std::string>(j, "format", "profile") != "shardline-profile-1")
     throw InputError("profile.format", "expected \"shardline-profile-1\"");
+  check_keys(j, "profile", {"format", "backend", "machine", "created", "ranks", "copy_bandwidth_bytes_per_s", "copy_latency_us",
+                            "issue_overhead_us", "comm_slowdown_during_compute", "compute_slowdown_during_comm",
+                            "copy_slowdown_during_comm", "comm_slowdown_during_copy", "event_latency_us", "compute_overhead_us",
+                            "collective_noise", "collectives", "units"});
   ClusterProfile p;
   p.backend = get<std::string>(j, "backend", "profile");
   if (p.backend != "mpi" && p.backend != "nccl")
@@ -218,10 +241,7 @@ ClusterProfile profile_from_json(const nlohmann::json& j) {
   if (j.contains("machine")) p.machine = get<std::string>(j, "machine", "profile");
   if (j.contains("created")) p.created = get<std::string>(j, "created", "profile");
   // Optional: profiles written before 2026-11-27 (twenty-seventh session) do not know it (0).
-  if (j.contains("ranks")) {
-    p.ranks = get<int>(j, "ranks", "profile");
-    if (p.ranks < 0) throw InputError("profile.ranks", std::to_string(p.ranks) + " is not a rank count");
-  }
+  if (j.contains("ranks")) p.ranks = int_in(j, "ranks", "profile", 0, kMaxProfileGroupRanks, "a rank count (0 to 1048576; 0: unknown)");
   // 0: not measured (a profile fitted on a zero-copy run, which copies nothing).
   p.copy_bandwidth_bytes_per_s = get<double>(j, "copy_bandwidth_bytes_per_s", "profile");
   if (p.copy_bandwidth_bytes_per_s != 0 && !(p.copy_bandwidth_bytes_per_s >= 1 && p.copy_bandwidth_bytes_per_s <= kMaxProfileRate))
@@ -249,15 +269,20 @@ ClusterProfile profile_from_json(const nlohmann::json& j) {
   if (!tables.is_array()) throw InputError("profile.collectives", "expected an array");
   for (size_t i = 0; i < tables.size(); ++i) {
     const std::string where = "profile.collectives[" + std::to_string(i) + "]";
+    check_keys(tables[i], where, {"collective", "group_size", "sizes_bytes", "times_us", "alpha_us", "beta_us_per_byte", "relative_spread"});
     CollectiveTable t;
     t.kind = kind_from_name(get<std::string>(tables[i], "collective", where), where + ".collective");
-    t.group_size = get<int>(tables[i], "group_size", where);
-    if (t.group_size < 2 || t.group_size > kMaxProfileGroupRanks)
-      throw InputError(where + ".group_size", std::to_string(t.group_size) + " is out of range; expected a group of 2 to 1048576 ranks");
+    t.group_size = int_in(tables[i], "group_size", where, 2, kMaxProfileGroupRanks, "a group of 2 to 1048576 ranks");
     if (const CollectiveTable* same = p.find(t.kind, t.group_size))
       throw InputError(where, "a second " + std::string(collective_traits(t.kind).name) + " table for groups of " + std::to_string(same->group_size) +
                                   " ranks; a profile has one per collective and group size");
-    t.sizes_bytes = get<std::vector<int64_t>>(tables[i], "sizes_bytes", where);
+    // Read as numbers and checked whole and in range: a float such as 1e30 does not fit an int64.
+    for (double b : get<std::vector<double>>(tables[i], "sizes_bytes", where)) {
+      if (!(b >= 1 && b <= 0x1p62 && b == std::floor(b)))
+        throw InputError(where + ".sizes_bytes[" + std::to_string(t.sizes_bytes.size()) + "]",
+                         number_text(b) + " is not a size; expected a whole number of bytes in [1, 2^62]");
+      t.sizes_bytes.push_back(static_cast<int64_t>(b));
+    }
     t.times_us = get<std::vector<double>>(tables[i], "times_us", where);
     t.fit.alpha_us = number_in(tables[i], "alpha_us", where, -kMaxProfileTimeUs, kMaxProfileTimeUs, "a time in [-3.6e9, 3.6e9] us");
     t.fit.beta_us_per_byte =
@@ -274,7 +299,6 @@ ClusterProfile profile_from_json(const nlohmann::json& j) {
     for (size_t k = 0; k < t.sizes_bytes.size(); ++k) {
       if (!(t.times_us[k] > 0 && t.times_us[k] <= kMaxProfileTimeUs))
         throw InputError(where + ".times_us[" + std::to_string(k) + "]", number_text(t.times_us[k]) + " is out of range; expected a time in (0, 3.6e9] us");
-      if (t.sizes_bytes[k] < 1) throw InputError(where + ".sizes_bytes[" + std::to_string(k) + "]", "must be >= 1 byte");
       if (k > 0 && t.sizes_bytes[k] <= t.sizes_bytes[k - 1])
         throw InputError(where + ".sizes_bytes", "must be strictly ascending");
     }
@@ -285,6 +309,7 @@ ClusterProfile profile_from_json(const nlohmann::json& j) {
     if (!units.is_array()) throw InputError("profile.units", "expected an array of {name, forward_us, backward_us}");
     for (size_t i = 0; i < units.size(); ++i) {
       const std::string where = "profile.units[" + std::to_string(i) + "]";
+      check_keys(units[i], where, {"name", "forward_us", "backward_us"});
       UnitTimes u;
       u.name = get<std::string>(units[i], "name", where);
       const char* unit_time = "a time in [0, 3.6e9] us (an hour)";

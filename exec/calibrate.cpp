@@ -293,6 +293,11 @@ std::string describe_collective_table(const CollectiveTable& t) {
        << fmt_bytes(t.sizes_bytes.front()) << " " << t.times_us.front() << " us .. " << fmt_bytes(t.sizes_bytes.back())
        << " " << t.times_us.back() << " us; alpha " << t.fit.alpha_us << " us, "
        << (t.fit.beta_us_per_byte > 0 ? 1.0 / t.fit.beta_us_per_byte / 1e3 : 0) << " GB/s";
+  // Latency-bound sizes only (a small --max-bytes on a noisy machine): the fit has no bandwidth,
+  // and a run's larger collectives cannot be timed with the profile (core/profile.cpp refuses).
+  if (!(t.fit.beta_us_per_byte > 0))
+    line << " (no positive cost per byte: every size was latency-bound; collectives above " << fmt_bytes(t.sizes_bytes.back())
+         << " cannot be timed with this profile: raise --max-bytes)";
   return line.str();
 }
 

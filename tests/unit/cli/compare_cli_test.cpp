@@ -165,7 +165,7 @@ TEST_F(CompareCli, ValidateRunsTheWholeLoopOnTwoRanks) {
   // Tiny calibration and few iterations keep CI short; a huge tolerance: accuracy is not asserted.
   // With a jitter: validate passes it on to exec as the shortest text of the same number.
   const int rc = run("validate " + scenario +
-                     " --np 2 --out v --max-bytes 64KiB --repetitions 2 --iterations 2 --warmup 0 --tolerance 1000"
+                     " --np 2 --out v --max-bytes 4MiB --repetitions 2 --iterations 2 --warmup 0 --tolerance 1000"
                      " --jitter 0.2 --seed 3").code;
   ASSERT_EQ(rc, 0) << out_ << err_;
   EXPECT_NE(err_.find(" --jitter 0.2 --seed 3 "), std::string::npos) << err_;
@@ -221,14 +221,14 @@ TEST_F(CompareCli, ValidateRunsTheWholeLoopOnTwoRanks) {
 // is more than the tolerance: compare.json and the line say so, consistently.
 TEST_F(CompareCli, ValidateJudgesTheMachinesDriftAgainstTheTolerance) {
   const std::string scenario = std::string(SHARDLINE_SOURCE_DIR) + "/scenarios/host-tiny-fsdp.json";
-  const int rc = run("validate " + scenario + " --np 2 --out v --max-bytes 64KiB --repetitions 2 --passes 1 --iterations 2 --warmup 0 --tolerance 0").code;
+  const int rc = run("validate " + scenario + " --np 2 --out v --max-bytes 4MiB --repetitions 2 --passes 1 --iterations 2 --warmup 0 --tolerance 0").code;
   ASSERT_TRUE(rc == 0 || rc == 1) << out_ << err_;
   const nlohmann::json drift = nlohmann::json::parse(slurp(dir_ / "v" / "compare.json")).at("machine_drift");
   const bool drifted = std::abs(drift.at("relative_change").get<double>()) > 0;
   EXPECT_EQ(drift.at("drifted").get<bool>(), drifted) << drift;
   EXPECT_EQ(out_.find("more than the tolerance: the machine changed speed while validate ran") != std::string::npos, drifted) << out_;
   // And without the check: four steps, no second calibration.
-  ASSERT_EQ(run("validate " + scenario + " --np 2 --out w --max-bytes 64KiB --repetitions 2 --passes 1 --iterations 2 --warmup 0 "
+  ASSERT_EQ(run("validate " + scenario + " --np 2 --out w --max-bytes 4MiB --repetitions 2 --passes 1 --iterations 2 --warmup 0 "
                 "--tolerance 1000 --no-drift-check").code, 0) << out_ << err_;
   EXPECT_NE(out_.find("validate: 4/4 comparing"), std::string::npos) << out_;
   EXPECT_FALSE(fs::exists(dir_ / "w" / "profile.after.json"));

@@ -308,6 +308,14 @@ TEST(Profile, OutOfRangeValuesNameTheirPath) {
       {"/collectives/0/alpha_us", 1e300, "profile.collectives[0].alpha_us"},
       {"/collectives/0/beta_us_per_byte", -1e300, "profile.collectives[0].beta_us_per_byte"},
       {"/collectives/0/sizes_bytes/0", 0, "profile.collectives[0].sizes_bytes[0]"},
+      // Whole numbers too large for their type: named and quoted as written, not wrapped.
+      {"/ranks", 1e18, "profile.ranks"},
+      {"/ranks", 2.5, "profile.ranks"},
+      {"/collectives/0/group_size", 1e18, "profile.collectives[0].group_size"},
+      {"/collectives/0/sizes_bytes/0", 1e30, "profile.collectives[0].sizes_bytes[0]"},
+      // Keys of no profile: a typo is named with the closest key.
+      {"/isue_overhead_us", 1, "profile.isue_overhead_us"},
+      {"/collectives/0/alpha", 1, "profile.collectives[0].alpha"},
   };
   for (const Case& c : cases) {
     nlohmann::json j = base;
@@ -317,7 +325,16 @@ TEST(Profile, OutOfRangeValuesNameTheirPath) {
       ADD_FAILURE() << c.pointer << " = " << c.value.dump() << " was accepted";
     } catch (const InputError& e) {
       EXPECT_EQ(e.where(), c.path) << c.pointer;
+      EXPECT_EQ(std::string(e.what()).find("-2147483648"), std::string::npos) << e.what();
     }
+  }
+  nlohmann::json typo = base;
+  typo["isue_overhead_us"] = 1;
+  try {
+    profile_from_json(typo);
+    ADD_FAILURE() << "a misspelt key was accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("did you mean \"issue_overhead_us\""), std::string::npos) << e.what();
   }
   // A second table for the same collective and group size.
   nlohmann::json twice = base;
