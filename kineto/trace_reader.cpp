@@ -136,10 +136,12 @@ class TraceSax {
 
   bool null() {
     not_a_time("null");
+    not_a_rank_list("null");
     return not_a_count("null") && scalar_done();
   }
   bool boolean(bool v) {
     not_a_time(v ? "true" : "false");
+    not_a_rank_list(v ? "true" : "false");
     return not_a_count(v ? "true" : "false") && scalar_done();
   }
   bool number_integer(json::number_integer_t v) { return integer(static_cast<int64_t>(v)); }
@@ -159,10 +161,12 @@ class TraceSax {
       if (rounded == v) return integer(static_cast<int64_t>(rounded));
     }
     const std::string why = text + (std::isfinite(v) && std::abs(v) < 9e18 ? ", not a whole number" : ", out of range");
+    not_a_rank_list(text);
     return not_a_count(why) && scalar_done();
   }
   bool string(std::string& v) {
     not_a_time("the string \"" + v.substr(0, 40) + "\"");
+    if (!stack_.empty() && top() == Ctx::RanksArray) not_a_rank_list("the string \"" + v.substr(0, 40) + "\"");
     if (!not_a_count("the string \"" + v.substr(0, 40) + "\", not a number")) return false;
     switch (top()) {
       case Ctx::Event:
@@ -193,6 +197,8 @@ class TraceSax {
 
   bool start_object(std::size_t) {
     not_a_time("an object");
+    not_a_rank_list("an object");
+    if (!not_a_count("an object")) return false;
     Ctx next = Ctx::Ignored;
     if (stack_.empty()) {
       next = Ctx::Root;
@@ -222,6 +228,8 @@ class TraceSax {
   }
   bool start_array(std::size_t) {
     not_a_time("an array");
+    if (!stack_.empty() && top() == Ctx::RanksArray) not_a_rank_list("an array");
+    if (!not_a_count("an array")) return false;
     Ctx next = Ctx::Ignored;
     if (stack_.empty()) {
       next = Ctx::TraceEvents;  // a bare array of events (Chrome's "JSON array format")
@@ -272,6 +280,9 @@ class TraceSax {
     return !stack_.empty() && top() == Ctx::Args && (key_ == "In msg nelems" || key_ == "Out msg nelems" || key_ == "Group size");
   }
   bool rank_key() const { return !stack_.empty() && top() == Ctx::DistInfo && key_ == "rank"; }
+  bool world_size_key() const { return !stack_.empty() && top() == Ctx::DistInfo && key_ == "world_size"; }
+  // An NCCL kernel's "Process Group Ranks" (a list, or the profiler's text of one).
+  bool ranks_key() const { return !stack_.empty() && top() == Ctx::Args && key_ == "Process Group Ranks"; }
   // A distributedInfo.rank that is no rank: the trace cannot be put in its place among the ranks.
   bool refuse_rank(const std::string& what) {
     error_ = "distributedInfo.rank is " + what + "; expected the rank's number (0 or more)";
@@ -283,7 +294,16 @@ class TraceSax {
   bool not_a_count(const std::string& what) {
     if (count_key()) ev_.bad_count = "\"" + key_ + "\" is " + what;
     if (rank_key()) return refuse_rank(what);
+    if (world_size_key()) {
+      error_ = "distributedInfo.world_size is " + what + "; expected the number of ranks (1 to " + std::to_string(kMaxWorldRanks) + ")";
+      return false;
+    }
     return true;
+  }
+  // A "Process Group Ranks" that is no list of ranks, or a list holding something that is no rank.
+  void not_a_rank_list(const std::string& what) {
+    if (ranks_key()) ev_.bad_count = "\"Process Group Ranks\" is " + what + ", not a list of ranks";
+    else if (!stack_.empty() && top() == Ctx::RanksArray) ev_.bad_count = "\"Process Group Ranks\" holds " + what + ", not a rank";
   }
   // An event's "ts" or "dur" that is no number (`what`: "null", "the string \"12\"", ...).
   void not_a_time(const std::string& what) {
@@ -332,6 +352,7 @@ class TraceSax {
         if ((key_ == "In msg nelems" || key_ == "Out msg nelems") && v < 0)
           ev_.bad_count = "\"" + key_ + "\" is " + std::to_string(v) + ", negative";
         if (key_ == "Group size" && v < 1) ev_.bad_count = "\"Group size\" is " + std::to_string(v) + ", not a group of ranks";
+        not_a_rank_list(std::to_string(v));
         break;
       case Ctx::RanksArray:
         if (v >= 0 && v < kMaxWorldRanks) ev_.collective.group_ranks.push_back(static_cast<int>(v));

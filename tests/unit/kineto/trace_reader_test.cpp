@@ -346,7 +346,14 @@ TEST(TraceReader, CorruptCountsAndRanksAreRefusedNotReadAsAbsent) {
            // Ranks that are none, once dropped from the list (an array) or emptying it (text).
            {R"("Group size": 2, "Process Group Ranks": [0, 2000000])", "\"Process Group Ranks\" holds 2000000, not a rank"},
            {R"("Group size": 2, "Process Group Ranks": [0, -1])", "\"Process Group Ranks\" holds -1, not a rank"},
-           {R"("Group size": 2, "Process Group Ranks": "[0, 99999999999]")", "\"Process Group Ranks\" holds a number above 1048575"}}) {
+           {R"("Group size": 2, "Process Group Ranks": "[0, 99999999999]")", "\"Process Group Ranks\" holds a number above 1048575"},
+           // Values of the wrong JSON kind, once dropped without a word.
+           {R"("Group size": [])", "\"Group size\" is an array"},
+           {R"("Group size": {})", "\"Group size\" is an object"},
+           {R"("In msg nelems": [1], "Group size": 2)", "\"In msg nelems\" is an array"},
+           {R"("Group size": 2, "Process Group Ranks": -1)", "\"Process Group Ranks\" is -1, not a list of ranks"},
+           {R"("Group size": 2, "Process Group Ranks": {})", "\"Process Group Ranks\" is an object, not a list of ranks"},
+           {R"("Group size": 2, "Process Group Ranks": [0, "a"])", "\"Process Group Ranks\" holds the string \"a\", not a rank"}}) {
     write_text(path, one_step_trace(world2, R"("ts": 1020, "dur": 100)", nccl));
     const std::string e = read_error(path);
     EXPECT_NE(e.find(path), std::string::npos) << e;
@@ -361,10 +368,13 @@ TEST(TraceReader, CorruptCountsAndRanksAreRefusedNotReadAsAbsent) {
     EXPECT_NE(read_error(path).find(expected), std::string::npos) << rank << ": " << read_error(path);
   }
   // A world size that is no number of ranks was once clamped and read as "unknown".
-  for (const std::string world : {"0", "-2", "2000000"}) {
+  // So was one of another JSON kind, or no whole number: read as unknown ("rank 0 of ?").
+  for (const auto& [world, shown] : std::vector<std::pair<std::string, std::string>>{
+           {"0", "0"}, {"-2", "-2"}, {"2000000", "2000000"}, {"2.5", "2.5, not a whole number"},
+           {R"("x")", "the string \"x\", not a number"}, {"null", "null"}, {"1e308", "1e308, out of range"}, {"[2]", "an array"}}) {
     write_text(path, one_step_trace(R"("distributedInfo": {"rank": 0, "world_size": )" + world + "}, ", R"("ts": 1020, "dur": 100)",
                                     R"("Group size": 2)"));
-    EXPECT_NE(read_error(path).find("distributedInfo.world_size is " + world + "; expected the number of ranks (1 to 1048576)"),
+    EXPECT_NE(read_error(path).find("distributedInfo.world_size is " + shown + "; expected the number of ranks (1 to 1048576)"),
               std::string::npos)
         << world << ": " << read_error(path);
   }
