@@ -11,6 +11,7 @@
 #include <fstream>
 #include <iostream>
 #include <limits>
+#include <set>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -99,11 +100,11 @@ int run_sweep_command(const std::vector<std::string>& args) {
   std::vector<SweepAxis> axes;
   for (const auto& v : vary) check_vary_paths(base, parse_vary_paths(v));  // a misspelled path before its values
   for (const auto& v : vary) axes.push_back(parse_vary(v));
-  for (size_t a = 0; a < axes.size(); ++a)
-    for (size_t b = 0; b < a; ++b)
-      for (const auto& p : axes[a].paths)
-        for (const auto& q : axes[b].paths)
-          if (p == q) throw InputError("--vary", p + ": varied twice");
+  // Twice over two axes, or twice in one joint axis (A/A=1/2 ran one configuration).
+  std::set<std::string> varied;
+  for (const auto& a : axes)
+    for (const auto& p : a.paths)
+      if (!varied.insert(p).second) throw InputError("--vary", p + ": varied twice");
   // A --set that a --vary replaces on every row would be dropped without a word.
   for (const std::string& set : cli.overrides()) {
     const std::string set_path = set.substr(0, set.find('='));

@@ -96,6 +96,9 @@ double parse_endpoint(const std::string& path, const std::string& text, bool byt
 // "a..b:xK" or "a..b:+K".
 std::vector<std::string> expand_range(const std::string& path, const std::string& item, bool bytes) {
   const size_t dots = item.find("..");
+  // "1...8": the third dot made the end ".8", read as 0.8 ("the start is above the end").
+  if (item.find("...") != std::string::npos || item.find("..", dots + 2) != std::string::npos)
+    vary_error(path, "range \"" + item + "\": expected one \"..\" between the start and the end, as in a..b:xK or a..b:+K");
   const size_t colon = item.find(':', dots);
   if (colon == std::string::npos || colon + 1 >= item.size())
     vary_error(path, "range \"" + item + "\" needs a step: a..b:xK (geometric) or a..b:+K (arithmetic)");
@@ -136,7 +139,7 @@ std::vector<std::string> expand_range(const std::string& path, const std::string
       if (!n) vary_error(path, "range \"" + item + "\": the increment \"" + k_text + "\" is not a number");
       return *n;
     }();
-    if (k <= 0) vary_error(path, "range \"" + item + "\": an arithmetic step must be above 0 (+0 never advances)");
+    if (k <= 0) vary_error(path, "range \"" + item + "\": an arithmetic step must be above 0 (+" + k_text + " never advances)");
     const double slack = 1e-9 * std::max({std::abs(a), std::abs(b), k});
     for (int64_t i = 0;; ++i) {
       const double v = a + static_cast<double>(i) * k;

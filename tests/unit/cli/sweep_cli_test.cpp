@@ -307,6 +307,17 @@ TEST_F(SweepCli, BadVaryExitsTwoNamingFlagAndPath) {
   EXPECT_NE(r.err.find("policy.bucket_bytes"), std::string::npos) << r.err;
   r = run(base + "--vary policy.forward_prefetch");
   EXPECT_EQ(r.code, 2) << r.err;
+  // One path twice in a joint axis, as over two axes (it ran one configuration).
+  r = run(base + "--vary policy.micro_batches/policy.micro_batches=1/2");
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("--vary: policy.micro_batches: varied twice"), std::string::npos) << r.err;
+  // Range errors quote what was given.
+  r = run(base + "--vary policy.micro_batches=1..8:+-1");
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("(+-1 never advances)"), std::string::npos) << r.err;
+  r = run(base + "--vary policy.micro_batches=1...8:x2");
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("expected one \"..\" between the start and the end"), std::string::npos) << r.err;
   r = run("sweep " + scenario("host-tiny-fsdp.json"));
   EXPECT_EQ(r.code, 2) << r.err;
   EXPECT_FALSE(fs::exists(dir_ / "o"));
