@@ -60,6 +60,14 @@ int run_track(const std::vector<std::string>& args) {
   if (cli.parse(args) == Parsed::help_shown) return 0;
   if (history.empty()) throw InputError("--history", "is required");
   if (cli.given("commit") && commit.empty()) throw InputError("--commit", "is empty; give the commit to record, or leave the flag out for git's HEAD");
+  if (cli.given("scenario") && scenario.find_first_not_of(" \t") == std::string::npos)
+    throw InputError("--scenario", "is blank; give the scenario's name, or leave the flag out to read it from the run");
+  // Labels are printed one record per line on the page and in tables: no newline or escape.
+  for (const auto& [flag, text] : {std::pair<const char*, const std::string*>{"--commit", &commit}, {"--scenario", &scenario}})
+    for (const char c : *text)
+      if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
+        throw InputError(flag, "contains a control character (byte " + std::to_string(static_cast<int>(static_cast<unsigned char>(c))) +
+                                   "); expected printable text");
   if (metrics_path.empty() && html.empty()) throw InputError("METRICS", "give a metrics file to record, or --html OUT to render");
   // Before anything is appended: the history must not be recorded into and then fail to render,
   // nor be overwritten by the page.

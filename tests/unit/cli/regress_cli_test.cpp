@@ -120,6 +120,13 @@ TEST_F(RegressCli, TrackAppendsAndRenders) {
   // An empty --commit is named as given, not taken for a missing git repository.
   EXPECT_EQ(run("track run --history h.jsonl --commit ''").code, 2);
   EXPECT_NE(err_.find("--commit: is empty"), std::string::npos) << err_;
+  // A record is one line: a newline or a tab in its labels is refused, as is a blank name.
+  EXPECT_EQ(run("track run --history h.jsonl --commit \"$(printf 'a b\\nc')\"").code, 2);
+  EXPECT_NE(err_.find("--commit: contains a control character (byte 10)"), std::string::npos) << err_;
+  EXPECT_EQ(run("track run --history h.jsonl --commit abc --scenario \"$(printf 'a\\tb')\"").code, 2);
+  EXPECT_NE(err_.find("--scenario: contains a control character (byte 9)"), std::string::npos) << err_;
+  EXPECT_EQ(run("track run --history h.jsonl --commit abc --scenario ''").code, 2);
+  EXPECT_NE(err_.find("--scenario: is blank"), std::string::npos) << err_;
   write("run/metrics.json", metrics(900, 50, 0.95));
   EXPECT_EQ(run("track run/metrics.json --history h.jsonl --commit def --html trend.html").code, 0) << err_;
   const std::string hist = slurp(dir_ / "h.jsonl");
