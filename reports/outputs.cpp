@@ -386,7 +386,8 @@ void write_output_folder(const std::string& dir, const std::vector<OutputFile>& 
     else commit_into_existing(tmp, target, names, stale);
   } catch (const fs::filesystem_error& e) {
     fs::remove_all(tmp, ec);
-    throw InputError(flag, std::string("cannot write the outputs: ") + e.what());
+    // The system's reason, and the user's folder: not std::filesystem's text with our temporary paths.
+    throw InputError(flag, "cannot write the outputs into \"" + target.string() + "\": " + e.code().message());
   } catch (...) {
     fs::remove_all(tmp, ec);
     throw;
