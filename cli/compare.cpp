@@ -44,8 +44,7 @@ int run_compare(const std::vector<std::string>& args) {
   if (cli.parse(args) == Parsed::help_shown) return 0;
   if (predicted_dir.empty()) throw InputError("PREDICTED_DIR", "give the output folder of `shardline simulate --out`");
   if (measured_dir.empty()) throw InputError("MEASURED_DIR", "give the output folder of `shardline exec --out`");
-  if (!(tolerance >= 0) || !std::isfinite(tolerance))
-    throw InputError("--tolerance", number_text(tolerance) + ": must be a finite relative error >= 0, e.g. 0.10");
+  check_tolerance(tolerance);
   if (out_dir.empty()) out_dir = measured_dir;
   if (const std::string partial = newer_partial_timeline(measured_dir); !partial.empty())
     std::cerr << "shardline compare: note: " << measured_dir << " holds " << partial

@@ -67,8 +67,7 @@ int run_validate(const std::vector<std::string>& args) {
   if (cli.parse(args) == Parsed::help_shown) return 0;
   if (exec::launched_by_mpirun())
     throw InputError("--np", "run validate without mpirun: it launches calibrate and exec under mpirun itself");
-  if (!(tolerance >= 0) || !std::isfinite(tolerance))
-    throw InputError("--tolerance", number_text(tolerance) + ": must be a finite relative error >= 0, e.g. 0.10");
+  check_tolerance(tolerance);
   check_iteration_count(iterations, "--iterations");
   if (cli.given("warmup")) check_warmup_count(warmup, "--warmup");
   // calibrate's and exec's own flags, checked before either starts under mpirun: one message.

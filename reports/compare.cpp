@@ -392,6 +392,11 @@ nlohmann::json by_rank_json(const Comparison& c) {
 }
 }  // namespace
 
+void check_tolerance(double tolerance) {
+  if (!(tolerance >= 0 && tolerance <= kMaxTolerance))
+    throw InputError("--tolerance", number_text(tolerance) + ": must be a relative error in [0, 1e6], e.g. 0.10");
+}
+
 MachineDrift drift_between(double predicted_step_us, double after_run_predicted_step_us, double tolerance) {
   MachineDrift d;
   d.predicted_step_us = predicted_step_us;

@@ -68,6 +68,11 @@ struct MachineDrift {
 };
 MachineDrift drift_between(double predicted_step_us, double after_run_predicted_step_us, double tolerance);
 
+// --tolerance of compare, validate and regress: a relative error in [0, kMaxTolerance], else
+// InputError quoting it (1e308 was taken and printed as "within inf%").
+inline constexpr double kMaxTolerance = 1e6;
+void check_tolerance(double tolerance);
+
 // One rank's step: predicted (that rank of an every-rank prediction, else the representative
 // rank) and measured (that rank, the reported iteration).
 struct RankComparison {

@@ -1,6 +1,7 @@
 // Metrics regression check (see reports/regress.h).
 #include "reports/regress.h"
 
+#include "reports/compare.h"
 #include "reports/outputs.h"
 
 #include <algorithm>
@@ -190,7 +191,7 @@ bool RegressReport::failed() const {
 }
 
 RegressReport regress_compare(const std::string& baseline, const std::string& current, double tolerance) {
-  if (tolerance < 0 || !std::isfinite(tolerance)) throw InputError("--tolerance", number_text(tolerance) + ": must be a finite number >= 0");
+  check_tolerance(tolerance);
   if (!fs::exists(baseline)) throw InputError("--baseline", "\"" + baseline + "\" does not exist");
   if (!fs::exists(current)) throw InputError("--current", "\"" + current + "\" does not exist");
   const std::string baseline_file = metrics_file_of(baseline), current_file = metrics_file_of(current);

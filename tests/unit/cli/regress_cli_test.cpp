@@ -61,7 +61,9 @@ TEST_F(RegressCli, AFileAgainstARunFolderReadsItsMetrics) {
   EXPECT_EQ(run("regress --baseline base.json --current empty").code, 2);
   EXPECT_NE(err_.find("a file and a run's output folder (with its metrics.json)"), std::string::npos) << err_;
   EXPECT_EQ(run("regress --baseline base.json --current run --tolerance -1").code, 2);
-  EXPECT_NE(err_.find("--tolerance: -1: must be a finite number >= 0"), std::string::npos) << err_;
+  EXPECT_NE(err_.find("--tolerance: -1: must be a relative error in [0, 1e6]"), std::string::npos) << err_;
+  EXPECT_EQ(run("regress --baseline base.json --current run --tolerance 1e308").code, 2);  // was "within inf%"
+  EXPECT_NE(err_.find("--tolerance: 1e+308: must be a relative error in [0, 1e6]"), std::string::npos) << err_;
 }
 
 // --update-baseline takes a run's output folder as its metrics.json too, on either side: the
