@@ -392,8 +392,9 @@ class Scheduler {
       const std::string what = t ? "its shape (seq_len " + std::to_string(t->seq_len) + " x micro_batch_size " +
                                        std::to_string(t->micro_batch_size) + " tokens, hidden " + std::to_string(t->hidden) +
                                        ", ffn_hidden " + std::to_string(t->ffn_hidden) + ", vocab " + std::to_string(t->vocab) + ")"
-                                 : "its FLOPs or times";
-      throw InputError(t ? "model.transformer" : "model.units",
+                                 : "its forward_flops / forward_time and backward_flops / backward_time (a backward not "
+                                   "given is twice the forward)";
+      throw InputError(t ? "model.transformer" : "model.units[" + std::to_string(u) + "]",
                        "unit \"" + s_.model.units[u].name + "\" would compute for " + format_time_us(longest) +
                            " per micro-batch, over an hour; check " + what + ", cluster.gpu.peak_tflops, "
                            "cluster.gpu.hbm_bandwidth and the cluster.gpu efficiencies");

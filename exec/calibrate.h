@@ -22,7 +22,7 @@ namespace shardline::exec {
 class HostComm;  // exec/host_comm.h
 
 // Upper bounds of --repetitions and --passes (--warmup: that of exec's, check_warmup_count).
-inline constexpr int kMaxCalibrateRepetitions = 1000;
+inline constexpr int kMaxCalibrateRepetitions = 10000;
 inline constexpr int kMaxCalibratePasses = 100;
 
 struct CalibrateOptions {

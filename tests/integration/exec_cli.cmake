@@ -141,11 +141,11 @@ set_tests_properties(exec.cli.bad.poll_env_range PROPERTIES ENVIRONMENT "${_env}
 set(_nothing ${CMAKE_CURRENT_BINARY_DIR}/calibrate_bad_flag.json)
 add_test(NAME exec.cli.calibrate_bad_flag_writes_nothing
          COMMAND ${CMAKE_COMMAND} "-DCMD=$<TARGET_FILE:shardline>;calibrate;--np;2;--out;${_nothing};--repetitions;0"
-                 -DRC=2 "-DREGEX=calibrate: error: --repetitions: must be at least 1" "-DNOREGEX=launching"
+                 -DRC=2 "-DREGEX=calibrate: error: --repetitions: must be in .1, 10000., got 0" "-DNOREGEX=launching"
                  "-DCLEAN=${_nothing}" "-DABSENT=${_nothing}" -P ${CMAKE_CURRENT_SOURCE_DIR}/expect_run.cmake)
 add_test(NAME exec.cli.calibrate_bad_passes_writes_nothing
          COMMAND ${CMAKE_COMMAND} "-DCMD=$<TARGET_FILE:shardline>;calibrate;--np;2;--out;${_nothing};--passes;0"
-                 -DRC=2 "-DREGEX=calibrate: error: --passes: must be at least 1" "-DNOREGEX=launching"
+                 -DRC=2 "-DREGEX=calibrate: error: --passes: must be in .1, 100., got 0" "-DNOREGEX=launching"
                  "-DCLEAN=${_nothing}" "-DABSENT=${_nothing}" -P ${CMAKE_CURRENT_SOURCE_DIR}/expect_run.cmake)
 add_test(NAME exec.cli.calibrate_too_few_sizes_writes_nothing
          COMMAND ${CMAKE_COMMAND} "-DCMD=$<TARGET_FILE:shardline>;calibrate;--np;2;--out;${_nothing};--max-bytes;1KiB"

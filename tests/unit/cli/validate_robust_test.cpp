@@ -48,10 +48,10 @@ TEST_F(ValidateRobustCli, BadFlagsAreOneMessageBeforeMpirun) {
   const std::string out = " --out " + (dir_ / "v").string();
   for (const auto& [args, expected] : std::vector<std::pair<std::string, std::string>>{
            {" --warmup -2", "--warmup: must be in [0, 1024], got -2"},
-           {" --repetitions 0", "--repetitions: must be in [1, 1000], got 0"},
+           {" --repetitions 0", "--repetitions: must be in [1, 10000], got 0"},
            {" --passes 0", "--passes: must be in [1, 100], got 0"},
            // A calibration that would run for days (it did, unbounded).
-           {" --repetitions 100000000", "--repetitions: must be in [1, 1000], got 100000000"},
+           {" --repetitions 100000000", "--repetitions: must be in [1, 10000], got 100000000"},
            {" --passes 100000", "--passes: must be in [1, 100], got 100000"},
            {" --max-bytes 1KiB --np 2", "--max-bytes: leaves fewer than two sizes"},
            {" --compute bogus", "--compute: expected sleep, spin or kernel"},

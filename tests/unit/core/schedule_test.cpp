@@ -598,7 +598,7 @@ TEST(Schedule, AUnitComputingForOverAnHourIsAnInputError) {
   s.model.units[1].forward_flops = 1e21;
   s.model.units[1].backward_flops = 2e21;
   s.cluster.gpu.efficiency = 0.001;
-  coretest::expect_input_error([&] { schedule(s); }, "model.units", {"over an hour"});
+  coretest::expect_input_error([&] { schedule(s); }, "model.units[1]", {"over an hour", "a backward not given is twice the forward"});
 }
 
 TEST(Schedule, MemoryAllocationsBalanceAndStaticMemoryFollowsFormula) {
