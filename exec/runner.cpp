@@ -391,7 +391,6 @@ class TerminationWatched {
   struct sigaction previous_ {};
 };
 
-
 // The options a run checks before anything is planned.
 void check_run_options(const ExecOptions& options, int world) {
   check_iteration_count(options.iterations, "--iterations");
