@@ -217,7 +217,7 @@ void check_run_outputs_size(const Scenario& scenario, const Program& program) {
 }
 
 void check_program_json_size(const Scenario& scenario, const Program& program) {
-  refuse_ops_beyond_limit(scenario, program, 3500, "--json builds the whole program.json in memory",
+  refuse_ops_beyond_limit(scenario, program, kProgramJsonBytesPerOp, "--json builds the whole program.json in memory",
                           "leave out --json (the text form, one line per op, is written as it goes)");
 }
 
