@@ -49,14 +49,14 @@ constexpr const char* kPresets = R"json({
   },
   "h100-sxm-dgx-torch2.11": {
     "same_as": "h100-sxm-dgx",
-    "gpu": {"gemm_efficiency": 0.7264, "gemm_half_dim": 98, "memory_efficiency": 0.6125,
+    "gpu": {"gemm_efficiency": 0.7264, "gemm_half_dim": 98, "memory_efficiency": 0.65,
             "attention_efficiency": 0.875, "attention_backward_efficiency": 0.8031, "attention_half_seq": 252,
             "attention_backward_half_seq": 832, "attention_half_head_dim": 48,
             "kernel_launch": "1.71us", "copy_bandwidth": "1124GB/s"}
   },
   "h200-sxm-hgx-torch2.11": {
     "same_as": "h200-sxm-hgx",
-    "gpu": {"gemm_efficiency": 0.712, "gemm_half_dim": 82, "memory_efficiency": 0.5375,
+    "gpu": {"gemm_efficiency": 0.712, "gemm_half_dim": 82, "memory_efficiency": 0.5875,
             "attention_efficiency": 0.9719, "attention_backward_efficiency": 0.85, "attention_half_seq": 256,
             "attention_backward_half_seq": 576, "attention_half_head_dim": 60,
             "kernel_launch": "1.08us", "copy_bandwidth": "1359GB/s"}

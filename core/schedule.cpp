@@ -663,7 +663,10 @@ class Scheduler {
       ag_state_[b] = ParamState::Unsharded;
       return;
     }
-    const bool implicit_forward = phase_ == Phase::Forward && s_.policy.forward_prefetch <= 1;
+    // In forward FSDP2 keeps each all-gather output until the next copy-out, whatever issued the
+    // gather (wait_for_unshard tests the training state, FORWARD, not how the unshard came: its
+    // docstring's "explicit prefetching frees at once" is not what the code does).
+    const bool implicit_forward = phase_ == Phase::Forward;
     if (implicit_forward && held_ag_buffer_ >= 0) {
       // FSDP2 implicit prefetch: the all-gather streams wait for the previous copy-out before
       // the next copy-in may overwrite memory, and the previous all-gather output is freed now.
@@ -763,6 +766,11 @@ class Scheduler {
   void forward(int mb) {
     mb_ = mb;
     phase_ = Phase::Forward;
+    // The root's pre-forward: the all-gather streams wait for the compute stream (FSDP2's
+    // _root_pre_forward, FSDP1's _wait_for_computation_stream), which at the end of the previous
+    // micro-batch's backward waited for every reduction: no gather of this micro-batch overlaps
+    // them. (The first micro-batch's would wait for the previous step's optimizer, not simulated.)
+    if (mb > 0) wait_all_gather_streams(em_.last_on(StreamId::Compute));
     const int U = static_cast<int>(s_.model.units.size());
     const int depth = s_.policy.forward_prefetch;
     for (int i = 0; i < U; ++i) {
@@ -952,8 +960,19 @@ class Scheduler {
       in.dtype = p_.reduce_dtype;
       in.slice_list = bucket.list_index;
       const int rs_copy_in = em_.emit(std::move(in));
-      memory_op(OpKind::Free, StreamId::ReduceScatter, MemoryKind::UnshardedGrads, grad_bytes,
-                bucket_label("grads rb", rb));
+      // FSDP2's foreach_reduce: "only after the copy-in finishes can we free the gradients, which
+      // were computed in the default stream": the compute stream waits for the copy-in (PyTorch
+      // 2.4-2.5: current_stream.wait_stream(reduce_scatter_stream) after it; since 2.6 the
+      // copy-in runs on the compute stream itself), so it never overlaps the next backward. The
+      // free marks that wait. Byte buckets (a queue the compute stream never waits for) and
+      // FSDP1 (its reduce-scatter reads the flat gradient, record_stream) free on the
+      // reduce-scatter stream.
+      if (!queued_buckets && !s_.policy.fsdp1_record_stream()) {
+        const int released =
+            memory_op(OpKind::Free, StreamId::Compute, MemoryKind::UnshardedGrads, grad_bytes, bucket_label("grads rb", rb), {rs_copy_in});
+        em_.wait(StreamId::ReduceScatter, released);  // the host allocates the shard after the release
+      } else
+        memory_op(OpKind::Free, StreamId::ReduceScatter, MemoryKind::UnshardedGrads, grad_bytes, bucket_label("grads rb", rb));
       alloc_grad_shard();
       Op rs = make(OpKind::ReduceScatter, StreamId::ReduceScatter, bucket_label("rs rb", rb));
       rs.unit = unit_of(bucket);

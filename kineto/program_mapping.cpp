@@ -600,6 +600,21 @@ void place_markers(const Program& p, const std::vector<MemoryEvent>& memory, dou
       last = times[static_cast<size_t>(i)].issue;
     next_issue[static_cast<size_t>(i)] = last;
   }
+  // The measured start of the next op with GPU work on each op's stream: a marker between two
+  // ops of a stream happens no later than the second starts (streams run in order). A Program
+  // dependency that would put it later (the compute stream waiting for a reduce-scatter copy-in
+  // whose kernels the import attributes past the next copy-out's start, on a one-GPU run's single
+  // stream) yields to what was measured.
+  std::vector<int64_t> next_start_on_stream(static_cast<size_t>(n), kNone);
+  {
+    std::vector<int64_t> next(static_cast<size_t>(kNumStreams), kNone);
+    for (int i = n - 1; i >= 0; --i) {
+      const Op& op = p.ops[static_cast<size_t>(i)];
+      next_start_on_stream[static_cast<size_t>(i)] = next[static_cast<size_t>(op.stream)];
+      if (!is_marker(op.kind) && times[static_cast<size_t>(i)].issue != kNone)
+        next[static_cast<size_t>(op.stream)] = times[static_cast<size_t>(i)].start;
+    }
+  }
   int64_t previous_issue = 0;
   std::unordered_map<int64_t, std::vector<int64_t>> events_by_size;  // signed bytes -> times, ascending
   for (const MemoryEvent& e : memory) events_by_size[e.bytes].push_back(e.ts_ns);
@@ -638,6 +653,7 @@ void place_markers(const Program& p, const std::vector<MemoryEvent>& memory, dou
       }
       int64_t at = std::max(t.issue, stream_end[static_cast<size_t>(op.stream)]);
       for (int d : p.deps(op)) at = std::max(at, times[static_cast<size_t>(d)].end + latency_ns);
+      if (const int64_t next = next_start_on_stream[static_cast<size_t>(i)]; next != kNone) at = std::min(at, next);
       t.start = t.end = at;
     }
     previous_issue = t.issue;

@@ -689,25 +689,80 @@ TEST(Schedule, TheModelOutputLivesAsTheLoopAndTheLossHoldIt) {
 // only then the reduce-scatter output (the gradient shard). With one rank the shard is as large
 // as the gradients, and allocating it before the release over-stated the peak by their size
 // (1.96 GiB on the 8B-shaped one-GPU steps, docs/benchmarks.md).
+// FSDP2's and FSDP1's root pre-forward: a later micro-batch's all-gather streams wait for the
+// compute stream, which waited for the earlier micro-batch's reductions, so its first gather
+// cannot overlap them (it could, before 2026-11-27's twenty-eighth session).
+TEST(Schedule, ALaterMicroBatchsGathersWaitForTheEarlierOnesReductions) {
+  Scenario s = make_scenario(3, 2, 1);
+  s.policy.micro_batches = 2;
+  const Program p = schedule(s);
+  int last_rs_mb0 = -1;
+  for (const Op& op : p.ops)
+    if (op.kind == OpKind::ReduceScatter && op.microbatch == 0) last_rs_mb0 = p.id_of(op);
+  ASSERT_GE(last_rs_mb0, 0);
+  for (StreamId stream : {StreamId::CopyIn, StreamId::AllGather}) {
+    const Op* first = nullptr;
+    for (const Op& op : p.ops)
+      if (op.stream == stream && op.microbatch == 1 && op.phase == Phase::Forward) {
+        first = &op;
+        break;
+      }
+    ASSERT_NE(first, nullptr);
+    bool waits = false;
+    for (int d : p.deps(*first))
+      waits = waits || (p.ops[static_cast<size_t>(d)].stream == StreamId::Compute && d > last_rs_mb0);
+    EXPECT_TRUE(waits) << p.name(*first) << " does not wait for the compute stream after " << p.name(p.ops[static_cast<size_t>(last_rs_mb0)]);
+  }
+}
+
+// In forward FSDP2 keeps each all-gather output through its unit's forward, until the next
+// unit's wait-for-unshard frees it, with explicit prefetch too (wait_for_unshard tests the
+// training state, not how the gather was issued). It had been freed at its own copy-out.
+TEST(Schedule, ExplicitForwardPrefetchHoldsEachGatherOutputThroughItsUnitsForward) {
+  Scenario s = make_scenario(4, 2, 1);
+  s.policy.forward_prefetch = 2;
+  const Program p = schedule(s);
+  auto first_index = [&](const std::string& name) {
+    for (size_t i = 0; i < p.ops.size(); ++i)
+      if (p.name(p.ops[i]) == name) return static_cast<int>(i);
+    return -1;
+  };
+  for (int b = 0; b + 1 < 4; ++b) {
+    const int freed = first_index("free ag_buf b" + std::to_string(b) + " mb0");
+    const int forward = first_index("fwd u" + std::to_string(b) + " mb0");
+    const int next_copy_out = first_index("copy_out b" + std::to_string(b + 1) + " mb0");
+    ASSERT_GE(freed, 0) << b;
+    EXPECT_GT(freed, forward) << "bucket " << b;
+    EXPECT_LT(freed, next_copy_out) << "bucket " << b;
+  }
+}
+
 TEST(Schedule, GradientShardIsAllocatedAfterTheUnshardedGradientsAreReleased) {
   const Program p = schedule(make_scenario(3, 2, 1));
   int checked = 0;
   for (size_t i = 0; i < p.ops.size(); ++i) {
     if (p.ops[i].kind != OpKind::Alloc || p.ops[i].memory != MemoryKind::ShardedGrads) continue;
-    // On the reduce-scatter stream, in program order: the bucket's copy-in, the release of the
-    // unsharded gradients, this allocation, then the bucket's reduce-scatter.
+    // In program order: the bucket's copy-in (reduce-scatter stream), the release of the
+    // unsharded gradients on the compute stream, which waits for the copy-in (FSDP2's compute
+    // stream never runs past it), this allocation, waiting for the release, then the bucket's
+    // reduce-scatter.
     const Op* copy_in = nullptr;
     const Op* released = nullptr;
     const Op* rs = nullptr;
     for (size_t j = 0; j < p.ops.size(); ++j) {
       const Op& op = p.ops[j];
+      if (j < i && op.kind == OpKind::Free && op.memory == MemoryKind::UnshardedGrads) released = &op;
       if (op.stream != StreamId::ReduceScatter) continue;
       if (j < i && op.kind == OpKind::CopyIn) copy_in = &op;
-      if (j < i && op.kind == OpKind::Free && op.memory == MemoryKind::UnshardedGrads) released = &op;
       if (j > i && op.kind == OpKind::ReduceScatter && rs == nullptr) rs = &op;
     }
     ASSERT_TRUE(copy_in && released && rs) << p.name(p.ops[i]);
     EXPECT_LT(p.id_of(*copy_in), p.id_of(*released)) << p.name(p.ops[i]);
+    EXPECT_EQ(released->stream, StreamId::Compute) << p.name(p.ops[i]);
+    const auto released_deps = p.deps(*released);
+    EXPECT_NE(std::find(released_deps.begin(), released_deps.end(), p.id_of(*copy_in)), released_deps.end()) << p.name(p.ops[i]);
+    const auto alloc_deps = p.deps(p.ops[i]);
+    EXPECT_NE(std::find(alloc_deps.begin(), alloc_deps.end(), p.id_of(*released)), alloc_deps.end()) << p.name(p.ops[i]);
     EXPECT_EQ(copy_in->bucket, rs->bucket) << p.name(p.ops[i]);
     ++checked;
   }
