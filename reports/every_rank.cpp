@@ -48,14 +48,15 @@ EveryRankRun simulate_every_rank(const Scenario& scenario, const Program& progra
     // Blamed on the larger factor: the mesh when it has more ranks than the Program has ops
     // (65,536 ranks of a 4,430-op step) or when each rank's own state outweighs its spans, else
     // the key that made the Program large.
-    const bool ranks_dominate = ranks > ops || 16 * ops < kRankStateBytes;
+    const bool ranks_dominate = (ranks > ops || 16 * ops < kRankStateBytes) && ranks * 16 > kProgramBytesPerOp;
     // Fewer micro-batches are named only when one micro-batch's ops would fit.
     const bool one_micro_batch_fits =
         every_rank_bytes(ranks, ops / std::max(1, scenario.policy.micro_batches)) <= kMaxEveryRankBytes;
     throw InputError(ranks_dominate ? std::string("mesh") : program_size_key(scenario, one_micro_batch_fits),
                      "every rank is simulated (a variation, or --ranks all) and keeps its start and end of every op and "
                      "its own state: " + std::to_string(ranks) + " ranks x " + std::to_string(ops) + " ops is " + gb(bytes) +
-                         " (16 bytes per rank and op, about " + std::to_string(kRankStateBytes) + " bytes per rank); at most " +
+                         " (16 bytes per rank and op, about " + std::to_string(kRankStateBytes) + " bytes per rank, " +
+                         std::to_string(kProgramBytesPerOp) + " per op for the Program and the representative rank); at most " +
                          gb(kMaxEveryRankBytes) +
                          ": make fewer ops or ranks, or simulate one representative rank (no variation; simulate --ranks one)");
   }

@@ -39,11 +39,15 @@ inline constexpr size_t kMaxVariedRanksKept = 8;
 // What simulating every rank holds: each rank's start and end of every op (16 bytes each; the
 // simulator picks the Timeline's ranks after the run) and each rank's own state (streams, network,
 // collectives in flight, statistics: kRankStateBytes, measured as the slope of peak memory over
-// 131,072 and 262,144 ranks of host-tiny-fsdp, 4.95 KB per rank of which 2.4 KB spans). Held to
-// 3.2 GB: the 70B scenario on 16,384 GPUs needs 1.2 GB; on 64 GPUs with 4 MiB buckets 1.9 GB.
+// 131,072 and 262,144 ranks of host-tiny-fsdp, 4.95 KB per rank of which 2.4 KB spans), plus what
+// does not grow with the ranks: the Program and the representative rank's run before the every-rank
+// one, kProgramBytesPerOp (a review on 2026-11-27 measured 267-500 bytes per op beyond the spans on
+// runs of 2.6-7.8 M ops over 25-64 ranks, which the count had left out: 6.3 GB where it said 3.1).
+// Held to 4 GB: the 70B scenario on 16,384 GPUs needs 1.2 GB, Llama 3 405B on 16,384 H100s 3.7 GB.
 inline constexpr int64_t kRankStateBytes = 2'600;
-inline constexpr int64_t kMaxEveryRankBytes = 3'200'000'000;
-inline int64_t every_rank_bytes(int64_t ranks, int64_t ops) { return ranks * (16 * ops + kRankStateBytes); }
+inline constexpr int64_t kProgramBytesPerOp = 512;
+inline constexpr int64_t kMaxEveryRankBytes = 4'000'000'000;
+inline int64_t every_rank_bytes(int64_t ranks, int64_t ops) { return ranks * (16 * ops + kRankStateBytes) + ops * kProgramBytesPerOp; }
 EveryRankRun simulate_every_rank(const Scenario& scenario, const Program& program, SimOptions options,
                                  const std::vector<int>& keep_ranks, bool keep_all);
 

@@ -204,7 +204,10 @@ void refuse_ops_beyond_limit(const Scenario& scenario, const Program& program, d
   if (ops <= kMaxOutputOps) return;
   char gb[32];
   std::snprintf(gb, sizeof gb, "%.1f", static_cast<double>(ops) * bytes_per_op / 1e9);
-  throw InputError(program_size_key(scenario), "this step has " + std::to_string(ops) + " ops; " + writes + " (about " +
+  // Fewer micro-batches are named only when one micro-batch's ops would fit (70B with 1 MiB
+  // buckets: 3.9 M ops in one micro-batch had named policy.micro_batches).
+  const bool one_micro_batch_fits = ops / std::max(1, scenario.policy.micro_batches) <= kMaxOutputOps;
+  throw InputError(program_size_key(scenario, one_micro_batch_fits), "this step has " + std::to_string(ops) + " ops; " + writes + " (about " +
                                                    std::string(gb) + " GB here), and stops at " + std::to_string(kMaxOutputOps) +
                                                    " ops; " + advice + ", or make fewer ops");
 }

@@ -206,6 +206,10 @@ TEST_F(SimulateCli, OutputsOfAHugeProgramAreRefusedNamingTheKey) {
   expect_input_error(big, "policy.micro_batches");  // with --out DIR/out, which must not appear
   EXPECT_NE(err_.find("stops at 250000 ops"), std::string::npos) << err_;
   EXPECT_EQ(run(big + " --json").code, 0) << err_;
+  // When one micro-batch alone is over the limit, fewer micro-batches would not do: the key that
+  // made its ops is named (it had named policy.micro_batches).
+  expect_input_error("simulate " + scenario("llama3-8b-fsdp-h100x8.json") + " --set policy.bucket_bytes=1MiB --set policy.micro_batches=2",
+                     "policy.bucket_bytes");
 }
 
 // schedule --json builds program.json whole in memory: refused the same way (it ran out of memory
