@@ -314,7 +314,18 @@ class Scheduler {
       }
     }
     const double gathered = gathers == 1.0 ? ag_buckets : 2.0 * ag_buckets - std::min(kept_buckets, ag_buckets);
-    const double per_micro_batch = ops_per_gather * gathered + 2.0 * static_cast<double>(U);
+    // Per unit and micro-batch: its forward and backward compute, and the alloc and free of each
+    // kind of memory it holds (forward() and backward() emit them); 2 ops a unit had been counted
+    // where the shorthand's blocks make about 8, so 400,000 layers passed this bound and were
+    // refused only at the build's own stop, after seconds and 1.9 GB.
+    double unit_ops = 0;
+    for (const UnitSpec& u : s_.model.units) {
+      unit_ops += 2.0;
+      for (int64_t bytes : {u.activation_bytes, u.output_bytes, u.loss_activation_bytes, u.forward_transient_bytes,
+                            u.backward_transient_bytes, u.loss_backward_transient_bytes})
+        if (bytes > 0) unit_ops += 2.0;
+    }
+    const double per_micro_batch = ops_per_gather * gathered + unit_ops;
     const double per_sync = (fused ? 4.0 : 3.0) * static_cast<double>(min_bucket_count(s_, p_, s_.policy.bucket_bytes, reduce_bytes));
     const double at_least = per_micro_batch * p_.micro_batches + per_sync * syncs;
     if (at_least > static_cast<double>(kMaxProgramOps)) throw too_many_ops(s_, at_least, per_micro_batch + per_sync);

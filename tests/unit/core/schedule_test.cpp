@@ -571,6 +571,16 @@ TEST(Schedule, ProgramsOverTheOpLimitAreAnInputError) {
   EXPECT_LT(static_cast<int64_t>(schedule(s).ops.size()), kMaxProgramOps);
 }
 
+// The estimate counts each unit's memory ops (its activations here) beside its compute: 1,000
+// units over 480 micro-batches make about 11.5 M ops; counted as 2 ops a unit they passed the
+// estimate (7.7 M) and were stopped only by the build at 8 M ops ("makes more than"), after
+// building them; now the estimate (8.6 M, "at least") refuses them first.
+TEST(Schedule, TheOpEstimateCountsEachUnitsMemoryOps) {
+  Scenario s = make_scenario(1000, 2, 1);
+  s.policy.micro_batches = 480;
+  coretest::expect_input_error([&] { schedule(s); }, "policy.micro_batches", {"this step makes at least"});
+}
+
 // The op count is estimated before anything is built: a billion micro-batches is refused at
 // once naming policy.micro_batches (it used to build gigabytes first), and per-unit buckets
 // count too (the estimate saw none of them).
