@@ -317,9 +317,7 @@ Metrics StepAccumulator::finish(const Timeline& t, std::optional<int64_t> peak_m
     m.peak_reserved_bytes = m.min_reserved_bytes = a.peak_reserved_bytes + t.memory_reserve.fixed_bytes;
   }
   m.memory_capacity_bytes = t.memory_capacity_bytes;
-  // A GPU of unknown size (an import without a scenario) is not judged.
-  m.fits_memory = t.memory_capacity_bytes == 0 ||
-                  static_cast<double>(m.min_reserved_bytes) <= static_cast<double>(t.memory_capacity_bytes) * (1.0 - t.memory_margin);
+  m.fits_memory = static_cast<double>(m.min_reserved_bytes) <= static_cast<double>(t.memory_capacity_bytes) * (1.0 - t.memory_margin);
   m.throughput = throughput_of(t.workload, m.step_time_us);
   return m;
 }

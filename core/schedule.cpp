@@ -897,7 +897,13 @@ class Scheduler {
   // reduce-scatter, which shardline does not model); FSDP1's waits for its post-backward stream
   // after every backward that synchronizes gradients. The last micro-batch's runs in finalize.
   void wait_for_reductions() {
-    for (int event : post_reduce_events_) em_.wait(StreamId::Compute, event);
+    // The all-gather streams wait for the same events: the next micro-batch's root pre-forward
+    // makes them wait for the compute stream, which waits for these (with byte buckets no compute
+    // op carries the wait before that forward, so the streams are told directly).
+    for (int event : post_reduce_events_) {
+      em_.wait(StreamId::Compute, event);
+      wait_all_gather_streams(event);
+    }
     post_reduce_events_.clear();
     if (prev_rs_op_ < 0) return;
     memory_op(OpKind::Free, StreamId::Compute, MemoryKind::ReduceScatterBuffer, prev_rs_bytes_,

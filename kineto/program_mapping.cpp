@@ -653,7 +653,10 @@ void place_markers(const Program& p, const std::vector<MemoryEvent>& memory, dou
       }
       int64_t at = std::max(t.issue, stream_end[static_cast<size_t>(op.stream)]);
       for (int d : p.deps(op)) at = std::max(at, times[static_cast<size_t>(d)].end + latency_ns);
-      if (const int64_t next = next_start_on_stream[static_cast<size_t>(i)]; next != kNone) at = std::min(at, next);
+      // Never before its own issue or its stream's previous op (a timeline's reader refuses a start
+      // before the issue).
+      if (const int64_t next = next_start_on_stream[static_cast<size_t>(i)]; next != kNone)
+        at = std::max({t.issue, stream_end[static_cast<size_t>(op.stream)], std::min(at, next)});
       t.start = t.end = at;
     }
     previous_issue = t.issue;

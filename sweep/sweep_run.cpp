@@ -77,8 +77,45 @@ void check_base_scenario(const nlohmann::json& base_json, const std::string& bas
                                    std::string(first->what()));
 }
 
-SweepRow evaluate_sweep_point(const nlohmann::json& base_json, const std::string& base_dir,
-                              const std::vector<SweepAxis>& axes, size_t index) {
+namespace {
+
+// The every-rank points of one process share kMaxEveryRankBytes: a point takes its count
+// (every_rank_bytes, at most the bound) before simulating and gives it back after, so the worker
+// threads never hold more than one bound's worth of ranks at once (a review ran two 70B points of
+// 5 GB each on two threads past 8.3 GB). Points over the bound are refused by simulate_every_rank.
+class EveryRankBudget {
+ public:
+  // Holds `bytes` of the budget for its lifetime, waiting until other points give enough back.
+  class Hold {
+   public:
+    Hold(EveryRankBudget* budget, int64_t bytes) : budget_(budget), bytes_(std::min(bytes, kMaxEveryRankBytes)) {
+      if (!budget_) return;
+      std::unique_lock<std::mutex> lock(budget_->mu_);
+      budget_->cv_.wait(lock, [&] { return budget_->available_ >= bytes_; });
+      budget_->available_ -= bytes_;
+    }
+    ~Hold() {
+      if (!budget_) return;
+      std::lock_guard<std::mutex> lock(budget_->mu_);
+      budget_->available_ += bytes_;
+      budget_->cv_.notify_all();
+    }
+    Hold(const Hold&) = delete;
+    Hold& operator=(const Hold&) = delete;
+
+   private:
+    EveryRankBudget* budget_;
+    int64_t bytes_;
+  };
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int64_t available_ = kMaxEveryRankBytes;
+};
+
+SweepRow evaluate_point(const nlohmann::json& base_json, const std::string& base_dir, const std::vector<SweepAxis>& axes,
+                        size_t index, EveryRankBudget* budget) {
   const SweepPoint pt = grid_point(axes, index);
   SweepRow row;
   row.index = index;
@@ -101,6 +138,7 @@ SweepRow evaluate_sweep_point(const nlohmann::json& base_json, const std::string
       });
       if (varies_variation) row.straggler_cost = 1.0;
     } else {
+      const EveryRankBudget::Hold hold(budget, every_rank_bytes(program.world_size, static_cast<int64_t>(program.ops.size())));
       const EveryRankRun run = simulate_every_rank(scenario, program, {}, {}, false);
       row.metrics = compute_metrics(run.timeline);
       row.straggler_cost = run.summary.straggler_cost;
@@ -114,6 +152,13 @@ SweepRow evaluate_sweep_point(const nlohmann::json& base_json, const std::string
   return row;
 }
 
+}  // namespace
+
+SweepRow evaluate_sweep_point(const nlohmann::json& base_json, const std::string& base_dir,
+                              const std::vector<SweepAxis>& axes, size_t index) {
+  return evaluate_point(base_json, base_dir, axes, index, nullptr);
+}
+
 std::vector<SweepRow> run_sweep_points(const nlohmann::json& base_json, const std::string& base_dir,
                                        const std::vector<SweepAxis>& axes, const std::vector<size_t>& indices,
                                        int jobs, const SweepProgressFn& progress) {
@@ -122,6 +167,7 @@ std::vector<SweepRow> run_sweep_points(const nlohmann::json& base_json, const st
   if (jobs <= 0) jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   jobs = static_cast<int>(std::min<size_t>(static_cast<size_t>(jobs), std::max<size_t>(total, 1)));
 
+  EveryRankBudget budget;
   std::atomic<size_t> next{0};
   std::atomic<size_t> done{0};
   std::atomic<bool> failed{false};
@@ -143,7 +189,7 @@ std::vector<SweepRow> run_sweep_points(const nlohmann::json& base_json, const st
       const size_t k = next.fetch_add(1, std::memory_order_relaxed);
       if (k >= total) break;
       try {
-        rows[k] = evaluate_sweep_point(base_json, base_dir, axes, indices[k]);
+        rows[k] = evaluate_point(base_json, base_dir, axes, indices[k], &budget);
       } catch (...) {
         std::lock_guard<std::mutex> lock(mu);
         if (!error) error = std::current_exception();

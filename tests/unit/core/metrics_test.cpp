@@ -173,7 +173,7 @@ TEST(Metrics, NoMemorySamplesMeansPeakZero) {
 
 // A measured run without memory samples whose allocator reported its peaks (an imported trace):
 // they are its memory, the scenario's context and NCCL buffers added to the reserve, judged
-// against the GPU with the margin; a GPU of unknown size is not judged.
+// against the GPU with the margin.
 TEST(Metrics, AMeasuredAllocatorsPeaksAreTheRunsMemory) {
   Timeline t = basic_timeline();
   t.memory.clear();
@@ -189,8 +189,6 @@ TEST(Metrics, AMeasuredAllocatorsPeaksAreTheRunsMemory) {
   EXPECT_TRUE(m.fits_memory);  // 850 <= 1000 x 0.9
   t.allocator_measured = AllocatorPeaks{700, 860};
   EXPECT_FALSE(compute_metrics(t).fits_memory);  // 910 > 900
-  t.memory_capacity_bytes = 0;
-  EXPECT_TRUE(compute_metrics(t).fits_memory);
   // Samples, where the timeline has them, are what is counted.
   t = basic_timeline();
   t.allocator_measured = AllocatorPeaks{5, 5};

@@ -703,25 +703,38 @@ TEST(Schedule, TheModelOutputLivesAsTheLoopAndTheLossHoldIt) {
 // compute stream, which waited for the earlier micro-batch's reductions, so its first gather
 // cannot overlap them (it could, before 2026-11-27's twenty-eighth session).
 TEST(Schedule, ALaterMicroBatchsGathersWaitForTheEarlierOnesReductions) {
-  Scenario s = make_scenario(3, 2, 1);
-  s.policy.micro_batches = 2;
-  const Program p = schedule(s);
-  int last_rs_mb0 = -1;
-  for (const Op& op : p.ops)
-    if (op.kind == OpKind::ReduceScatter && op.microbatch == 0) last_rs_mb0 = p.id_of(op);
-  ASSERT_GE(last_rs_mb0, 0);
-  for (StreamId stream : {StreamId::CopyIn, StreamId::AllGather}) {
-    const Op* first = nullptr;
+  for (int64_t bucket_bytes : {int64_t{0}, int64_t{1} << 20}) {  // a bucket per unit; byte buckets
+    Scenario s = make_scenario(3, 2, 1);
+    s.policy.micro_batches = 2;
+    s.policy.bucket_bytes = bucket_bytes;
+    const Program p = schedule(s);
+    int last_rs_mb0 = -1;
     for (const Op& op : p.ops)
-      if (op.stream == stream && op.microbatch == 1 && op.phase == Phase::Forward) {
-        first = &op;
-        break;
+      if (op.kind == OpKind::ReduceScatter && op.microbatch == 0) last_rs_mb0 = p.id_of(op);
+    ASSERT_GE(last_rs_mb0, 0);
+    // The first op of each all-gather stream in micro-batch 1 depends on micro-batch 0's last
+    // reduce-scatter, directly or through the compute op that waited for it.
+    auto waits_for_it = [&](const Op& op) {
+      for (int d : p.deps(op)) {
+        if (d == last_rs_mb0) return true;
+        const Op& dep = p.ops[static_cast<size_t>(d)];
+        if (dep.stream != StreamId::Compute) continue;
+        for (int dd : p.deps(dep))
+          if (dd == last_rs_mb0) return true;
       }
-    ASSERT_NE(first, nullptr);
-    bool waits = false;
-    for (int d : p.deps(*first))
-      waits = waits || (p.ops[static_cast<size_t>(d)].stream == StreamId::Compute && d > last_rs_mb0);
-    EXPECT_TRUE(waits) << p.name(*first) << " does not wait for the compute stream after " << p.name(p.ops[static_cast<size_t>(last_rs_mb0)]);
+      return false;
+    };
+    for (StreamId stream : {StreamId::CopyIn, StreamId::AllGather}) {
+      const Op* first = nullptr;
+      for (const Op& op : p.ops)
+        if (op.stream == stream && op.microbatch == 1 && op.phase == Phase::Forward) {
+          first = &op;
+          break;
+        }
+      ASSERT_NE(first, nullptr);
+      EXPECT_TRUE(waits_for_it(*first)) << p.name(*first) << " does not wait for " << p.name(p.ops[static_cast<size_t>(last_rs_mb0)])
+                                        << " (bucket_bytes " << bucket_bytes << ")";
+    }
   }
 }
 

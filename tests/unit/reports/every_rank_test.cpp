@@ -13,7 +13,6 @@ TEST(EveryRankBytes, AProgramOfMillionsOfOpsIsCountedBesideTheRanksSpans) {
   const int64_t ranks = 25, ops = 7'830'036;
   EXPECT_LT(ranks * 16 * ops, kMaxEveryRankBytes);
   EXPECT_GT(every_rank_bytes(ranks, ops), kMaxEveryRankBytes);
-  EXPECT_EQ(every_rank_bytes(ranks, ops), ranks * (16 * ops + kRankStateBytes) + ops * kProgramBytesPerOp);
 }
 
 // Llama 3 405B on 16,384 H100s (13,951 ops a rank) is a real plan: within the bound (it ran in
