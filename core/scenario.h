@@ -17,6 +17,10 @@ namespace shardline {
 struct TensorSpec {
   std::string name;
   int64_t numel = 0;
+  // Its dim 0 (an nn.Linear weight's out features, an embedding's rows), which FSDP2 shards and
+  // pads to a multiple of the shard group (DTensor Shard(0)); 0: one-dimensional, dim 0 = numel
+  // (explicit units). numel is a multiple of it.
+  int64_t rows = 0;
 };
 
 // Which part of a transformer shorthand model a unit is (None: an explicit unit). The

@@ -456,7 +456,16 @@ class Scheduler {
       const UnitSpec& unit = s_.model.units[u];
       p_.units.push_back(unit.name);
       for (const TensorSpec& t : unit.tensors) {
-        ParamInfo info{unit.name + "." + t.name, u, t.numel, ceil_div(t.numel, s_.mesh.shard)};
+        // FSDP2 shards each parameter on dim 0 and pads dim 0 to a multiple of the shard group
+        // (a Llama 3 embedding's 128,256 rows over 512 ranks: 251 rows each, not 250.5; a 1,024-row
+        // k projection over 2,048 ranks: one row each, twice its size); FSDP1's flat parameters
+        // pad the elements (a shard of ceil(numel / shard)).
+        const int64_t rows = t.rows > 0 ? t.rows : t.numel;
+        SHARDLINE_CHECK(rows > 0 ? t.numel % rows == 0 : t.numel == 0, "a tensor whose numel is not a multiple of its rows");
+        const int64_t shard_numel = s_.policy.optimizer_params == OptimizerParams::DTensor && rows > 0
+                                        ? ceil_div(rows, s_.mesh.shard) * (t.numel / rows)
+                                        : ceil_div(t.numel, s_.mesh.shard);
+        ParamInfo info{unit.name + "." + t.name, u, t.numel, shard_numel};
         p_.static_memory_bytes += info.shard_numel * per_param_static;
         p_.params.push_back(std::move(info));
       }

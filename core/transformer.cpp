@@ -15,7 +15,7 @@ std::vector<TensorSpec> block_tensors(const TransformerSpec& t) {
   const bool fused = t.projections == Projections::Fused;
   std::vector<TensorSpec> ts;
   auto linear = [&](const std::string& name, int64_t in, int64_t out) {
-    ts.push_back({name + ".weight", in * out});
+    ts.push_back({name + ".weight", in * out, out});
     if (t.bias) ts.push_back({name + ".bias", out});
   };
   if (fused) {
@@ -56,8 +56,8 @@ std::vector<UnitSpec> transformer_units(const TransformerSpec& t, int e) {
   UnitSpec embedding;
   embedding.name = "embedding";
   embedding.part = TransformerPart::Embedding;
-  embedding.tensors = {{"tok_embeddings.weight", V * h}};
-  if (t.position == PositionKind::Learned) embedding.tensors.push_back({"pos_embeddings.weight", t.seq_len * h});
+  embedding.tensors = {{"tok_embeddings.weight", V * h, V}};
+  if (t.position == PositionKind::Learned) embedding.tensors.push_back({"pos_embeddings.weight", t.seq_len * h, t.seq_len});
   // A tied weight cannot be in two groups: tied embeddings make the embedding and the head one
   // group, kept after forward, whether or not it is the model's root (torchtitan's apply_fsdp).
   embedding.root = t.root_group || t.tied_embeddings;
@@ -94,7 +94,7 @@ std::vector<UnitSpec> transformer_units(const TransformerSpec& t, int e) {
   if (!head.root) head.reshard_after_forward = false;
   head.tensors = {{"norm.weight", h}};
   if (t.bias && t.norm == NormKind::LayerNorm) head.tensors.push_back({"norm.bias", h});
-  if (!t.tied_embeddings) head.tensors.push_back({"output.weight", V * h});
+  if (!t.tied_embeddings) head.tensors.push_back({"output.weight", V * h, V});
   // Norm input and output; the logits are the model's output (16-bit, or the model's own fp32
   // copy), held as the training loop and the loss say (policy.output_lifetime; only the fused loss
   // saves them for its backward).

@@ -554,6 +554,25 @@ TEST(Schedule, BucketsPackConsecutiveGroupsAndSplitLargeOnes) {
   EXPECT_EQ(total, 4 * 3072);  // nothing lost, nothing duplicated
 }
 
+// FSDP2 shards a parameter on dim 0, padding the rows to a multiple of the shard group; FSDP1's
+// flat parameters pad the elements; a one-dimensional tensor (rows 0) is padded as its elements.
+TEST(Schedule, Fsdp2PadsDimZeroAndFsdp1TheElements) {
+  Scenario s = make_scenario(1, 8, 1);
+  s.model.units[0].tensors = {{"w", 1001 * 4, 1001}, {"b", 1001, 0}};
+  auto shard_numel = [](const Program& p, const std::string& suffix) {
+    for (const ParamInfo& param : p.params)
+      if (param.name.ends_with(suffix)) return param.shard_numel;
+    return int64_t{-1};
+  };
+  Program p = schedule(s);
+  EXPECT_EQ(shard_numel(p, ".w"), 126 * 4);  // ceil(1001 / 8) rows of 4
+  EXPECT_EQ(shard_numel(p, ".b"), 126);
+  s.policy.optimizer_params = OptimizerParams::Fsdp1OrigParams;
+  p = schedule(s);
+  EXPECT_EQ(shard_numel(p, ".w"), 501);  // ceil(4004 / 8)
+  EXPECT_EQ(shard_numel(p, ".b"), 126);
+}
+
 TEST(Schedule, BucketingWithoutFusionIsAnInputError) {
   Scenario s = make_scenario(2);
   s.policy.comm_fusion = false;
