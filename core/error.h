@@ -18,4 +18,10 @@ class InputError : public std::runtime_error {
   std::string where_;
 };
 
+// A count a flag gives, in [lo, hi]; else InputError(flag, "must be in [lo, hi], got N").
+inline void check_count_in(long long value, long long lo, long long hi, const std::string& flag) {
+  if (value < lo || value > hi)
+    throw InputError(flag, "must be in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got " + std::to_string(value));
+}
+
 }  // namespace shardline

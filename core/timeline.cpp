@@ -23,15 +23,9 @@ static_assert(kMaxWorldRanks <= 1 << 20 && kMaxTimelineIterations <= 1 << 10,
 using nlohmann::json;
 namespace jf = json_fields;
 
-void check_iteration_count(int iterations, const std::string& flag) {
-  if (iterations < 1 || iterations > kMaxTimelineIterations)
-    throw InputError(flag, "must be in [1, " + std::to_string(kMaxTimelineIterations) + "], got " + std::to_string(iterations));
-}
+void check_iteration_count(int iterations, const std::string& flag) { check_count_in(iterations, 1, kMaxTimelineIterations, flag); }
 
-void check_warmup_count(int warmup, const std::string& flag) {
-  if (warmup < 0 || warmup > kMaxTimelineIterations)
-    throw InputError(flag, "must be in [0, " + std::to_string(kMaxTimelineIterations) + "], got " + std::to_string(warmup));
-}
+void check_warmup_count(int warmup, const std::string& flag) { check_count_in(warmup, 0, kMaxTimelineIterations, flag); }
 
 namespace {
 constexpr const char* kFormat = "shardline.timeline";

@@ -229,11 +229,9 @@ void check_calibrate_options(const CalibrateOptions& opt, int world) {
   if (opt.max_bytes < opt.min_bytes) throw InputError("--max-bytes", "must be at least --min-bytes");
   // Bounded so that a typo cannot start a calibration that runs for days (10^8 repetitions did):
   // the defaults are 10 repetitions and 1 pass (validate: 3).
-  if (opt.repetitions < 1 || opt.repetitions > kMaxCalibrateRepetitions)
-    throw InputError("--repetitions", "must be in [1, " + std::to_string(kMaxCalibrateRepetitions) + "], got " + std::to_string(opt.repetitions));
+  check_count_in(opt.repetitions, 1, kMaxCalibrateRepetitions, "--repetitions");
   check_warmup_count(opt.warmup, "--warmup");
-  if (opt.passes < 1 || opt.passes > kMaxCalibratePasses)
-    throw InputError("--passes", "must be in [1, " + std::to_string(kMaxCalibratePasses) + "], got " + std::to_string(opt.passes));
+  check_count_in(opt.passes, 1, kMaxCalibratePasses, "--passes");
   if (calibration_group_sizes(world).empty())
     throw InputError("--np", "this run has " + std::to_string(world) + (world == 1 ? " rank" : " ranks") +
                                  "; calibration needs at least 2 (collectives over groups of >= 2): give --np 2 or more, or run it "

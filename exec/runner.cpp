@@ -394,7 +394,7 @@ class TerminationWatched {
 // The options a run checks before anything is planned.
 void check_run_options(const ExecOptions& options, int world) {
   check_iteration_count(options.iterations, "--iterations");
-  if (options.warmup < 0) throw InputError("--warmup", "must be 0 or more");
+  check_warmup_count(options.warmup, "--warmup");
   check_timeout(options.timeout_s);
   if (options.stall_rank >= world) throw InputError("--stall-rank", "no rank " + std::to_string(options.stall_rank));
   if (options.kill_rank >= world) throw InputError("--kill-rank", "no rank " + std::to_string(options.kill_rank));
