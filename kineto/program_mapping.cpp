@@ -592,27 +592,25 @@ class RankMapper {
 void place_markers(const Program& p, const std::vector<MemoryEvent>& memory, double event_latency_us,
                    std::vector<OpTimesNs>& times, StepTally& tally) {
   const int n = static_cast<int>(p.ops.size());
-  std::vector<int64_t> next_issue(static_cast<size_t>(n) + 1, kNone);
-  int64_t last = kNone;
-  for (int i = n - 1; i >= 0; --i) {
-    if (times[static_cast<size_t>(i)].issue != kNone && p.ops[static_cast<size_t>(i)].kind != OpKind::Alloc &&
-        p.ops[static_cast<size_t>(i)].kind != OpKind::Free)
-      last = times[static_cast<size_t>(i)].issue;
-    next_issue[static_cast<size_t>(i)] = last;
-  }
-  // The measured start of the next op with GPU work on each op's stream: a marker between two
-  // ops of a stream happens no later than the second starts (streams run in order). A Program
+  // Per op, from one backward walk: the issue of the next op with GPU work (a marker is issued
+  // before it), and the measured start of the next such op on its own stream: a marker between
+  // two ops of a stream happens no later than the second starts (streams run in order). A Program
   // dependency that would put it later (the compute stream waiting for a reduce-scatter copy-in
   // whose kernels the import attributes past the next copy-out's start, on a one-GPU run's single
   // stream) yields to what was measured.
-  std::vector<int64_t> next_start_on_stream(static_cast<size_t>(n), kNone);
+  std::vector<int64_t> next_issue(static_cast<size_t>(n) + 1, kNone), next_start_on_stream(static_cast<size_t>(n), kNone);
   {
-    std::vector<int64_t> next(static_cast<size_t>(kNumStreams), kNone);
+    std::vector<int64_t> next_start(static_cast<size_t>(kNumStreams), kNone);
+    int64_t last = kNone;
     for (int i = n - 1; i >= 0; --i) {
       const Op& op = p.ops[static_cast<size_t>(i)];
-      next_start_on_stream[static_cast<size_t>(i)] = next[static_cast<size_t>(op.stream)];
-      if (!is_marker(op.kind) && times[static_cast<size_t>(i)].issue != kNone)
-        next[static_cast<size_t>(op.stream)] = times[static_cast<size_t>(i)].start;
+      const OpTimesNs& t = times[static_cast<size_t>(i)];
+      next_start_on_stream[static_cast<size_t>(i)] = next_start[static_cast<size_t>(op.stream)];
+      if (!is_marker(op.kind) && t.issue != kNone) {
+        last = t.issue;
+        next_start[static_cast<size_t>(op.stream)] = t.start;
+      }
+      next_issue[static_cast<size_t>(i)] = last;
     }
   }
   int64_t previous_issue = 0;
