@@ -142,27 +142,25 @@ std::string summary_table(const Scenario& scenario, const Timeline& timeline, co
            "model FLOPs / (" + gpus + " x " + format_tflops(w.peak_flops_per_gpu / 1e12) + " TFLOP/s dense peak)");
   rate_row("HFU", tp.hfu, format_utilisation, ThroughputValue::Hfu, "the same with the recomputed FLOPs");
 
+  // "R of CAPACITY (limit L with M margin)  fits": a reserve against the GPU, as fits_memory judges it.
+  const int64_t limit = static_cast<int64_t>(static_cast<double>(m.memory_capacity_bytes) * (1.0 - timeline.memory_margin));
+  const auto against_gpu = [&](int64_t reserved_bytes) {
+    return format_bytes(reserved_bytes) + " of " + format_bytes(m.memory_capacity_bytes) + " (limit " + format_bytes(limit) + " with " +
+           percent(timeline.memory_margin, 1.0) + " margin)  " + (m.fits_memory ? "fits" : "DOES NOT FIT");
+  };
   if (timeline.allocator_measured && timeline.memory.empty()) {
     // An imported run: the allocator's own peaks, from the trace; no markers to simulate from.
     // They are its metrics' memory (core/metrics.cpp), judged against the scenario's GPU if known.
     out += printf_line("%-20s allocated %s, reserved %s  %s", "peak memory", format_bytes(timeline.allocator_measured->peak_allocated_bytes).c_str(),
                        format_bytes(timeline.allocator_measured->peak_reserved_bytes).c_str(),
                        "measured by the run's caching allocator (the timeline holds no memory samples to count)");
-    if (m.memory_capacity_bytes > 0) {
-      const int64_t limit = static_cast<int64_t>(static_cast<double>(m.memory_capacity_bytes) * (1.0 - timeline.memory_margin));
-      out += printf_line("%-20s with the scenario's CUDA context and NCCL buffers %s of %s (limit %s with %s margin)  %s", "",
-                         format_bytes(m.peak_reserved_bytes).c_str(), format_bytes(m.memory_capacity_bytes).c_str(),
-                         format_bytes(limit).c_str(), percent(timeline.memory_margin, 1.0).c_str(),
-                         m.fits_memory ? "fits" : "DOES NOT FIT");
-    }
+    if (m.memory_capacity_bytes > 0)
+      out += printf_line("%-20s with the scenario's CUDA context and NCCL buffers %s", "", against_gpu(m.peak_reserved_bytes).c_str());
   } else if (!m.memory_recorded) {
     out += printf_line("%-20s %12s  %s", "peak memory", "-", "not recorded by this timeline");
   } else {
-    const int64_t limit = static_cast<int64_t>(static_cast<double>(m.memory_capacity_bytes) * (1.0 - timeline.memory_margin));
-    out += printf_line("%-20s allocated %s, reserved (estimate) %s of %s (limit %s with %s margin)  %s", "peak memory",
-                       format_bytes(m.peak_memory_bytes).c_str(), format_bytes(m.peak_reserved_bytes).c_str(),
-                       format_bytes(m.memory_capacity_bytes).c_str(), format_bytes(limit).c_str(),
-                       percent(timeline.memory_margin, 1.0).c_str(), m.fits_memory ? "fits" : "DOES NOT FIT");
+    out += printf_line("%-20s allocated %s, reserved (estimate) %s", "peak memory", format_bytes(m.peak_memory_bytes).c_str(),
+                       against_gpu(m.peak_reserved_bytes).c_str());
     // The part a framework's logged "reserved" memory is (the caching allocator's own segments).
     if (m.peak_allocator_reserved_bytes != m.peak_reserved_bytes) {
       out += printf_line("%-20s %s of it the caching allocator's (torch.cuda.max_memory_reserved), the rest the CUDA context "
