@@ -686,13 +686,10 @@ class Scheduler {
     // In forward FSDP2 keeps each all-gather output until the next copy-out, whatever issued the
     // gather (wait_for_unshard tests the training state, FORWARD, not how the unshard came: its
     // docstring's "explicit prefetching frees at once" is not what the code does).
-    const bool implicit_forward = phase_ == Phase::Forward;
-    if (implicit_forward && held_ag_buffer_ >= 0) {
-      // FSDP2 implicit prefetch: the all-gather streams wait for the previous copy-out before
-      // the next copy-in may overwrite memory, and the previous all-gather output is freed now.
-      wait_all_gather_streams(held_copy_out_);
-      release_held_ag_buffer();
-    }
+    const bool in_forward = phase_ == Phase::Forward;
+    // The all-gather streams wait for the previous copy-out before the next copy-in may overwrite
+    // memory, and the previous all-gather output is freed now.
+    if (in_forward) flush_held_ag_buffer();
     memory_op(OpKind::Alloc, StreamId::Compute, MemoryKind::UnshardedParams, full_bytes, bucket_label("params b", b));
     params_pool_[b] = StreamId::Compute;
     Op out = make(OpKind::CopyOut, StreamId::Compute, bucket_label("copy_out b", b));
@@ -709,7 +706,7 @@ class Scheduler {
     // copy per parameter; docs/compute-model.md, "The host").
     if (s_.mesh.shard == 1 && s_.policy.optimizer_params == OptimizerParams::DTensor)
       set_host_launches(copy_out, 2 * static_cast<int64_t>(bucket.list.count));
-    if (implicit_forward) {
+    if (in_forward) {
       held_ag_buffer_ = b;
       held_copy_out_ = copy_out;
       held_ag_bytes_ = full_bytes;
@@ -720,8 +717,11 @@ class Scheduler {
     ag_state_[b] = ParamState::Unsharded;
   }
 
-  void release_held_ag_buffer() {
+  // The held all-gather output, if any: the all-gather streams wait for its copy-out, then it is
+  // freed (FSDP2's _wait_all_gather_streams_on_event and the release of all_gather_state).
+  void flush_held_ag_buffer() {
     if (held_ag_buffer_ < 0) return;
+    wait_all_gather_streams(held_copy_out_);
     memory_op(OpKind::Free, StreamId::Compute, MemoryKind::AllGatherBuffer, held_ag_bytes_,
               bucket_label("ag_buf b", held_ag_buffer_), {}, ag_buffer_pool_[held_ag_buffer_]);
     held_ag_buffer_ = -1;
@@ -823,10 +823,7 @@ class Scheduler {
     // The last FSDP state flushes the held all-gather output after forward, the all-gather
     // streams first waiting for its copy-out (FSDP2's root post-forward), so a backward gather
     // cannot overwrite it before it is drained.
-    if (held_ag_buffer_ >= 0) {
-      wait_all_gather_streams(held_copy_out_);
-    }
-    release_held_ag_buffer();
+    flush_held_ag_buffer();
     held_unfused_ready_ = -1;
   }
 
