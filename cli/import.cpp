@@ -189,11 +189,11 @@ int run_import(const std::vector<std::string>& args) {
     if (options.first_step > 0) steps = std::min<size_t>(steps, static_cast<size_t>(options.last_step - options.first_step + 1));
     const int64_t drawn = static_cast<int64_t>(std::min<size_t>(steps, static_cast<size_t>(kDrawnSteps))) *
                           static_cast<int64_t>(traces.size()) * static_cast<int64_t>(program.ops.size());
-    if (drawn > 3 * kMaxOutputOps)
+    if (drawn > kMaxOutputIntervals)
       throw InputError(cli.given("steps") ? "--steps" : "--out",
                        "draws up to " + std::to_string(std::min<size_t>(steps, static_cast<size_t>(kDrawnSteps))) + " steps x " +
                            std::to_string(traces.size()) + (traces.size() == 1 ? " rank x " : " ranks x ") +
-                           std::to_string(program.ops.size()) + " ops into trace.json; at most " + std::to_string(3 * kMaxOutputOps) +
+                           std::to_string(program.ops.size()) + " ops into trace.json; at most " + std::to_string(kMaxOutputIntervals) +
                            " op intervals are written: import fewer steps (--steps FIRST..LAST), or leave out --out");
   }
   options.event_latency_us = scenario.cluster.event_latency_us;

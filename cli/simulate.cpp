@@ -104,7 +104,7 @@ int run_simulate(const std::vector<std::string>& args) {
     // Named after what the user gave: the ranks --trace-ranks adds, else --out, whose automatic
     // ranks (counted at most, before the run says which they are) are what is too many.
     const bool listed = cli.given("trace-ranks");
-    if (intervals > 3 * kMaxOutputOps)
+    if (intervals > kMaxOutputIntervals)
       throw InputError(listed ? "--trace-ranks" : "--out",
                        "keeps " + (listed ? std::string() : std::string("up to ")) +
                            std::to_string(std::min<int64_t>(kept, scenario.mesh.world())) + " ranks" +
@@ -112,7 +112,7 @@ int run_simulate(const std::vector<std::string>& args) {
                                    : std::string(" (rank 0, the slowest, the fastest and the ") + std::to_string(varied) +
                                          " ranks the variation names, kept by themselves)") +
                            " x " + std::to_string(program.ops.size()) + " ops in the timeline and trace written by --out; at most " +
-                           std::to_string(3 * kMaxOutputOps) + " op intervals are written: " +
+                           std::to_string(kMaxOutputIntervals) + " op intervals are written: " +
                            (listed ? "keep fewer ranks, or leave out --out" : "name fewer ranks in the variation, or leave out --out"));
   }
   SimOptions options;

@@ -18,6 +18,9 @@ namespace shardline {
 // refused, naming the scenario key that made the ops, beyond kMaxOutputOps (about 1 GB).
 inline constexpr int64_t kMaxOutputOps = 250'000;
 inline constexpr double kOutputBytesPerOp = 4200;
+// The op intervals (ranks or steps x ops) --out draws into timeline.json and trace.json: three
+// times the one-rank limit (simulate --ranks all, import).
+inline constexpr int64_t kMaxOutputIntervals = 3 * kMaxOutputOps;
 void check_run_outputs_size(const Scenario& scenario, const Program& program);
 // `schedule --json` builds program.json whole in memory (about 3.5 KB per op, measured at
 // 976,661 ops: 3.4 GB): refused the same way beyond kMaxOutputOps (it had run out of memory at
