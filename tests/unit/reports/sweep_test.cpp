@@ -373,6 +373,36 @@ TEST(SweepRecommend, NothingFitsNamesTheClosestAndWhatItsPeakHolds) {
       << margin.text;
 }
 
+// A configuration that fits only by the allocator flushing its cache is charged nothing for the
+// flushes by the model, so it ranks after every one that fits without, however fast; it is named
+// when it would have won. With nothing else fitting, it is recommended and marked.
+TEST(SweepRecommend, ConfigurationsThatFlushTheCacheRankAfterThoseThatDoNot) {
+  std::vector<SweepRow> rows = {tp_row(0, 80, 1000, 500), tp_row(1, 100, 1000, 500), tp_row(2, 120, 1000, 400)};
+  for (auto& r : rows) mark_memory_fit(r, 0.1);
+  rows[0].metrics.allocator_cache_flushes = true;
+  for (SweepObjective o : {SweepObjective::Throughput, SweepObjective::StepTime}) {
+    const Recommendation rec = recommend(rows, {"x"}, 0.1, resolve_objective(rows, o));
+    ASSERT_EQ(rec.best, std::optional<size_t>(1)) << rec.text;
+    EXPECT_EQ(rec.runner_up, std::optional<size_t>(2)) << rec.text;
+    EXPECT_NE(rec.text.find("ranked after it: 1 configuration that fits only by the allocator flushing its cache"), std::string::npos)
+        << rec.text;
+    EXPECT_NE(rec.text.find("the best of them, x=0,"), std::string::npos) << rec.text;
+  }
+  // A flushing row that would not have won is not named.
+  rows[0] = tp_row(0, 130, 1000, 500);
+  mark_memory_fit(rows[0], 0.1);
+  rows[0].metrics.allocator_cache_flushes = true;
+  Recommendation rec = recommend(rows, {"x"}, 0.1, resolve_objective(rows, SweepObjective::Throughput));
+  ASSERT_EQ(rec.best, std::optional<size_t>(1)) << rec.text;
+  EXPECT_EQ(rec.text.find("ranked after it"), std::string::npos) << rec.text;
+  // Every row flushes: the best of them is recommended, marked as flushing.
+  for (auto& r : rows) r.metrics.allocator_cache_flushes = true;
+  rec = recommend(rows, {"x"}, 0.1, resolve_objective(rows, SweepObjective::Throughput));
+  ASSERT_EQ(rec.best, std::optional<size_t>(1)) << rec.text;
+  EXPECT_NE(rec.text.find("(fits by the allocator flushing its cache: slower steps)"), std::string::npos) << rec.text;
+  EXPECT_EQ(rec.text.find("ranked after it"), std::string::npos) << rec.text;
+}
+
 // Every kind of allocation has its words in the summary's "allocated at the peak" line.
 TEST(MemoryText, EveryPartHasALabel) {
   MemoryAtPeak peak;
