@@ -12,7 +12,11 @@ namespace jf = json_fields;
 
 double transformer_model_flops_per_token(const Scenario& s) {
   const TransformerSpec& t = s.model.transformer.value();
-  const double params = static_cast<double>(s.model.total_params());
+  // Every parameter once, less an untied token embedding: a table that is only looked up
+  // multiplies nothing (torchtitan leaves it out of its count too). A tied one is the output
+  // head's weight and counts once; learned positions count, as in llm-foundry's formula.
+  const int64_t looked_up = t.tied_embeddings ? 0 : t.vocab * t.hidden;
+  const double params = static_cast<double>(s.model.total_params() - looked_up);
   return 6.0 * params + 12.0 * static_cast<double>(t.layers) * static_cast<double>(t.hidden) * static_cast<double>(t.seq_len);
 }
 

@@ -750,9 +750,18 @@ TEST(Workload, TokensFlopsAndPeakFollowTheDocumentedFormulas) {
   EXPECT_EQ(w.gpus, 8);
   EXPECT_DOUBLE_EQ(w.samples_per_step, 3.0 * 2 * 8);
   EXPECT_DOUBLE_EQ(w.tokens_per_step, 3.0 * 2 * 8 * 2048);
+  // Every parameter once, less the untied token embedding (only looked up: 32,000 x 1,024).
+  ASSERT_FALSE(s.model.transformer->tied_embeddings);
   const double N = static_cast<double>(s.model.total_params());
-  const double per_token = 6 * N + 12.0 * 2 * 1024 * 2048;
+  const double per_token = 6 * (N - 32000.0 * 1024) + 12.0 * 2 * 1024 * 2048;
   EXPECT_DOUBLE_EQ(transformer_model_flops_per_token(s), per_token);
+  // Tied, the one table is the output head's weight and counts once: the same FLOPs (and one
+  // table fewer of parameters).
+  json tied = j;
+  tied["model"]["transformer"]["tied_embeddings"] = true;
+  const Scenario st = parse(tied);
+  EXPECT_DOUBLE_EQ(static_cast<double>(st.model.total_params()), N - 32000.0 * 1024);
+  EXPECT_DOUBLE_EQ(transformer_model_flops_per_token(st), per_token);
   EXPECT_DOUBLE_EQ(w.model_flops_per_step, per_token * w.tokens_per_step);
   // Full checkpointing re-runs each block's forward: 2 x block parameters + the attention, per
   // token, less the down projection (2 f h) that the early stop skips.

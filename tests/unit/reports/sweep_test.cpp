@@ -416,7 +416,7 @@ TEST(MemoryText, EveryPartHasALabel) {
   EXPECT_EQ(text.rfind("optimizer temporaries 108 B", 0), 0u) << text;  // largest first
 }
 
-// Varying a knob that changes the model (the MLP, tied embeddings, kv heads) changes the FLOPs
+// Varying a knob that changes the model (the MLP, kv heads, the layers) changes the FLOPs
 // per token: tokens/s then compares different models, and the recommendation says so.
 TEST(SweepRecommend, DifferentModelFlopsPerTokenAreNoted) {
   std::vector<SweepRow> rows = {tp_row(0, 100000, 8192, 500), tp_row(1, 80000, 8192, 500)};
