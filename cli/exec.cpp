@@ -148,7 +148,7 @@ int run_exec(const std::vector<std::string>& args) {
                << "rank's longer compute stand-ins leave its core to the ranks beside it, which the simulator, with a core per "
                << "rank, does not model: measured straggler costs come out lower than predicted (docs/exec.md, Binding)\n";
       }
-      if (!variation.slow_links.empty())
+      if (variation.has_slow_links())
         head << "variation.slow_links: not injected (exec cannot slow a real link); the simulation plays them\n";
       head << "\n";
       std::cout << head.str() << summary_table(scenario, timeline, metrics);

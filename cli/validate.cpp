@@ -80,7 +80,7 @@ int run_validate(const std::vector<std::string>& args) {
   const Scenario scenario = cli.load_scenario();
   // exec plays stragglers and jitter but cannot slow a real link: the prediction would hold what
   // the measured run cannot, and the comparison would judge the model on a difference of inputs.
-  if (!scenario.variation.slow_links.empty())
+  if (scenario.variation.has_slow_links())
     throw InputError("variation.slow_links", "validate compares the prediction with a real run, and exec cannot slow a real "
                                              "link: leave the slow links out to validate, or simulate them alone");
   const Program program = schedule(scenario);

@@ -6,6 +6,7 @@
 // and a real run (exec) get the same factor for the same op whatever order they compute in.
 // docs/scenario.md "variation".
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <string_view>
 #include <vector>
@@ -50,10 +51,17 @@ struct VariationSpec {
   Spread rank_compute_spread;  // each rank's compute factor, drawn once per rank (chip-to-chip speed)
   std::vector<Straggler> stragglers;
   std::vector<SlowLink> slow_links;
+  // Whether a straggler or a slow link acts: a factor of 1 does not (it is not recorded either).
+  bool has_stragglers() const {
+    return std::any_of(stragglers.begin(), stragglers.end(), [](const Straggler& s) { return s.compute_factor != 1.0; });
+  }
+  bool has_slow_links() const {
+    return std::any_of(slow_links.begin(), slow_links.end(), [](const SlowLink& s) { return s.bandwidth_factor != 1.0; });
+  }
   // Whether ranks get compute factors of their own (rank_compute_factors not all 1 by construction).
-  bool sets_rank_compute_factors() const { return !stragglers.empty() || rank_compute_spread.cv > 0; }
+  bool sets_rank_compute_factors() const { return has_stragglers() || rank_compute_spread.cv > 0; }
   bool varies_compute() const { return jitter.cv > 0 || sets_rank_compute_factors(); }
-  bool empty() const { return !varies_compute() && slow_links.empty(); }
+  bool empty() const { return !varies_compute() && !has_slow_links(); }
   bool operator==(const VariationSpec&) const = default;
 };
 

@@ -16,7 +16,7 @@ RankVariation rank_variation(const Scenario& scenario) {
   RankVariation out;
   if (v.sets_rank_compute_factors())
     out.compute_factor = rank_compute_factors(v, scenario.mesh.shard, scenario.mesh.replicate, gpus_per_node);
-  if (!v.slow_links.empty()) out.bandwidth_factor = rank_bandwidth_factors(v, scenario.mesh.shard, scenario.mesh.replicate, gpus_per_node);
+  if (v.has_slow_links()) out.bandwidth_factor = rank_bandwidth_factors(v, scenario.mesh.shard, scenario.mesh.replicate, gpus_per_node);
   if (v.jitter.cv > 0) out.compute_jitter = [v](int rank, int op) { return compute_jitter_factor(v, rank, 0, op); };
   return out;
 }
@@ -24,7 +24,7 @@ RankVariation rank_variation(const Scenario& scenario) {
 std::vector<int> varied_ranks(const Scenario& scenario, size_t limit) {
   const VariationSpec& v = scenario.variation;
   std::vector<int> out;
-  if (v.stragglers.empty() && v.slow_links.empty()) return out;
+  if (!v.has_stragglers() && !v.has_slow_links()) return out;
   const int shard = scenario.mesh.shard, replicate = scenario.mesh.replicate, gpus_per_node = scenario.cluster.gpus_per_node;
   const std::vector<double> slow = rank_straggler_factors(v, shard, replicate, gpus_per_node);
   const std::vector<double> thin = rank_bandwidth_factors(v, shard, replicate, gpus_per_node);

@@ -234,6 +234,11 @@ TEST(VariationRecord, WritesWhatActsAndReadsItBack) {
   idle.slow_links.push_back({RankSelector{}, 1.0});
   EXPECT_TRUE(acting_variation(idle).empty());
   EXPECT_EQ(variation_to_json(idle), nlohmann::json::object());
+  // And the run treats them as absent: no rank gets a factor of its own, so one representative
+  // rank is simulated, as without them (they had switched simulate to every rank).
+  EXPECT_TRUE(idle.empty());
+  EXPECT_FALSE(idle.sets_rank_compute_factors());
+  EXPECT_FALSE(idle.has_slow_links());
   // Bad records name their path.
   try {
     variation_from_json(nlohmann::json::parse(R"({"stragglers": [{"group": "pipeline", "index": 0, "compute_factor": 2}]})"), "variation");
