@@ -1,6 +1,7 @@
 #include "reports/kernel_breakdown.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 
 #include <nlohmann/json.hpp>
@@ -50,10 +51,16 @@ void for_each_kernel_trace_event(const Timeline& t, const std::vector<UnitComput
     const std::vector<TimedKernel>& kernels = backward ? unit.backward : unit.forward;
     const double predicted_us = backward ? unit.backward_us : unit.forward_us;
     if (kernels.empty() || !(predicted_us > 0)) continue;
+    // Each kernel's share of the op's interval; the last ends exactly where the op ends (summed
+    // scaled durations had overhung the op by rounding, by up to 4e-8 us, crossing the next op).
     const double scale = (iv.end_us - iv.start_us) / predicted_us;
-    double at = iv.start_us;
-    for (const TimedKernel& k : kernels) {
-      const double dur = k.time_us * scale;
+    double at = iv.start_us, kernel_us_before = 0;
+    for (size_t i = 0; i < kernels.size(); ++i) {
+      const TimedKernel& k = kernels[i];
+      kernel_us_before += k.time_us;
+      const double end = i + 1 == kernels.size() ? iv.end_us : std::min(iv.end_us, iv.start_us + kernel_us_before * scale);
+      double dur = std::max(0.0, end - at);
+      while (dur > 0 && at + dur > end) dur = std::nextafter(dur, 0.0);  // ts + dur, as a viewer adds them, inside the op
       emit(json{{"ph", "X"},
                 {"name", k.name},
                 {"cat", "kernel"},
@@ -69,7 +76,7 @@ void for_each_kernel_trace_event(const Timeline& t, const std::vector<UnitComput
                   {"memory_bound", k.memory_bound},
                   {"launches", k.launches},
                   {"op", iv.op}}}});
-      at += dur;
+      at = std::max(at, end);
     }
   }
 }

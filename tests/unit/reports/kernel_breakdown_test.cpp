@@ -51,15 +51,19 @@ TEST(KernelBreakdown, KernelSlicesTileEveryPredictedComputeOpOfAUnit) {
     const auto& list = op.phase == Phase::Backward ? u.backward : u.forward;
     ASSERT_LE(next + list.size(), events.size());
     EXPECT_DOUBLE_EQ(events[next]["ts"].get<double>(), iv.start_us) << t.name(op);
-    double end = 0;
+    double end = iv.start_us;
     for (size_t k = 0; k < list.size(); ++k) {
       const json& e = events[next + k];
       EXPECT_EQ(e["name"], list[k].name);
       EXPECT_EQ(e["cat"], "kernel");
       EXPECT_EQ(e["tid"], static_cast<int>(StreamId::Compute));
+      // Nested: each starts no earlier than the one before ends, and none ends past its op (a
+      // viewer would see it cross the next op on the stream).
+      EXPECT_GE(e["ts"].get<double>(), end) << t.name(op) << " " << list[k].name;
       end = e["ts"].get<double>() + e["dur"].get<double>();
+      EXPECT_LE(end, iv.end_us) << t.name(op) << " " << list[k].name;
     }
-    EXPECT_NEAR(end, iv.end_us, 1e-6 * iv.end_us) << t.name(op);
+    EXPECT_NEAR(end, iv.end_us, 1e-9 * iv.end_us) << t.name(op);
     next += list.size();
   }
   EXPECT_EQ(next, events.size());
