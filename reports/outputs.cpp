@@ -138,9 +138,15 @@ std::string summary_table(const Scenario& scenario, const Timeline& timeline, co
            "global: " + format_per_s(w.samples_per_step) + " samples per step");
   rate_row("model TFLOP/s / GPU", tp.model_tflops_per_gpu, format_tflops, ThroughputValue::ModelFlops,
            "model FLOPs per step / step time / GPUs");
+  // Over 100% is the convention's, not a kernel's: the model FLOPs count the attention core over
+  // the full seq_len x seq_len square, of which the causal kernels do half (docs/outputs.md).
+  const auto over_peak = [](const std::optional<double>& v) {
+    return v && *v > 1.0 ? std::string("; over 100%: attention is counted over the full seq x seq square, of which causal kernels do half")
+                         : std::string();
+  };
   rate_row("MFU", tp.mfu, format_utilisation, ThroughputValue::Mfu,
-           "model FLOPs / (" + gpus + " x " + format_tflops(w.peak_flops_per_gpu / 1e12) + " TFLOP/s dense peak)");
-  rate_row("HFU", tp.hfu, format_utilisation, ThroughputValue::Hfu, "the same with the recomputed FLOPs");
+           "model FLOPs / (" + gpus + " x " + format_tflops(w.peak_flops_per_gpu / 1e12) + " TFLOP/s dense peak)" + over_peak(tp.mfu));
+  rate_row("HFU", tp.hfu, format_utilisation, ThroughputValue::Hfu, "the same with the recomputed FLOPs" + over_peak(tp.hfu));
 
   // "R of CAPACITY (limit L with M margin)  fits": a reserve against the GPU, as fits_memory judges it.
   const int64_t limit = static_cast<int64_t>(static_cast<double>(m.memory_capacity_bytes) * (1.0 - timeline.memory_margin));

@@ -39,6 +39,25 @@ class SimulateCli : public shardline::clitest::CliTest {
   }
 };
 
+// At long sequences the model FLOPs' full attention square (no causal discount, the MFU
+// convention) can pass the dense peak; the summary says why rather than print an unexplained
+// utilisation above 100%, and says nothing of it below.
+TEST_F(SimulateCli, AUtilisationOverTheDensePeakIsExplained) {
+  const std::string note = "over 100%: attention is counted over the full seq x seq square";
+  Result r = run("simulate " + scenario("llama3-8b-fsdp-h100x8.json") +
+                 " --set cluster.preset=h100-sxm-dgx-torch2.11 --set model.transformer.seq_len=262144");
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  const size_t hfu = r.out.find("\nHFU");
+  ASSERT_NE(hfu, std::string::npos) << r.out;
+  const std::string hfu_line = r.out.substr(hfu + 1, r.out.find('\n', hfu + 1) - hfu - 1);
+  EXPECT_NE(hfu_line.find(note), std::string::npos) << hfu_line;
+  const double hfu_percent = std::stod(hfu_line.substr(3));
+  EXPECT_GT(hfu_percent, 100.0) << hfu_line;
+  r = run("simulate " + scenario("llama3-8b-fsdp-h100x8.json"));
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_EQ(r.out.find(note), std::string::npos) << r.out;
+}
+
 TEST_F(SimulateCli, DefaultScenarioWritesEveryOutputAndPrintsTheSummary) {
   const fs::path out = dir_ / "default";
   const Result r = run("simulate " + scenario("llama3-8b-fsdp-h100x8.json") + " --out " + out.string());
