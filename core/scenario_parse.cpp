@@ -410,6 +410,14 @@ TransformerSpec parse_transformer(const json& j, const std::string& path, const 
                                         "(it rotates pairs of dimensions)");
   }
   constexpr int64_t kMaxFlashHeadDim = 256;
+  // PyTorch's flash backend takes multiples of 8 (check_head_dim_size_flash); flash-attn pads
+  // others up to one, doing the padded work, which the attention model does not count.
+  if (head_dim % 8 != 0) {
+    throw InputError(o.at("heads"), "head_dim " + std::to_string(head_dim) + " (hidden " + std::to_string(t.hidden) + " / " +
+                                        std::to_string(t.heads) + " heads) is not a multiple of 8, which FlashAttention's kernels "
+                                        "take (others are padded up to one: work the model does not count); expected "
+                                        "hidden / heads a multiple of 8");
+  }
   if (head_dim > kMaxFlashHeadDim) {
     throw InputError(o.at("heads"), "head_dim " + std::to_string(head_dim) + " (hidden " + std::to_string(t.hidden) + " / " +
                                         std::to_string(t.heads) + " heads) is beyond the 256 FlashAttention takes; expected more heads");

@@ -283,7 +283,12 @@ TEST(Transformer, CheckpointEveryKthBlockChecksOnlyThoseBlocks) {
 TEST(Transformer, HeadDimensionsTheKernelsDoNotRunAreRefused) {
   json j = llama(2, 4000, 14336, 32, 8, "none");  // head_dim 125
   expect_bad(j, "model.transformer.heads", {"head_dim 125 (hidden 4000 / 32 heads) is odd", "\"rope\""});
+  // Without RoPE an odd head_dim is no pair to rotate, but FlashAttention takes multiples of 8.
   j["model"]["transformer"]["position"] = "alibi";
+  expect_bad(j, "model.transformer.heads", {"head_dim 125 (hidden 4000 / 32 heads) is not a multiple of 8"});
+  j = llama(2, 3200, 14336, 32, 8, "none");  // head_dim 100: even, not a multiple of 8
+  expect_bad(j, "model.transformer.heads", {"head_dim 100", "not a multiple of 8"});
+  j = llama(2, 3840, 14336, 32, 8, "none");  // head_dim 120
   EXPECT_NO_THROW(parse_scenario(j));
   j = llama(2, 4096, 14336, 8, 8, "none");  // head_dim 512
   expect_bad(j, "model.transformer.heads", {"head_dim 512", "beyond the 256 FlashAttention takes"});
