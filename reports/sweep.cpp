@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/scenario.h"
 #include "core/units.h"
 #include "reports/memory_text.h"
 #include "reports/throughput_text.h"
@@ -552,6 +553,19 @@ Recommendation recommend_settings(const std::vector<SweepRow>& rows, const std::
   }
   // The configurations ranked after the recommendation only because they flush, when one of them
   // is better by the objective: the best of those, named.
+  // Rows that group their collectives otherwise than the recommendation (byte buckets, one per
+  // parameter) model another framework: the best of each such grouping is named.
+  std::vector<std::string> groupings_named = {best.collective_grouping};
+  for (size_t i : fitting) {
+    const SweepRow& r = rows[i];
+    if (std::find(groupings_named.begin(), groupings_named.end(), r.collective_grouping) != groupings_named.end()) continue;
+    groupings_named.push_back(r.collective_grouping);
+    if (groupings_named.size() == 2)
+      out << "  note: the configurations group their collectives differently, a choice of framework (docs/schedule.md): "
+             "the recommended one runs "
+          << best.collective_grouping << "\n";
+    out << "  the best that runs " << r.collective_grouping << ": " << settings_text(r, paths) << " at " << objective_text(r, o) << "\n";
+  }
   if (!flushing.empty() && primary_key(rows[flushing[0]], o) < primary_key(best, o)) {
     const SweepRow& first = rows[flushing[0]];
     out << "  ranked after it: " << flushing.size() << (flushing.size() == 1 ? " configuration that fits" : " configurations that fit")
@@ -568,6 +582,13 @@ Recommendation recommend_settings(const std::vector<SweepRow>& rows, const std::
 
 }  // namespace
 
+std::string collective_grouping_of(const PolicySpec& policy) {
+  if (!policy.comm_fusion) return "one collective per parameter (comm_fusion false)";
+  if (policy.bucket_bytes > 0) return "byte buckets (ZeRO-3 / DeepSpeed style)";
+  if (policy.fsdp1_record_stream()) return "FSDP1 flat parameters (one per unit)";
+  return "FSDP2 groups (one per unit)";
+}
+
 nlohmann::json sweep_row_to_json(const SweepRow& row, const std::vector<std::string>& paths) {
   SHARDLINE_CHECK(row.values.size() == paths.size(), "a sweep row without one value per varied path");
   nlohmann::json settings = nlohmann::json::object();
@@ -581,6 +602,7 @@ nlohmann::json sweep_row_to_json(const SweepRow& row, const std::vector<std::str
     j["fits_with_margin"] = row.fits_with_margin;
     j["metrics"] = metrics_to_json(row.metrics);
     if (row.straggler_cost) j["straggler_cost"] = *row.straggler_cost;
+    j["collective_grouping"] = row.collective_grouping;
   } else {
     j["error"] = row.error;
   }
@@ -601,6 +623,7 @@ SweepRow sweep_row_from_json(const nlohmann::json& j, const std::vector<std::str
     row.fits_with_margin = j.at("fits_with_margin").get<bool>();
     row.metrics = metrics_from_json(j.at("metrics"));
     if (j.contains("straggler_cost")) row.straggler_cost = j.at("straggler_cost").get<double>();
+    if (j.contains("collective_grouping")) row.collective_grouping = j.at("collective_grouping").get<std::string>();
   } else {
     row.error = j.at("error").get<std::string>();
   }

@@ -29,7 +29,16 @@ struct SweepRow {
   // A point with a variation (stragglers, jitter, slow links; simulated on every rank): its step
   // with the variation / without it (docs/every-rank.md). Unset without a variation.
   std::optional<double> straggler_cost;
+  // How the row's collectives are grouped (collective_grouping_of): the recommendation says when
+  // the rows differ in it, since that is a choice of framework, not a setting of one.
+  std::string collective_grouping;
 };
+
+// The framework scheme a policy's collectives follow, in words: "FSDP2 groups (one per unit)",
+// "FSDP1 flat parameters (one per unit)", "byte buckets (ZeRO-3 / DeepSpeed style)" or "one
+// collective per parameter (comm_fusion false)" (docs/schedule.md).
+struct PolicySpec;
+std::string collective_grouping_of(const PolicySpec& policy);
 
 // Sets fits_memory / fits_with_margin of a valid row from its metrics' reserve needed.
 void mark_memory_fit(SweepRow& row, double memory_margin);

@@ -144,6 +144,7 @@ SweepRow evaluate_point(const nlohmann::json& base_json, const std::string& base
       row.straggler_cost = run.summary.straggler_cost;
     }
     row.valid = true;
+    row.collective_grouping = collective_grouping_of(scenario.policy);
     mark_memory_fit(row, scenario.run.memory_margin);
   } catch (const InputError& e) {
     row.valid = false;

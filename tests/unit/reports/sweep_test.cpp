@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/scenario.h"
 #include "reports/svg_chart.h"
 #include "reports/memory_text.h"
 #include "reports/sweep.h"
@@ -403,6 +404,33 @@ TEST(SweepRecommend, ConfigurationsThatFlushTheCacheRankAfterThoseThatDoNot) {
   EXPECT_EQ(rec.text.find("ranked after it"), std::string::npos) << rec.text;
 }
 
+// Byte buckets or one collective per parameter model another framework than FSDP2's groups: a
+// sweep over them says which grouping the recommendation runs and names the best of each other
+// one, and says nothing when every row groups alike.
+TEST(SweepRecommend, RowsThatGroupTheirCollectivesDifferentlyAreNamedByGrouping) {
+  PolicySpec fsdp2, buckets, unfused;
+  buckets.bucket_bytes = 1 << 30;
+  unfused.comm_fusion = false;
+  EXPECT_EQ(collective_grouping_of(fsdp2), "FSDP2 groups (one per unit)");
+  EXPECT_EQ(collective_grouping_of(buckets), "byte buckets (ZeRO-3 / DeepSpeed style)");
+  EXPECT_EQ(collective_grouping_of(unfused), "one collective per parameter (comm_fusion false)");
+  PolicySpec fsdp1;
+  fsdp1.optimizer_params = OptimizerParams::Fsdp1FlatParams;
+  EXPECT_EQ(collective_grouping_of(fsdp1), "FSDP1 flat parameters (one per unit)");
+
+  std::vector<SweepRow> rows = {tp_row(0, 100, 1000, 500), tp_row(1, 90, 1000, 500), tp_row(2, 95, 1000, 500), tp_row(3, 92, 1000, 500)};
+  rows[0].collective_grouping = rows[2].collective_grouping = collective_grouping_of(fsdp2);
+  rows[1].collective_grouping = rows[3].collective_grouping = collective_grouping_of(buckets);
+  for (auto& r : rows) mark_memory_fit(r, 0.1);
+  Recommendation rec = recommend(rows, {"x"}, 0.1, resolve_objective(rows, SweepObjective::Throughput));
+  ASSERT_EQ(rec.best, std::optional<size_t>(1)) << rec.text;
+  EXPECT_NE(rec.text.find("the recommended one runs byte buckets (ZeRO-3 / DeepSpeed style)\n"), std::string::npos) << rec.text;
+  EXPECT_NE(rec.text.find("the best that runs FSDP2 groups (one per unit): x=2 at"), std::string::npos) << rec.text;
+  for (auto& r : rows) r.collective_grouping = collective_grouping_of(fsdp2);
+  rec = recommend(rows, {"x"}, 0.1, resolve_objective(rows, SweepObjective::Throughput));
+  EXPECT_EQ(rec.text.find("group their collectives differently"), std::string::npos) << rec.text;
+}
+
 // Every kind of allocation has its words in the summary's "allocated at the peak" line.
 TEST(MemoryText, EveryPartHasALabel) {
   MemoryAtPeak peak;
@@ -699,7 +727,9 @@ TEST(SweepOutput, RowJsonRoundTrip) {
   const std::vector<std::string> paths = {"policy.bucket_bytes"};
   const nlohmann::json j = sweep_row_to_json(r, paths);
   EXPECT_EQ(j["settings"]["policy.bucket_bytes"], 1048576);
-  const SweepRow back = sweep_row_from_json(j, paths);
+  r.collective_grouping = "byte buckets (ZeRO-3 / DeepSpeed style)";
+  const SweepRow back = sweep_row_from_json(sweep_row_to_json(r, paths), paths);
+  EXPECT_EQ(back.collective_grouping, r.collective_grouping);  // MPI sweeps pass rows as JSON
   EXPECT_EQ(back.index, 4u);
   EXPECT_EQ(back.values, r.values);
   EXPECT_TRUE(back.valid);
