@@ -478,8 +478,8 @@ Recommendation recommend_settings(const std::vector<SweepRow>& rows, const std::
     else fitting.push_back(i);
   }
   // A configuration whose typical reserve exceeds the GPU fits only by the caching allocator
-  // flushing its cache, a cost the model does not charge (a flushing run measured 12.9% slower
-  // than predicted, docs/benchmarks.md): those rank after every configuration that fits without.
+  // flushing its cache, a cost the model does not charge (a flushing run's step was predicted
+  // 12.9% short of the measured one, docs/benchmarks.md): those rank after every configuration that fits without.
   const auto flushes = [&](size_t i) { return rows[i].metrics.allocator_cache_flushes; };
   std::sort(fitting.begin(), fitting.end(), [&](size_t a, size_t b) {
     if (flushes(a) != flushes(b)) return flushes(b);
@@ -551,21 +551,27 @@ Recommendation recommend_settings(const std::vector<SweepRow>& rows, const std::
     out << "  runner-up: " << settings_text(second, paths) << " at " << objective_text(second, o) << "\n";
     out << why_text(mb, second.metrics, o) << work_note(mb, second.metrics, o);
   }
+  // Rows that group their collectives otherwise than the recommendation (byte buckets, one per
+  // parameter) model another framework: the best of each such grouping (of those that fit without
+  // flushing) is named. Rows of an unknown grouping (none recorded) are not compared.
+  if (!best.collective_grouping.empty()) {
+    std::vector<std::string> groupings_named = {best.collective_grouping};
+    for (size_t i : fitting) {
+      const SweepRow& r = rows[i];
+      if (r.collective_grouping.empty() ||
+          std::find(groupings_named.begin(), groupings_named.end(), r.collective_grouping) != groupings_named.end())
+        continue;
+      groupings_named.push_back(r.collective_grouping);
+      if (groupings_named.size() == 2)
+        out << "  note: the configurations group their collectives differently, a choice of framework (docs/schedule.md): "
+               "the recommended one runs "
+            << collective_grouping_text(best.collective_grouping) << "\n";
+      out << "  the best that runs " << collective_grouping_text(r.collective_grouping) << ": "
+          << (rec.runner_up == i ? std::string("the runner-up") : settings_text(r, paths) + " at " + objective_text(r, o)) << "\n";
+    }
+  }
   // The configurations ranked after the recommendation only because they flush, when one of them
   // is better by the objective: the best of those, named.
-  // Rows that group their collectives otherwise than the recommendation (byte buckets, one per
-  // parameter) model another framework: the best of each such grouping is named.
-  std::vector<std::string> groupings_named = {best.collective_grouping};
-  for (size_t i : fitting) {
-    const SweepRow& r = rows[i];
-    if (std::find(groupings_named.begin(), groupings_named.end(), r.collective_grouping) != groupings_named.end()) continue;
-    groupings_named.push_back(r.collective_grouping);
-    if (groupings_named.size() == 2)
-      out << "  note: the configurations group their collectives differently, a choice of framework (docs/schedule.md): "
-             "the recommended one runs "
-          << best.collective_grouping << "\n";
-    out << "  the best that runs " << r.collective_grouping << ": " << settings_text(r, paths) << " at " << objective_text(r, o) << "\n";
-  }
   if (!flushing.empty() && primary_key(rows[flushing[0]], o) < primary_key(best, o)) {
     const SweepRow& first = rows[flushing[0]];
     out << "  ranked after it: " << flushing.size() << (flushing.size() == 1 ? " configuration that fits" : " configurations that fit")
@@ -583,10 +589,18 @@ Recommendation recommend_settings(const std::vector<SweepRow>& rows, const std::
 }  // namespace
 
 std::string collective_grouping_of(const PolicySpec& policy) {
-  if (!policy.comm_fusion) return "one collective per parameter (comm_fusion false)";
-  if (policy.bucket_bytes > 0) return "byte buckets (ZeRO-3 / DeepSpeed style)";
-  if (policy.fsdp1_record_stream()) return "FSDP1 flat parameters (one per unit)";
-  return "FSDP2 groups (one per unit)";
+  if (!policy.comm_fusion) return "per_parameter";
+  if (policy.bucket_bytes > 0) return "byte_buckets";
+  if (policy.fsdp1_record_stream()) return "fsdp1_flat_params";
+  return "fsdp2_groups";
+}
+
+std::string collective_grouping_text(const std::string& grouping) {
+  if (grouping == "per_parameter") return "one collective per parameter (comm_fusion false)";
+  if (grouping == "byte_buckets") return "byte buckets (ZeRO-3 / DeepSpeed style)";
+  if (grouping == "fsdp1_flat_params") return "FSDP1 flat parameters (one per unit)";
+  if (grouping == "fsdp2_groups") return "FSDP2 groups (one per unit)";
+  return grouping;
 }
 
 nlohmann::json sweep_row_to_json(const SweepRow& row, const std::vector<std::string>& paths) {
@@ -662,7 +676,7 @@ std::string sweep_csv(const std::vector<SweepRow>& rows, const std::vector<std::
   out << ",valid,fits_memory,fits_with_margin,step_time_us,compute_busy_us,comm_busy_us,exposed_comm_us,"
          "overlap_efficiency,forward_us,backward_us,peak_memory_bytes,peak_reserved_bytes,min_reserved_bytes,allocator_cache_flushes,"
          "memory_capacity_bytes,"
-         "samples_per_s,tokens_per_s,tokens_per_s_per_gpu,model_tflops_per_gpu,mfu,hfu,straggler_cost";
+         "samples_per_s,tokens_per_s,tokens_per_s_per_gpu,model_tflops_per_gpu,mfu,hfu,straggler_cost,collective_grouping";
   // "_op_": per op kind; keeps these names apart from the metrics' (compute_op_busy_us, the compute
   // kind's union, is the same number as compute_busy_us).
   for (const auto& k : kinds) out << "," << k << "_op_count," << k << "_op_bytes," << k << "_op_busy_us";
@@ -682,6 +696,7 @@ std::string sweep_csv(const std::vector<SweepRow>& rows, const std::vector<std::
       for (const auto* v : {&tp.samples_per_s, &tp.tokens_per_s, &tp.tokens_per_s_per_gpu, &tp.model_tflops_per_gpu, &tp.mfu, &tp.hfu})
         out << "," << (*v ? num(**v) : std::string());  // empty: unknown
       out << "," << (r.straggler_cost ? num(*r.straggler_cost) : std::string());  // empty: no variation
+      out << "," << csv_cell(r.collective_grouping);
       for (const auto& k : kinds) {
         auto it = m.by_kind.find(k);
         if (it == m.by_kind.end()) out << ",0,0,0";
@@ -689,7 +704,7 @@ std::string sweep_csv(const std::vector<SweepRow>& rows, const std::vector<std::
       }
       out << ",";
     } else {
-      for (int i = 0; i < 21; ++i) out << ",";  // fits_memory, fits_with_margin, 12 metrics, 6 throughput values, straggler cost
+      for (int i = 0; i < 22; ++i) out << ",";  // fits_memory, fits_with_margin, 12 metrics, 6 throughput values, straggler cost, grouping
       for (size_t i = 0; i < kinds.size() * 3; ++i) out << ",";
       out << "," << csv_cell(r.error);
     }

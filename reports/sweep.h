@@ -34,11 +34,12 @@ struct SweepRow {
   std::string collective_grouping;
 };
 
-// The framework scheme a policy's collectives follow, in words: "FSDP2 groups (one per unit)",
-// "FSDP1 flat parameters (one per unit)", "byte buckets (ZeRO-3 / DeepSpeed style)" or "one
-// collective per parameter (comm_fusion false)" (docs/schedule.md).
+// The framework scheme a policy's collectives follow (docs/schedule.md), as the stable token
+// sweep.json and sweep.csv carry: "fsdp2_groups" (one group per unit), "fsdp1_flat_params",
+// "byte_buckets" (ZeRO-3 / DeepSpeed style) or "per_parameter" (comm_fusion false); and in words.
 struct PolicySpec;
 std::string collective_grouping_of(const PolicySpec& policy);
+std::string collective_grouping_text(const std::string& grouping);
 
 // Sets fits_memory / fits_with_margin of a valid row from its metrics' reserve needed.
 void mark_memory_fit(SweepRow& row, double memory_margin);

@@ -411,22 +411,41 @@ TEST(SweepRecommend, RowsThatGroupTheirCollectivesDifferentlyAreNamedByGrouping)
   PolicySpec fsdp2, buckets, unfused;
   buckets.bucket_bytes = 1 << 30;
   unfused.comm_fusion = false;
-  EXPECT_EQ(collective_grouping_of(fsdp2), "FSDP2 groups (one per unit)");
-  EXPECT_EQ(collective_grouping_of(buckets), "byte buckets (ZeRO-3 / DeepSpeed style)");
-  EXPECT_EQ(collective_grouping_of(unfused), "one collective per parameter (comm_fusion false)");
+  EXPECT_EQ(collective_grouping_of(fsdp2), "fsdp2_groups");
+  EXPECT_EQ(collective_grouping_of(buckets), "byte_buckets");
+  EXPECT_EQ(collective_grouping_of(unfused), "per_parameter");
+  EXPECT_EQ(collective_grouping_text("byte_buckets"), "byte buckets (ZeRO-3 / DeepSpeed style)");
   PolicySpec fsdp1;
   fsdp1.optimizer_params = OptimizerParams::Fsdp1FlatParams;
-  EXPECT_EQ(collective_grouping_of(fsdp1), "FSDP1 flat parameters (one per unit)");
+  EXPECT_EQ(collective_grouping_of(fsdp1), "fsdp1_flat_params");
 
-  std::vector<SweepRow> rows = {tp_row(0, 100, 1000, 500), tp_row(1, 90, 1000, 500), tp_row(2, 95, 1000, 500), tp_row(3, 92, 1000, 500)};
+  std::vector<SweepRow> rows = {tp_row(0, 100, 1000, 500), tp_row(1, 90, 1000, 500), tp_row(2, 95, 1000, 500),
+                                tp_row(3, 92, 1000, 500), tp_row(4, 80, 1000, 500), tp_row(5, 98, 1000, 500)};
   rows[0].collective_grouping = rows[2].collective_grouping = collective_grouping_of(fsdp2);
   rows[1].collective_grouping = rows[3].collective_grouping = collective_grouping_of(buckets);
+  rows[4].collective_grouping = collective_grouping_of(unfused);
+  rows[5].collective_grouping = collective_grouping_of(fsdp1);
   for (auto& r : rows) mark_memory_fit(r, 0.1);
+  rows[4].metrics.allocator_cache_flushes = true;  // the fastest, but it flushes: not a grouping's best
   Recommendation rec = recommend(rows, {"x"}, 0.1, resolve_objective(rows, SweepObjective::Throughput));
   ASSERT_EQ(rec.best, std::optional<size_t>(1)) << rec.text;
+  ASSERT_EQ(rec.runner_up, std::optional<size_t>(3)) << rec.text;
   EXPECT_NE(rec.text.find("the recommended one runs byte buckets (ZeRO-3 / DeepSpeed style)\n"), std::string::npos) << rec.text;
-  EXPECT_NE(rec.text.find("the best that runs FSDP2 groups (one per unit): x=2 at"), std::string::npos) << rec.text;
+  EXPECT_NE(rec.text.find("  the best that runs FSDP2 groups (one per unit): x=2 at"), std::string::npos) << rec.text;
+  EXPECT_NE(rec.text.find("  the best that runs FSDP1 flat parameters (one per unit): x=5 at"), std::string::npos) << rec.text;
+  EXPECT_EQ(rec.text.find("the best that runs one collective per parameter"), std::string::npos) << rec.text;
+  EXPECT_NE(rec.text.find("the best of them, x=4,"), std::string::npos) << rec.text;  // named as flushing instead
+  // The runner-up is not named twice.
+  rows[2].collective_grouping = collective_grouping_of(buckets);
+  rows[3].collective_grouping = collective_grouping_of(fsdp2);
+  rec = recommend(rows, {"x"}, 0.1, resolve_objective(rows, SweepObjective::Throughput));
+  ASSERT_EQ(rec.runner_up, std::optional<size_t>(3)) << rec.text;
+  EXPECT_NE(rec.text.find("  the best that runs FSDP2 groups (one per unit): the runner-up\n"), std::string::npos) << rec.text;
+  // One grouping, or none recorded (rows read from an older sweep.json): no note.
   for (auto& r : rows) r.collective_grouping = collective_grouping_of(fsdp2);
+  rec = recommend(rows, {"x"}, 0.1, resolve_objective(rows, SweepObjective::Throughput));
+  EXPECT_EQ(rec.text.find("group their collectives differently"), std::string::npos) << rec.text;
+  for (auto& r : rows) r.collective_grouping.clear();
   rec = recommend(rows, {"x"}, 0.1, resolve_objective(rows, SweepObjective::Throughput));
   EXPECT_EQ(rec.text.find("group their collectives differently"), std::string::npos) << rec.text;
 }
@@ -727,7 +746,7 @@ TEST(SweepOutput, RowJsonRoundTrip) {
   const std::vector<std::string> paths = {"policy.bucket_bytes"};
   const nlohmann::json j = sweep_row_to_json(r, paths);
   EXPECT_EQ(j["settings"]["policy.bucket_bytes"], 1048576);
-  r.collective_grouping = "byte buckets (ZeRO-3 / DeepSpeed style)";
+  r.collective_grouping = "byte_buckets";
   const SweepRow back = sweep_row_from_json(sweep_row_to_json(r, paths), paths);
   EXPECT_EQ(back.collective_grouping, r.collective_grouping);  // MPI sweeps pass rows as JSON
   EXPECT_EQ(back.index, 4u);
