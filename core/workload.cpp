@@ -20,6 +20,17 @@ double transformer_model_flops_per_token(const Scenario& s) {
   return 6.0 * params + 12.0 * static_cast<double>(t.layers) * static_cast<double>(t.hidden) * static_cast<double>(t.seq_len);
 }
 
+double transformer_attention_flops_per_token(const Scenario& s, bool recomputed) {
+  const TransformerSpec& t = s.model.transformer.value();
+  const double per_block = static_cast<double>(t.hidden) * static_cast<double>(t.seq_len);
+  int64_t rerun = 0;  // blocks whose backward re-runs the attention core's forward
+  if (recomputed)
+    for (const UnitSpec& u : s.model.units)
+      if (u.part == TransformerPart::Block && (u.checkpointing == Checkpointing::Selective || u.checkpointing == Checkpointing::Full))
+        ++rerun;
+  return 12.0 * static_cast<double>(t.layers) * per_block + 4.0 * static_cast<double>(rerun) * per_block;
+}
+
 namespace {
 
 // Recomputed FLOPs per token of a transformer (same convention as the model FLOPs: attention

@@ -24,10 +24,14 @@ struct Workload {
   int64_t seq_len = 0;
 };
 
-// Model FLOPs per token of a transformer shorthand model (the MFU convention of PaLM and
-// llm-foundry): 6 x parameters (embeddings once) + 12 x layers x hidden x seq_len (attention
-// scores and context, forward + backward, no causal discount).
+// Model FLOPs per token of a transformer shorthand model (docs/outputs.md "Model FLOPs"): 6 x
+// parameters, less an untied token embedding (a table only looked up), + 12 x layers x hidden x
+// seq_len (attention scores and context, forward + backward, no causal discount).
 double transformer_model_flops_per_token(const Scenario& scenario);
+// Of those, the attention core's per token: 12 x layers x hidden x seq_len; with `recomputed`, also
+// its forward again in each block whose checkpointing re-runs it (selective, full), as the
+// hardware FLOPs count it.
+double transformer_attention_flops_per_token(const Scenario& scenario, bool recomputed);
 
 Workload workload_of(const Scenario& scenario);
 

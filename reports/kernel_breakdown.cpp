@@ -51,14 +51,16 @@ void for_each_kernel_trace_event(const Timeline& t, const std::vector<UnitComput
     const std::vector<TimedKernel>& kernels = backward ? unit.backward : unit.forward;
     const double predicted_us = backward ? unit.backward_us : unit.forward_us;
     if (kernels.empty() || !(predicted_us > 0)) continue;
-    // Each kernel's share of the op's interval; the last ends exactly where the op ends (summed
-    // scaled durations had overhung the op by rounding, by up to 4e-8 us, crossing the next op).
+    // Each kernel's share of the op's interval; the last ends exactly where the op's own event ends
+    // as a viewer adds its ts and dur (summed scaled durations had overhung the op by rounding, by
+    // up to 4e-8 us, crossing the next op on the stream).
     const double scale = (iv.end_us - iv.start_us) / predicted_us;
+    const double op_end = iv.start_us + (iv.end_us - iv.start_us);
     double at = iv.start_us, kernel_us_before = 0;
     for (size_t i = 0; i < kernels.size(); ++i) {
       const TimedKernel& k = kernels[i];
       kernel_us_before += k.time_us;
-      const double end = i + 1 == kernels.size() ? iv.end_us : std::min(iv.end_us, iv.start_us + kernel_us_before * scale);
+      const double end = i + 1 == kernels.size() ? op_end : std::min(op_end, iv.start_us + kernel_us_before * scale);
       double dur = std::max(0.0, end - at);
       while (dur > 0 && at + dur > end) dur = std::nextafter(dur, 0.0);  // ts + dur, as a viewer adds them, inside the op
       emit(json{{"ph", "X"},

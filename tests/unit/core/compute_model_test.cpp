@@ -762,6 +762,10 @@ TEST(Workload, TokensFlopsAndPeakFollowTheDocumentedFormulas) {
   const Scenario st = parse(tied);
   EXPECT_DOUBLE_EQ(static_cast<double>(st.model.total_params()), N - 32000.0 * 1024);
   EXPECT_DOUBLE_EQ(transformer_model_flops_per_token(st), per_token);
+  // The attention core's part: 12 L h s, and with full checkpointing each block's forward again.
+  EXPECT_DOUBLE_EQ(transformer_attention_flops_per_token(s, false), 12.0 * 2 * 1024 * 2048);
+  EXPECT_DOUBLE_EQ(transformer_attention_flops_per_token(s, true), 16.0 * 2 * 1024 * 2048);
+  EXPECT_DOUBLE_EQ(transformer_attention_flops_per_token(parse(scenario_json("selective_op")), true), 12.0 * 2 * 1024 * 2048);
   EXPECT_DOUBLE_EQ(w.model_flops_per_step, per_token * w.tokens_per_step);
   // Full checkpointing re-runs each block's forward: 2 x block parameters + the attention, per
   // token, less the down projection (2 f h) that the early stop skips.
