@@ -71,6 +71,17 @@ TEST_F(SimulateCli, AUtilisationOverTheDensePeakIsExplained) {
   EXPECT_NE(r.out.find("over 100%: the predicted compute outruns the dense peak"), std::string::npos) << r.out;
 }
 
+// A straggler of factor 1 does not act: the run is the plain one, file for file (it had switched
+// to every rank, writing ranks.json and a timeline of four ranks that recorded no variation).
+TEST_F(SimulateCli, AStragglerOfFactorOneLeavesTheRunAsItWas) {
+  const fs::path plain = dir_ / "plain", idle = dir_ / "idle";
+  ASSERT_EQ(run("simulate " + scenario("host-tiny-hsdp.json") + " --out " + plain.string()).code, 0);
+  const Result r = run("simulate " + scenario("host-tiny-hsdp.json") + " --straggler 1=1 --out " + idle.string());
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_FALSE(fs::exists(idle / "ranks.json"));
+  for (const char* f : kOutputs) EXPECT_EQ(slurp(idle / f), slurp(plain / f)) << f;
+}
+
 TEST_F(SimulateCli, DefaultScenarioWritesEveryOutputAndPrintsTheSummary) {
   const fs::path out = dir_ / "default";
   const Result r = run("simulate " + scenario("llama3-8b-fsdp-h100x8.json") + " --out " + out.string());
