@@ -288,10 +288,14 @@ TEST_F(CompareCli, ExecSlowsEachRankByItsDrawOfTheRankComputeSpread) {
   double busy_us[2] = {0, 0};
   for (const auto& iv : timeline.at("intervals"))  // [op, rank, iteration, issue, start, end]
     if (compute.at(iv.at(0).get<size_t>())) busy_us[iv.at(1).get<int>()] += iv.at(5).get<double>() - iv.at(4).get<double>();
-  // On the log scale, at least half and at most one and a half of the drawn difference (without
-  // the injection the ratio is about 1, the log about 0).
-  EXPECT_NEAR(std::log(busy_us[1] / busy_us[0]) / std::log(expected), 1.0, 0.5)
-      << busy_us[0] << " " << busy_us[1] << " expected ratio " << expected;
+  // On the log scale, at least a quarter and at most one and a half of the drawn difference
+  // (without the injection the ratio is about 1, the log about 0). Sleeps overshoot by the
+  // scheduler's latency, the same for both ranks, which pulls the ratio towards 1 when the
+  // machine is busy: with a clean-clone CI, a build and simulations sharing the 2 cores, one run
+  // measured 0.33 of a drawn 7.3x (24.6 against 47.5 ms), where it measures near 1 on an idle one.
+  const double measured_share = std::log(busy_us[1] / busy_us[0]) / std::log(expected);
+  EXPECT_GE(measured_share, 0.25) << busy_us[0] << " " << busy_us[1] << " expected ratio " << expected;
+  EXPECT_LE(measured_share, 1.5) << busy_us[0] << " " << busy_us[1] << " expected ratio " << expected;
 }
 
 TEST_F(CompareCli, CalibrateRefusesOneRank) {
