@@ -1,12 +1,12 @@
 #include "reports/kernel_breakdown.h"
 
 #include <algorithm>
-#include <cmath>
 #include <cstdio>
 
 #include <nlohmann/json.hpp>
 
 #include "reports/svg_timeline.h"
+#include "reports/trace_time.h"
 #include "core/invariant.h"
 
 namespace shardline {
@@ -51,18 +51,19 @@ void for_each_kernel_trace_event(const Timeline& t, const std::vector<UnitComput
     const std::vector<TimedKernel>& kernels = backward ? unit.backward : unit.forward;
     const double predicted_us = backward ? unit.backward_us : unit.forward_us;
     if (kernels.empty() || !(predicted_us > 0)) continue;
-    // Each kernel's share of the op's interval; the last ends exactly where the op's own event ends
-    // as a viewer adds its ts and dur (summed scaled durations had overhung the op by rounding, by
-    // up to 4e-8 us, crossing the next op on the stream).
+    // Each kernel's share of the op's interval, its ends on the trace's nanosecond grid
+    // (reports/trace_time.h): the first starts where the op starts, the last ends where it ends,
+    // each where the one before ended.
     const double scale = (iv.end_us - iv.start_us) / predicted_us;
-    const double op_end = iv.start_us + (iv.end_us - iv.start_us);
-    double at = iv.start_us, kernel_us_before = 0;
+    const int64_t op_end_ns = trace_ns(iv.end_us);
+    int64_t at_ns = trace_ns(iv.start_us);
+    double kernel_us_before = 0;
     for (size_t i = 0; i < kernels.size(); ++i) {
       const TimedKernel& k = kernels[i];
       kernel_us_before += k.time_us;
-      const double end = i + 1 == kernels.size() ? op_end : std::min(op_end, iv.start_us + kernel_us_before * scale);
-      double dur = std::max(0.0, end - at);
-      while (dur > 0 && at + dur > end) dur = std::nextafter(dur, 0.0);  // ts + dur, as a viewer adds them, inside the op
+      const int64_t end_ns =
+          i + 1 == kernels.size() ? op_end_ns : std::clamp(trace_ns(iv.start_us + kernel_us_before * scale), at_ns, op_end_ns);
+      const double at = trace_us(at_ns), dur = trace_us(end_ns - at_ns);
       emit(json{{"ph", "X"},
                 {"name", k.name},
                 {"cat", "kernel"},
@@ -78,7 +79,7 @@ void for_each_kernel_trace_event(const Timeline& t, const std::vector<UnitComput
                   {"memory_bound", k.memory_bound},
                   {"launches", k.launches},
                   {"op", iv.op}}}});
-      at = std::max(at, end);
+      at_ns = end_ns;
     }
   }
 }

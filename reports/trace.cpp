@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "reports/kernel_breakdown.h"
+#include "reports/trace_time.h"
 
 namespace shardline {
 
@@ -85,8 +86,8 @@ void for_each_trace_event(const Timeline& t, const std::vector<UnitCompute>* ker
                       {"cat", op_kind_name(op.kind)},
                       {"pid", iv.rank},
                       {"tid", static_cast<int>(op.stream)},
-                      {"ts", shifted(iv, iv.start_us)},
-                      {"dur", iv.end_us - iv.start_us},
+                      {"ts", trace_us(trace_ns(shifted(iv, iv.start_us)))},
+                      {"dur", trace_us(trace_ns(shifted(iv, iv.end_us)) - trace_ns(shifted(iv, iv.start_us)))},
                       {"args", std::move(args)}});
     if (has_issue) {
       emit(json{{"ph", "i"},
@@ -95,7 +96,7 @@ void for_each_trace_event(const Timeline& t, const std::vector<UnitCompute>* ker
                         {"cat", "issue"},
                         {"pid", iv.rank},
                         {"tid", kTraceHostTid},
-                        {"ts", shifted(iv, iv.issue_us)},
+                        {"ts", trace_us(trace_ns(shifted(iv, iv.issue_us)))},
                         {"args", {{"op", iv.op}, {"iteration", iv.iteration}}}});
     }
   }
@@ -105,7 +106,7 @@ void for_each_trace_event(const Timeline& t, const std::vector<UnitCompute>* ker
   // On the step's clock: the samples as the streams reach the markers where the host issues them
   // all at the start (Timeline::memory_by_stream).
   for (const MemorySample& m : t.drawn_memory())
-    emit(json{{"ph", "C"}, {"name", "memory"}, {"pid", 0}, {"ts", m.time_us}, {"args", {{"live_bytes", m.bytes}}}});
+    emit(json{{"ph", "C"}, {"name", "memory"}, {"pid", 0}, {"ts", trace_us(trace_ns(m.time_us))}, {"args", {{"live_bytes", m.bytes}}}});
 }
 
 constexpr const char* kDisplayTimeUnit = "ms";

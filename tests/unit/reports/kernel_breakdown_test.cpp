@@ -1,5 +1,6 @@
 // The kernel breakdown of the run outputs: child slices that tile each predicted compute op, and
 // the per-part HTML table; nothing for measured timelines or explicit units.
+#include <cmath>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -9,6 +10,7 @@
 #include "core/schedule.h"
 #include "reports/kernel_breakdown.h"
 #include "reports/trace.h"
+#include "reports/trace_time.h"
 #include "sim/simulator.h"
 
 namespace shardline {
@@ -50,21 +52,20 @@ TEST(KernelBreakdown, KernelSlicesTileEveryPredictedComputeOpOfAUnit) {
     const UnitCompute& u = kernels[op.unit];
     const auto& list = op.phase == Phase::Backward ? u.backward : u.forward;
     ASSERT_LE(next + list.size(), events.size());
-    EXPECT_DOUBLE_EQ(events[next]["ts"].get<double>(), iv.start_us) << t.name(op);
-    double end = iv.start_us;
-    const double op_end = iv.start_us + (iv.end_us - iv.start_us);  // the op's event: ts + dur
+    // On the trace's nanosecond grid (reports/trace_time.h): the first starts where the op starts,
+    // each where the one before ended, the last ends where the op ends, as a viewer reads them.
+    const auto ns = [](const json& v) { return std::llround(v.get<double>() * 1000.0); };
+    int64_t end_ns = trace_ns(iv.start_us);
     for (size_t k = 0; k < list.size(); ++k) {
       const json& e = events[next + k];
       EXPECT_EQ(e["name"], list[k].name);
       EXPECT_EQ(e["cat"], "kernel");
       EXPECT_EQ(e["tid"], static_cast<int>(StreamId::Compute));
-      // Nested: each starts no earlier than the one before ends, and none ends past its op (a
-      // viewer would see it cross the next op on the stream).
-      EXPECT_GE(e["ts"].get<double>(), end) << t.name(op) << " " << list[k].name;
-      end = e["ts"].get<double>() + e["dur"].get<double>();
-      EXPECT_LE(end, op_end) << t.name(op) << " " << list[k].name;
+      EXPECT_EQ(ns(e["ts"]), end_ns) << t.name(op) << " " << list[k].name;
+      EXPECT_GE(ns(e["dur"]), 0) << t.name(op) << " " << list[k].name;
+      end_ns = ns(e["ts"]) + ns(e["dur"]);
     }
-    EXPECT_NEAR(end, iv.end_us, 1e-9 * iv.end_us) << t.name(op);
+    EXPECT_EQ(end_ns, trace_ns(iv.end_us)) << t.name(op);
     next += list.size();
   }
   EXPECT_EQ(next, events.size());
