@@ -16,7 +16,7 @@ namespace shardline {
 inline constexpr int kTraceHostTid = kNumStreams;
 
 // {"traceEvents": [...], "displayTimeUnit": "ms"}. Every interval of every rank and iteration
-// becomes one "X" event (ts/dur in microseconds, args: op, kind, unit, bucket, bytes,
+// becomes one "X" event (ts/dur in microseconds on the nanosecond grid, reports/trace_time.h; args: op, kind, unit, bucket, bytes,
 // microbatch, phase, iteration). Issue times become "i" instants on the host lane when the
 // timeline records them (any issue_us != 0). Memory samples (rank 0) become a "C" counter.
 // `kernels` (optional, core/compute_model.h unit_breakdowns): each compute op of a predicted
