@@ -250,6 +250,9 @@ void embedding_backward(KernelList& k, const TransformerSpec& t, const Shape& s)
   if (t.position == PositionKind::Learned) k.memory("position_grad", s.e * Th + s.e * D(t.seq_len) * D(s.h));
   k.memory("embedding_grad_zero", s.e * D(s.V) * D(s.h));
   k.memory("embedding_scatter_add", 2 * s.e * Th + 8.0 * D(s.T));
+  // Tied, the table already holds the head's weight gradient: autograd adds this one into it
+  // (AccumulateGrad, in place: read both, write one).
+  if (t.tied_embeddings) k.memory("embedding_grad_accumulate", 3 * s.e * D(s.V) * D(s.h));
 }
 
 // Bytes the loss moves per logit, forward or backward.

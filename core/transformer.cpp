@@ -63,6 +63,9 @@ std::vector<UnitSpec> transformer_units(const TransformerSpec& t, int e) {
   embedding.root = t.root_group || t.tied_embeddings;
   embedding.activation_bytes = 8 * tokens;  // the int64 token ids (the embedding output is block 0's input)
   if (t.dropout > 0) embedding.activation_bytes += tokens * h;  // its dropout mask
+  // Tied, the embedding's backward makes a second V x h gradient beside the head's, which holds
+  // the table's gradient already, until autograd adds it in.
+  if (t.tied_embeddings) embedding.backward_transient_bytes = e * V * h;
   units.push_back(std::move(embedding));
 
   for (int64_t layer = 0; layer < t.layers; ++layer) {

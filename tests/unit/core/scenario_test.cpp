@@ -301,6 +301,10 @@ TEST(Transformer, TiedEmbeddingsDropTheOutputWeightAndMicroBatchScales) {
   j["model"]["transformer"]["tied_embeddings"] = true;
   const Scenario tied = parse_scenario(j);
   EXPECT_EQ(tied.model.units.back().params(), 4096);
+  // The embedding's backward makes a second 128,256 x 4,096 bf16 gradient beside the head's until
+  // autograd adds it in (untied, its gradient is the table's own: no transient).
+  EXPECT_EQ(tied.model.units.front().backward_transient_bytes, int64_t{2} * 128256 * 4096);
+  EXPECT_EQ(parse_scenario(llama(2, 4096, 14336, 32, 8, "full")).model.units.front().backward_transient_bytes, 0);
   j["model"]["transformer"]["micro_batch_size"] = 2;
   j["model"]["transformer"]["tied_embeddings"] = false;
   const Scenario two = parse_scenario(j);
