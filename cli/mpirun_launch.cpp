@@ -32,7 +32,10 @@ std::vector<std::string> mpirun_command(int np, const std::string& subcommand, c
   const char* env = std::getenv("SHARDLINE_MPIEXEC");
   std::vector<std::string> cmd{env && *env ? env : "mpirun"};
   if (geteuid() == 0) cmd.push_back("--allow-run-as-root");
-  cmd.insert(cmd.end(), {"--oversubscribe", "--bind-to", mpirun_binding(np, usable_cores()), "-n", std::to_string(np), self_path(), subcommand});
+  // --quiet: a rank's own error message (exit 2, printed once by rank 0) is the whole story;
+  // without it mpirun added a dozen lines of "Primary job terminated normally, but ..." after it.
+  cmd.insert(cmd.end(), {"--oversubscribe", "--quiet", "--bind-to", mpirun_binding(np, usable_cores()), "-n", std::to_string(np), self_path(),
+                         subcommand});
   for (size_t i = 0; i < args.size(); ++i) {
     if (args[i] == "--np") {
       ++i;
