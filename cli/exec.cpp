@@ -83,7 +83,9 @@ int run_exec(const std::vector<std::string>& args) {
     throw InputError("--np", "the scenario's mesh has " + std::to_string(world) + " ranks (shard " +
                                  std::to_string(scenario.mesh.shard) + " x replicate " +
                                  std::to_string(scenario.mesh.replicate) + "), not " + std::to_string(np) +
-                                 "; use --np " + std::to_string(world) + " or --set mesh.shard=...");
+                                 "; use --np " + std::to_string(world) + ", or a mesh of " + std::to_string(np) +
+                                 " ranks on as many GPUs, e.g. --set mesh.shard=" + std::to_string(np) +
+                                 " --set mesh.replicate=1 --set cluster.nodes=1 --set cluster.gpus_per_node=" + std::to_string(np));
   if (np > 0 && !exec::launched_by_mpirun()) return relaunch_under_mpirun_and_wait(np, "exec", args, out_dir);
 
   opt.iterations = iterations >= 0 ? iterations : scenario.run.iterations;

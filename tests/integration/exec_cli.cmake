@@ -101,7 +101,8 @@ function(exec_bad_input name regex)
 endfunction()
 exec_bad_input(backend "--backend: expected mpi or nccl" ${_scen}/host-tiny-fsdp.json --backend gloo)
 exec_bad_input(scale "--scale: must be a positive integer" ${_scen}/host-tiny-fsdp.json --scale 0)
-exec_bad_input(np_mismatch "--np: the scenario's mesh has 4 ranks" ${_scen}/host-tiny-hsdp.json --np 2)
+exec_bad_input(np_mismatch "--np: the scenario's mesh has 4 ranks.*use --np 4, or a mesh of 2 ranks on as many GPUs, e.g. --set mesh.shard=2 --set mesh.replicate=1 --set cluster.nodes=1 --set cluster.gpus_per_node=2"
+               ${_scen}/host-tiny-hsdp.json --np 2)
 exec_bad_input(compute "--compute: kernel stand-ins need --backend nccl" ${_scen}/host-tiny-fsdp.json --compute kernel)
 exec_bad_input(missing_scenario "error" ${CMAKE_CURRENT_SOURCE_DIR}/no-such-scenario.json)
 exec_bad_input(world_mismatch "mpirun -n: the program runs on 4 ranks .shard 2, replicate 2., but the run has 1"
