@@ -623,8 +623,21 @@ namespace {
 
 Timeline read_timeline_dir(const std::string& dir, const char* which) {
   const std::string path = (std::filesystem::path(dir) / "timeline.json").string();
-  if (!std::filesystem::exists(path))
-    throw InputError(which, "cannot open \"" + path + "\" (expected an output folder of simulate or exec)");
+  if (!std::filesystem::exists(path)) {
+    // A failed exec leaves its ranks' partial timelines there instead (docs/exec.md, "Faults").
+    bool partial = false;
+    std::error_code ec;
+    if (std::filesystem::is_directory(dir, ec))
+      for (const auto& entry : std::filesystem::directory_iterator(dir, ec))
+        if (entry.path().filename().string().rfind("timeline.partial.rank", 0) == 0) {
+          partial = true;
+          break;
+        }
+    throw InputError(which, "cannot open \"" + path + "\" " +
+                                (partial ? std::string("(the folder holds a failed run's timeline.partial.rank*.json and "
+                                                       "error.rank*.txt: exec did not finish; run it again)")
+                                         : std::string("(expected an output folder of simulate or exec)")));
+  }
   const nlohmann::json j = load_json_file(path, which, kMaxOutputJsonBytes);
   try {
     Timeline t = timeline_from_json(j);

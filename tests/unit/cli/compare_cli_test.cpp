@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <fstream>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -91,6 +92,12 @@ TEST_F(CompareCli, MissingFolderExitsTwoNamingIt) {
   write("pred", timeline(1000, "predicted"));
   EXPECT_EQ(run("compare pred nowhere").code, 2);
   EXPECT_NE(err_.find("MEASURED_DIR"), std::string::npos) << err_;
+  EXPECT_NE(err_.find("(expected an output folder of simulate or exec)"), std::string::npos) << err_;
+  // A failed exec's folder (its ranks' partial timelines, rank 0's among them or not) is named so.
+  fs::create_directories(dir_ / "failed");
+  std::ofstream(dir_ / "failed" / "timeline.partial.rank1.json") << "{}";
+  EXPECT_EQ(run("compare pred failed").code, 2);
+  EXPECT_NE(err_.find("the folder holds a failed run's timeline.partial.rank*.json"), std::string::npos) << err_;
 }
 
 TEST_F(CompareCli, ATimelineThatIsADirectoryOrOutOfRangeExitsTwoNamingIt) {
