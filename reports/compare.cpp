@@ -182,6 +182,14 @@ std::string variation_note(const Comparison& c) {
          "): the step-time and per-rank errors compare different inputs";
 }
 
+// Said under the table when the reported measured iteration drew other jitter than the prediction.
+std::string jitter_note(const Comparison& c) {
+  return "note: with compute jitter every iteration draws its own factors; the prediction played iteration 0's, the "
+         "measured step reported is iteration " +
+         std::to_string(c.measured_iteration) +
+         "'s: the per-rank and per-op rows compare different draws, the step a sample of the same distribution";
+}
+
 // Said under the table when the two sides did not process the same work per step.
 std::string workload_note(const Comparison& c) {
   return "note: the two runs do not process the same work per step (" + c.workload_difference +
@@ -332,6 +340,7 @@ Comparison compare_timelines(const Timeline& predicted, const Timeline& measured
     if (p && m && (!f.relative || *m > 0)) c.*f.error = f.relative ? (*p - *m) / *m : *p - *m;
   }
   c.workload_difference = workload_difference(predicted.workload, measured.workload);
+  c.jitter_draws_differ = measured.variation_recorded && measured.variation.jitter.cv > 0 && mw.iteration != 0;
   if (predicted.variation_recorded && measured.variation_recorded && !(predicted.variation == measured.variation))
     c.variation_difference = "predicted: " + variation_text(predicted.variation) + "; measured: " + variation_text(measured.variation);
 
@@ -444,6 +453,7 @@ nlohmann::json comparison_to_json(const Comparison& c) {
           {"measured_exposed_comm_us", c.measured.exposed_comm_us},
           {"workloads_differ", c.workloads_differ()},
           {"variation_difference", c.variation_difference},
+          {"jitter_draws_differ", c.jitter_draws_differ},
           {"predicted", metrics_to_json(c.predicted)},
           {"measured", metrics_to_json(c.measured)},
           {"by_kind", kinds},
@@ -519,6 +529,7 @@ std::string comparison_table(const Comparison& c) {
   for (const auto& row : summary_rows(c)) o << pad(row[0], 22) << pad(row[1], 14) << pad(row[2], 14) << row[3] << "\n";
   if (c.workloads_differ()) o << "\n" << workload_note(c) << "\n";
   if (!c.variation_difference.empty()) o << "\n" << variation_note(c) << "\n";
+  if (c.jitter_draws_differ) o << "\n" << jitter_note(c) << "\n";
   o << "\n" << spread_line(c) << "\n";
   if (c.machine_drift) o << drift_line(*c.machine_drift) << "\n";
   o << "\n";
@@ -579,6 +590,7 @@ std::string comparison_html(const Comparison& c, const Timeline& predicted, cons
   b << "</table>\n";
   if (c.workloads_differ()) b << "<p>" << html_escape(workload_note(c)) << "</p>\n";
   if (!c.variation_difference.empty()) b << "<p>" << html_escape(variation_note(c)) << "</p>\n";
+  if (c.jitter_draws_differ) b << "<p>" << html_escape(jitter_note(c)) << "</p>\n";
   b << "<p>" << html_escape(spread_line(c)) << "</p>\n";
   if (c.machine_drift) b << "<p>" << html_escape(drift_line(*c.machine_drift)) << "</p>\n";
   if (shows_per_rank(c)) {

@@ -106,6 +106,10 @@ struct Comparison {
   bool measured_is_prediction = false;
   int measured_rank = 0;       // the rank that defines the measured step
   int measured_iteration = 0;  // its reported iteration
+  // With compute jitter each iteration draws its own factors (docs/scenario.md): the prediction
+  // played iteration 0's, so where the reported measured iteration is another one, the per-rank
+  // and per-op rows compare different draws (the step, a sample of the same distribution).
+  bool jitter_draws_differ = false;
   // The predicted rank the ops are compared on: the measured rank when an every-rank prediction
   // holds it, else the prediction's own slowest rank (0 for a one-rank prediction).
   int predicted_rank = 0;

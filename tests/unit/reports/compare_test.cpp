@@ -498,6 +498,32 @@ TEST(Compare, SaysWhenTheTwoRunsHadDifferentVariation) {
   EXPECT_TRUE(compare_timelines(p, m).variation_difference.empty());
 }
 
+// With compute jitter the prediction plays iteration 0's draws; a measured step reported from
+// another iteration drew others (the fixture reports iteration 1), and the comparison says so.
+TEST(Compare, SaysWhenTheReportedIterationDrewOtherJitter) {
+  Timeline p = predicted(), m = measured();
+  ASSERT_EQ(m.reported_iteration, 1);
+  EXPECT_FALSE(compare_timelines(p, m).jitter_draws_differ);  // no jitter
+  m.variation.jitter.cv = 0.1;
+  m.variation.seed = 3;
+  p.variation = m.variation;
+  Comparison c = compare_timelines(p, m);
+  EXPECT_TRUE(c.jitter_draws_differ);
+  EXPECT_NE(comparison_table(c).find("note: with compute jitter every iteration draws its own factors; the prediction played "
+                                     "iteration 0's, the measured step reported is iteration 1's"),
+            std::string::npos)
+      << comparison_table(c);
+  EXPECT_EQ(comparison_to_json(c).at("jitter_draws_differ"), true);
+  EXPECT_NE(comparison_html(c, p, m).find("every iteration draws its own factors"), std::string::npos);
+  // Reported from iteration 0, the draws are the prediction's.
+  m.reported_iteration = 0;
+  std::erase_if(m.intervals, [](const OpInterval& iv) { return iv.iteration != 0; });
+  m.iterations = 1;
+  c = compare_timelines(p, m);
+  ASSERT_EQ(c.measured_iteration, 0);
+  EXPECT_FALSE(c.jitter_draws_differ);
+}
+
 // Timelines that carry no workload (older files): the throughput rows say n/a, JSON null.
 TEST(Compare, UnknownThroughputIsNotAnError) {
   Timeline p = predicted(), m = measured();
