@@ -71,7 +71,12 @@ int calibrate_from_run(const std::string& dir, const std::string& out) {
     if (summary.is_array() && !summary.empty() && summary[0].is_object() && summary[0].value("device", "") != "")
       machine = std::to_string(summary.size()) + " x " + summary[0].value("device", "") + " (profiler traces in " + dir + ")";
   }
-  const ClusterProfile profile = profile_from_timeline(timeline, machine);
+  ClusterProfile profile;
+  try {
+    profile = profile_from_timeline(timeline, machine);
+  } catch (const InputError& e) {
+    throw InputError("--from-trace", "\"" + timeline_path + "\": " + (e.where() == "timeline" ? e.sentence() : std::string(e.what())));
+  }
   write_file_atomically(out, profile_to_json(profile).dump(2) + "\n", "--out");
   std::cout << "profile fitted on the measured run in " << dir << " (" << timeline.iterations << " iterations, " << timeline.ranks
             << " ranks) written to " << out << ":\n";

@@ -68,7 +68,9 @@ ClusterProfile profile_from_timeline(const Timeline& t, const std::string& machi
       default: break;
     }
   }
-  if (collectives.empty()) throw InputError("timeline", "has no measured collective: nothing to fit alpha and beta on");
+  if (collectives.empty())
+    throw InputError("timeline", "has no measured collective (a run on one GPU runs none): a profile's collective tables need "
+                                 "them, so fit it on a run of two GPUs or more");
 
   for (const auto& [key, by_size] : collectives) {
     CollectiveTable table;

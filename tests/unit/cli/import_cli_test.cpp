@@ -139,6 +139,10 @@ TEST_F(ImportCli, MapsARealOneGpuStepWithItsRootModuleOntoTheProgram) {
   ASSERT_EQ(run("compare sim imported --tolerance 1 --out cmp").code, 0) << out_ << err_;
   const auto cmp = nlohmann::json::parse(slurp(dir_ / "cmp" / "compare.json"));
   EXPECT_TRUE(cmp.contains("allocator_memory")) << cmp.dump(1).substr(0, 2000);
+  // One GPU runs no collective: a profile cannot be fitted on it, and the refusal names the
+  // run's timeline and says why (it had read "timeline: has no measured collective").
+  expect_one_error_line(run("calibrate --from-trace imported --out p.json"),
+                        "--from-trace: \"imported/timeline.json\": has no measured collective (a run on one GPU runs none)");
 }
 
 TEST_F(ImportCli, WritesTheMeasuredRunOfGeneratedTraces) {
