@@ -139,6 +139,13 @@ TEST_F(ImportCli, MapsARealOneGpuStepWithItsRootModuleOntoTheProgram) {
   ASSERT_EQ(run("compare sim imported --tolerance 1 --out cmp").code, 0) << out_ << err_;
   const auto cmp = nlohmann::json::parse(slurp(dir_ / "cmp" / "compare.json"));
   EXPECT_TRUE(cmp.contains("allocator_memory")) << cmp.dump(1).substr(0, 2000);
+  // A scenario that does not describe the run (its micro-batch 8 times larger) puts the run's MFU
+  // over the GPU's peak, and the summary says the scenario is not the run's.
+  const Result wrong = run("import " + data + "fsdp2-mpt-7b-shape-4-layers-nobias-full.json.gz --scenario " + scenario_path +
+                           " --set model.transformer.micro_batch_size=64 --out wrong");
+  ASSERT_EQ(wrong.code, 0) << wrong.err;
+  EXPECT_NE(wrong.out.find("over 100%: more than the GPUs can do, so the scenario does not describe this run"), std::string::npos)
+      << wrong.out;
   // One GPU runs no collective: a profile cannot be fitted on it, and the refusal names the
   // run's timeline and says why (it had read "timeline: has no measured collective").
   expect_one_error_line(run("calibrate --from-trace imported --out p.json"),
