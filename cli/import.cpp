@@ -38,6 +38,16 @@ std::vector<kineto::KinetoTrace> in_rank_order(std::vector<kineto::KinetoTrace> 
   const int n = static_cast<int>(traces.size());
   std::map<int, std::string> ranks;  // rank -> the trace that names it
   const auto with_rank = std::find_if(traces.begin(), traces.end(), [](const auto& t) { return t.rank >= 0; });
+  if (one_run) {
+    // One file given twice (its rank, where recorded, is caught below as a rank named twice).
+    std::map<std::string, std::string> files;  // canonical path -> as given
+    for (const auto& t : traces) {
+      std::error_code ec;
+      const std::filesystem::path canonical = std::filesystem::weakly_canonical(t.path, ec);
+      const auto [it, added] = files.emplace(ec ? t.path : canonical.string(), t.path);
+      if (!added) throw InputError("TRACE", t.path + ": given twice (also as " + it->second + "): give one trace per rank");
+    }
+  }
   for (const auto& t : traces) {
     if (!one_run) {
       if (t.rank >= 0 && t.rank < n) ranks.emplace(t.rank, t.path);

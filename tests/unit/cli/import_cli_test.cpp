@@ -139,7 +139,7 @@ TEST_F(ImportCli, MapsARealOneGpuStepWithItsRootModuleOntoTheProgram) {
   ASSERT_EQ(run("compare sim imported --tolerance 1 --out cmp").code, 0) << out_ << err_;
   const auto cmp = nlohmann::json::parse(slurp(dir_ / "cmp" / "compare.json"));
   EXPECT_TRUE(cmp.contains("allocator_memory")) << cmp.dump(1).substr(0, 2000);
-  // A scenario that does not describe the run (its micro-batch 8 times larger) puts the run's MFU
+  // A scenario that does not describe the run (a micro-batch of 64 where it ran 4) puts the run's MFU
   // over the GPU's peak, and the summary says the scenario is not the run's.
   const Result wrong = run("import " + data + "fsdp2-mpt-7b-shape-4-layers-nobias-full.json.gz --scenario " + scenario_path +
                            " --set model.transformer.micro_batch_size=64 --out wrong");
@@ -160,6 +160,10 @@ TEST_F(ImportCli, WritesTheMeasuredRunOfGeneratedTraces) {
   for (const char* f : {"timeline.json", "metrics.json", "report.html", "trace.json", "import.json", "summary.json"})
     EXPECT_TRUE(fs::exists(dir_ / "imported" / f)) << f;
   EXPECT_EQ(run("compare sim imported --out cmp").code, 0) << out_ << err_;
+  // One file given twice, under two spellings of its path, is named as such (it was accepted where
+  // a trace records no rank).
+  expect_one_error_line(run("import traces/rank-0.json.gz ./traces/rank-0.json.gz --scenario " + scenario("host-tiny-fsdp.json") + " --out twice"),
+                        "./traces/rank-0.json.gz: given twice (also as traces/rank-0.json.gz)");
 }
 
 // A step that matches on one rank only is left out and named; the report's counts are those of
@@ -309,7 +313,10 @@ TEST_F(ImportCli, RanksAndTimesThatCannotBeTheRunAreRefused) {
   edited("traces/rank-1.json", "w8/rank-1.json", "\"world_size\": 2", "\"world_size\": 8");
   fs::copy_file(dir_ / "traces/rank-0.json", dir_ / "w8/rank-0.json");
   expect_one_error_line(run("import w8/rank-0.json w8/rank-1.json" + hsdp), "w8/rank-1.json: distributedInfo.world_size is 8");
-  expect_one_error_line(run("import traces/rank-0.json traces/rank-0.json" + hsdp), "distributedInfo.rank 0 is also");
+  expect_one_error_line(run("import traces/rank-0.json traces/rank-0.json" + hsdp), "traces/rank-0.json: given twice");
+  fs::create_directories(dir_ / "copy");
+  fs::copy_file(dir_ / "traces/rank-0.json", dir_ / "copy/rank-0-again.json");  // another file naming rank 0
+  expect_one_error_line(run("import traces/rank-0.json copy/rank-0-again.json" + hsdp), "distributedInfo.rank 0 is also");
   // Without a scenario each trace is only summarized: its own rank and world are reported.
   EXPECT_EQ(run("import r7/rank-1.json").code, 0) << err_;
   // A kernel's start moved to 1e19 us, its duration to 1e300 us: refused by the reader, with or
