@@ -18,6 +18,8 @@ class LaunchIndex {
   int64_t launch_ns(const GpuActivity& a) const;
   // The CPU thread that launched `a` (-1 when no launch is recorded).
   int64_t launch_tid(const GpuActivity& a) const;
+  // Whether a launch carries `a`'s correlation id (else it is placed by its own start).
+  bool has_launch(const GpuActivity& a) const { return a.correlation >= 0 && by_correlation_.count(a.correlation) > 0; }
   
  private:
   std::unordered_map<int64_t, Launch> by_correlation_;

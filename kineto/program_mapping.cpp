@@ -208,6 +208,7 @@ class RankMapper {
     by_step_.resize(steps_.size());
     for (size_t i = 0; i < t.gpu.size(); ++i) {
       const int w = step_of(steps_, launches_.launch_ns(t.gpu[i]));
+      if (!launches_.has_launch(t.gpu[i])) ++report_.gpu_activities_without_launch;
       if (w < 0) ++report_.gpu_activities_outside_steps;
       else by_step_[static_cast<size_t>(w)].push_back(static_cast<int>(i));
     }
@@ -816,6 +817,9 @@ std::string import_report_text(const ImportReport& r) {
     for (const auto& [what, n] : r.not_in_program) out << "  " << what << ": " << n.count << " (" << n.gpu_us / 1e3 << " ms of GPU time)\n";
   }
   if (r.gpu_activities_outside_steps > 0) out << r.gpu_activities_outside_steps << " GPU activities launched outside every profiler step\n";
+  if (r.gpu_activities_without_launch > 0)
+    out << r.gpu_activities_without_launch << " GPU activities have no recorded CPU launch: each placed by its own start, so an op's "
+        << "issue time is its GPU start there\n";
   out << "alloc/free markers: " << r.markers_from_memory_events << " at their [memory] event, " << r.markers_from_stream_order
       << " placed by stream order (no matching [memory] event)\n";
   if (r.collectives_without_sizes > 0) out << r.collectives_without_sizes << " NCCL kernels without size metadata: sizes not checked\n";
@@ -844,6 +848,7 @@ nlohmann::json import_report_to_json(const ImportReport& r) {
   j["not_in_program"] = nlohmann::json::object();
   for (const auto& [what, n] : r.not_in_program) j["not_in_program"][what] = {{"count", n.count}, {"gpu_us", n.gpu_us}};
   j["gpu_activities_outside_steps"] = r.gpu_activities_outside_steps;
+  j["gpu_activities_without_launch"] = r.gpu_activities_without_launch;
   j["markers_from_memory_events"] = r.markers_from_memory_events;
   j["markers_from_stream_order"] = r.markers_from_stream_order;
   j["collectives_without_sizes"] = r.collectives_without_sizes;

@@ -55,6 +55,7 @@ struct ImportReport {
   std::vector<std::string> unmatched_steps;  // "rank 1, ProfilerStep#3: ..." (why it was left out)
   std::map<std::string, NotInProgram> not_in_program;  // in the imported steps
   int64_t gpu_activities_outside_steps = 0;
+  int64_t gpu_activities_without_launch = 0;  // no recorded launch names them: placed by their own start
   int64_t markers_from_memory_events = 0;
   int64_t markers_from_stream_order = 0;
   int64_t collectives_without_sizes = 0;     // NCCL kernels whose size could not be checked

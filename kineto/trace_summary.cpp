@@ -57,6 +57,7 @@ TraceSummary summarize_trace(const KinetoTrace& trace) {
   }
   for (const GpuActivity& a : trace.gpu) {
     const int64_t host_ns = launches.launch_ns(a);
+    if (!launches.has_launch(a)) ++s.without_launch;
     const int w = step_of(windows, host_ns);
     if (w < 0) {
       ++s.outside_steps;
@@ -142,6 +143,9 @@ std::string summary_text(const TraceSummary& s) {
   out << "# alloc / resv: the most the caching allocator held allocated and reserved on the GPU in the step (the [memory] events' "
          "totals; - when the trace has none: profile with profile_memory=True)\n";
   if (s.outside_steps > 0) out << "# " << s.outside_steps << " GPU activities were launched outside every ProfilerStep\n";
+  if (s.without_launch > 0)
+    out << "# " << s.without_launch << " GPU activities have no recorded CPU launch: each is placed by its own start (a step's "
+        << "time then starts at the GPU's, not the host's)\n";
   if (!s.skipped_by_category.empty()) {
     out << "# read and not used, by category:";
     for (const auto& [cat, n] : s.skipped_by_category) out << " " << cat << " " << n;
@@ -176,6 +180,7 @@ nlohmann::json summary_to_json(const TraceSummary& s) {
     j["collectives"][std::string(comm_kind_name(static_cast<CommKind>(k)))] = s.collectives_by_kind[k];
   j["collectives_with_metadata"] = s.collectives_with_metadata;
   j["outside_steps"] = s.outside_steps;
+  j["without_launch"] = s.without_launch;
   j["skipped_by_category"] = s.skipped_by_category;
   // What the busy times count: a trace alone cannot tell FSDP's copies from compute
   // (docs/import.md, "Without a scenario"), so these are not metrics.json's definitions.

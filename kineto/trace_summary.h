@@ -49,6 +49,7 @@ struct TraceSummary {
   std::array<int64_t, kNumCommKinds> collectives_by_kind{};  // every NCCL kernel of the trace
   int64_t collectives_with_metadata = 0;  // NCCL kernels carrying "Collective name"
   int64_t outside_steps = 0;              // GPU activities launched outside every ProfilerStep
+  int64_t without_launch = 0;             // GPU activities no recorded launch names: placed by their own start
   std::vector<StepSummary> steps;
   std::map<std::string, int64_t> skipped_by_category;
 };

@@ -215,6 +215,35 @@ TEST_F(ImportCli, HostMemoryEventsPlaceNoMarkers) {
   EXPECT_EQ(report["markers_from_memory_events"], report["markers_from_stream_order"]) << report.dump();
 }
 
+// A GPU activity whose launch the profiler did not record is placed by its own start; the summary
+// and the import count them (they had gone unsaid, though they move a step's and an op's start).
+TEST_F(ImportCli, GpuActivitiesWithoutARecordedLaunchAreCounted) {
+  ASSERT_EQ(run("simulate " + scenario("host-tiny-fsdp.json") + " --ranks all --trace-ranks all --out sim").code, 0) << err_;
+  const std::string cmd = "cd " + dir_.string() + " && python3 " + SHARDLINE_SOURCE_DIR + "/scripts/fsdp2-trace sim --out traces --plain";
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  // Edited as text: the traces' times are exact decimals that a JSON round trip through doubles
+  // would round. Three launch events past the first 40 go.
+  std::string text = slurp(dir_ / "traces" / "rank-1.json");
+  size_t seen = 0, dropped = 0;
+  for (size_t at = text.find("\"name\": \"cudaLaunchKernel\""); at != std::string::npos && dropped < 3;
+       at = text.find("\"name\": \"cudaLaunchKernel\"", at + 1)) {
+    if (++seen <= 40) continue;
+    const size_t begin = text.rfind("{\"ph\"", at), end = text.find("}}, ", at) + 4;
+    text.erase(begin, end - begin);
+    at = begin;
+    ++dropped;
+  }
+  ASSERT_EQ(dropped, 3u);
+  write_text("traces/rank-1.json", text);
+  Result r = run("import traces/rank-1.json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("# 3 GPU activities have no recorded CPU launch"), std::string::npos) << r.out;
+  r = run("import traces/rank-0.json traces/rank-1.json --scenario " + scenario("host-tiny-fsdp.json") + " --out imported");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("3 GPU activities have no recorded CPU launch"), std::string::npos) << r.out;
+  EXPECT_EQ(nlohmann::json::parse(slurp(dir_ / "imported" / "import.json"))["gpu_activities_without_launch"], 3);
+}
+
 TEST_F(ImportCli, CalibrateFromTraceRefusesMeasuringFlagsAndAFolderWithoutATimeline) {
   generate_fsdp_traces();
   ASSERT_EQ(run("import traces/rank-0.json.gz traces/rank-1.json.gz --scenario " + scenario("host-tiny-fsdp.json") + " --out run").code, 0);
