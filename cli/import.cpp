@@ -39,6 +39,12 @@ std::vector<kineto::KinetoTrace> in_rank_order(std::vector<kineto::KinetoTrace> 
   std::map<int, std::string> ranks;  // rank -> the trace that names it
   const auto with_rank = std::find_if(traces.begin(), traces.end(), [](const auto& t) { return t.rank >= 0; });
   if (one_run) {
+    // One rank's trace holds one GPU's work: a trace of several would be mapped as one rank.
+    for (const auto& t : traces)
+      if (const std::vector<int> devices = kineto::gpu_devices(t); devices.size() > 1)
+        throw InputError("TRACE", t.path + ": holds GPU work of " + std::to_string(devices.size()) + " devices (" +
+                                      std::to_string(devices[0]) + ", " + std::to_string(devices[1]) +
+                                      (devices.size() > 2 ? ", ..." : "") + "), where one rank's trace holds one GPU's: give each rank's own trace");
     // One file given twice (its rank, where recorded, is caught below as a rank named twice).
     std::map<std::string, std::string> files;  // canonical path -> as given
     for (const auto& t : traces) {

@@ -67,6 +67,14 @@ CommKind comm_kind_from_collective_name(std::string_view name) {
   return CommKind::Other;
 }
 
+std::vector<int> gpu_devices(const KinetoTrace& trace) {
+  std::vector<int> devices;
+  for (const GpuActivity& a : trace.gpu)
+    if (a.device >= 0 && std::find(devices.begin(), devices.end(), a.device) == devices.end()) devices.push_back(a.device);
+  std::sort(devices.begin(), devices.end());
+  return devices;
+}
+
 void require_gpu_activity(const KinetoTrace& trace) {
   if (!trace.gpu.empty()) return;
   if (const int64_t dropped = trace.dropped_gpu_activities; dropped > 0)

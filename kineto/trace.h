@@ -44,6 +44,7 @@ struct GpuActivity {
   int64_t dur_ns = 0;
   int64_t correlation = -1;  // links it to its CPU launch (-1: none recorded)
   int stream = -1;
+  int device = -1;           // args.device, the GPU it ran on (-1: not recorded)
   int name = -1;             // index into KinetoTrace::names
   int collective = -1;       // index into KinetoTrace::collectives, -1: not an NCCL kernel
   ActivityKind kind = ActivityKind::Kernel;
@@ -111,6 +112,10 @@ struct KinetoTrace {
 bool is_nccl_kernel_name(std::string_view name);
 CommKind comm_kind_from_kernel_name(std::string_view name);
 CommKind comm_kind_from_collective_name(std::string_view name);
+
+// The GPUs the trace's activities ran on (their args.device), sorted; empty where none is recorded.
+// One rank's trace holds one GPU's work.
+std::vector<int> gpu_devices(const KinetoTrace& trace);
 
 // Throws InputError(trace.path) when the trace kept no GPU activity: profiled without CUDA, or
 // every activity dropped as one the profiler could not time (said with their count).

@@ -77,7 +77,7 @@ struct PendingEvent {
   int64_t tid = 0;
   int64_t ts_ns = 0, dur_ns = 0;
   bool has_ts = false, has_dur = false;
-  int64_t stream = -1, correlation = -1;
+  int64_t stream = -1, correlation = -1, device = -1;
   int64_t bytes = 0;
   bool has_bytes = false;
   int64_t total_allocated = -1, total_reserved = -1, device_type = -1;  // [memory] events' args
@@ -94,7 +94,7 @@ struct PendingEvent {
     tid = 0;
     ts_ns = dur_ns = 0;
     has_ts = has_dur = false;
-    stream = correlation = -1;
+    stream = correlation = device = -1;
     bytes = 0;
     has_bytes = false;
     total_allocated = total_reserved = device_type = -1;
@@ -339,6 +339,7 @@ class TraceSax {
       case Ctx::Args:
         if (key_ == "stream") ev_.stream = v;
         else if (key_ == "correlation") ev_.correlation = v;
+        else if (key_ == "device") ev_.device = v;
         else if (key_ == "Bytes") {
           ev_.bytes = v;
           ev_.has_bytes = true;
@@ -432,6 +433,7 @@ class TraceSax {
       a.dur_ns = ev_.dur_ns;
       a.correlation = ev_.correlation;
       a.stream = static_cast<int>(std::clamp<int64_t>(ev_.stream >= 0 ? ev_.stream : ev_.tid, -1, 1 << 30));
+      a.device = static_cast<int>(std::clamp<int64_t>(ev_.device, -1, 1 << 30));
       a.name = intern(ev_.name);
       a.kind = cat == "kernel" ? ActivityKind::Kernel : cat == "gpu_memcpy" ? ActivityKind::Memcpy : ActivityKind::Memset;
       if (a.kind == ActivityKind::Kernel && is_nccl_kernel_name(ev_.name)) {

@@ -24,6 +24,7 @@ double us(int64_t ns) { return static_cast<double>(ns) / 1000.0; }
 TraceSummary summarize_trace(const KinetoTrace& trace) {
   require_gpu_activity(trace);
   TraceSummary s;
+  s.devices = gpu_devices(trace);
   s.path = trace.path;
   s.rank = trace.rank;
   s.world_size = trace.world_size;
@@ -143,6 +144,11 @@ std::string summary_text(const TraceSummary& s) {
   out << "# alloc / resv: the most the caching allocator held allocated and reserved on the GPU in the step (the [memory] events' "
          "totals; - when the trace has none: profile with profile_memory=True)\n";
   if (s.outside_steps > 0) out << "# " << s.outside_steps << " GPU activities were launched outside every ProfilerStep\n";
+  if (s.devices.size() > 1) {
+    out << "# GPU activities on " << s.devices.size() << " devices (";
+    for (size_t i = 0; i < s.devices.size(); ++i) out << (i ? ", " : "") << s.devices[i];
+    out << "): the steps above count them together, where one rank's trace holds one GPU's work\n";
+  }
   if (s.without_launch > 0)
     out << "# " << s.without_launch << " GPU activities have no recorded CPU launch: each is placed by its own start (a step's "
         << "time then starts at the GPU's, not the host's)\n";
@@ -181,6 +187,7 @@ nlohmann::json summary_to_json(const TraceSummary& s) {
   j["collectives_with_metadata"] = s.collectives_with_metadata;
   j["outside_steps"] = s.outside_steps;
   j["without_launch"] = s.without_launch;
+  j["devices"] = s.devices;
   j["skipped_by_category"] = s.skipped_by_category;
   // What the busy times count: a trace alone cannot tell FSDP's copies from compute
   // (docs/import.md, "Without a scenario"), so these are not metrics.json's definitions.

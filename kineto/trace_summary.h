@@ -50,6 +50,7 @@ struct TraceSummary {
   int64_t collectives_with_metadata = 0;  // NCCL kernels carrying "Collective name"
   int64_t outside_steps = 0;              // GPU activities launched outside every ProfilerStep
   int64_t without_launch = 0;             // GPU activities no recorded launch names: placed by their own start
+  std::vector<int> devices;               // the GPUs its activities ran on (gpu_devices): one for one rank
   std::vector<StepSummary> steps;
   std::map<std::string, int64_t> skipped_by_category;
 };

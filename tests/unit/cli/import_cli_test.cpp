@@ -244,6 +244,24 @@ TEST_F(ImportCli, GpuActivitiesWithoutARecordedLaunchAreCounted) {
   EXPECT_EQ(nlohmann::json::parse(slurp(dir_ / "imported" / "import.json"))["gpu_activities_without_launch"], 3);
 }
 
+// One rank's trace holds one GPU's work: a trace with a second device's is said in the summary
+// (its steps count both) and refused as a rank's trace (it had been mapped as one rank).
+TEST_F(ImportCli, ATraceOfTwoGpusIsSaidAndNotTakenForOneRank) {
+  ASSERT_EQ(run("simulate " + scenario("host-tiny-fsdp.json") + " --ranks all --trace-ranks all --out sim").code, 0) << err_;
+  const std::string cmd = "cd " + dir_.string() + " && python3 " + SHARDLINE_SOURCE_DIR + "/scripts/fsdp2-trace sim --out traces --plain";
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  std::string text = slurp(dir_ / "traces" / "rank-1.json");
+  const size_t at = text.rfind("\"device\": 1");
+  ASSERT_NE(at, std::string::npos);
+  text.replace(at, 11, "\"device\": 5");  // the last kernel ran on GPU 5
+  write_text("traces/rank-1.json", text);
+  Result r = run("import traces/rank-1.json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("# GPU activities on 2 devices (1, 5)"), std::string::npos) << r.out;
+  expect_one_error_line(run("import traces/rank-0.json traces/rank-1.json --scenario " + scenario("host-tiny-fsdp.json") + " --out imported"),
+                        "traces/rank-1.json: holds GPU work of 2 devices (1, 5), where one rank's trace holds one GPU's");
+}
+
 TEST_F(ImportCli, CalibrateFromTraceRefusesMeasuringFlagsAndAFolderWithoutATimeline) {
   generate_fsdp_traces();
   ASSERT_EQ(run("import traces/rank-0.json.gz traces/rank-1.json.gz --scenario " + scenario("host-tiny-fsdp.json") + " --out run").code, 0);
