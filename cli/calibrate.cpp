@@ -127,7 +127,9 @@ int run_calibrate(const std::vector<std::string>& args) {
   check_output_file(out, "--out");  // fail before measuring, not after, and create nothing
   if (np > 0 && !exec::launched_by_mpirun()) {
     exec::check_calibrate_options(opt, np);  // one message, before mpirun starts
-    exec_under_mpirun(np, "calibrate", args);
+    // A child, not this process replaced: a stopped calibration then says so (exit 130 / 143), where
+    // mpirun's own exit 1 said nothing.
+    return relaunch_under_mpirun_and_wait(np, "calibrate", args, "");
   }
 
   exec::init_mpi();

@@ -186,16 +186,6 @@ int usable_cores() {
 
 std::string mpirun_binding(int np, int cores) { return np <= cores ? "core" : "core:overload-allowed"; }
 
-void exec_under_mpirun(int np, const std::string& subcommand, const std::vector<std::string>& args) {
-  std::vector<std::string> cmd = mpirun_command(np, subcommand, args);
-  announce_launch(subcommand, cmd);
-  std::vector<char*> argv;
-  for (auto& c : cmd) argv.push_back(c.data());
-  argv.push_back(nullptr);
-  execvp(argv[0], argv.data());
-  throw could_not_run(cmd[0], errno);
-}
-
 int relaunch_under_mpirun_and_wait(int np, const std::string& subcommand, const std::vector<std::string>& args,
                                    const std::string& reports_dir) {
   const std::vector<std::string> cmd = mpirun_command(np, subcommand, args);

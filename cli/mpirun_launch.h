@@ -20,11 +20,7 @@ int usable_cores();
 // about half its speed whenever the other rank's threads were busy (docs/exec.md, "Binding").
 std::string mpirun_binding(int np, int cores);
 
-// Replaces this process with the mpirun command (calibrate --np); throws InputError("--np")
-// when it cannot.
-[[noreturn]] void exec_under_mpirun(int np, const std::string& subcommand, const std::vector<std::string>& args);
-
-// Runs the mpirun command as a child and waits for it (exec --np). Meanwhile Ctrl-C is left to
+// Runs the mpirun command as a child and waits for it (exec --np, calibrate --np). Meanwhile Ctrl-C is left to
 // mpirun and the ranks (one process group), and a SIGTERM sent to this process alone is passed
 // on to mpirun. Returns mpirun's exit code (128 + N when it ended by signal N); throws
 // InputError("--np") when mpirun cannot be started. After a failure other than exit 2 (bad
