@@ -356,6 +356,9 @@ Plan make_plan(const Program& input, int64_t scale, int rank, int world, int cor
     if (!o.pack_spans.empty()) o.pack_spans.front().src.element += 1;
     else if (!o.unpack_spans.empty()) o.unpack_spans.front().src.element += 1;
     else if (is_collective(op.kind) && o.direct_in) o.in_loc.element += 1;
+    else if (is_collective(op.kind) && o.copy_in >= 0)
+      throw InputError("--corrupt-op", op_label(P, op) + " reads the staging buffer its copy-in fills; corrupt that copy-in (op " +
+                                           std::to_string(o.copy_in) + ") instead");
     else throw InputError("--corrupt-op", op_label(P, op) + " moves no data; pick a copy or collective op");
   }
   return plan;

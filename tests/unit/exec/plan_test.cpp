@@ -98,6 +98,23 @@ TEST(MakePlan, CorruptHookRefusesOpsThatMoveNoData) {
     if (op.kind == OpKind::Compute) compute = p.id_of(op);
   EXPECT_THROW(make_plan(p, 1, 0, 2, compute), InputError);
   EXPECT_THROW(make_plan(p, 0, 0, 2), InputError);  // --scale 0
+  // A collective its copy-in fills reads a staging buffer: the refusal names the copy-in to
+  // corrupt instead (it had said the all-gather moves no data).
+  int gather = -1, copy_in = -1;
+  for (const auto& op : p.ops)
+    if (op.kind == OpKind::AllGather && gather < 0) gather = p.id_of(op);
+  for (const auto& op : p.ops)
+    if (op.kind == OpKind::CopyIn && op.link == gather) copy_in = p.id_of(op);
+  ASSERT_GE(copy_in, 0);
+  try {
+    make_plan(p, 1, 0, 2, gather);
+    FAIL() << "corrupted an all-gather that reads a staging buffer";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("reads the staging buffer its copy-in fills; corrupt that copy-in (op " + std::to_string(copy_in) + ")"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_NO_THROW(make_plan(p, 1, 0, 2, copy_in));
 }
 
 // The executor forms communicators from the group table alone: any size and stride, not only
