@@ -78,6 +78,15 @@ int run_exec(const std::vector<std::string>& args) {
   const Program program = schedule(scenario);
   if (!out_dir.empty()) check_run_outputs_size(scenario, program);
   const int world = scenario.mesh.world();
+  // The test hooks, checked before mpirun starts too (one message; -1 is "none", their default).
+  const auto hook_rank = [&](const char* flag, int rank) {
+    if (cli.given(flag + 2) && (rank < 0 || rank >= world))
+      throw InputError(flag, "no rank " + std::to_string(rank) + " in the scenario's " + std::to_string(world) + " ranks");
+  };
+  hook_rank("--stall-rank", opt.stall_rank);
+  hook_rank("--kill-rank", opt.kill_rank);
+  if (cli.given("corrupt-op") && (opt.corrupt_op < 0 || opt.corrupt_op >= static_cast<int64_t>(program.ops.size())))
+    throw InputError("--corrupt-op", "no op " + std::to_string(opt.corrupt_op) + " in the program of " + std::to_string(program.ops.size()) + " ops");
   if (exec::launched_by_mpirun()) np = 0;  // the world is mpirun's (docs/exec.md: --np is ignored under mpirun)
   if (np > 0 && np != world)
     throw InputError("--np", "the scenario's mesh has " + std::to_string(world) + " ranks (shard " +

@@ -129,13 +129,18 @@ add_test(NAME exec.cli.bad.once_under_mpirun
                  -DRC=2 "-DREGEX=policy.micro_batches" -P ${CMAKE_CURRENT_SOURCE_DIR}/expect_run.cmake)
 set_tests_properties(exec.cli.bad.once_under_mpirun PROPERTIES LABELS "exec;cli" TIMEOUT 60 ENVIRONMENT "${_env}"
                      FAIL_REGULAR_EXPRESSION "error: policy.micro_batches.*error: policy.micro_batches")
-# One found only under mpirun, launched by --np: the rank's message, and none of mpirun's own
-# lines after it ("Primary job terminated normally, but ...": --quiet).
+# One found only under mpirun, launched by --np (each rank's buffers, 420 GB of them, against its
+# memory): the rank's message, and none of mpirun's own lines after it ("Primary job terminated
+# normally, but ...": --quiet).
 add_test(NAME exec.cli.bad.np_error_without_mpirun_lines
-         COMMAND ${CMAKE_COMMAND} "-DCMD=$<TARGET_FILE:shardline>;exec;${_scen}/host-tiny-fsdp.json;--np;2;--corrupt-op;99999"
-                 -DRC=2 "-DREGEX=launching: .*error: --corrupt-op: no op 99999 in the program" -P ${CMAKE_CURRENT_SOURCE_DIR}/expect_run.cmake)
+         COMMAND ${CMAKE_COMMAND} "-DCMD=$<TARGET_FILE:shardline>;exec;${_scen}/host-tiny-fsdp.json;--np;2;--set;model.units.1.repeat=20000"
+                 -DRC=2 "-DREGEX=launching: .*error: --scale: needs [0-9.]+ MiB per rank" -P ${CMAKE_CURRENT_SOURCE_DIR}/expect_run.cmake)
 set_tests_properties(exec.cli.bad.np_error_without_mpirun_lines PROPERTIES LABELS "exec;cli" TIMEOUT 60 ENVIRONMENT "${_env}"
                      FAIL_REGULAR_EXPRESSION "Primary job|mpirun detected")
+# The test hooks name ranks and ops of the run, checked before mpirun starts.
+exec_bad_input(kill_rank "--kill-rank: no rank -1 in the scenario's 2 ranks" ${_scen}/host-tiny-fsdp.json --np 2 --kill-rank -1)
+exec_bad_input(corrupt_op "--corrupt-op: no op 99999 in the program of" ${_scen}/host-tiny-fsdp.json --np 2 --corrupt-op 99999)
+set_tests_properties(exec.cli.bad.kill_rank exec.cli.bad.corrupt_op PROPERTIES FAIL_REGULAR_EXPRESSION "launching")
 # A poll interval that is not a whole number of microseconds: exit 2 naming the variable.
 exec_bad_input(poll_env "SHARDLINE_MPI_POLL_US: \"soon\" is not a whole number of microseconds" ${_scen}/host-tiny-fsdp.json)
 set_tests_properties(exec.cli.bad.poll_env PROPERTIES ENVIRONMENT "${_env};SHARDLINE_MPI_POLL_US=soon")
