@@ -82,8 +82,11 @@ std::string summary_table(const Scenario& scenario, const Timeline& timeline, co
   const PolicySpec& p = scenario.policy;
   std::string out;
   out += printf_line("%-20s %s (%s, %s)", "scenario", scenario.name.c_str(), timeline.source.c_str(), timeline.backend.c_str());
-  out += printf_line("%-20s %d x %d %s, mesh shard %d x replicate %d", "cluster", c.nodes, c.gpus_per_node, c.gpu.name.c_str(),
-                     scenario.mesh.shard, scenario.mesh.replicate);
+  // The cluster's name (a preset's key): the same GPU has presets of different software, whose
+  // chip numbers differ (h100-sxm-dgx: 2023's published runs; h100-sxm-dgx-torch2.11: PyTorch 2.11).
+  const std::string cluster_name = c.name.empty() || c.name == c.gpu.name ? std::string() : " (" + c.name + ")";
+  out += printf_line("%-20s %d x %d %s%s, mesh shard %d x replicate %d", "cluster", c.nodes, c.gpus_per_node, c.gpu.name.c_str(),
+                     cluster_name.c_str(), scenario.mesh.shard, scenario.mesh.replicate);
   const std::string bucket = p.bucket_bytes > 0 ? format_bytes(p.bucket_bytes) : std::string("per unit");
   out += printf_line("%-20s fusion %s, zero-copy %s, bucket %s, reshard_after_forward %s, prefetch fwd %d / bwd %d", "policy",
                      p.comm_fusion ? "on" : "off", p.zero_copy ? "on" : "off", bucket.c_str(), reshard_text(p.reshard_after_forward).c_str(),

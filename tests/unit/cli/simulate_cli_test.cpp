@@ -91,6 +91,8 @@ TEST_F(SimulateCli, DefaultScenarioWritesEveryOutputAndPrintsTheSummary) {
     EXPECT_NE(r.out.find(label), std::string::npos) << label << "\n" << r.out;
   }
   EXPECT_TRUE(r.out.find(" fits") != std::string::npos || r.out.find("DOES NOT FIT") != std::string::npos) << r.out;
+  // The cluster line names the preset: the GPU has presets of different software (chip numbers).
+  EXPECT_NE(r.out.find("1 x 8 H100 SXM5 80GB (h100-sxm-dgx), mesh shard 8 x replicate 1"), std::string::npos) << r.out;
   for (const char* f : kOutputs) ASSERT_TRUE(fs::is_regular_file(out / f)) << f;
   const json metrics = json::parse(slurp(out / "metrics.json"));
   for (const char* key : kMetricKeys) EXPECT_TRUE(metrics.contains(key)) << key;
