@@ -774,6 +774,32 @@ ImportResult map_traces_to_program(const std::vector<KinetoTrace>& traces, const
       report.ops_without_gpu_work += tally.ops_without_gpu_work;
     }
   }
+  // Clocks: a collective's kernels overlap on every member (each waits inside it for the others),
+  // so one that ends on a rank before it starts on another shows their clocks disagree by at
+  // least that much. Intervals are in (iteration, rank, op) order.
+  const size_t nranks = traces.size();
+  for (size_t it = 0; it < report.steps.size(); ++it)
+    for (size_t i = 0; i < nops; ++i) {
+      const Op& op = program.ops[i];
+      if (!is_collective(op.kind)) continue;
+      const GroupInfo& g = program.group_of(op);
+      if (g.size < 2) continue;
+      for (size_t r = 0; r < nranks; ++r) {
+        if (g.index(static_cast<int>(r)) != 0) continue;  // each group instance once, from its first member
+        const OpInterval *latest_start = nullptr, *earliest_end = nullptr;
+        for (int k = 0; k < g.size; ++k) {
+          const OpInterval& iv = t.intervals[(it * nranks + static_cast<size_t>(g.member(static_cast<int>(r), k))) * nops + i];
+          if (!latest_start || iv.start_us > latest_start->start_us) latest_start = &iv;
+          if (!earliest_end || iv.end_us < earliest_end->end_us) earliest_end = &iv;
+        }
+        const double gap_us = latest_start->start_us - earliest_end->end_us;
+        if (gap_us > report.clock_skew_us) {
+          report.clock_skew_us = gap_us;
+          report.clock_skew_example = program.name(op) + " of " + report.steps[it] + " ends on rank " + std::to_string(earliest_end->rank) +
+                                      " " + number_text(gap_us) + " us before it starts on rank " + std::to_string(latest_start->rank);
+        }
+      }
+    }
   t.reported_iteration = median_step_iteration(iteration_step_times_us(t));  // as exec reports its run
   // The allocator's figures of the reported iteration, the largest of any rank, when every rank's
   // trace has them (a rank without them might have held the most).
@@ -817,6 +843,10 @@ std::string import_report_text(const ImportReport& r) {
     for (const auto& [what, n] : r.not_in_program) out << "  " << what << ": " << n.count << " (" << n.gpu_us / 1e3 << " ms of GPU time)\n";
   }
   if (r.gpu_activities_outside_steps > 0) out << r.gpu_activities_outside_steps << " GPU activities launched outside every profiler step\n";
+  if (r.clock_skew_us > kClockSkewSaidUs)
+    out << "clocks: the ranks' clocks disagree by at least " << number_text(r.clock_skew_us / 1e3) << " ms (" << r.clock_skew_example
+        << "; a collective's kernels overlap on every member): times compared across ranks (waits inside collectives, "
+        << "issue gaps) are off by as much\n";
   if (r.gpu_activities_without_launch > 0)
     out << r.gpu_activities_without_launch << " GPU activities have no recorded CPU launch: each placed by its own start, so an op's "
         << "issue time is its GPU start there\n";
@@ -849,6 +879,7 @@ nlohmann::json import_report_to_json(const ImportReport& r) {
   for (const auto& [what, n] : r.not_in_program) j["not_in_program"][what] = {{"count", n.count}, {"gpu_us", n.gpu_us}};
   j["gpu_activities_outside_steps"] = r.gpu_activities_outside_steps;
   j["gpu_activities_without_launch"] = r.gpu_activities_without_launch;
+  j["clock_skew_us_at_least"] = r.clock_skew_us;
   j["markers_from_memory_events"] = r.markers_from_memory_events;
   j["markers_from_stream_order"] = r.markers_from_stream_order;
   j["collectives_without_sizes"] = r.collectives_without_sizes;

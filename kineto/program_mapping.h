@@ -56,6 +56,10 @@ struct ImportReport {
   std::map<std::string, NotInProgram> not_in_program;  // in the imported steps
   int64_t gpu_activities_outside_steps = 0;
   int64_t gpu_activities_without_launch = 0;  // no recorded launch names them: placed by their own start
+  // The most a collective ended on one member before it started on another (us; 0: never): the
+  // ranks' clocks disagree by at least that much. Said above kClockSkewSaidUs, with an example.
+  double clock_skew_us = 0;
+  std::string clock_skew_example;
   int64_t markers_from_memory_events = 0;
   int64_t markers_from_stream_order = 0;
   int64_t collectives_without_sizes = 0;     // NCCL kernels whose size could not be checked
@@ -67,6 +71,9 @@ struct ImportReport {
   int allocator_ranks = 0;
   std::optional<AllocatorPeaks> allocator_measured;  // when every rank has them
 };
+
+// Below this the skew is clock resolution and launch jitter, not worth a line (us).
+inline constexpr double kClockSkewSaidUs = 10.0;
 
 struct ImportResult {
   Timeline timeline;

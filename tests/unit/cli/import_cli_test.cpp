@@ -262,6 +262,31 @@ TEST_F(ImportCli, ATraceOfTwoGpusIsSaidAndNotTakenForOneRank) {
                         "traces/rank-1.json: holds GPU work of 2 devices (1, 5), where one rank's trace holds one GPU's");
 }
 
+// A collective's kernels overlap on every member, so one that ends on a rank before it starts on
+// another shows the ranks' clocks disagree; the import says by at least how much (rank 1's clock
+// moved 5 ms ahead here: its waits had been read as real), and nothing for the traces as made.
+TEST_F(ImportCli, RanksWhoseClocksDisagreeAreSaid) {
+  ASSERT_EQ(run("simulate " + scenario("host-tiny-fsdp.json") + " --ranks all --trace-ranks all --out sim").code, 0) << err_;
+  const std::string cmd = "cd " + dir_.string() + " && python3 " + SHARDLINE_SOURCE_DIR + "/scripts/fsdp2-trace sim --out traces --plain";
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  Result r = run("import traces/rank-0.json traces/rank-1.json --scenario " + scenario("host-tiny-fsdp.json") + " --out same");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out.find("clocks:"), std::string::npos) << r.out;
+  EXPECT_EQ(nlohmann::json::parse(slurp(dir_ / "same" / "import.json"))["clock_skew_us_at_least"], 0.0);
+  // Every "ts" of rank 1 moved by 5000 us, as exact decimals (the times are epoch-scale).
+  const std::string shift = "cd " + dir_.string() +
+                            " && python3 -c \"import re, decimal; p = 'traces/rank-1.json'; t = open(p).read(); "
+                            "open(p, 'w').write(re.sub(r'\\\"ts\\\": (-?[0-9.]+)', "
+                            "lambda m: '\\\"ts\\\": ' + str(decimal.Decimal(m.group(1)) + 5000), t))\"";
+  ASSERT_EQ(std::system(shift.c_str()), 0) << shift;
+  r = run("import traces/rank-0.json traces/rank-1.json --scenario " + scenario("host-tiny-fsdp.json") + " --out skewed");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("clocks: the ranks' clocks disagree by at least"), std::string::npos) << r.out;
+  const double skew_us = nlohmann::json::parse(slurp(dir_ / "skewed" / "import.json"))["clock_skew_us_at_least"].get<double>();
+  EXPECT_GT(skew_us, 4000.0);
+  EXPECT_LE(skew_us, 5000.0);
+}
+
 TEST_F(ImportCli, CalibrateFromTraceRefusesMeasuringFlagsAndAFolderWithoutATimeline) {
   generate_fsdp_traces();
   ASSERT_EQ(run("import traces/rank-0.json.gz traces/rank-1.json.gz --scenario " + scenario("host-tiny-fsdp.json") + " --out run").code, 0);
