@@ -124,7 +124,9 @@ std::string summary_table(const Scenario& scenario, const Timeline& timeline, co
   row("exposed comm", m.exposed_comm_us, percent(m.exposed_comm_us, step) + " of step (step - compute busy)");
   char eff[32];
   std::snprintf(eff, sizeof eff, "%.1f%%", 100.0 * m.overlap_efficiency);
-  out += printf_line("%-20s %12s  %s", "overlap efficiency", eff, "1 - exposed / comm busy");
+  out += printf_line("%-20s %12s  %s", "overlap efficiency", eff,
+                     m.comm_busy_us > 0 ? "1 - exposed / comm busy"
+                                        : "no communication to hide (1 by definition); exposed time is copies and host gaps");
 
   // Throughput (docs/outputs.md "Throughput"): unknown values say which scenario key is missing.
   const Workload& w = timeline.workload;

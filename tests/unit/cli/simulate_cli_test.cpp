@@ -91,6 +91,13 @@ TEST_F(SimulateCli, DefaultScenarioWritesEveryOutputAndPrintsTheSummary) {
     EXPECT_NE(r.out.find(label), std::string::npos) << label << "\n" << r.out;
   }
   EXPECT_TRUE(r.out.find(" fits") != std::string::npos || r.out.find("DOES NOT FIT") != std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("1 - exposed / comm busy"), std::string::npos) << r.out;
+  // One GPU communicates nothing: its overlap efficiency is 1 by definition, and the line says so
+  // beside the exposed time its copies and host gaps still make.
+  const Result one = run("simulate " + scenario("llama3-8b-fsdp-h100x8.json") + " --set mesh.shard=1 --set cluster.gpus_per_node=1");
+  ASSERT_EQ(one.code, 0) << one.err;
+  EXPECT_NE(one.out.find("100.0%  no communication to hide (1 by definition); exposed time is copies and host gaps"), std::string::npos)
+      << one.out;
   // The cluster line names the preset: the GPU has presets of different software (chip numbers).
   EXPECT_NE(r.out.find("1 x 8 H100 SXM5 80GB (h100-sxm-dgx), mesh shard 8 x replicate 1"), std::string::npos) << r.out;
   for (const char* f : kOutputs) ASSERT_TRUE(fs::is_regular_file(out / f)) << f;
