@@ -21,10 +21,12 @@ const std::string kHta = std::string(SHARDLINE_SOURCE_DIR) + "/tests/data/hta/";
 
 class ImportCli : public CliTest {
  protected:
-  // FSDP2-shaped traces of host-tiny-fsdp (2 ranks) in dir_/traces.
-  void generate_fsdp_traces() {
+  // FSDP2-shaped traces of host-tiny-fsdp (2 ranks) in dir_/traces: gzipped, or `plain` JSON
+  // (rank-0.json, rank-1.json) for a test to edit as text.
+  void generate_fsdp_traces(bool plain = false) {
     ASSERT_EQ(run("simulate " + scenario("host-tiny-fsdp.json") + " --ranks all --trace-ranks all --out sim").code, 0) << err_;
-    const std::string cmd = "cd " + dir_.string() + " && python3 " + SHARDLINE_SOURCE_DIR + "/scripts/fsdp2-trace sim --out traces";
+    const std::string cmd = "cd " + dir_.string() + " && python3 " + SHARDLINE_SOURCE_DIR + "/scripts/fsdp2-trace sim --out traces" +
+                            (plain ? " --plain" : "");
     ASSERT_EQ(std::system(cmd.c_str()), 0);
   }
   static void expect_one_error_line(const Result& r, const std::string& needle) {
@@ -169,9 +171,7 @@ TEST_F(ImportCli, WritesTheMeasuredRunOfGeneratedTraces) {
 // A step that matches on one rank only is left out and named; the report's counts are those of
 // the imported steps alone.
 TEST_F(ImportCli, AStepMissingACollectiveOnOneRankIsLeftOutAndNamed) {
-  ASSERT_EQ(run("simulate " + scenario("host-tiny-fsdp.json") + " --ranks all --trace-ranks all --out sim").code, 0) << err_;
-  const std::string cmd = "cd " + dir_.string() + " && python3 " + SHARDLINE_SOURCE_DIR + "/scripts/fsdp2-trace sim --out traces --plain";
-  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  generate_fsdp_traces(/*plain=*/true);
   // Drop rank 1's last NCCL kernel (a reduce-scatter of ProfilerStep#2), editing the text: a
   // JSON library would round the nanoseconds of the 19-digit timestamps.
   std::string text = slurp(dir_ / "traces" / "rank-1.json");
@@ -196,9 +196,7 @@ TEST_F(ImportCli, AStepMissingACollectiveOnOneRankIsLeftOutAndNamed) {
 // A marker is placed only at a GPU [memory] event: the same sizes allocated on the host ("Device
 // Type" 0) once placed every marker of rank 1.
 TEST_F(ImportCli, HostMemoryEventsPlaceNoMarkers) {
-  ASSERT_EQ(run("simulate " + scenario("host-tiny-fsdp.json") + " --ranks all --trace-ranks all --out sim").code, 0) << err_;
-  const std::string cmd = "cd " + dir_.string() + " && python3 " + SHARDLINE_SOURCE_DIR + "/scripts/fsdp2-trace sim --out traces --plain";
-  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  generate_fsdp_traces(/*plain=*/true);
   std::string text = slurp(dir_ / "traces" / "rank-1.json");
   size_t changed = 0;
   for (size_t at = text.find("\"Device Type\": 1"); at != std::string::npos; at = text.find("\"Device Type\": 1", at)) {
@@ -218,9 +216,7 @@ TEST_F(ImportCli, HostMemoryEventsPlaceNoMarkers) {
 // A GPU activity whose launch the profiler did not record is placed by its own start; the summary
 // and the import count them (they had gone unsaid, though they move a step's and an op's start).
 TEST_F(ImportCli, GpuActivitiesWithoutARecordedLaunchAreCounted) {
-  ASSERT_EQ(run("simulate " + scenario("host-tiny-fsdp.json") + " --ranks all --trace-ranks all --out sim").code, 0) << err_;
-  const std::string cmd = "cd " + dir_.string() + " && python3 " + SHARDLINE_SOURCE_DIR + "/scripts/fsdp2-trace sim --out traces --plain";
-  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  generate_fsdp_traces(/*plain=*/true);
   // Edited as text: the traces' times are exact decimals that a JSON round trip through doubles
   // would round. Three launch events past the first 40 go.
   std::string text = slurp(dir_ / "traces" / "rank-1.json");
@@ -247,9 +243,7 @@ TEST_F(ImportCli, GpuActivitiesWithoutARecordedLaunchAreCounted) {
 // One rank's trace holds one GPU's work: a trace with a second device's is said in the summary
 // (its steps count both) and refused as a rank's trace (it had been mapped as one rank).
 TEST_F(ImportCli, ATraceOfTwoGpusIsSaidAndNotTakenForOneRank) {
-  ASSERT_EQ(run("simulate " + scenario("host-tiny-fsdp.json") + " --ranks all --trace-ranks all --out sim").code, 0) << err_;
-  const std::string cmd = "cd " + dir_.string() + " && python3 " + SHARDLINE_SOURCE_DIR + "/scripts/fsdp2-trace sim --out traces --plain";
-  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  generate_fsdp_traces(/*plain=*/true);
   std::string text = slurp(dir_ / "traces" / "rank-1.json");
   const size_t at = text.rfind("\"device\": 1");
   ASSERT_NE(at, std::string::npos);
@@ -266,9 +260,7 @@ TEST_F(ImportCli, ATraceOfTwoGpusIsSaidAndNotTakenForOneRank) {
 // another shows the ranks' clocks disagree; the import says by at least how much (rank 1's clock
 // moved 5 ms ahead here: its waits had been read as real), and nothing for the traces as made.
 TEST_F(ImportCli, RanksWhoseClocksDisagreeAreSaid) {
-  ASSERT_EQ(run("simulate " + scenario("host-tiny-fsdp.json") + " --ranks all --trace-ranks all --out sim").code, 0) << err_;
-  const std::string cmd = "cd " + dir_.string() + " && python3 " + SHARDLINE_SOURCE_DIR + "/scripts/fsdp2-trace sim --out traces --plain";
-  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  generate_fsdp_traces(/*plain=*/true);
   Result r = run("import traces/rank-0.json traces/rank-1.json --scenario " + scenario("host-tiny-fsdp.json") + " --out same");
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(r.out.find("clocks:"), std::string::npos) << r.out;
