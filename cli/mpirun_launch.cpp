@@ -1,6 +1,7 @@
 #include "cli/mpirun_launch.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <sched.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -32,10 +33,7 @@ std::vector<std::string> mpirun_command(int np, const std::string& subcommand, c
   const char* env = std::getenv("SHARDLINE_MPIEXEC");
   std::vector<std::string> cmd{env && *env ? env : "mpirun"};
   if (geteuid() == 0) cmd.push_back("--allow-run-as-root");
-  // --quiet: a rank's own error message (exit 2, printed once by rank 0) is the whole story;
-  // without it mpirun added a dozen lines of "Primary job terminated normally, but ..." after it.
-  cmd.insert(cmd.end(), {"--oversubscribe", "--quiet", "--bind-to", mpirun_binding(np, usable_cores()), "-n", std::to_string(np), self_path(),
-                         subcommand});
+  cmd.insert(cmd.end(), {"--oversubscribe", "--bind-to", mpirun_binding(np, usable_cores()), "-n", std::to_string(np), self_path(), subcommand});
   for (size_t i = 0; i < args.size(); ++i) {
     if (args[i] == "--np") {
       ++i;
@@ -85,6 +83,62 @@ extern "C" void forward_to_child(int sig) {
 // Ctrl-C reaches the child directly (the same process group): only noted here.
 extern "C" void note_interrupt(int sig) { g_signal = sig; }
 
+// mpirun's stderr as the user sees it: its boxed notices (between lines of dashes) are held until
+// their box closes and then written, except the two it adds after a rank's own error ("Primary
+// job terminated normally, but 1 process returned a non-zero exit code ..." and "mpirun detected
+// that one or more processes exited with non-zero status ..."): a rank's error is its one message
+// (exit 2: printed once, by rank 0; other exits: shardline's own message says what failed). Its
+// notice of a rank ended by a signal ("mpirun noticed that process rank 1 ... exited on signal 9")
+// and everything outside the boxes (the ranks' own lines) pass as they come.
+class MpirunStderrFilter {
+ public:
+  void feed(const char* data, size_t n) {
+    for (size_t i = 0; i < n; ++i) {
+      line_ += data[i];
+      if (data[i] == '\n') take_line();
+    }
+  }
+  void finish() {
+    if (!line_.empty()) take_line();
+    if (!box_.empty()) write(box_);
+    box_.clear();
+  }
+
+ private:
+  static bool separator(const std::string& line) {
+    const size_t end = line.find_last_not_of("\r\n");
+    return end != std::string::npos && end >= 9 && line.find_first_not_of('-') > end;
+  }
+  static void write(const std::string& text) {
+    for (size_t done = 0; done < text.size();) {
+      const ssize_t n = ::write(STDERR_FILENO, text.data() + done, text.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return;
+      done += static_cast<size_t>(n);
+    }
+  }
+  void take_line() {
+    if (separator(line_)) {
+      if (box_.empty()) {
+        box_ = line_;
+      } else {
+        box_ += line_;
+        const bool routine = box_.find("Primary job  terminated normally") != std::string::npos ||
+                             box_.find("Primary job terminated normally") != std::string::npos ||
+                             box_.find("exited with non-zero status") != std::string::npos;
+        if (!routine) write(box_);
+        box_.clear();
+      }
+    } else if (!box_.empty()) {
+      box_ += line_;
+    } else {
+      write(line_);
+    }
+    line_.clear();
+  }
+  std::string line_, box_;
+};
+
 // How a child launched by spawn_and_wait ended.
 struct ChildEnd {
   int exit_code = 0;   // 128 + N when it ended by signal N
@@ -92,7 +146,42 @@ struct ChildEnd {
   int exec_errno = 0;  // not 0: the command could not be run at all (execvp's errno); exit_code is then meaningless
 };
 
-// Runs `cmd` as a child process and waits for it. With `forward_signals`, this process survives
+// Reads the child's stderr from `fd` through the filter until it closes, or until a moment after
+// the child ended (a process it started may hold the pipe open longer); reaps the child into
+// `status`. False when waiting failed (errno set).
+bool pump_stderr_and_wait(pid_t child, int fd, int& status) {
+  MpirunStderrFilter filter;
+  char buffer[4096];
+  bool reaped = false;
+  int drain_polls = 0;  // after the child ended: 10 more polls of 20 ms at most
+  while (true) {
+    if (!reaped) {
+      const pid_t w = ::waitpid(child, &status, WNOHANG);
+      if (w == child) reaped = true;
+      else if (w < 0 && errno != EINTR) return false;
+    }
+    if (reaped && ++drain_polls > 10) break;
+    pollfd p{fd, POLLIN, 0};
+    const int ready = ::poll(&p, 1, reaped ? 20 : 100);
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready <= 0) continue;
+    const ssize_t n = ::read(fd, buffer, sizeof buffer);
+    if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+    if (n <= 0) break;  // every writer closed it
+    filter.feed(buffer, static_cast<size_t>(n));
+  }
+  filter.finish();
+  if (!reaped) {
+    pid_t w;
+    while ((w = ::waitpid(child, &status, 0)) < 0 && errno == EINTR) {
+    }
+    if (w < 0) return false;
+  }
+  return true;
+}
+
+// Runs `cmd` as a child process and waits for it, its stderr passed through MpirunStderrFilter.
+// With `forward_signals`, this process survives
 // Ctrl-C meanwhile (the child, in the same process group, gets it) and passes a SIGTERM on to
 // the child; a child that then fails ends as 128 + that signal, as if it had ended by it (not a
 // code of its own, such as 1, which means something else). Throws InputError("--np") when the
@@ -104,6 +193,9 @@ ChildEnd spawn_and_wait(std::vector<std::string> cmd, bool forward_signals) {
   // Closed by a successful exec; otherwise the child writes execvp's errno into it.
   int exec_errno_pipe[2];
   if (::pipe2(exec_errno_pipe, O_CLOEXEC) != 0)
+    throw InputError("--np", "could not start " + cmd[0] + ": " + std::strerror(errno));
+  int stderr_pipe[2];
+  if (::pipe2(stderr_pipe, O_CLOEXEC) != 0)
     throw InputError("--np", "could not start " + cmd[0] + ": " + std::strerror(errno));
   struct sigaction ignore {}, forward {}, old_int {}, old_term {};
   if (forward_signals) {
@@ -123,6 +215,7 @@ ChildEnd spawn_and_wait(std::vector<std::string> cmd, bool forward_signals) {
   const pid_t child = ::fork();
   if (child == 0) {
     restore_signals();
+    ::dup2(stderr_pipe[1], STDERR_FILENO);  // the duplicate stays open across exec
     execvp(argv[0], argv.data());
     const int error = errno;
     (void)!::write(exec_errno_pipe[1], &error, sizeof error);
@@ -131,6 +224,7 @@ ChildEnd spawn_and_wait(std::vector<std::string> cmd, bool forward_signals) {
   const int fork_errno = errno;
   g_child = child;
   ::close(exec_errno_pipe[1]);
+  ::close(stderr_pipe[1]);
   ChildEnd end;
   int wait_errno = 0;
   if (child > 0) {
@@ -140,10 +234,7 @@ ChildEnd spawn_and_wait(std::vector<std::string> cmd, bool forward_signals) {
     }
     if (n == static_cast<ssize_t>(sizeof error)) end.exec_errno = error;
     int status = 0;
-    pid_t waited;
-    while ((waited = ::waitpid(child, &status, 0)) < 0 && errno == EINTR) {
-    }
-    if (waited < 0) wait_errno = errno;
+    if (!pump_stderr_and_wait(child, stderr_pipe[0], status)) wait_errno = errno;
     else end.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     if (end.exit_code != 0 && g_signal != 0) {
       end.stopped_by = g_signal;
@@ -152,6 +243,7 @@ ChildEnd spawn_and_wait(std::vector<std::string> cmd, bool forward_signals) {
   }
   g_child = 0;
   ::close(exec_errno_pipe[0]);
+  ::close(stderr_pipe[0]);
   restore_signals();
   if (child < 0) throw InputError("--np", "could not start " + cmd[0] + ": " + std::strerror(fork_errno));
   if (wait_errno != 0) throw InputError("--np", "could not wait for " + cmd[0] + ": " + std::strerror(wait_errno));

@@ -130,13 +130,19 @@ add_test(NAME exec.cli.bad.once_under_mpirun
 set_tests_properties(exec.cli.bad.once_under_mpirun PROPERTIES LABELS "exec;cli" TIMEOUT 60 ENVIRONMENT "${_env}"
                      FAIL_REGULAR_EXPRESSION "error: policy.micro_batches.*error: policy.micro_batches")
 # One found only under mpirun, launched by --np (each rank's buffers, 420 GB of them, against its
-# memory): the rank's message, and none of mpirun's own lines after it ("Primary job terminated
-# normally, but ...": --quiet).
+# memory): the rank's message, and none of mpirun's routine notices after it ("Primary job
+# terminated normally, but ...", held back by shardline's filter of mpirun's stderr).
 add_test(NAME exec.cli.bad.np_error_without_mpirun_lines
          COMMAND ${CMAKE_COMMAND} "-DCMD=$<TARGET_FILE:shardline>;exec;${_scen}/host-tiny-fsdp.json;--np;2;--set;model.units.1.repeat=20000"
                  -DRC=2 "-DREGEX=launching: .*error: --scale: needs [0-9.]+ MiB per rank" -P ${CMAKE_CURRENT_SOURCE_DIR}/expect_run.cmake)
 set_tests_properties(exec.cli.bad.np_error_without_mpirun_lines PROPERTIES LABELS "exec;cli" TIMEOUT 60 ENVIRONMENT "${_env}"
                      FAIL_REGULAR_EXPRESSION "Primary job|mpirun detected")
+# A rank that dies is still named by mpirun's own notice, which the filter passes.
+add_test(NAME exec.cli.np_killed_rank_named
+         COMMAND ${CMAKE_COMMAND} "-DCMD=$<TARGET_FILE:shardline>;exec;${_scen}/host-tiny-fsdp.json;--np;2;--kill-rank;1;--iterations;1;--warmup;0"
+                 -DRC=137 "-DREGEX=mpirun noticed that process rank 1 .*exited on signal 9" -P ${CMAKE_CURRENT_SOURCE_DIR}/expect_run.cmake)
+set_tests_properties(exec.cli.np_killed_rank_named PROPERTIES LABELS "exec;cli" TIMEOUT 60 ENVIRONMENT "${_env}"
+                     FAIL_REGULAR_EXPRESSION "Primary job")
 # The test hooks name ranks and ops of the run, checked before mpirun starts.
 exec_bad_input(kill_rank "--kill-rank: no rank -1 in the scenario's 2 ranks" ${_scen}/host-tiny-fsdp.json --np 2 --kill-rank -1)
 exec_bad_input(corrupt_op "--corrupt-op: no op 99999 in the program of" ${_scen}/host-tiny-fsdp.json --np 2 --corrupt-op 99999)
