@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <set>
 
@@ -11,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "report_fixtures.h"
+#include "reports/trace_time.h"
 
 namespace shardline {
 namespace {
@@ -80,11 +82,28 @@ TEST(Trace, SlicesAbutOnTheNanosecondGridAViewerReadsThemOn) {
   t.memory.clear();
   const std::vector<json> xs = events_with(json::parse(trace_to_json(t).dump()), "X");
   ASSERT_EQ(xs.size(), 2u);
-  const auto ns = [](const json& v) { return std::llround(v.get<double>() * 1000.0); };
-  EXPECT_EQ(ns(xs[0].at("ts")), 1);
-  EXPECT_EQ(ns(xs[0].at("ts")) + ns(xs[0].at("dur")), 1000);
-  EXPECT_EQ(ns(xs[1].at("ts")), 1000);
-  EXPECT_EQ(ns(xs[1].at("ts")) + ns(xs[1].at("dur")), 2500);
+  // As Perfetto reads them (truncating), and as a rounding reader would.
+  for (const auto& ns : {std::function<int64_t(const json&)>([](const json& v) { return static_cast<int64_t>(v.get<double>() * 1000.0); }),
+                         std::function<int64_t(const json&)>([](const json& v) { return std::llround(v.get<double>() * 1000.0); })}) {
+    EXPECT_EQ(ns(xs[0].at("ts")), 1);
+    EXPECT_EQ(ns(xs[0].at("ts")) + ns(xs[0].at("dur")), 1000);
+    EXPECT_EQ(ns(xs[1].at("ts")), 1000);
+    EXPECT_EQ(ns(xs[1].at("ts")) + ns(xs[1].at("dur")), 2500);
+  }
+}
+
+// Every whole nanosecond, written as microseconds, reads back as itself whether a viewer truncates
+// or rounds (264,973,246 ns as 264973.246 us had truncated to 264,973,245).
+TEST(Trace, TimesReadBackAsTheirNanosecondsTruncatedOrRounded) {
+  for (int64_t ns : {int64_t{264973246}, int64_t{0}, int64_t{1}, int64_t{999}, int64_t{-264973246}, int64_t{86400000000000}}) {
+    const double us = json::parse(json(trace_us(ns)).dump()).get<double>();  // through the JSON text, as a viewer reads it
+    EXPECT_EQ(static_cast<int64_t>(us * 1000.0), ns) << ns;
+    EXPECT_EQ(std::llround(us * 1000.0), ns) << ns;
+  }
+  for (int64_t ns = 264973000; ns < 264974000; ++ns) {
+    const double us = json::parse(json(trace_us(ns)).dump()).get<double>();
+    ASSERT_EQ(static_cast<int64_t>(us * 1000.0), ns) << ns;
+  }
 }
 
 // A measured run's iterations each count from their own start; on the trace they follow one
