@@ -69,8 +69,9 @@ ClusterProfile profile_from_timeline(const Timeline& t, const std::string& machi
     }
   }
   if (collectives.empty())
-    throw InputError("timeline", "has no measured collective (a run on one GPU runs none): a profile's collective tables need "
-                                 "them, so fit it on a run of two GPUs or more");
+    throw InputError("timeline", std::string("has no measured collective") +
+                                     (t.ranks == 1 ? " (a run on one GPU runs none)" : " with a time") +
+                                     ": a profile's collective tables need them, so fit it on a run of two GPUs or more that ran them");
 
   for (const auto& [key, by_size] : collectives) {
     CollectiveTable table;

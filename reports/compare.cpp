@@ -340,7 +340,9 @@ Comparison compare_timelines(const Timeline& predicted, const Timeline& measured
     if (p && m && (!f.relative || *m > 0)) c.*f.error = f.relative ? (*p - *m) / *m : *p - *m;
   }
   c.workload_difference = workload_difference(predicted.workload, measured.workload);
-  c.jitter_draws_differ = measured.variation_recorded && measured.variation.jitter.cv > 0 && mw.iteration != 0;
+  // Only where the prediction played the same jitter: otherwise the variation note says it all.
+  c.jitter_draws_differ = measured.variation_recorded && predicted.variation_recorded && measured.variation.jitter.cv > 0 &&
+                          predicted.variation == measured.variation && mw.iteration != 0;
   if (predicted.variation_recorded && measured.variation_recorded && !(predicted.variation == measured.variation))
     c.variation_difference = "predicted: " + variation_text(predicted.variation) + "; measured: " + variation_text(measured.variation);
 

@@ -153,7 +153,7 @@ std::string summary_table(const Scenario& scenario, const Timeline& timeline, co
     // A measured run cannot outrun its GPUs: its FLOPs, counted from the scenario, are not its own.
     if (timeline.source != "predicted")
       return std::string("; over 100%: more than the GPUs can do, so the scenario does not describe this run "
-                         "(its model shape, micro-batch size or param dtype)");
+                         "(its GPU or peak_tflops, model shape, micro-batch size or param dtype)");
     const bool faster_compute = std::any_of(scenario.variation.stragglers.begin(), scenario.variation.stragglers.end(),
                                             [](const Straggler& st) { return st.compute_factor < 1.0; });
     if (scenario.model.transformer && flops_per_step > 0 && !faster_compute) {

@@ -515,6 +515,11 @@ TEST(Compare, SaysWhenTheReportedIterationDrewOtherJitter) {
       << comparison_table(c);
   EXPECT_EQ(comparison_to_json(c).at("jitter_draws_differ"), true);
   EXPECT_NE(comparison_html(c, p, m).find("every iteration draws its own factors"), std::string::npos);
+  // A prediction without the jitter played no draws: the variation note says so, this one does not.
+  Timeline plain = predicted();
+  c = compare_timelines(plain, m);
+  EXPECT_FALSE(c.jitter_draws_differ);
+  EXPECT_FALSE(c.variation_difference.empty());
   // Reported from iteration 0, the draws are the prediction's.
   m.reported_iteration = 0;
   std::erase_if(m.intervals, [](const OpInterval& iv) { return iv.iteration != 0; });
