@@ -5,6 +5,8 @@
 // Program and writes the measured run in shardline's format (timeline.json, metrics.json,
 // report.html, trace.json, program.json) plus import.json, the report of what did not match.
 // docs/import.md.
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <filesystem>
@@ -29,6 +31,19 @@
 namespace shardline::cli {
 namespace {
 
+// One file given twice as two ranks' traces (under any spelling, a symlink or a hard link: the same
+// device and inode), refused before any is read; its rank, where recorded, would also be caught
+// as a rank named twice, but a trace without distributedInfo would have been mapped twice.
+void refuse_a_file_given_twice(const std::vector<std::string>& paths) {
+  std::map<std::pair<dev_t, ino_t>, std::string> files;  // -> the path as given first
+  for (const std::string& path : paths) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) continue;  // the reader names a missing file
+    const auto [it, added] = files.emplace(std::pair{st.st_dev, st.st_ino}, path);
+    if (!added) throw InputError("TRACE", path + ": given twice (also as " + it->second + "): give one trace per rank");
+  }
+}
+
 // The traces in rank order: by distributedInfo.rank when every trace names a distinct one, else
 // in the order given. `one_run` (the traces are mapped onto a Program's ranks): every trace names
 // its rank or none does (a mix cannot be put in order: the file without one is refused), and
@@ -45,14 +60,6 @@ std::vector<kineto::KinetoTrace> in_rank_order(std::vector<kineto::KinetoTrace> 
         throw InputError("TRACE", t.path + ": holds GPU work of " + std::to_string(devices.size()) + " devices (" +
                                       std::to_string(devices[0]) + ", " + std::to_string(devices[1]) +
                                       (devices.size() > 2 ? ", ..." : "") + "), where one rank's trace holds one GPU's: give each rank's own trace");
-    // One file given twice (its rank, where recorded, is caught below as a rank named twice).
-    std::map<std::string, std::string> files;  // canonical path -> as given
-    for (const auto& t : traces) {
-      std::error_code ec;
-      const std::filesystem::path canonical = std::filesystem::weakly_canonical(t.path, ec);
-      const auto [it, added] = files.emplace(ec ? t.path : canonical.string(), t.path);
-      if (!added) throw InputError("TRACE", t.path + ": given twice (also as " + it->second + "): give one trace per rank");
-    }
   }
   for (const auto& t : traces) {
     if (!one_run) {
@@ -168,6 +175,7 @@ int run_import(const std::vector<std::string>& args) {
     checked_output_folder(out_dir, "--out");
     check_inputs_outside_outputs(paths, out_dir);
   }
+  if (cli.given("scenario")) refuse_a_file_given_twice(paths);
   std::vector<kineto::KinetoTrace> traces = in_rank_order(kineto::read_traces(paths), cli.given("scenario"));
   nlohmann::json summaries = nlohmann::json::array();
   std::string summary_lines, digest_lines;

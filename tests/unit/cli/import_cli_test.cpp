@@ -378,6 +378,19 @@ TEST_F(ImportCli, RanksAndTimesThatCannotBeTheRunAreRefused) {
   fs::copy_file(dir_ / "traces/rank-0.json", dir_ / "w8/rank-0.json");
   expect_one_error_line(run("import w8/rank-0.json w8/rank-1.json" + hsdp), "w8/rank-1.json: distributedInfo.world_size is 8");
   expect_one_error_line(run("import traces/rank-0.json traces/rank-0.json" + hsdp), "traces/rank-0.json: given twice");
+  // The case that had been mapped as two ranks: a trace that records no rank, given twice, also
+  // through a hard link (another path to the same file).
+  {
+    std::string text = slurp(dir_ / "traces/rank-0.json");
+    const size_t at = text.find("\"distributedInfo\": {");
+    ASSERT_NE(at, std::string::npos);
+    text.erase(at, text.find("}, ", at) + 3 - at);
+    fs::create_directories(dir_ / "norank");
+    write_text("norank/rank-0.json", text);
+    fs::create_hard_link(dir_ / "norank/rank-0.json", dir_ / "norank/rank-1.json");
+    expect_one_error_line(run("import norank/rank-0.json norank/rank-1.json" + hsdp),
+                          "norank/rank-1.json: given twice (also as norank/rank-0.json)");
+  }
   fs::create_directories(dir_ / "copy");
   fs::copy_file(dir_ / "traces/rank-0.json", dir_ / "copy/rank-0-again.json");  // another file naming rank 0
   expect_one_error_line(run("import traces/rank-0.json copy/rank-0-again.json" + hsdp), "distributedInfo.rank 0 is also");
