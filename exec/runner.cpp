@@ -392,12 +392,17 @@ class TerminationWatched {
 };
 
 // The options a run checks before anything is planned.
-void check_run_options(const ExecOptions& options, int world) {
+void check_run_options(const ExecOptions& options) {
   check_iteration_count(options.iterations, "--iterations");
   check_warmup_count(options.warmup, "--warmup");
   check_timeout(options.timeout_s);
-  if (options.stall_rank >= world) throw InputError("--stall-rank", "no rank " + std::to_string(options.stall_rank));
-  if (options.kill_rank >= world) throw InputError("--kill-rank", "no rank " + std::to_string(options.kill_rank));
+}
+
+// The test hooks' ranks, once the run's world is known to be the Program's (make_plan: a run of
+// the wrong size is that error, not a hook's rank missing from it).
+void check_hook_ranks(const ExecOptions& options, int world) {
+  if (options.stall_rank >= world) throw InputError("--stall-rank", "no rank " + std::to_string(options.stall_rank) + " in this run's " + std::to_string(world));
+  if (options.kill_rank >= world) throw InputError("--kill-rank", "no rank " + std::to_string(options.kill_rank) + " in this run's " + std::to_string(world));
 }
 
 // Every op's element count must fit the int count of one MPI call.
@@ -518,9 +523,10 @@ ExecResult run_program(const Program& program, const ExecOptions& options, Backe
   result.rank = host.rank();
   result.world = host.size();
   const int rank = result.rank, world = result.world;
-  check_run_options(options, world);
+  check_run_options(options);
 
   Plan plan = make_plan(program, options.scale, rank, world, options.corrupt_op);
+  check_hook_ranks(options, world);
   const Program& P = plan.program;
   check_counts_fit_one_mpi_call(plan);
   check_memory_fits(plan, options.scale, backend, host, result);

@@ -146,7 +146,10 @@ set_tests_properties(exec.cli.np_killed_rank_named PROPERTIES LABELS "exec;cli" 
 # The test hooks name ranks and ops of the run, checked before mpirun starts.
 exec_bad_input(kill_rank "--kill-rank: no rank -1 in the scenario's 2 ranks" ${_scen}/host-tiny-fsdp.json --np 2 --kill-rank -1)
 exec_bad_input(corrupt_op "--corrupt-op: no op 99999 in the program of" ${_scen}/host-tiny-fsdp.json --np 2 --corrupt-op 99999)
-set_tests_properties(exec.cli.bad.kill_rank exec.cli.bad.corrupt_op PROPERTIES FAIL_REGULAR_EXPRESSION "launching")
+exec_bad_input(stall_op "--stall-op: no op -5 in the program of" ${_scen}/host-tiny-fsdp.json --np 2 --kill-rank 1 --stall-op -5)
+set_tests_properties(exec.cli.bad.kill_rank exec.cli.bad.corrupt_op exec.cli.bad.stall_op PROPERTIES FAIL_REGULAR_EXPRESSION "launching")
+# Without --np or mpirun a run is one rank: that is the error, not a hook's rank missing from it.
+exec_bad_input(kill_rank_one_process "mpirun -n: the program runs on 2 ranks.*but the run has 1" ${_scen}/host-tiny-fsdp.json --kill-rank 1)
 # A poll interval that is not a whole number of microseconds: exit 2 naming the variable.
 exec_bad_input(poll_env "SHARDLINE_MPI_POLL_US: \"soon\" is not a whole number of microseconds" ${_scen}/host-tiny-fsdp.json)
 set_tests_properties(exec.cli.bad.poll_env PROPERTIES ENVIRONMENT "${_env};SHARDLINE_MPI_POLL_US=soon")
