@@ -645,12 +645,13 @@ Timeline read_timeline_dir(const std::string& dir, const char* which) {
     std::error_code ec;
     if (std::filesystem::is_directory(dir, ec))
       for (const auto& entry : std::filesystem::directory_iterator(dir, ec))
-        if (entry.path().filename().string().rfind("timeline.partial.rank", 0) == 0) {
+        if (const std::string name = entry.path().filename().string();
+            name.rfind("timeline.partial.rank", 0) == 0 || name.rfind("error.rank", 0) == 0) {
           partial = true;
           break;
         }
     throw InputError(which, "cannot open \"" + path + "\" " +
-                                (partial ? std::string("(the folder holds a failed run's timeline.partial.rank*.json and "
+                                (partial ? std::string("(the folder holds what a failed run left, timeline.partial.rank*.json or "
                                                        "error.rank*.txt: exec did not finish; run it again)")
                                          : std::string("(expected an output folder of simulate or exec)")));
   }

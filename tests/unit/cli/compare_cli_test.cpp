@@ -97,7 +97,11 @@ TEST_F(CompareCli, MissingFolderExitsTwoNamingIt) {
   fs::create_directories(dir_ / "failed");
   std::ofstream(dir_ / "failed" / "timeline.partial.rank1.json") << "{}";
   EXPECT_EQ(run("compare pred failed").code, 2);
-  EXPECT_NE(err_.find("the folder holds a failed run's timeline.partial.rank*.json"), std::string::npos) << err_;
+  EXPECT_NE(err_.find("the folder holds what a failed run left"), std::string::npos) << err_;
+  fs::create_directories(dir_ / "failed_early");  // a rank that failed before its first op: its error only
+  std::ofstream(dir_ / "failed_early" / "error.rank0.txt") << "why";
+  EXPECT_EQ(run("compare pred failed_early").code, 2);
+  EXPECT_NE(err_.find("the folder holds what a failed run left"), std::string::npos) << err_;
 }
 
 TEST_F(CompareCli, ATimelineThatIsADirectoryOrOutOfRangeExitsTwoNamingIt) {
