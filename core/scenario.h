@@ -215,7 +215,10 @@ struct GpuSpec {
 };
 
 struct ClusterSpec {
-  std::string name;
+  std::string name;  // the preset's key, the cluster file's stem, its own "name", or "custom"
+  // The scenario (or a --set) changes its preset's or file's values beyond nodes and
+  // gpus_per_node: a GPU number, a link, a slow-down.
+  bool base_changed = false;
   GpuSpec gpu;
   int nodes = 1;
   int gpus_per_node = 1;

@@ -757,7 +757,13 @@ ClusterSpec parse_cluster(const json& j, const json& sch, const std::string& bas
   merged.merge_patch(overrides);
 
   try {
-    return parse_merged_cluster(merged, sch, default_name);
+    ClusterSpec cluster = parse_merged_cluster(merged, sch, default_name);
+    // What the scenario changes of its base beyond the cluster's shape (a GPU number, a link, a
+    // slow-down): the summary says the cluster is its base with changes.
+    cluster.base_changed = std::any_of(overrides.items().begin(), overrides.items().end(), [](const auto& item) {
+      return item.key() != "nodes" && item.key() != "gpus_per_node" && item.key() != "name";
+    });
+    return cluster;
   } catch (const InputError& e) {
     // A value the scenario does not set came from the cluster file: say so.
     if (cluster_file.empty() || e.where().rfind("cluster.", 0) != 0) throw;

@@ -84,7 +84,8 @@ std::string summary_table(const Scenario& scenario, const Timeline& timeline, co
   out += printf_line("%-20s %s (%s, %s)", "scenario", scenario.name.c_str(), timeline.source.c_str(), timeline.backend.c_str());
   // The cluster's name (a preset's key): the same GPU has presets of different software, whose
   // chip numbers differ (h100-sxm-dgx: 2023's published runs; h100-sxm-dgx-torch2.11: PyTorch 2.11).
-  const std::string cluster_name = c.name.empty() || c.name == c.gpu.name ? std::string() : " (" + c.name + ")";
+  const std::string cluster_name =
+      c.name.empty() || c.name == c.gpu.name ? std::string() : " (" + c.name + (c.base_changed ? ", with changes" : "") + ")";
   out += printf_line("%-20s %d x %d %s%s, mesh shard %d x replicate %d", "cluster", c.nodes, c.gpus_per_node, c.gpu.name.c_str(),
                      cluster_name.c_str(), scenario.mesh.shard, scenario.mesh.replicate);
   const std::string bucket = p.bucket_bytes > 0 ? format_bytes(p.bucket_bytes) : std::string("per unit");

@@ -100,6 +100,10 @@ TEST_F(SimulateCli, DefaultScenarioWritesEveryOutputAndPrintsTheSummary) {
       << one.out;
   // The cluster line names the preset: the GPU has presets of different software (chip numbers).
   EXPECT_NE(r.out.find("1 x 8 H100 SXM5 80GB (h100-sxm-dgx), mesh shard 8 x replicate 1"), std::string::npos) << r.out;
+  // A chip number changed on top of the preset: the line says the cluster is the preset with changes.
+  const Result changed = run("simulate " + scenario("llama3-8b-fsdp-h100x8.json") + " --set cluster.gpu.peak_tflops.bf16=500");
+  ASSERT_EQ(changed.code, 0) << changed.err;
+  EXPECT_NE(changed.out.find("(h100-sxm-dgx, with changes), mesh shard 8"), std::string::npos) << changed.out;
   for (const char* f : kOutputs) ASSERT_TRUE(fs::is_regular_file(out / f)) << f;
   const json metrics = json::parse(slurp(out / "metrics.json"));
   for (const char* key : kMetricKeys) EXPECT_TRUE(metrics.contains(key)) << key;
