@@ -85,10 +85,12 @@ int run_exec(const std::vector<std::string>& args) {
   };
   hook_rank("--stall-rank", opt.stall_rank);
   hook_rank("--kill-rank", opt.kill_rank);
-  if (cli.given("stall-op") && (opt.stall_op < 0 || opt.stall_op >= static_cast<int64_t>(program.ops.size())))
-    throw InputError("--stall-op", "no op " + std::to_string(opt.stall_op) + " in the program of " + std::to_string(program.ops.size()) + " ops");
-  if (cli.given("corrupt-op") && (opt.corrupt_op < 0 || opt.corrupt_op >= static_cast<int64_t>(program.ops.size())))
-    throw InputError("--corrupt-op", "no op " + std::to_string(opt.corrupt_op) + " in the program of " + std::to_string(program.ops.size()) + " ops");
+  const auto hook_op = [&](const char* flag, int64_t op) {
+    if (cli.given(flag + 2) && (op < 0 || op >= static_cast<int64_t>(program.ops.size())))
+      throw InputError(flag, "no op " + std::to_string(op) + " in the program of " + std::to_string(program.ops.size()) + " ops");
+  };
+  hook_op("--stall-op", opt.stall_op);
+  hook_op("--corrupt-op", opt.corrupt_op);
   if (exec::launched_by_mpirun()) np = 0;  // the world is mpirun's (docs/exec.md: --np is ignored under mpirun)
   if (np > 0 && np != world)
     throw InputError("--np", "the scenario's mesh has " + std::to_string(world) + " ranks (shard " +

@@ -58,8 +58,8 @@ std::vector<kineto::KinetoTrace> in_rank_order(std::vector<kineto::KinetoTrace> 
     for (const auto& t : traces)
       if (const std::vector<int> devices = kineto::gpu_devices(t); devices.size() > 1)
         throw InputError("TRACE", t.path + ": holds GPU work of " + std::to_string(devices.size()) + " devices (" +
-                                      std::to_string(devices[0]) + ", " + std::to_string(devices[1]) +
-                                      (devices.size() > 2 ? ", ..." : "") + "), where one rank's trace holds one GPU's: give each rank's own trace");
+                                      std::to_string(devices[0]) + ", " + std::to_string(devices[1]) + (devices.size() > 2 ? ", ..." : "") +
+                                      "), where one rank's trace holds one GPU's: give each rank's own trace");
   }
   for (const auto& t : traces) {
     if (!one_run) {

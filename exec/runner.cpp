@@ -401,8 +401,11 @@ void check_run_options(const ExecOptions& options) {
 // The test hooks' ranks, once the run's world is known to be the Program's (make_plan: a run of
 // the wrong size is that error, not a hook's rank missing from it).
 void check_hook_ranks(const ExecOptions& options, int world) {
-  if (options.stall_rank >= world) throw InputError("--stall-rank", "no rank " + std::to_string(options.stall_rank) + " in this run's " + std::to_string(world));
-  if (options.kill_rank >= world) throw InputError("--kill-rank", "no rank " + std::to_string(options.kill_rank) + " in this run's " + std::to_string(world));
+  const auto check = [&](const char* flag, int rank) {
+    if (rank >= world) throw InputError(flag, "no rank " + std::to_string(rank) + " in this run's " + std::to_string(world));
+  };
+  check("--stall-rank", options.stall_rank);
+  check("--kill-rank", options.kill_rank);
 }
 
 // Every op's element count must fit the int count of one MPI call.

@@ -494,8 +494,9 @@ std::string spread_line(const Comparison& c) {
            "; one iteration has no run-to-run spread to place the prediction in (measure more iterations)";
   // With an even count the median is the lower of the two middle steps, a step that ran (the
   // reported iteration's), not their mean.
-  return "measured step over " + std::to_string(s.iterations) + " iteration" + (s.iterations == 1 ? "" : "s") + ": median " +
-         (s.iterations % 2 == 0 ? std::string("(the lower of the two middle steps) ") : std::string()) + format_time_us(s.median_us) + ", p10 .. p90 " + format_time_us(s.p10_us) + " .. " + format_time_us(s.p90_us) +
+  const std::string which = s.iterations % 2 == 0 ? "(the lower of the two middle steps) " : "";
+  return "measured step over " + std::to_string(s.iterations) + " iteration" + (s.iterations == 1 ? "" : "s") + ": median " + which +
+         format_time_us(s.median_us) + ", p10 .. p90 " + format_time_us(s.p10_us) + " .. " + format_time_us(s.p90_us) +
          "; the prediction (" + format_time_us(c.predicted.step_time_us) + ", " + pct(s.median_error) +
          " from the median) is " + (s.prediction_inside ? "inside" : "outside") + " that run-to-run spread";
 }

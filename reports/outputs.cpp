@@ -163,7 +163,8 @@ std::string summary_table(const Scenario& scenario, const Timeline& timeline, co
       if (*v * (1.0 - attention_share / 2) <= 1.0)
         return std::string("; over 100%: attention is counted over the full seq x seq square, of which causal kernels do half");
     }
-    return std::string("; over 100%: the predicted compute outruns the dense peak (compute factors below 1, or units' FLOPs against their times)");
+    return std::string("; over 100%: the predicted compute outruns the dense peak (compute factors below 1, or units' FLOPs "
+                       "against their times)");
   };
   rate_row("MFU", tp.mfu, format_utilisation, ThroughputValue::Mfu,
            "model FLOPs / (" + gpus + " x " + format_tflops(w.peak_flops_per_gpu / 1e12) + " TFLOP/s dense peak)" +

@@ -479,7 +479,8 @@ Recommendation recommend_settings(const std::vector<SweepRow>& rows, const std::
   }
   // A configuration whose typical reserve exceeds the GPU fits only by the caching allocator
   // flushing its cache, a cost the model does not charge (a flushing run's step was predicted
-  // 12.9% short of the measured one, docs/benchmarks.md): those rank after every configuration that fits without.
+  // 12.9% short of the measured one, docs/benchmarks.md): those rank after every configuration
+  // that fits without.
   const auto flushes = [&](size_t i) { return rows[i].metrics.allocator_cache_flushes; };
   std::sort(fitting.begin(), fitting.end(), [&](size_t a, size_t b) {
     if (flushes(a) != flushes(b)) return flushes(b);
