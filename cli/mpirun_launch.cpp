@@ -153,18 +153,20 @@ bool pump_stderr_and_wait(pid_t child, int fd, int& status) {
   MpirunStderrFilter filter;
   char buffer[4096];
   bool reaped = false;
-  int drain_polls = 0;  // after the child ended: 10 more polls of 20 ms at most
+  int idle_after_end = 0;  // after the child ended: stop once the pipe has been quiet for 10 polls of 20 ms
   while (true) {
     if (!reaped) {
       const pid_t w = ::waitpid(child, &status, WNOHANG);
       if (w == child) reaped = true;
       else if (w < 0 && errno != EINTR) return false;
     }
-    if (reaped && ++drain_polls > 10) break;
     pollfd p{fd, POLLIN, 0};
     const int ready = ::poll(&p, 1, reaped ? 20 : 100);
     if (ready < 0 && errno == EINTR) continue;
-    if (ready <= 0) continue;
+    if (ready <= 0) {
+      if (reaped && ++idle_after_end >= 10) break;
+      continue;
+    }
     const ssize_t n = ::read(fd, buffer, sizeof buffer);
     if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
     if (n <= 0) break;  // every writer closed it
