@@ -94,6 +94,8 @@ int run_simulate(const std::vector<std::string>& args) {
   if (cli.given("trace-ranks") && out_dir.empty())
     throw InputError("--trace-ranks", "chooses the ranks that --out writes (timeline.json, trace.json, the report); give --out");
   Program program = schedule(scenario);
+  if (profile)
+    for (const std::string& note : profile_reach_notes(*profile, program)) std::cerr << "simulate: " << note << "\n";
   if (!out_dir.empty()) check_run_outputs_size(scenario, program);  // before simulating, not after
   if (!out_dir.empty() && every_rank) {
     // The timeline and trace hold every kept rank's ops: rank 0, the slowest, the fastest, the

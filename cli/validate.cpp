@@ -154,6 +154,7 @@ int run_validate(const std::vector<std::string>& args) {
   }
   const ClusterProfile profile = given_profile ? std::move(*given_profile) : load_profile(profile_path);
   if (const std::string note = profile_ranks_note(profile, np); !note.empty()) std::cerr << "validate: " << note << "\n";
+  for (const std::string& note : profile_reach_notes(profile, program)) std::cerr << "validate: " << note << "\n";
 
   const std::string predicted_dir = (fs::path(out_dir) / "predicted").string();
   std::cout << step(2) << "simulating with the profile -> " << predicted_dir << std::endl;

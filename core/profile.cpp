@@ -2,14 +2,17 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <ctime>
 #include <fstream>
+#include <map>
 #include <stdexcept>
 
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
 #include "core/json_load.h"
+#include "core/program.h"
 #include "core/statistics.h"
 #include "core/suggest.h"
 #include "core/units.h"
@@ -338,6 +341,30 @@ std::string profile_ranks_note(const ClusterProfile& profile, int world) {
   return "note: the profile was measured on " + std::to_string(profile.ranks) + " ranks and this run has " + std::to_string(world) +
          ": its times are those of " + std::to_string(profile.ranks) + " ranks, which can differ from " + std::to_string(world) +
          "'s (by a lot where ranks share a host's cores); a profile measured with " + std::to_string(world) + " ranks times this run";
+}
+
+std::vector<std::string> profile_reach_notes(const ClusterProfile& profile, const Program& program) {
+  std::map<std::pair<CollectiveKind, int>, int64_t> largest;  // the Program's largest per (kind, group size)
+  for (const Op& op : program.ops)
+    if (is_collective(op.kind) && program.group_size(op) > 1) {
+      int64_t& l = largest[{collective_kind(op.kind), program.group_size(op)}];
+      l = std::max(l, op.bytes());
+    }
+  std::vector<std::string> notes;
+  for (const auto& [key, bytes] : largest) {
+    const CollectiveTable* table = profile.find(key.first, key.second);
+    if (table == nullptr || table->sizes_bytes.empty()) continue;  // refused when simulated, naming the table
+    const int64_t measured = table->sizes_bytes.back();
+    const double factor = static_cast<double>(bytes) / static_cast<double>(measured);
+    if (factor <= kProfileReachFactor) continue;
+    char times[32];
+    std::snprintf(times, sizeof times, "%.0fx", factor);
+    notes.push_back("note: the Program's " + std::string(collective_traits(key.first).name) + "s over " + std::to_string(key.second) +
+                    " ranks reach " + format_bytes(bytes) + ", " + times + " the largest size the profile measured (" +
+                    format_bytes(measured) + "): their times come from its fit alone; calibrate with --max-bytes at least " +
+                    format_bytes(bytes) + " to measure them");
+  }
+  return notes;
 }
 
 }  // namespace shardline

@@ -101,4 +101,11 @@ ClusterProfile load_profile(const std::string& path);       // throws InputError
 // another number of ranks, its times are those of that many (sharing their hosts and links).
 std::string profile_ranks_note(const ClusterProfile& profile, int world);
 
+// Notes, one per (kind, group size), where the Program's largest collective is more than
+// kProfileReachFactor times the largest size the profile measured for it: its time then comes
+// from the profile's alpha-beta fit alone, which sizes far below it (latency-bound) fit poorly.
+struct Program;
+inline constexpr double kProfileReachFactor = 16;
+std::vector<std::string> profile_reach_notes(const ClusterProfile& profile, const Program& program);
+
 }  // namespace shardline

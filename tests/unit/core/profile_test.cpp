@@ -8,6 +8,8 @@
 
 #include "core/error.h"
 #include "core/profile.h"
+#include "core/program.h"
+#include "core/schedule.h"
 
 namespace shardline {
 namespace {
@@ -204,6 +206,31 @@ TEST(Profile, TheRanksItWasMeasuredOnRoundTripAndANoteSaysWhenARunDiffers) {
   } catch (const InputError& e) {
     EXPECT_EQ(e.where(), "profile.ranks");
   }
+}
+
+// A collective far beyond the largest size the profile measured is timed by its fit alone: a note
+// says so, once per kind and group size, and names the --max-bytes that would measure it. Within
+// 16x of the table, or without a table (refused when simulated), nothing is said.
+TEST(Profile, CollectivesFarBeyondTheMeasuredSizesAreNoted) {
+  const ClusterProfile profile = mpi_profile();  // all_reduce over 4 ranks, measured up to 64 KiB
+  Program program;
+  program.groups = fsdp_group_table(4, 4, 0);  // shard groups of 4, replicate groups of 4
+  const auto add = [&](OpKind kind, CommGroup group, int64_t bytes) {
+    Op op;
+    op.kind = kind;
+    op.group = group;
+    op.set_bytes(bytes);
+    program.ops.push_back(op);
+  };
+  add(OpKind::AllReduce, CommGroup::Replicate, 65536 * 16);  // 16x: within reach
+  EXPECT_TRUE(profile_reach_notes(profile, program).empty());
+  add(OpKind::AllReduce, CommGroup::Replicate, 65536 * 17);
+  add(OpKind::AllReduce, CommGroup::Replicate, 65536 * 20);
+  add(OpKind::AllGather, CommGroup::Shard, int64_t{1} << 30);  // no table: refused when simulated, not noted
+  const std::vector<std::string> notes = profile_reach_notes(profile, program);
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_EQ(notes[0], "note: the Program's all_reduces over 4 ranks reach 1.2 MiB, 20x the largest size the profile measured (64.0 KiB): "
+                      "their times come from its fit alone; calibrate with --max-bytes at least 1.2 MiB to measure them");
 }
 
 // The copy slow-downs travel with the profile; a profile from before calibrate measured them is
