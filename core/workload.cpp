@@ -17,18 +17,18 @@ double transformer_model_flops_per_token(const Scenario& s) {
   // head's weight and counts once; learned positions count, as in llm-foundry's formula.
   const int64_t looked_up = t.tied_embeddings ? 0 : t.vocab * t.hidden;
   const double params = static_cast<double>(s.model.total_params() - looked_up);
-  return 6.0 * params + 12.0 * static_cast<double>(t.layers) * static_cast<double>(t.hidden) * static_cast<double>(t.seq_len);
+  return 6.0 * params + transformer_attention_flops_per_token(s, false);
 }
 
 double transformer_attention_flops_per_token(const Scenario& s, bool recomputed) {
   const TransformerSpec& t = s.model.transformer.value();
-  const double per_block = static_cast<double>(t.hidden) * static_cast<double>(t.seq_len);
+  const double h = static_cast<double>(t.hidden), seq = static_cast<double>(t.seq_len);
   int64_t rerun = 0;  // blocks whose backward re-runs the attention core's forward
   if (recomputed)
     for (const UnitSpec& u : s.model.units)
       if (u.part == TransformerPart::Block && (u.checkpointing == Checkpointing::Selective || u.checkpointing == Checkpointing::Full))
         ++rerun;
-  return 12.0 * static_cast<double>(t.layers) * per_block + 4.0 * static_cast<double>(rerun) * per_block;
+  return 12.0 * static_cast<double>(t.layers) * h * seq + 4.0 * static_cast<double>(rerun) * h * seq;
 }
 
 namespace {

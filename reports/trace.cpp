@@ -81,13 +81,14 @@ void for_each_trace_event(const Timeline& t, const std::vector<UnitCompute>* ker
       args["group"] = comm_group_name(op.group);
       args["group_size"] = t.group_size(op);
     }
+    const int64_t start_ns = trace_ns(shifted(iv, iv.start_us)), end_ns = trace_ns(shifted(iv, iv.end_us));
     emit(json{{"ph", "X"},
                       {"name", name},
                       {"cat", op_kind_name(op.kind)},
                       {"pid", iv.rank},
                       {"tid", static_cast<int>(op.stream)},
-                      {"ts", trace_us(trace_ns(shifted(iv, iv.start_us)))},
-                      {"dur", trace_us(trace_ns(shifted(iv, iv.end_us)) - trace_ns(shifted(iv, iv.start_us)))},
+                      {"ts", trace_us(start_ns)},
+                      {"dur", trace_us(end_ns - start_ns)},
                       {"args", std::move(args)}});
     if (has_issue) {
       emit(json{{"ph", "i"},
